@@ -1,0 +1,248 @@
+// Validation, requantization and reference implementation of QuantizedLinearMatMul.
+#include "algorithms/quantized_matmul.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "algorithms/tensor_checks.hpp"
+#include "hetkern/error.hpp"
+
+namespace hk::detail {
+namespace {
+
+constexpr const char* op_name = "quantized_linear_matmul";
+
+bool is_8bit(DataType t) { return t == DataType::int8 || t == DataType::uint8; }
+
+std::string type_text(DataType t) { return std::string(name_of(t)); }
+
+// Which values a parameter tensor may hold besides the per-tensor one.
+enum class Along { rows, columns };
+
+template <class V>
+std::vector<V> read_param(const std::string& name, const ConstTensor& t, Along along,
+                          std::int64_t count, const char* count_name) {
+  const TensorDesc& d = t.desc;
+  check_tensor(op_name, name, d, t.data, 1, 4);
+  const int r = d.rank();
+  for (int k = 0; k + 2 < r; ++k)
+    if (d.size(k) != 1)
+      throw Error(Errc::invalid_shape, op_name, name,
+                  "sizes " + d.to_string() + " have a leading dimension other than 1");
+  const std::int64_t rows = r >= 2 ? d.size(r - 2) : 1, cols = d.size(r - 1);
+  const std::int64_t row_stride = r >= 2 ? d.stride(r - 2) : 0, col_stride = d.stride(r - 1);
+  std::int64_t n = 1, stride = 0;
+  if (rows == 1 && cols == 1) {
+    n = 1;
+  } else if (along == Along::rows && rows == count && cols == 1) {
+    n = count, stride = row_stride;
+  } else if (along == Along::columns && rows == 1 && cols == count) {
+    n = count, stride = col_stride;
+  } else {
+    const std::string per = along == Along::rows
+                                ? "per-row {" + std::string(count_name) + ",1}"
+                                : "per-column {1," + std::string(count_name) + "}";
+    throw Error(Errc::invalid_shape, op_name, name,
+                "sizes " + d.to_string() + " are neither per-tensor {1} nor " + per + " with " +
+                    count_name + " = " + std::to_string(count));
+  }
+  std::vector<V> values(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same_v<V, float>)
+      values[i] = static_cast<const float*>(t.data)[i * stride];
+    else
+      values[i] = load_quantized(t.data, i * stride, d.dtype());
+  }
+  return values;
+}
+
+std::vector<float> read_scale(const std::string& name, const ConstTensor& t, Along along,
+                              std::int64_t count, const char* count_name) {
+  if (t.desc.dtype() != DataType::float32)
+    throw Error(Errc::invalid_type, op_name, name,
+                "type " + type_text(t.desc.dtype()) + " is not float32");
+  auto v = read_param<float>(name, t, along, count, count_name);
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (!(v[i] > 0.0f) || !std::isfinite(v[i]))
+      throw Error(Errc::invalid_parameter, op_name, name,
+                  "value " + std::to_string(v[i]) + " at index " + std::to_string(i) +
+                      " is not a positive finite number");
+  return v;
+}
+
+std::vector<std::int32_t> read_zero_point(const std::string& name,
+                                          const std::optional<ConstTensor>& t, DataType expected,
+                                          const std::string& owner, Along along,
+                                          std::int64_t count, const char* count_name) {
+  if (!t) return {0};
+  if (t->desc.dtype() != expected)
+    throw Error(Errc::invalid_type, op_name, name,
+                "type " + type_text(t->desc.dtype()) + " differs from " + owner + "'s " +
+                    type_text(expected));
+  return read_param<std::int32_t>(name, *t, along, count, count_name);
+}
+
+void check_matrix_type(const std::string& name, DataType t) {
+  if (!is_8bit(t))
+    throw Error(Errc::invalid_type, op_name, name, "type " + type_text(t) + " is not int8 or uint8");
+}
+
+MatrixView matrix_view(const ConstTensor& t) {
+  const TensorDesc& d = t.desc;
+  const int r = d.rank();
+  MatrixView v;
+  v.dtype = d.dtype();
+  v.data = t.data;
+  for (int k = 0; k < r - 2; ++k) v.batch_stride[2 - (r - 2) + k] = d.stride(k);
+  v.row_stride = d.stride(r - 2);
+  v.col_stride = d.stride(r - 1);
+  return v;
+}
+
+void check_disjoint(const Tensor& out, const std::string& name, const ConstTensor& in) {
+  if (spans_overlap(out.desc, out.data, in.desc, in.data))
+    throw Error(Errc::overlap, op_name, "output",
+                "overlaps " + name + " (QuantizedLinearMatMul never runs in place)");
+}
+
+}  // namespace
+
+QmmProblem validate(const QuantizedMatMulArgs& args, const Tensor& output) {
+  const TensorDesc &a = args.a.desc, &b = args.b.desc, &y = output.desc;
+  check_matrix_type("a", a.dtype());
+  check_matrix_type("b", b.dtype());
+  check_matrix_type("output", y.dtype());
+  check_tensor(op_name, "a", a, args.a.data, 2, 4);
+  check_tensor(op_name, "b", b, args.b.data, 2, 4);
+  check_output(op_name, "output", y, output.data, 2, 4);
+  if (b.rank() != a.rank())
+    throw Error(Errc::invalid_shape, op_name, "b",
+                "rank " + std::to_string(b.rank()) + " differs from a's " + std::to_string(a.rank()));
+  if (y.rank() != a.rank())
+    throw Error(Errc::invalid_shape, op_name, "output",
+                "rank " + std::to_string(y.rank()) + " differs from a's " + std::to_string(a.rank()));
+  const int r = a.rank();
+  for (int k = 0; k < r - 2; ++k) {
+    if (b.size(k) != a.size(k))
+      throw Error(Errc::invalid_shape, op_name, "b",
+                  "batch sizes of " + b.to_string() + " differ from a's " + a.to_string() +
+                      " (broadcast a batch with stride 0 instead)");
+    if (y.size(k) != a.size(k))
+      throw Error(Errc::invalid_shape, op_name, "output",
+                  "batch sizes of " + y.to_string() + " differ from a's " + a.to_string());
+  }
+  QmmProblem p;
+  p.M = a.size(r - 2);
+  p.K = a.size(r - 1);
+  p.N = b.size(r - 1);
+  if (b.size(r - 2) != p.K)
+    throw Error(Errc::invalid_shape, op_name, "b",
+                "sizes " + b.to_string() + " need K = " + std::to_string(p.K) +
+                    " rows to match a " + a.to_string());
+  if (y.size(r - 2) != p.M || y.size(r - 1) != p.N)
+    throw Error(Errc::invalid_shape, op_name, "output",
+                "sizes " + y.to_string() + " differ from {..., M, N} = {..., " +
+                    std::to_string(p.M) + ", " + std::to_string(p.N) + "}");
+  for (int k = 0; k < r - 2; ++k) p.batch[2 - (r - 2) + k] = a.size(k);
+
+  QuantParams& q = p.q;
+  q.a_scale = read_scale("a_scale", args.a_scale, Along::rows, p.M, "M");
+  q.b_scale = read_scale("b_scale", args.b_scale, Along::columns, p.N, "N");
+  q.out_scale = read_scale("output_scale", args.output_scale, Along::rows, p.M, "M");
+  q.a_zero = read_zero_point("a_zero_point", args.a_zero_point, a.dtype(), "a", Along::rows, p.M, "M");
+  q.b_zero = read_zero_point("b_zero_point", args.b_zero_point, b.dtype(), "b", Along::columns, p.N, "N");
+  q.out_zero = read_zero_point("output_zero_point", args.output_zero_point, y.dtype(), "output",
+                               Along::rows, p.M, "M");
+
+  // The multiplier grows with sb, so the largest sb decides whether any multiplier overflows.
+  float max_b_scale = 0.0f;
+  for (float s : q.b_scale) max_b_scale = std::fmax(max_b_scale, s);
+  const auto scale_rows = std::int64_t(std::max(q.a_scale.size(), q.out_scale.size()));
+  for (std::int64_t m = 0; m < scale_rows; ++m) {
+    const float mult = requant_multiplier(QuantParams::at(q.a_scale, m), max_b_scale,
+                                          QuantParams::at(q.out_scale, m));
+    if (!std::isfinite(mult))
+      throw Error(Errc::invalid_parameter, op_name, "output_scale",
+                  "multiplier a_scale * b_scale / output_scale overflows float32 at row " +
+                      std::to_string(m));
+  }
+
+  check_disjoint(output, "a", args.a);
+  check_disjoint(output, "b", args.b);
+  check_disjoint(output, "a_scale", args.a_scale);
+  check_disjoint(output, "b_scale", args.b_scale);
+  check_disjoint(output, "output_scale", args.output_scale);
+  if (args.a_zero_point) check_disjoint(output, "a_zero_point", *args.a_zero_point);
+  if (args.b_zero_point) check_disjoint(output, "b_zero_point", *args.b_zero_point);
+  if (args.output_zero_point) check_disjoint(output, "output_zero_point", *args.output_zero_point);
+
+  p.a = matrix_view(args.a);
+  p.b = matrix_view(args.b);
+  p.out_type = y.dtype();
+  p.out = output.data;
+  for (int k = 0; k < r - 2; ++k) p.out_batch_stride[2 - (r - 2) + k] = y.stride(k);
+  p.out_row_stride = y.stride(r - 2);
+  p.out_col_stride = y.stride(r - 1);
+  return p;
+}
+
+std::int32_t requantize(std::int64_t acc, float multiplier, std::int32_t zero_point, DataType out) {
+  const std::int32_t qmin = out == DataType::uint8 ? 0 : -128;
+  const std::int32_t qmax = out == DataType::uint8 ? 255 : 127;
+  constexpr std::int64_t limit = std::int64_t(1) << 20;  // far beyond any 8-bit result
+  std::int64_t rounded;
+  if (acc > -(std::int64_t(1) << 29) && acc < (std::int64_t(1) << 29)) {
+    // 29 + 24 significant bits fit a double: the product is exact, so its RNE is too.
+    const double v = std::nearbyint(double(acc) * double(multiplier));
+    rounded = std::int64_t(std::fmax(-double(limit), std::fmin(double(limit), v)));
+  } else {
+    int exponent = 0;
+    const float fraction = std::frexp(multiplier, &exponent);  // multiplier = fraction * 2^exponent
+    const auto mantissa = std::int64_t(std::ldexp(fraction, 24));
+    const int shift = exponent - 24;                           // multiplier = mantissa * 2^shift
+    const __int128 product = __int128(acc) * mantissa;
+    if (product == 0) {
+      rounded = 0;
+    } else if (shift >= 0) {
+      rounded = shift > 40 ? (product > 0 ? limit : -limit)
+                           : std::int64_t(std::max<__int128>(-limit, std::min<__int128>(limit, product << shift)));
+    } else if (-shift >= 90) {
+      rounded = 0;  // |product| < 2^88, so |value| < 1/4
+    } else {
+      const int s = -shift;
+      __int128 quotient = product >> s;  // floor
+      const __int128 remainder = product - (quotient << s);
+      const __int128 half = __int128(1) << (s - 1);
+      if (remainder > half || (remainder == half && (quotient & 1))) ++quotient;
+      rounded = std::int64_t(std::max<__int128>(-limit, std::min<__int128>(limit, quotient)));
+    }
+  }
+  return std::int32_t(std::clamp<std::int64_t>(rounded + zero_point, qmin, qmax));
+}
+
+void reference_qmm(const QmmProblem& p) {
+  const QuantParams& q = p.q;
+  for (std::int64_t b0 = 0; b0 < p.batch[0]; ++b0)
+    for (std::int64_t b1 = 0; b1 < p.batch[1]; ++b1) {
+      const std::int64_t ao = b0 * p.a.batch_stride[0] + b1 * p.a.batch_stride[1];
+      const std::int64_t bo = b0 * p.b.batch_stride[0] + b1 * p.b.batch_stride[1];
+      const std::int64_t yo = b0 * p.out_batch_stride[0] + b1 * p.out_batch_stride[1];
+      for (std::int64_t m = 0; m < p.M; ++m)
+        for (std::int64_t n = 0; n < p.N; ++n) {
+          const std::int32_t za = QuantParams::at(q.a_zero, m), zb = QuantParams::at(q.b_zero, n);
+          std::int64_t acc = 0;
+          for (std::int64_t k = 0; k < p.K; ++k) {
+            const std::int32_t x = load_quantized(p.a.data, ao + m * p.a.row_stride + k * p.a.col_stride, p.a.dtype);
+            const std::int32_t w = load_quantized(p.b.data, bo + k * p.b.row_stride + n * p.b.col_stride, p.b.dtype);
+            acc += std::int64_t(x - za) * (w - zb);
+          }
+          const float mult = requant_multiplier(QuantParams::at(q.a_scale, m), QuantParams::at(q.b_scale, n),
+                                                QuantParams::at(q.out_scale, m));
+          store_quantized(p.out, yo + m * p.out_row_stride + n * p.out_col_stride, p.out_type,
+                          requantize(acc, mult, QuantParams::at(q.out_zero, m), p.out_type));
+        }
+    }
+}
+
+}  // namespace hk::detail

@@ -1,0 +1,53 @@
+// The operators. Semantics: docs/operators.md (a copy of the project specification).
+//
+// Every call validates all arguments first and throws hk::Error without writing anything when
+// a rule is broken. With an empty schedule the library chooses one from the shape and the machine.
+#pragma once
+
+#include <optional>
+
+#include "hetkern/schedule.hpp"
+#include "hetkern/tensor.hpp"
+
+namespace hk {
+
+enum class Direction { increasing, decreasing };
+
+struct CumulativeOptions {
+  int axis = 0;                                  // 0 <= axis < rank
+  Direction direction = Direction::increasing;   // traversal order along the axis
+  bool exclusive = false;                        // leave the current element out of its own tally
+};
+
+/// Running sum along an axis. Types: float32 (accumulated in float64), float16 (accumulated in
+/// float32), int32, uint32, int64, uint64 (wrapping modulo 2^bits). The output may be the input
+/// itself (same data pointer and layout); any other overlap is an error.
+void cumulative_sum(ConstTensor input, Tensor output, const CumulativeOptions& options,
+                    const Schedule& schedule = {});
+
+/// Running product along an axis; same types, rules and accumulation as cumulative_sum.
+void cumulative_product(ConstTensor input, Tensor output, const CumulativeOptions& options,
+                        const Schedule& schedule = {});
+
+/// Arguments of quantized_linear_matmul. A is {[B],[C],M,K}, B is {[B],[C],K,N}, all of rank 2 to 4
+/// and equal rank, batch sizes equal (broadcast a batch through a stride of 0). Scales are float32,
+/// positive and finite; zero points have the type of their tensor. Parameter tensors have rank 1 to
+/// 4, are right-aligned against {M,K}/{K,N}/{M,N}, and hold one value (per tensor) or one per row
+/// of A / per column of B / per row of the output.
+struct QuantizedMatMulArgs {
+  ConstTensor a;
+  ConstTensor a_scale;
+  std::optional<ConstTensor> a_zero_point;
+  ConstTensor b;
+  ConstTensor b_scale;
+  std::optional<ConstTensor> b_zero_point;
+  ConstTensor output_scale;
+  std::optional<ConstTensor> output_zero_point;
+};
+
+/// output = saturate(RNE(sum_k (A - za)(B - zb) * float32(float32(sa*sb)/sy)) + zy), exact integer
+/// accumulation for every K; output type int8 or uint8 (equal to the output zero point's type).
+void quantized_linear_matmul(const QuantizedMatMulArgs& args, Tensor output,
+                             const Schedule& schedule = {});
+
+}  // namespace hk

@@ -1,0 +1,56 @@
+// Default schedules from the shape and the thread count.
+#include "runtime/heuristic.hpp"
+
+#include <algorithm>
+
+#include "hetkern/info.hpp"
+#include "schedules/scan_layout.hpp"
+
+namespace hk::detail {
+namespace {
+
+// Below this much work a parallel region costs more than it saves.
+constexpr std::int64_t scan_parallel_min_elements = std::int64_t(1) << 15;
+constexpr std::int64_t qmm_parallel_min_macs = std::int64_t(1) << 21;
+constexpr std::int64_t scan_tile = 256;
+
+}  // namespace
+
+ScanPlan default_scan_plan(const CumulativeCall& call) {
+  const int threads = default_threads();
+  const ScanLayout s = make_scan_layout(call);
+  const std::int64_t elements = s.lines() * s.length;
+  ScanPlan plan;
+  plan.kind = ScanPlan::Kind::tiled;
+  plan.tile = scan_tile;
+  if (threads <= 1 || elements < scan_parallel_min_elements) return plan;
+  const std::int64_t panels = s.outer_lines() * ((s.inner_size() + scan_tile - 1) / scan_tile);
+  if (panels >= 4 * threads) {
+    plan.kind = ScanPlan::Kind::parallel;
+  } else {
+    // Too few independent lines to share: cut the lines into blocks, a few per thread.
+    plan.kind = ScanPlan::Kind::blocked;
+    const std::int64_t per_line_blocks = std::max<std::int64_t>(1, (4 * threads + s.lines() - 1) / s.lines());
+    plan.block = std::max<std::int64_t>(4096, (s.length + per_line_blocks - 1) / per_line_blocks);
+    plan.tile = 0;
+  }
+  plan.threads = threads;
+  return plan;
+}
+
+QmmPlan default_qmm_plan(const QmmProblem& p) {
+  QmmPlan plan;
+  plan.kind = QmmPlan::Kind::tiled;
+  plan.mc = 64;
+  plan.nc = 256;
+  plan.kc = 256;
+  const int threads = default_threads();
+  const std::int64_t macs = p.batch[0] * p.batch[1] * p.M * p.N * p.K;
+  if (threads > 1 && macs >= qmm_parallel_min_macs) {
+    plan.kind = QmmPlan::Kind::parallel;
+    plan.threads = threads;
+  }
+  return plan;
+}
+
+}  // namespace hk::detail

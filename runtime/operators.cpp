@@ -1,0 +1,41 @@
+// The public operator calls: validate, choose a schedule, run.
+#include "hetkern/operators.hpp"
+
+#include "runtime/heuristic.hpp"
+
+namespace hk {
+namespace {
+
+void run_cumulative(const detail::CumulativeCall& call, const Schedule& schedule) {
+  detail::validate(call);
+  const detail::ScanPlan plan =
+      schedule.empty() ? detail::default_scan_plan(call) : detail::plan_scan(call, schedule);
+  detail::run_scan(call, plan);
+}
+
+}  // namespace
+
+void cumulative_sum(ConstTensor input, Tensor output, const CumulativeOptions& options,
+                    const Schedule& schedule) {
+  run_cumulative({false, input, output, options}, schedule);
+}
+
+void cumulative_product(ConstTensor input, Tensor output, const CumulativeOptions& options,
+                        const Schedule& schedule) {
+  run_cumulative({true, input, output, options}, schedule);
+}
+
+void quantized_linear_matmul(const QuantizedMatMulArgs& args, Tensor output,
+                             const Schedule& schedule) {
+  const detail::QmmProblem problem = detail::validate(args, output);
+  const detail::QmmPlan plan =
+      schedule.empty() ? detail::default_qmm_plan(problem) : detail::plan_qmm(problem, schedule);
+  detail::run_qmm(problem, plan);
+}
+
+std::vector<StrategyInfo> strategies(Operator op) {
+  return op == Operator::quantized_linear_matmul ? detail::describe(detail::qmm_strategies())
+                                                 : detail::describe(detail::scan_strategies());
+}
+
+}  // namespace hk

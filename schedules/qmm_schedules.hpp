@@ -1,0 +1,30 @@
+// The schedules of QuantizedLinearMatMul: strategy table, planning and host lowering.
+#pragma once
+
+#include <span>
+
+#include "algorithms/quantized_matmul.hpp"
+#include "schedules/strategy.hpp"
+
+namespace hk::detail {
+
+struct QmmPlan {
+  enum class Kind { reference, tiled, parallel };
+  Kind kind = Kind::reference;
+  std::int64_t mc = 0, nc = 0, kc = 0;  // rows of A, columns of B, depth per cache block
+  int threads = 1;
+
+  /// The schedule with every parameter explicit, e.g. "qmm.tiled(mc=64, nc=256, kc=256)".
+  Schedule to_schedule() const;
+};
+
+std::span<const StrategySpec> qmm_strategies();
+
+/// Checks the schedule against the strategy table and fills the parameters it leaves out.
+/// Throws hk::Error(Errc::invalid_schedule).
+QmmPlan plan_qmm(const QmmProblem& problem, const Schedule& schedule);
+
+/// Runs a validated problem with a plan from plan_qmm.
+void run_qmm(const QmmProblem& problem, const QmmPlan& plan);
+
+}  // namespace hk::detail

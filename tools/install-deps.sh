@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages hetkern builds and tests with; silent when all are present.
+set -euo pipefail
+packages=(
+  cmake ninja-build          # build
+  clang-19 libomp-19-dev     # compiler, host OpenMP and offload runtime
+  libcli11-dev               # command line parsing
+  libgtest-dev               # unit tests
+  python3-numpy              # independent oracle in the CLI tests (/usr/bin/python3)
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+((${#missing[@]} == 0)) && exit 0
+sudo=""
+((EUID == 0)) || sudo="sudo"
+echo "installing: ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
