@@ -26,14 +26,15 @@ void check_tensor(const std::string& op, const std::string& name, const TensorDe
     throw Error(Errc::invalid_shape, op, name,
                 "rank " + std::to_string(rank) + " is outside the allowed " +
                     std::to_string(min_rank) + " to " + std::to_string(max_rank_allowed));
+  for (int d = 0; d < rank; ++d)
+    if (desc.size(d) < 1)
+      throw Error(Errc::invalid_shape, op, name,
+                  "size " + std::to_string(desc.size(d)) + " of dimension " + std::to_string(d) +
+                      " is not positive (sizes " + dims_text(desc.sizes()) + ")");
   std::int64_t count = 1;
   std::int64_t max_offset = 0;
   for (int d = 0; d < rank; ++d) {
     const std::int64_t n = desc.size(d), s = desc.stride(d);
-    if (n < 1)
-      throw Error(Errc::invalid_shape, op, name,
-                  "size " + std::to_string(n) + " of dimension " + std::to_string(d) +
-                      " is not positive (sizes " + dims_text(desc.sizes()) + ")");
     if (s < 0)
       throw Error(Errc::invalid_stride, op, name,
                   "stride " + std::to_string(s) + " of dimension " + std::to_string(d) +

@@ -83,12 +83,13 @@ testing::AssertionResult contains(const std::string& text, std::string_view phra
   return testing::AssertionFailure() << "\"" << text << "\" does not contain \"" << phrase << "\"";
 }
 
-std::string header(std::string_view descr, std::string_view shape, std::string_view fortran = "False") {
+std::string header(std::string_view descr, std::string_view shape,
+                   std::string_view fortran = "False") {
   return "{'descr': '" + std::string(descr) + "', 'fortran_order': " + std::string(fortran) +
          ", 'shape': " + std::string(shape) + ", }\n";
 }
 
-// ---- Round trips -----------------------------------------------------------------------------------
+// ---- Round trips
 
 constexpr DataType all_types[] = {DataType::float16, DataType::float32, DataType::int8,
                                   DataType::uint8,   DataType::int32,   DataType::uint32,
@@ -117,7 +118,8 @@ TEST(NpyRoundTrip, EveryTypeAndRank) {
 }
 
 TEST(NpyRoundTrip, WriteThenRead) {
-  const fs::path path = fs::temp_directory_path() / ("hk_npy_roundtrip_" + std::to_string(getpid()) + ".npy");
+  const fs::path path =
+      fs::temp_directory_path() / ("hk_npy_roundtrip_" + std::to_string(getpid()) + ".npy");
   const std::vector<std::int64_t> values = {-1, 2, -3, 4, -5, 6};
   hk::npy::write(path.string(), hk::TensorDesc(DataType::int64, {2, 3}), values.data());
   const hk::npy::Array array = hk::npy::read(path.string());
@@ -164,11 +166,12 @@ TEST(NpyWrite, RejectsDescriptorsItCannotWrite) {
             hk::Errc::invalid_parameter);
 }
 
-// ---- Reading hand-built files ----------------------------------------------------------------------
+// ---- Reading hand-built files
 
 TEST(NpyRead, Version1) {
   const Bytes data = bytes_of_values(std::vector<std::int32_t>{1, -2, 3, -4, 5, -6});
-  const hk::npy::Array array = hk::npy::parse(npy_file(1, header("<i4", "(2, 3)"), data), "test.npy");
+  const hk::npy::Array array =
+      hk::npy::parse(npy_file(1, header("<i4", "(2, 3)"), data), "test.npy");
   EXPECT_EQ(array.desc.to_string(), "int32{2,3}");
   EXPECT_EQ(array.bytes, data);
 }
@@ -232,11 +235,12 @@ TEST(NpyRead, FortranOrderGivesColumnMajorStrides) {
 }
 
 TEST(NpyRead, FromDisk) {
-  const fs::path path = fs::temp_directory_path() / ("hk_npy_read_" + std::to_string(getpid()) + ".npy");
+  const fs::path path =
+      fs::temp_directory_path() / ("hk_npy_read_" + std::to_string(getpid()) + ".npy");
   const Bytes data = pattern(4 * 3);
   const Bytes file = npy_file(2, header("<f4", "(3,)"), data);
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(file.data()),
-                                              std::streamsize(file.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(file.data()), std::streamsize(file.size()));
   const hk::npy::Array array = hk::npy::read(path.string());
   EXPECT_EQ(array.desc.to_string(), "float32{3}");
   EXPECT_EQ(array.bytes, data);
@@ -251,7 +255,7 @@ TEST(NpyRead, FromDisk) {
   fs::remove(path);
 }
 
-// ---- Errors ----------------------------------------------------------------------------------------
+// ---- Errors
 
 TEST(NpyErrors, BadMagic) {
   Bytes file = npy_file(1, header("<f4", "(1,)"), pattern(4));
@@ -279,11 +283,13 @@ TEST(NpyErrors, UnsupportedVersion) {
 TEST(NpyErrors, HeaderLongerThanFile) {
   // A hostile version-2 header length of almost 4 GiB must be refused before anything is allocated.
   const Bytes file = bytes_of(std::string("\x93NUMPY\x02\x00\xf0\xff\xff\xff{}", 14));
-  EXPECT_TRUE(contains(parse_error(file), "header length 4294967280 exceeds the file size of 14 bytes"));
+  EXPECT_TRUE(
+      contains(parse_error(file), "header length 4294967280 exceeds the file size of 14 bytes"));
 }
 
 TEST(NpyErrors, HeaderNotADict) {
-  EXPECT_TRUE(contains(parse_error(npy_file(1, "['descr', '<f4']\n")), "not a Python dict literal"));
+  EXPECT_TRUE(
+      contains(parse_error(npy_file(1, "['descr', '<f4']\n")), "not a Python dict literal"));
   EXPECT_TRUE(contains(parse_error(npy_file(1, "")), "not a Python dict literal"));
 }
 
@@ -309,9 +315,10 @@ TEST(NpyErrors, MissingUnexpectedOrDuplicateKey) {
   EXPECT_TRUE(contains(
       parse_error(npy_file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'x': 1}")),
       "unexpected key 'x'"));
-  EXPECT_TRUE(contains(
-      parse_error(npy_file(1, "{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (1,)}")),
-      "duplicate key 'descr'"));
+  EXPECT_TRUE(
+      contains(parse_error(npy_file(
+                   1, "{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (1,)}")),
+               "duplicate key 'descr'"));
 }
 
 TEST(NpyErrors, MalformedShape) {
@@ -327,7 +334,8 @@ TEST(NpyErrors, FortranOrderNotBool) {
 }
 
 TEST(NpyErrors, NegativeDimension) {
-  EXPECT_TRUE(contains(parse_error(npy_file(1, header("<f4", "(3, -2)"))), "negative dimension -2"));
+  EXPECT_TRUE(
+      contains(parse_error(npy_file(1, header("<f4", "(3, -2)"))), "negative dimension -2"));
 }
 
 TEST(NpyErrors, HugeDimension) {
@@ -402,15 +410,18 @@ TEST(NpyErrors, CannotOpen) {
   EXPECT_TRUE(contains(error_of([] { hk::npy::read("/nonexistent/x.npy"); }, "/nonexistent/x.npy"),
                        "cannot open: No such file or directory"));
   const std::string directory = fs::temp_directory_path().string();
-  EXPECT_TRUE(contains(error_of([&] { hk::npy::read(directory); }, directory), "not a regular file"));
+  EXPECT_TRUE(
+      contains(error_of([&] { hk::npy::read(directory); }, directory), "not a regular file"));
 }
 
 // Every prefix and every single-byte corruption of a valid file either parses or throws hk::Error:
 // no crash, no other exception (run under the sanitizers to catch out-of-bounds reads).
 TEST(NpyErrors, CorruptedFilesNeverCrash) {
-  const Bytes valid = hk::npy::serialize(hk::TensorDesc(DataType::int32, {2, 2}), pattern(16).data());
+  const Bytes valid =
+      hk::npy::serialize(hk::TensorDesc(DataType::int32, {2, 2}), pattern(16).data());
   for (std::size_t size = 0; size < valid.size(); ++size)
-    EXPECT_NE(parse_error(Bytes(valid.begin(), valid.begin() + std::ptrdiff_t(size))), "<no error>");
+    EXPECT_NE(parse_error(Bytes(valid.begin(), valid.begin() + std::ptrdiff_t(size))),
+              "<no error>");
   for (std::size_t at = 0; at < valid.size() - 16; ++at) {
     for (int value = 0; value < 256; ++value) {
       Bytes corrupted = valid;
@@ -423,14 +434,14 @@ TEST(NpyErrors, CorruptedFilesNeverCrash) {
   }
 }
 
-// ---- Atomic writes ---------------------------------------------------------------------------------
+// ---- Atomic writes
 
 class NpyWriteFailure : public testing::Test {
  protected:
   void SetUp() override {
-    directory_ = fs::temp_directory_path() /
-                 ("hk_npy_test_" + std::to_string(getpid()) + "_" +
-                  testing::UnitTest::GetInstance()->current_test_info()->name());
+    directory_ =
+        fs::temp_directory_path() / ("hk_npy_test_" + std::to_string(getpid()) + "_" +
+                                     testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(directory_);
     fs::create_directory(directory_);
   }
@@ -441,7 +452,8 @@ class NpyWriteFailure : public testing::Test {
 
   std::vector<std::string> entries() const {
     std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(directory_)) names.push_back(entry.path().filename());
+    for (const auto& entry : fs::directory_iterator(directory_))
+      names.push_back(entry.path().filename());
     std::sort(names.begin(), names.end());
     return names;
   }
@@ -468,18 +480,18 @@ TEST_F(NpyWriteFailure, PathIsADirectory) {
   const fs::path path = directory_ / "out.npy";
   fs::create_directory(path);
   std::ofstream(path / "keep") << "kept";
-  EXPECT_TRUE(contains(error_of([&] { hk::npy::write(path.string(), desc_, values_.data()); },
-                                path.string()),
-                       "cannot rename"));
+  EXPECT_TRUE(contains(
+      error_of([&] { hk::npy::write(path.string(), desc_, values_.data()); }, path.string()),
+      "cannot rename"));
   EXPECT_EQ(entries(), std::vector<std::string>{"out.npy"});
   EXPECT_EQ(contents_of(path / "keep"), "kept");
 }
 
 TEST_F(NpyWriteFailure, MissingDirectory) {
   const fs::path path = directory_ / "missing" / "out.npy";
-  EXPECT_TRUE(contains(error_of([&] { hk::npy::write(path.string(), desc_, values_.data()); },
-                                path.string()),
-                       "No such file or directory"));
+  EXPECT_TRUE(contains(
+      error_of([&] { hk::npy::write(path.string(), desc_, values_.data()); }, path.string()),
+      "No such file or directory"));
   EXPECT_TRUE(entries().empty());
 }
 
@@ -488,9 +500,9 @@ TEST_F(NpyWriteFailure, DirectoryNotWritable) {
   const fs::path path = directory_ / "out.npy";
   std::ofstream(path) << "old";
   fs::permissions(directory_, fs::perms::owner_read | fs::perms::owner_exec);
-  EXPECT_TRUE(contains(error_of([&] { hk::npy::write(path.string(), desc_, values_.data()); },
-                                path.string()),
-                       "Permission denied"));
+  EXPECT_TRUE(contains(
+      error_of([&] { hk::npy::write(path.string(), desc_, values_.data()); }, path.string()),
+      "Permission denied"));
   EXPECT_EQ(entries(), std::vector<std::string>{"out.npy"});
   EXPECT_EQ(contents_of(path), "old");
 }

@@ -23,8 +23,10 @@
 namespace hk::npy {
 namespace {
 
-// Element bytes are handed over as stored, and '=' is read as '<'; both assume a little-endian host.
-static_assert(std::endian::native == std::endian::little, "the .npy reader assumes a little-endian host");
+// Element bytes are handed over as stored, and '=' is read as '<'; both assume a little-endian
+// host.
+static_assert(std::endian::native == std::endian::little,
+              "the .npy reader assumes a little-endian host");
 
 constexpr std::string_view magic = "\x93NUMPY";
 constexpr std::size_t version_size = 2;
@@ -38,7 +40,9 @@ constexpr int max_nesting = 16;
   throw Error(Errc::invalid_file, "npy", name, std::move(rule));
 }
 
-std::string errno_text(int error) { return std::system_category().message(error); }
+std::string errno_text(int error) {
+  return std::system_category().message(error);
+}
 
 // Header text quoted in messages is cut short: a hostile header can be gigabytes long.
 std::string excerpt(std::string_view text) {
@@ -47,13 +51,13 @@ std::string excerpt(std::string_view text) {
   return std::string(text.substr(0, limit)) + "...";
 }
 
-// ---- Header: a Python dict literal ---------------------------------------------------------------
+// ---- Header: a Python dict literal
 
 struct Value {
   enum class Kind { string, integer, identifier, tuple, list };
   Kind kind = Kind::identifier;
-  std::string_view text;    // the literal as written, for messages
-  std::string_view token;   // string contents, integer with sign, or identifier
+  std::string_view text;     // the literal as written, for messages
+  std::string_view token;    // string contents, integer with sign, or identifier
   std::vector<Value> items;  // elements of a tuple or list
 };
 
@@ -107,7 +111,8 @@ class HeaderParser {
       value.token = text_.substr(start, pos_ - start);
     } else if (is_identifier_start(c)) {
       value.kind = Value::Kind::identifier;
-      while (pos_ < text_.size() && (is_identifier_start(text_[pos_]) || is_digit(text_[pos_]))) ++pos_;
+      while (pos_ < text_.size() && (is_identifier_start(text_[pos_]) || is_digit(text_[pos_])))
+        ++pos_;
       value.token = text_.substr(start, pos_ - start);
     } else if (c == '(' || c == '[') {
       const char close = c == '(' ? ')' : ']';
@@ -152,7 +157,8 @@ class HeaderParser {
   }
 
   void skip_space() {
-    while (pos_ < text_.size() && std::string_view(" \t\n\r\f\v").find(text_[pos_]) != std::string_view::npos)
+    while (pos_ < text_.size() &&
+           std::string_view(" \t\n\r\f\v").find(text_[pos_]) != std::string_view::npos)
       ++pos_;
   }
 
@@ -176,7 +182,7 @@ class HeaderParser {
   const std::string& name_;
 };
 
-// ---- Header: meaning of the dict -----------------------------------------------------------------
+// ---- Header: meaning of the dict
 
 DataType data_type_of(const Value& descr, const std::string& name) {
   if (descr.kind == Value::Kind::list)
@@ -185,13 +191,18 @@ DataType data_type_of(const Value& descr, const std::string& name) {
     fail(name, "'descr' must be a string, found " + excerpt(descr.text));
   const std::string_view text = descr.token;
   const std::string quoted = "'" + excerpt(text) + "'";
-  const bool has_order = !text.empty() && std::string_view("<>|=").find(text[0]) != std::string_view::npos;
+  const bool has_order =
+      !text.empty() && std::string_view("<>|=").find(text[0]) != std::string_view::npos;
   const char order = has_order ? text[0] : '\0';
   const std::string_view code = has_order ? text.substr(1) : text;
 
   if (code.starts_with('O')) fail(name, "object arrays are not supported (descr " + quoted + ")");
-  if (code == "b1" || code == "?") fail(name, "bool arrays are not supported (descr " + quoted + ")");
-  struct Code { std::string_view code; DataType type; };
+  if (code == "b1" || code == "?")
+    fail(name, "bool arrays are not supported (descr " + quoted + ")");
+  struct Code {
+    std::string_view code;
+    DataType type;
+  };
   static constexpr Code codes[] = {
       {"f2", DataType::float16}, {"f4", DataType::float32}, {"i1", DataType::int8},
       {"u1", DataType::uint8},   {"i4", DataType::int32},   {"u4", DataType::uint32},
@@ -200,8 +211,8 @@ DataType data_type_of(const Value& descr, const std::string& name) {
   const auto* found = std::find_if(std::begin(codes), std::end(codes),
                                    [&](const Code& c) { return c.code == code; });
   if (found == std::end(codes))
-    fail(name, "unsupported dtype descr " + quoted +
-                   " (supported: <f2 <f4 |i1 |u1 <i4 <u4 <i8 <u8)");
+    fail(name,
+         "unsupported dtype descr " + quoted + " (supported: <f2 <f4 |i1 |u1 <i4 <u4 <i8 <u8)");
   // Byte order means nothing for one-byte types; numpy writes '|' but accepts any.
   if (size_of(found->type) > 1) {
     if (order == '>') fail(name, "big-endian data is not supported (descr " + quoted + ")");
@@ -250,16 +261,16 @@ Header interpret(const Entries& entries, const std::string& name) {
   std::vector<std::int64_t> sizes;
   for (const Value& item : shape->items) {
     if (item.kind != Value::Kind::integer)
-      fail(name, "malformed shape " + shape_text + ": " + excerpt(item.text) + " is not an integer");
+      fail(name,
+           "malformed shape " + shape_text + ": " + excerpt(item.text) + " is not an integer");
     const bool negative = item.token.front() == '-';
     const bool has_sign = negative || item.token.front() == '+';
     const std::string_view digits = item.token.substr(has_sign ? 1 : 0);
-    std::int64_t size = 0;
-    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), size);
-    if (error == std::errc::result_out_of_range || end != digits.data() + digits.size())
+    if (negative && digits.find_first_not_of('0') != std::string_view::npos)
+      fail(name, "negative dimension " + excerpt(item.token) + " in shape " + shape_text);
+    std::int64_t size = 0;  // the parser let through only digits, so only the range can fail
+    if (std::from_chars(digits.data(), digits.data() + digits.size(), size).ec != std::errc())
       fail(name, "dimension " + excerpt(item.token) + " in shape is too large");
-    if (negative && size != 0)
-      fail(name, "negative dimension " + std::string(item.token) + " in shape " + shape_text);
     if (size == 0) fail(name, "zero-size arrays are not supported (shape " + shape_text + ")");
     sizes.push_back(size);
   }
@@ -280,7 +291,7 @@ Header interpret(const Entries& entries, const std::string& name) {
   return {TensorDesc(dtype, sizes, strides), std::uint64_t(data_bytes)};
 }
 
-// ---- File layout ---------------------------------------------------------------------------------
+// ---- File layout
 
 std::string_view as_chars(std::span<const std::byte> bytes) {
   return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
@@ -315,13 +326,14 @@ std::uint64_t preamble_size(std::span<const std::byte> start, std::uint64_t file
 
 Header parse_header(std::span<const std::byte> preamble, const std::string& name) {
   const std::size_t length_size = std::uint8_t(preamble[6]) == 1 ? 2 : 4;
-  const std::string_view header = as_chars(preamble).substr(magic.size() + version_size + length_size);
+  const std::string_view header =
+      as_chars(preamble).substr(magic.size() + version_size + length_size);
   return interpret(HeaderParser(header, name).parse_dict(), name);
 }
 
 void check_data_size(const Header& header, std::uint64_t present, const std::string& name) {
-  const std::string expected = std::to_string(header.data_bytes) + " data bytes for " +
-                               header.desc.to_string();
+  const std::string expected =
+      std::to_string(header.data_bytes) + " data bytes for " + header.desc.to_string();
   if (present < header.data_bytes)
     fail(name, "file is truncated: expected " + expected + ", found " + std::to_string(present));
   if (present > header.data_bytes)
@@ -329,7 +341,7 @@ void check_data_size(const Header& header, std::uint64_t present, const std::str
                    " trailing bytes after the " + expected);
 }
 
-// ---- POSIX files ---------------------------------------------------------------------------------
+// ---- POSIX files
 
 class FileDescriptor {
  public:
@@ -340,7 +352,8 @@ class FileDescriptor {
     if (fd_ >= 0) ::close(fd_);
   }
   int get() const noexcept { return fd_; }
-  // Closes now so that the caller sees close()'s error (a deferred write error on some filesystems).
+  // Closes now so that the caller sees close()'s error (a deferred write error on some
+  // filesystems).
   int close() noexcept { return ::close(std::exchange(fd_, -1)); }
 
  private:
@@ -373,14 +386,22 @@ bool write_all(int fd, const std::byte* data, std::size_t size) {
 
 std::string_view descr_of(DataType type) {
   switch (type) {
-    case DataType::float16: return "<f2";
-    case DataType::float32: return "<f4";
-    case DataType::int8: return "|i1";
-    case DataType::uint8: return "|u1";
-    case DataType::int32: return "<i4";
-    case DataType::uint32: return "<u4";
-    case DataType::int64: return "<i8";
-    case DataType::uint64: return "<u8";
+    case DataType::float16:
+      return "<f2";
+    case DataType::float32:
+      return "<f4";
+    case DataType::int8:
+      return "|i1";
+    case DataType::uint8:
+      return "|u1";
+    case DataType::int32:
+      return "<i4";
+    case DataType::uint32:
+      return "<u4";
+    case DataType::int64:
+      return "<i8";
+    case DataType::uint64:
+      return "<u8";
   }
   return "?";
 }
@@ -411,7 +432,8 @@ Array read(const std::string& path) {
   const std::size_t already_read = preamble.size();
   preamble.resize(preamble_bytes);
   if (preamble_bytes > already_read)
-    read_at(file, preamble.data() + already_read, preamble_bytes - already_read, already_read, path);
+    read_at(file, preamble.data() + already_read, preamble_bytes - already_read, already_read,
+            path);
   Header header = parse_header(preamble, path);
   check_data_size(header, file_size - preamble_bytes, path);
 
@@ -436,10 +458,9 @@ std::vector<std::byte> serialize(const TensorDesc& desc, const void* data) {
   if (!data) throw Error(Errc::invalid_parameter, "npy", "data", "is null");
 
   // The dict exactly as numpy writes it: keys sorted, "(5,)" for rank 1, a trailing ", ".
-  std::string header = "{'descr': '" + std::string(descr_of(desc.dtype())) +
-                       "', 'fortran_order': False, 'shape': (";
-  for (int d = 0; d < desc.rank(); ++d)
-    header += (d ? ", " : "") + std::to_string(desc.size(d));
+  std::string header =
+      "{'descr': '" + std::string(descr_of(desc.dtype())) + "', 'fortran_order': False, 'shape': (";
+  for (int d = 0; d < desc.rank(); ++d) header += (d ? ", " : "") + std::to_string(desc.size(d));
   header += desc.rank() == 1 ? ",), }" : "), }";
   // Pad with spaces so the data starts 64-byte aligned, then end with '\n'.
   const std::size_t fixed = magic.size() + version_size + 2;
@@ -468,7 +489,8 @@ void write(const std::string& path, const TensorDesc& desc, const void* data) {
   if (!target.has_filename()) fail(path, "path names a directory, not a file");
   const std::filesystem::path directory = target.has_parent_path() ? target.parent_path() : ".";
   // O_EXCL with a per-process, per-call name: never reuse a stale temporary or share one with a
-  // concurrent writer. Mode 0666 lets the umask decide the final permissions, as for a plain open().
+  // concurrent writer. Mode 0666 lets the umask decide the final permissions, as for a plain
+  // open().
   static std::atomic<unsigned> counter{0};
   std::string temporary;
   int fd = -1;
@@ -478,7 +500,8 @@ void write(const std::string& path, const TensorDesc& desc, const void* data) {
                     .string();
     fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0 && (errno != EEXIST || attempt == 100))
-      fail(path, "cannot create a temporary file in " + directory.string() + ": " + errno_text(errno));
+      fail(path,
+           "cannot create a temporary file in " + directory.string() + ": " + errno_text(errno));
   }
   FileDescriptor file(fd);
   const auto discard = [&](const std::string& what) {
@@ -486,9 +509,11 @@ void write(const std::string& path, const TensorDesc& desc, const void* data) {
     ::unlink(temporary.c_str());
     fail(path, what + ": " + errno_text(error));
   };
-  if (!write_all(file.get(), contents.data(), contents.size())) discard("cannot write " + temporary);
+  if (!write_all(file.get(), contents.data(), contents.size()))
+    discard("cannot write " + temporary);
   if (file.close() != 0) discard("cannot write " + temporary);
-  if (::rename(temporary.c_str(), path.c_str()) != 0) discard("cannot rename the temporary file over it");
+  if (::rename(temporary.c_str(), path.c_str()) != 0)
+    discard("cannot rename the temporary file over it");
 }
 
 }  // namespace hk::npy

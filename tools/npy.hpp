@@ -12,8 +12,8 @@ namespace hk::npy {
 
 /// An array read from a .npy file.
 struct Array {
-  /// Data type, sizes and element strides. A Fortran-order file gives column-major strides: the data
-  /// is kept as stored, not transposed.
+  /// Data type, sizes and element strides. A Fortran-order file gives column-major strides: the
+  /// data is kept as stored, not transposed.
   TensorDesc desc;
   /// Little-endian element data exactly as in the file: element_count * size_of(dtype) bytes.
   std::vector<std::byte> bytes;
@@ -21,8 +21,8 @@ struct Array {
   const void* data() const noexcept { return bytes.data(); }
 };
 
-/// Reads a .npy file. Throws hk::Error(Errc::invalid_file, "npy", path, rule) when the file cannot be
-/// read or is not a .npy file hetkern supports (see parse).
+/// Reads a .npy file. Throws hk::Error(Errc::invalid_file, "npy", path, rule) when the file cannot
+/// be read or is not a .npy file hetkern supports (see parse).
 Array read(const std::string& path);
 
 /// Parses the contents of a .npy file held in memory; `name` is the subject of errors. Accepts
@@ -37,9 +37,10 @@ Array parse(std::span<const std::byte> file, const std::string& name);
 /// byte size beyond 64 bits, or data is null.
 std::vector<std::byte> serialize(const TensorDesc& desc, const void* data);
 
-/// Writes serialize(desc, data) to path atomically: into a temporary file in the same directory that
-/// is then renamed over path. On failure the temporary file is removed, path is left as it was, and
-/// hk::Error(Errc::invalid_file, "npy", path, reason) is thrown; serialize's errors pass through.
+/// Writes serialize(desc, data) to path atomically: into a temporary file in the same directory
+/// that is then renamed over path. On failure the temporary file is removed, path is left as it
+/// was, and hk::Error(Errc::invalid_file, "npy", path, reason) is thrown; serialize's errors pass
+/// through.
 void write(const std::string& path, const TensorDesc& desc, const void* data);
 
 }  // namespace hk::npy

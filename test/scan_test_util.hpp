@@ -1,0 +1,44 @@
+// Helpers shared by the cumulative-operator tests: typed buffers, schedules to try, an oracle.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "algorithms/scan_types.hpp"
+#include "hetkern/hetkern.hpp"
+
+namespace hk::test {
+
+using detail::float16_t;
+
+/// Every scan strategy, with defaults and with awkward explicit parameters.
+inline std::vector<Schedule> all_scan_schedules() {
+  std::vector<Schedule> out = {Schedule()};  // the default choice
+  for (const auto& s : strategies(Operator::cumulative_sum)) out.push_back(Schedule(s.name));
+  for (const char* text : {"scan.tiled(tile=1)", "scan.tiled(tile=3)", "scan.tiled(tile=4096)",
+                           "scan.parallel(tile=1, threads=3)", "scan.parallel(tile=7, threads=2)",
+                           "scan.blocked(block=16, threads=3)", "scan.blocked(block=17, threads=2)",
+                           "scan.blocked(block=1000000, threads=1)"})
+    out.push_back(Schedule::parse(text));
+  return out;
+}
+
+inline std::string label(const Schedule& s) { return s.empty() ? "(default)" : s.to_string(); }
+
+/// Values as a float32 tensor of the given sizes, packed.
+inline std::vector<float> floats(std::initializer_list<float> v) { return v; }
+
+/// Converts between a storage type and long double for comparisons.
+template <class T> long double as_real(T v) { return static_cast<long double>(v); }
+
+/// One float16 ulp at magnitude |v| (subnormal spacing below the normal range).
+inline long double f16_ulp(long double v) {
+  const long double a = std::fabs(v);
+  if (a < 0x1p-14L) return 0x1p-24L;
+  return std::ldexp(1.0L, std::ilogb(double(a)) - 10);
+}
+
+}  // namespace hk::test
