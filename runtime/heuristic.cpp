@@ -24,17 +24,23 @@ ScanPlan default_scan_plan(const CumulativeCall& call) {
   plan.kind = ScanPlan::Kind::tiled;
   plan.tile = scan_tile;
   if (threads <= 1 || elements < scan_parallel_min_elements) return plan;
-  const std::int64_t panels = s.outer_lines() * ((s.inner_size() + scan_tile - 1) / scan_tile);
-  if (panels >= 4 * threads) {
-    plan.kind = ScanPlan::Kind::parallel;
-  } else {
-    // Too few independent lines to share: cut the lines into blocks, a few per thread.
-    plan.kind = ScanPlan::Kind::blocked;
-    const std::int64_t per_line_blocks = std::max<std::int64_t>(1, (4 * threads + s.lines() - 1) / s.lines());
-    plan.block = std::max<std::int64_t>(4096, (s.length + per_line_blocks - 1) / per_line_blocks);
-    plan.tile = 0;
-  }
   plan.threads = threads;
+  // Enough tiles for every thread to get several, but tiles no narrower than a cache line of
+  // lines when lines are walked side by side.
+  const std::int64_t wanted = 4 * std::int64_t(threads);
+  const std::int64_t min_tile = s.lines_are_rows() ? 1 : 16;
+  const std::int64_t per_group = std::max<std::int64_t>(1, wanted / s.outer_lines());
+  plan.tile = std::clamp<std::int64_t>(s.inner_size() / per_group, min_tile, scan_tile);
+  const std::int64_t tiles = s.outer_lines() * ((s.inner_size() + plan.tile - 1) / plan.tile);
+  if (tiles >= threads) {
+    plan.kind = ScanPlan::Kind::parallel;
+    return plan;
+  }
+  // Too few independent lines to share: cut the lines into blocks, a few per thread.
+  plan.kind = ScanPlan::Kind::blocked;
+  plan.tile = 0;
+  const std::int64_t blocks_per_line = std::max<std::int64_t>(1, (wanted + s.lines() - 1) / s.lines());
+  plan.block = std::max<std::int64_t>(4096, (s.length + blocks_per_line - 1) / blocks_per_line);
   return plan;
 }
 

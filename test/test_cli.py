@@ -1,0 +1,329 @@
+#!/usr/bin/python3
+"""The hetkern command line against independent oracles.
+
+Cumulative operators are checked against numpy with float64 accumulation (integers with numpy's
+wrapping arithmetic), QuantizedLinearMatMul against exact integer arithmetic with the canonical
+requantization. Every class of bad input must exit with status 2, print one line on stderr and
+leave OUT as it was. usage: test_cli.py PATH/TO/hetkern
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+from fractions import Fraction
+
+import numpy as np
+
+HETKERN = None
+RNG = np.random.default_rng(20261122)
+
+
+def read_bytes(path):
+    if not os.path.exists(path):
+        return None
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def run(*args):
+    return subprocess.run([HETKERN, *map(str, args)], capture_output=True, text=True, timeout=120)
+
+
+class Workdir(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def save(self, name, array):
+        np.save(self.path(name), array)
+        return self.path(name)
+
+    def assert_ok(self, result):
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stderr, "")
+
+
+def scan_oracle(x, axis, reverse, exclusive, product):
+    """numpy: float64 accumulation for floats, wrapping in the element type for integers."""
+    if reverse:
+        x = np.flip(x, axis)
+    if x.dtype.kind == "f":
+        acc = (np.cumprod if product else np.cumsum)(x.astype(np.float64), axis=axis)
+    else:
+        with np.errstate(over="ignore"):
+            acc = (np.cumprod if product else np.cumsum)(x, axis=axis, dtype=x.dtype)
+    if exclusive:
+        identity = np.ones_like(np.take(acc, [0], axis=axis)) if product else np.zeros_like(np.take(acc, [0], axis=axis))
+        acc = np.concatenate([identity, np.delete(acc, -1, axis=axis)], axis=axis)
+    if reverse:
+        acc = np.flip(acc, axis)
+    return acc, x
+
+
+class CumulativeCli(Workdir):
+    def test_documentation_examples(self):
+        x = np.array([[[[2, 1, 3, 5], [3, 8, 7, 3], [9, 6, 2, 4]]]], dtype=np.float32)
+        cases = [  # the DirectML pages and the specification's table
+            ("cumsum", 3, [], [[2, 3, 6, 11], [3, 11, 18, 21], [9, 15, 17, 21]]),
+            ("cumsum", 3, ["--exclusive"], [[0, 2, 3, 6], [0, 3, 11, 18], [0, 9, 15, 17]]),
+            ("cumsum", 3, ["--reverse"], [[11, 9, 8, 5], [21, 18, 10, 3], [21, 12, 6, 4]]),
+            ("cumsum", 2, [], [[2, 1, 3, 5], [5, 9, 10, 8], [14, 15, 12, 12]]),
+            ("cumsum", 3, ["--reverse", "--exclusive"], [[9, 8, 5, 0], [18, 10, 3, 0], [12, 6, 4, 0]]),
+            ("cumprod", 3, [], [[2, 2, 6, 30], [3, 24, 168, 504], [9, 54, 108, 432]]),
+            ("cumprod", 3, ["--exclusive"], [[1, 2, 2, 6], [1, 3, 24, 168], [1, 9, 54, 108]]),
+            ("cumprod", 3, ["--reverse"], [[30, 15, 15, 5], [504, 168, 21, 3], [432, 48, 8, 4]]),
+            ("cumprod", 2, [], [[2, 1, 3, 5], [6, 8, 21, 15], [54, 48, 42, 60]]),
+            ("cumprod", 3, ["--reverse", "--exclusive"], [[15, 15, 5, 1], [168, 21, 3, 1], [48, 8, 4, 1]]),
+        ]
+        src = self.save("x.npy", x)
+        for op, axis, flags, expected in cases:
+            with self.subTest(op=op, axis=axis, flags=flags):
+                out = self.path("y.npy")
+                self.assert_ok(run("run", op, src, out, "--axis", axis, *flags))
+                y = np.load(out)
+                self.assertEqual(y.dtype, np.float32)
+                self.assertEqual(y.shape, (1, 1, 3, 4))
+                np.testing.assert_array_equal(y[0, 0], np.array(expected, dtype=np.float32))
+
+    def check_random(self, dtype, product, trials):
+        for trial in range(trials):
+            rank = int(RNG.integers(1, 9))
+            shape = []
+            for _ in range(rank):
+                shape.append(int(RNG.choice([1, 2, 3, 5, 7, 11, 16])))
+                while np.prod(shape) > 3000 and shape[-1] > 1:
+                    shape[-1] //= 2
+            axis = int(RNG.integers(0, rank))
+            if dtype == np.float16 and product:
+                shape[axis] = min(shape[axis], 12)
+            if np.dtype(dtype).kind == "f":
+                low = 0.8 if product else 0.0
+                mag = RNG.uniform(low, 1.25 if product else 1.0, size=shape)
+                x = (mag * RNG.choice([-1, 1], size=shape)).astype(dtype)
+                if dtype == np.float16 and product:
+                    x = RNG.choice(np.array([-1.5, -1, -0.5, 0.5, 1, 1.25, 1.5], dtype=dtype), size=shape)
+            else:
+                info = np.iinfo(dtype)
+                x = RNG.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
+            if RNG.integers(0, 2):
+                x = np.asfortranarray(x)
+            reverse, exclusive = bool(RNG.integers(0, 2)), bool(RNG.integers(0, 2))
+            flags = (["--reverse"] if reverse else []) + (["--exclusive"] if exclusive else [])
+            schedule = RNG.choice(["", "reference", "scan.tiled(tile=3)", "scan.parallel(threads=2)",
+                                   "scan.blocked(block=16, threads=2)"])
+            if schedule:
+                flags += ["--schedule", schedule]
+            src, out = self.save("x.npy", x), self.path("y.npy")
+            op = "cumprod" if product else "cumsum"
+            with self.subTest(dtype=np.dtype(dtype).name, op=op, shape=shape, axis=axis, flags=flags):
+                self.assert_ok(run("run", op, src, out, "--axis", axis, *flags))
+                y = np.load(out)
+                self.assertEqual(y.dtype, np.dtype(dtype))
+                self.assertEqual(y.shape, x.shape)
+                exact, traversed = scan_oracle(x, axis, reverse, exclusive, product)
+                if np.dtype(dtype).kind != "f":
+                    np.testing.assert_array_equal(y, exact)
+                elif dtype == np.float32:
+                    magnitude = np.cumsum(np.abs(traversed.astype(np.float64)), axis=axis)
+                    if reverse:
+                        magnitude = np.flip(magnitude, axis)
+                    bound = 2.0**-24 * np.abs(exact) + (0 if product else 2.0**-45 * magnitude)
+                    if product:
+                        bound = 2.0**-23 * np.abs(exact)
+                    self.assertTrue(np.all(np.abs(y.astype(np.float64) - exact) <= bound))
+                else:
+                    ulp = np.spacing(np.abs(exact).astype(np.float16)).astype(np.float64)
+                    self.assertTrue(np.all(np.abs(y.astype(np.float64) - exact) <= ulp))
+
+    def test_random_float32(self):
+        self.check_random(np.float32, False, 12)
+        self.check_random(np.float32, True, 8)
+
+    def test_random_float16(self):
+        self.check_random(np.float16, False, 8)
+        self.check_random(np.float16, True, 8)
+
+    def test_random_integers(self):
+        for dtype in (np.int32, np.uint32, np.int64, np.uint64):
+            self.check_random(dtype, False, 4)
+            self.check_random(dtype, True, 4)
+
+
+def qmm_oracle(a, za, sa, b, zb, sb, zy, sy, out_dtype):
+    """Exact integer accumulation and RNE(acc * float32(float32(sa*sb)/sy)) + zy, saturated."""
+    acc = np.matmul(a.astype(np.int64) - za.astype(np.int64), b.astype(np.int64) - zb.astype(np.int64))
+    mult = (np.float32(sa) * np.float32(sb)).astype(np.float32) / np.float32(sy)
+    mult = np.broadcast_to(mult.astype(np.float32), acc.shape)
+    zy = np.broadcast_to(zy.astype(np.int64), acc.shape)
+    info = np.iinfo(out_dtype)
+    out = np.empty(acc.shape, dtype=np.int64)
+    for index in np.ndindex(acc.shape):
+        value = round(Fraction(int(acc[index])) * Fraction(float(mult[index])))  # half to even
+        out[index] = min(max(value + int(zy[index]), info.min), info.max)
+    return out.astype(out_dtype)
+
+
+class QuantizedMatMulCli(Workdir):
+    def qmm(self, out, tensors, extra=()):
+        args = ["run", "qlinear-matmul", out]
+        for flag, name in [("--a", "a"), ("--a-scale", "sa"), ("--a-zero-point", "za"), ("--b", "b"),
+                           ("--b-scale", "sb"), ("--b-zero-point", "zb"), ("--out-scale", "sy"),
+                           ("--out-zero-point", "zy")]:
+            if name in tensors:
+                args += [flag, self.save(name + ".npy", tensors[name])]
+        return run(*args, *extra)
+
+    def test_specification_example(self):
+        t = dict(a=np.array([[208, 236, 0, 238], [3, 214, 255, 29]], dtype=np.uint8),
+                 sa=np.float32(0.0066), za=np.uint8(113),
+                 b=np.array([[152, 51, 244], [60, 26, 255], [0, 127, 246], [127, 254, 247]], dtype=np.uint8),
+                 sb=np.float32(0.00705), zb=np.uint8(114), sy=np.float32(0.0107), zy=np.uint8(118))
+        out = self.path("y.npy")
+        self.assert_ok(self.qmm(out, t))
+        np.testing.assert_array_equal(np.load(out), np.array([[168, 115, 255], [1, 66, 151]], dtype=np.uint8))
+
+    def test_random_against_exact_arithmetic(self):
+        for trial in range(16):
+            rank = int(RNG.integers(2, 5))
+            batch = [int(RNG.integers(1, 3)) for _ in range(rank - 2)]
+            m, n, k = (int(RNG.integers(1, 13)) for _ in range(3))
+            types = [RNG.choice([np.int8, np.uint8]) for _ in range(3)]
+            a = RNG.integers(np.iinfo(types[0]).min, np.iinfo(types[0]).max, size=batch + [m, k], endpoint=True).astype(types[0])
+            b = RNG.integers(np.iinfo(types[1]).min, np.iinfo(types[1]).max, size=batch + [k, n], endpoint=True).astype(types[1])
+            if RNG.integers(0, 2):
+                a = np.asfortranarray(a)
+
+            def param(dtype, per_row, count, scale):
+                shape = [count, 1] if per_row else [1, count]
+                if RNG.integers(0, 2):
+                    shape = [1] * int(RNG.integers(0, 3)) + shape
+                if scale:
+                    dyadic = RNG.integers(0, 2)
+                    values = 2.0 ** RNG.integers(-8, 2, size=shape) if dyadic else RNG.uniform(0.001, 0.05, size=shape)
+                    return values.astype(np.float32)
+                info = np.iinfo(dtype)
+                return RNG.integers(info.min, info.max, size=shape, endpoint=True).astype(dtype)
+
+            per = [bool(RNG.integers(0, 2)) for _ in range(6)]
+            t = dict(a=a, b=b,
+                     sa=param(None, True, m if per[0] else 1, True),
+                     za=param(types[0], True, m if per[1] else 1, False),
+                     sb=param(None, False, n if per[2] else 1, True),
+                     zb=param(types[1], False, n if per[3] else 1, False),
+                     sy=param(None, True, m if per[4] else 1, True),
+                     zy=param(types[2], True, m if per[5] else 1, False))
+            t["sy"] = (t["sy"] * np.float32(64)).astype(np.float32)
+            expected = qmm_oracle(t["a"], t["za"].reshape(t["za"].shape[-2:]), t["sa"].reshape(t["sa"].shape[-2:]),
+                                  t["b"], t["zb"].reshape(t["zb"].shape[-2:]), t["sb"].reshape(t["sb"].shape[-2:]),
+                                  t["zy"].reshape(t["zy"].shape[-2:]), t["sy"].reshape(t["sy"].shape[-2:]), types[2])
+            schedule = RNG.choice(["", "reference", "qmm.tiled(mc=3, nc=5, kc=2)", "qmm.parallel(threads=2)"])
+            out = self.path("y.npy")
+            with self.subTest(trial=trial, shape=(batch, m, n, k), types=types, schedule=schedule):
+                self.assert_ok(self.qmm(out, t, ["--schedule", schedule] if schedule else []))
+                y = np.load(out)
+                self.assertEqual(y.dtype, np.dtype(types[2]))
+                np.testing.assert_array_equal(y, expected)
+
+
+class BadInputs(Workdir):
+    """Status 2, exactly one line on stderr, and OUT neither created nor modified."""
+
+    def expect_usage_error(self, args, out, phrase):
+        before = read_bytes(out)
+        result = run(*args)
+        self.assertEqual(result.returncode, 2, (args, result.stdout, result.stderr))
+        lines = result.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, result.stderr)
+        self.assertIn(phrase, lines[0])
+        after = read_bytes(out)
+        self.assertEqual(before, after, "OUT was changed")
+        leftovers = [f for f in os.listdir(self.dir) if ".tmp." in f]
+        self.assertEqual(leftovers, [])
+
+    def test_every_class_of_bad_input(self):
+        good = self.save("good.npy", np.ones((2, 3), dtype=np.float32))
+        out = self.path("out.npy")
+        truncated = self.path("truncated.npy")
+        with open(good, "rb") as f:
+            data = f.read()
+        with open(truncated, "wb") as f:
+            f.write(data[:-5])
+        garbage = self.path("garbage.npy")
+        with open(garbage, "wb") as f:
+            f.write(b"not a numpy file at all")
+        big_endian = self.save("be.npy", np.ones(3, dtype=">f4"))
+        objects = self.save("obj.npy", np.array([1, "a"], dtype=object))
+        booleans = self.save("bool.npy", np.ones(3, dtype=bool))
+        doubles = self.save("f8.npy", np.ones(3, dtype=np.float64))
+        int8 = self.save("i8.npy", np.ones(3, dtype=np.int8))
+        scalar = self.save("scalar.npy", np.float32(1))
+        cases = [
+            (["run", "cumsum", self.path("missing.npy"), out, "--axis", "0"], "missing.npy"),
+            (["run", "cumsum", truncated, out, "--axis", "0"], "truncated"),
+            (["run", "cumsum", garbage, out, "--axis", "0"], "garbage.npy"),
+            (["run", "cumsum", big_endian, out, "--axis", "0"], "big-endian"),
+            (["run", "cumsum", objects, out, "--axis", "0"], "obj.npy"),
+            (["run", "cumsum", booleans, out, "--axis", "0"], "bool.npy"),
+            (["run", "cumsum", doubles, out, "--axis", "0"], "f8.npy"),
+            (["run", "cumsum", int8, out, "--axis", "0"], "int8"),
+            (["run", "cumsum", scalar, out, "--axis", "0"], "rank 0"),
+            (["run", "cumsum", good, out, "--axis", "2"], "axis"),
+            (["run", "cumsum", good, out, "--axis", "x"], "axis"),
+            (["run", "cumprod", good, out, "--axis", "0", "--schedule", "scan.tiled(tile=0)"], "tile"),
+            (["run", "cumprod", good, out, "--axis", "0", "--schedule", "scan.tiled("], "schedule"),
+            (["run", "cumsum", good, out], "axis"),
+            (["run", "cumsum", good], "output"),
+            (["run", "transpose", good, out], "transpose"),
+            (["frobnicate"], "frobnicate"),
+            (["run", "cumsum", good, self.path("no/such/dir/out.npy"), "--axis", "0"], "out.npy"),
+        ]
+        for args, phrase in cases:
+            with self.subTest(args=args):
+                self.expect_usage_error(args, out, phrase)
+                with open(out, "wb") as f:  # and with an existing OUT that must survive
+                    f.write(b"previous contents")
+                self.expect_usage_error(args, out, phrase)
+                os.remove(out)
+
+    def test_quantized_matmul_bad_inputs(self):
+        a = self.save("a.npy", np.ones((2, 3), dtype=np.uint8))
+        b = self.save("b.npy", np.ones((3, 4), dtype=np.int8))
+        b_wrong_k = self.save("bk.npy", np.ones((5, 4), dtype=np.int8))
+        s = self.save("s.npy", np.float32(0.5))
+        s_zero = self.save("s0.npy", np.float32(0))
+        s_f64 = self.save("s64.npy", np.float64(0.5))
+        s_bad_shape = self.save("sbad.npy", np.ones((3, 1), dtype=np.float32))
+        z_int8 = self.save("zi8.npy", np.int8(1))
+        z_uint8 = self.save("zu8.npy", np.uint8(1))
+        out = self.path("out.npy")
+        base = ["run", "qlinear-matmul", out, "--a", a, "--a-scale", s, "--b", b, "--b-scale", s, "--out-scale", s]
+        cases = [
+            (base, "--out-type"),
+            (base + ["--out-type", "int16"], "out-type"),
+            (base + ["--out-type", "int8", "--out-zero-point", z_uint8], "differs"),
+            (["run", "qlinear-matmul", out, "--a", a, "--a-scale", s, "--b", b_wrong_k, "--b-scale", s,
+              "--out-scale", s, "--out-type", "uint8"], "K = 3"),
+            (["run", "qlinear-matmul", out, "--a", a, "--a-scale", s_zero, "--b", b, "--b-scale", s,
+              "--out-scale", s, "--out-type", "uint8"], "a_scale"),
+            (["run", "qlinear-matmul", out, "--a", a, "--a-scale", s_f64, "--b", b, "--b-scale", s,
+              "--out-scale", s, "--out-type", "uint8"], "f8"),
+            (["run", "qlinear-matmul", out, "--a", a, "--a-scale", s, "--b", b, "--b-scale", s_bad_shape,
+              "--out-scale", s, "--out-type", "uint8"], "b_scale"),
+            (base + ["--a-zero-point", z_int8, "--out-type", "uint8"], "a_zero_point"),
+            (base + ["--out-type", "uint8", "--schedule", "scan.tiled"], "unknown strategy"),
+        ]
+        for args, phrase in cases:
+            with self.subTest(args=args):
+                self.expect_usage_error(args, out, phrase)
+
+
+if __name__ == "__main__":
+    HETKERN = sys.argv.pop(1)
+    unittest.main(verbosity=1)

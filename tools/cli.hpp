@@ -1,0 +1,15 @@
+// The subcommands of the `hetkern` command line; main.cpp wires them up.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace hk::cli {
+
+/// `hetkern run cumsum|cumprod|qlinear-matmul ...`: one operator over .npy files.
+void add_run(CLI::App& app);
+/// `hetkern info`: build, CPU features and the schedules each operator offers.
+void add_info(CLI::App& app);
+/// `hetkern demo`: the documentation examples and a timed comparison of schedules.
+void add_demo(CLI::App& app);
+
+}  // namespace hk::cli

@@ -1,0 +1,41 @@
+// hetkern: run, inspect and compare the library's operators from the command line.
+// Exit status: 0 on success, 2 on any usage or validation error (one line on stderr), 1 when the
+// machine ran out of memory or another unexpected failure occurred.
+#include <iostream>
+#include <new>
+
+#include "hetkern/error.hpp"
+#include "tools/cli.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"hetkern: cumulative sums and products and quantized matrix multiplication, "
+               "with selectable schedules"};
+  app.require_subcommand(0, 1);
+  hk::cli::add_run(app);
+  hk::cli::add_info(app);
+  hk::cli::add_demo(app);
+  try {
+    app.parse(argc, argv);
+    if (app.get_subcommands().empty())
+      throw CLI::ValidationError("a command is required: run, info or demo");
+    if (app.got_subcommand("run") && app.get_subcommand("run")->get_subcommands().empty())
+      throw CLI::ValidationError("run needs an operator: cumsum, cumprod or qlinear-matmul");
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "hetkern: " << e.what() << " (see hetkern --help)\n";
+    return 2;
+  } catch (const hk::Error& e) {
+    std::cerr << "hetkern: " << e.what() << "\n";
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "hetkern: not enough memory for this input\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "hetkern: unexpected failure: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
