@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "algorithms/tensor_checks.hpp"
@@ -49,8 +50,9 @@ std::vector<V> read_param(const std::string& name, const ConstTensor& t, Along a
   }
   std::vector<V> values(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) {
-    if constexpr (std::is_same_v<V, float>)
-      values[i] = static_cast<const float*>(t.data)[i * stride];
+    if constexpr (std::is_same_v<V, float>)  // callers' scale pointers need not be aligned
+      std::memcpy(&values[i], static_cast<const std::byte*>(t.data) + i * stride * sizeof(float),
+                  sizeof(float));
     else
       values[i] = load_quantized(t.data, i * stride, d.dtype());
   }
@@ -88,15 +90,20 @@ void check_matrix_type(const std::string& name, DataType t) {
     throw Error(Errc::invalid_type, op_name, name, "type " + type_text(t) + " is not int8 or uint8");
 }
 
-MatrixView matrix_view(const ConstTensor& t) {
-  const TensorDesc& d = t.desc;
+// Strides of the batch, row and column dimensions of a rank 2..4 tensor (absent batches: 0).
+void matrix_strides(const TensorDesc& d, std::int64_t (&batch)[2], std::int64_t& row,
+                    std::int64_t& col) {
   const int r = d.rank();
+  for (int k = 0; k < r - 2; ++k) batch[2 - (r - 2) + k] = d.stride(k);
+  row = d.stride(r - 2);
+  col = d.stride(r - 1);
+}
+
+MatrixView matrix_view(const ConstTensor& t) {
   MatrixView v;
-  v.dtype = d.dtype();
+  v.dtype = t.desc.dtype();
   v.data = t.data;
-  for (int k = 0; k < r - 2; ++k) v.batch_stride[2 - (r - 2) + k] = d.stride(k);
-  v.row_stride = d.stride(r - 2);
-  v.col_stride = d.stride(r - 1);
+  matrix_strides(t.desc, v.batch_stride, v.row_stride, v.col_stride);
   return v;
 }
 
@@ -181,9 +188,7 @@ QmmProblem validate(const QuantizedMatMulArgs& args, const Tensor& output) {
   p.b = matrix_view(args.b);
   p.out_type = y.dtype();
   p.out = output.data;
-  for (int k = 0; k < r - 2; ++k) p.out_batch_stride[2 - (r - 2) + k] = y.stride(k);
-  p.out_row_stride = y.stride(r - 2);
-  p.out_col_stride = y.stride(r - 1);
+  matrix_strides(y, p.out_batch_stride, p.out_row_stride, p.out_col_stride);
   return p;
 }
 

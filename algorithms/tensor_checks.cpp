@@ -68,7 +68,8 @@ void check_output(const std::string& op, const std::string& name, const TensorDe
     if (desc.stride(d) <= reach)
       throw Error(Errc::invalid_stride, op, name,
                   "strides " + dims_text(desc.strides()) + " with sizes " +
-                      dims_text(desc.sizes()) + " make elements overlap (dimension " +
+                      dims_text(desc.sizes()) + " can make elements overlap: each stride must "
+                      "step over everything the smaller strides reach (dimension " +
                       std::to_string(d) + ")");
     reach += (desc.size(d) - 1) * desc.stride(d);
   }

@@ -426,7 +426,9 @@ inline void run_and_check(Problem& p, const hk::Schedule& schedule, const Expect
     EXPECT_TRUE(inputs[k]->bytes == before[k]) << "an input was written\n  " << where;
   std::size_t zi = 0;
   for (const auto* z : {&p.a_zero, &p.b_zero, &p.y_zero}) {
-    if (*z) EXPECT_TRUE((*z)->bytes == zeros_before[zi]) << "a zero point was written\n  " << where;
+    if (*z) {
+      EXPECT_TRUE((*z)->bytes == zeros_before[zi]) << "a zero point was written\n  " << where;
+    }
     ++zi;
   }
   p.y.bytes = junk;

@@ -6,7 +6,9 @@
 // is what entitles the property tests to trust it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "qmm_test_util.hpp"
