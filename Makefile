@@ -3,7 +3,7 @@ PRESET ?= release
 BUILD  := build/$(PRESET)
 JOBS   ?= $(shell nproc)
 
-.PHONY: all deps configure build demo test clean
+.PHONY: all deps configure build demo test test-asan clean
 
 all: build
 
@@ -21,6 +21,10 @@ demo: build
 
 test: build
 	@ctest --preset $(PRESET) -j $(JOBS)
+
+# The whole suite again under AddressSanitizer and UndefinedBehaviorSanitizer (build/asan).
+test-asan:
+	@$(MAKE) --no-print-directory test PRESET=asan
 
 clean:
 	rm -rf build

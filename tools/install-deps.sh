@@ -4,6 +4,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build          # build
   clang-19 libomp-19-dev     # compiler, host OpenMP and offload runtime
+  libclang-rt-19-dev         # sanitizer runtimes (make test-asan)
   libcli11-dev               # command line parsing
   libgtest-dev               # unit tests
   python3-numpy              # independent oracle in the CLI tests (/usr/bin/python3)
