@@ -82,6 +82,13 @@ double median_seconds(const std::function<void()>& f, int repeats) {
   return t[repeats / 2];
 }
 
+// The default choice (the empty schedule) and every strategy with its default parameters.
+std::vector<Schedule> default_and_every_strategy(Operator op) {
+  std::vector<Schedule> schedules = {Schedule()};
+  for (const auto& s : strategies(op)) schedules.push_back(Schedule(s.name));
+  return schedules;
+}
+
 void compare_scans(const char* title, std::vector<std::int64_t> sizes, int axis) {
   const TensorDesc d(DataType::float32, sizes);
   std::vector<float> x(std::size_t(d.element_count())), y(x.size());
@@ -90,9 +97,7 @@ void compare_scans(const char* title, std::vector<std::int64_t> sizes, int axis)
   const detail::CumulativeCall call{false, {d, x.data()}, {d, y.data()}, {axis}};
   const double bytes = 2.0 * double(x.size()) * sizeof(float);
   std::printf("\n  cumsum float32 %s, axis %d:\n", title, axis);
-  std::vector<Schedule> schedules = {Schedule()};
-  for (const auto& s : strategies(Operator::cumulative_sum)) schedules.push_back(Schedule(s.name));
-  for (const auto& s : schedules) {
+  for (const auto& s : default_and_every_strategy(Operator::cumulative_sum)) {
     const std::string text = s.empty() ? "default: " + detail::default_scan_plan(call).to_schedule().to_string()
                                        : detail::plan_scan(call, s).to_schedule().to_string();
     const double sec = median_seconds([&] { cumulative_sum({d, x.data()}, {d, y.data()}, {axis}, s); }, 5);
@@ -119,9 +124,7 @@ void compare_qmm(std::int64_t m, std::int64_t n, std::int64_t k) {
   const Tensor out{TensorDesc(DataType::uint8, {m, n}), y.data()};
   const detail::QmmProblem problem = detail::validate(q, out);
   std::printf("\n  qlinear-matmul uint8 x int8 -> uint8, M=N=K=%lld:\n", static_cast<long long>(m));
-  std::vector<Schedule> schedules = {Schedule()};
-  for (const auto& s : strategies(Operator::quantized_linear_matmul)) schedules.push_back(Schedule(s.name));
-  for (const auto& s : schedules) {
+  for (const auto& s : default_and_every_strategy(Operator::quantized_linear_matmul)) {
     const std::string text = s.empty() ? "default: " + detail::default_qmm_plan(problem).to_schedule().to_string()
                                        : detail::plan_qmm(problem, s).to_schedule().to_string();
     const double sec = median_seconds([&] { quantized_linear_matmul(q, out, s); }, 3);

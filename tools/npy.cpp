@@ -184,6 +184,17 @@ class HeaderParser {
 
 // ---- Header: meaning of the dict
 
+// The dtype codes hetkern reads and writes, without their byte-order character.
+struct TypeCode {
+  std::string_view code;
+  DataType type;
+};
+constexpr TypeCode type_codes[] = {
+    {"f2", DataType::float16}, {"f4", DataType::float32}, {"i1", DataType::int8},
+    {"u1", DataType::uint8},   {"i4", DataType::int32},   {"u4", DataType::uint32},
+    {"i8", DataType::int64},   {"u8", DataType::uint64},
+};
+
 DataType data_type_of(const Value& descr, const std::string& name) {
   if (descr.kind == Value::Kind::list)
     fail(name, "structured dtypes are not supported (descr " + excerpt(descr.text) + ")");
@@ -199,18 +210,9 @@ DataType data_type_of(const Value& descr, const std::string& name) {
   if (code.starts_with('O')) fail(name, "object arrays are not supported (descr " + quoted + ")");
   if (code == "b1" || code == "?")
     fail(name, "bool arrays are not supported (descr " + quoted + ")");
-  struct Code {
-    std::string_view code;
-    DataType type;
-  };
-  static constexpr Code codes[] = {
-      {"f2", DataType::float16}, {"f4", DataType::float32}, {"i1", DataType::int8},
-      {"u1", DataType::uint8},   {"i4", DataType::int32},   {"u4", DataType::uint32},
-      {"i8", DataType::int64},   {"u8", DataType::uint64},
-  };
-  const auto* found = std::find_if(std::begin(codes), std::end(codes),
-                                   [&](const Code& c) { return c.code == code; });
-  if (found == std::end(codes))
+  const auto* found = std::find_if(std::begin(type_codes), std::end(type_codes),
+                                   [&](const TypeCode& c) { return c.code == code; });
+  if (found == std::end(type_codes))
     fail(name,
          "unsupported dtype descr " + quoted + " (supported: <f2 <f4 |i1 |u1 <i4 <u4 <i8 <u8)");
   // Byte order means nothing for one-byte types; numpy writes '|' but accepts any.
@@ -384,25 +386,10 @@ bool write_all(int fd, const std::byte* data, std::size_t size) {
   return true;
 }
 
-std::string_view descr_of(DataType type) {
-  switch (type) {
-    case DataType::float16:
-      return "<f2";
-    case DataType::float32:
-      return "<f4";
-    case DataType::int8:
-      return "|i1";
-    case DataType::uint8:
-      return "|u1";
-    case DataType::int32:
-      return "<i4";
-    case DataType::uint32:
-      return "<u4";
-    case DataType::int64:
-      return "<i8";
-    case DataType::uint64:
-      return "<u8";
-  }
+// numpy writes '|' (no byte order) for one-byte types and '<' for the others.
+std::string descr_of(DataType type) {
+  for (const auto& c : type_codes)
+    if (c.type == type) return (size_of(type) == 1 ? "|" : "<") + std::string(c.code);
   return "?";
 }
 
@@ -459,7 +446,7 @@ std::vector<std::byte> serialize(const TensorDesc& desc, const void* data) {
 
   // The dict exactly as numpy writes it: keys sorted, "(5,)" for rank 1, a trailing ", ".
   std::string header =
-      "{'descr': '" + std::string(descr_of(desc.dtype())) + "', 'fortran_order': False, 'shape': (";
+      "{'descr': '" + descr_of(desc.dtype()) + "', 'fortran_order': False, 'shape': (";
   for (int d = 0; d < desc.rank(); ++d) header += (d ? ", " : "") + std::to_string(desc.size(d));
   header += desc.rank() == 1 ? ",), }" : "), }";
   // Pad with spaces so the data starts 64-byte aligned, then end with '\n'.
