@@ -1,6 +1,7 @@
 // The public operator calls: validate, choose a schedule, run.
 #include "hetkern/operators.hpp"
 
+#include "hetkern/error.hpp"
 #include "runtime/heuristic.hpp"
 
 namespace hk {
@@ -31,6 +32,20 @@ void quantized_linear_matmul(const QuantizedMatMulArgs& args, Tensor output,
   const detail::QmmPlan plan =
       schedule.empty() ? detail::default_qmm_plan(problem) : detail::plan_qmm(problem, schedule);
   detail::run_qmm(problem, plan);
+}
+
+Schedule default_schedule(Operator op, ConstTensor input, Tensor output,
+                          const CumulativeOptions& options) {
+  if (op == Operator::quantized_linear_matmul)
+    throw Error(Errc::invalid_parameter, "default_schedule", "op",
+                "quantized_linear_matmul takes QuantizedMatMulArgs");
+  const detail::CumulativeCall call{op == Operator::cumulative_product, input, output, options};
+  detail::validate(call);
+  return detail::default_scan_plan(call).to_schedule();
+}
+
+Schedule default_schedule(const QuantizedMatMulArgs& args, Tensor output) {
+  return detail::default_qmm_plan(detail::validate(args, output)).to_schedule();
 }
 
 std::vector<StrategyInfo> strategies(Operator op) {
