@@ -116,12 +116,15 @@ void check_disjoint(const Tensor& out, const std::string& name, const ConstTenso
 }  // namespace
 
 QmmProblem validate(const QuantizedMatMulArgs& args, const Tensor& output) {
-  const TensorDesc &a = args.a.desc, &b = args.b.desc, &y = output.desc;
+  if (args.packed_b && args.packed_b->empty())
+    throw Error(Errc::invalid_parameter, op_name, "packed_b", "is empty (make it with pack_b)");
+  const TensorDesc &a = args.a.desc, &y = output.desc;
+  const TensorDesc& b = args.packed_b ? args.packed_b->desc() : args.b.desc;
   check_matrix_type("a", a.dtype());
   check_matrix_type("b", b.dtype());
   check_matrix_type("output", y.dtype());
   check_tensor(op_name, "a", a, args.a.data, 2, 4);
-  check_tensor(op_name, "b", b, args.b.data, 2, 4);
+  if (!args.packed_b) check_tensor(op_name, "b", b, args.b.data, 2, 4);
   check_output(op_name, "output", y, output.data, 2, 4);
   if (b.rank() != a.rank())
     throw Error(Errc::invalid_shape, op_name, "b",
@@ -176,7 +179,7 @@ QmmProblem validate(const QuantizedMatMulArgs& args, const Tensor& output) {
   }
 
   check_disjoint(output, "a", args.a);
-  check_disjoint(output, "b", args.b);
+  if (!args.packed_b) check_disjoint(output, "b", args.b);
   check_disjoint(output, "a_scale", args.a_scale);
   check_disjoint(output, "b_scale", args.b_scale);
   check_disjoint(output, "output_scale", args.output_scale);
@@ -185,7 +188,8 @@ QmmProblem validate(const QuantizedMatMulArgs& args, const Tensor& output) {
   if (args.output_zero_point) check_disjoint(output, "output_zero_point", *args.output_zero_point);
 
   p.a = matrix_view(args.a);
-  p.b = matrix_view(args.b);
+  p.b = matrix_view(args.packed_b ? ConstTensor{b, nullptr} : args.b);
+  if (args.packed_b) p.packed_b = packed_panels(*args.packed_b);
   p.out_type = y.dtype();
   p.out = output.data;
   matrix_strides(y, p.out_batch_stride, p.out_row_stride, p.out_col_stride);

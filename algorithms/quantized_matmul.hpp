@@ -36,6 +36,8 @@ struct QuantParams {
   }
 };
 
+struct PackedPanels;
+
 /// A validated call in normalized form: two batch dimensions (size 1 where absent).
 struct QmmProblem {
   std::int64_t batch[2] = {1, 1};
@@ -46,6 +48,7 @@ struct QmmProblem {
   std::int64_t out_batch_stride[2] = {0, 0};
   std::int64_t out_row_stride = 0, out_col_stride = 0;
   QuantParams q;
+  const PackedPanels* packed_b = nullptr;  // B packed by the caller (b.data is then null)
 };
 
 /// Every rule of the spec; throws hk::Error and touches nothing when one is broken.

@@ -1,163 +1,212 @@
-// Host lowering of the QuantizedLinearMatMul schedules: packed, cache-blocked, optionally parallel.
+// Host lowering of the QuantizedLinearMatMul schedules.
+//
+// A is packed once per call (A' rows with row sums). B is either packed by the caller
+// (hk::pack_b), or packed here: when there are enough column blocks for every thread, each
+// thread packs its own block right before using it, so B is read from memory once and its packed
+// form stays in cache; otherwise all of B is packed first and shared. Every (row block, column
+// block) runs the selected kernel over depth blocks into an int32 C block (int64 partial sums when
+// the depth could overflow int32), then the epilogue requantizes it into the output.
 #include <algorithm>
+#include <atomic>
+#include <optional>
 #include <vector>
 
+#include <omp.h>
+
+#include "schedules/qmm_epilogue.hpp"
+#include "schedules/qmm_kernels.hpp"
+#include "schedules/qmm_pack.hpp"
 #include "schedules/qmm_schedules.hpp"
 
 namespace hk::detail {
 namespace {
 
-// Zero points are subtracted while packing: every packed value lies in [-255, 255] and every
-// product in [-65025, 65025], so int16 storage and int32 products are exact.
-using Packed = std::int16_t;
+// Depth beyond which an int32 block sum could overflow: |A' B'| <= 255 * 128 per product.
+constexpr std::int64_t int32_safe_depth = 65536;
 
 struct Blocking {
   std::int64_t mc, nc, kc, m_blocks, n_blocks;
 };
 
-// Panel `panel` of B for batch offset b_off: columns [panel*nc, +ncb) as K rows of ncb values.
-void pack_b_panel(const QmmProblem& p, const Blocking& g, std::int64_t b_off, std::int64_t panel,
-                  Packed* dst) {
-  const std::int64_t j0 = panel * g.nc, ncb = std::min(g.nc, p.N - j0);
-  for (std::int64_t k = 0; k < p.K; ++k)
-    for (std::int64_t j = 0; j < ncb; ++j) {
-      const std::int64_t n = j0 + j;
-      dst[k * ncb + j] = Packed(load_quantized(p.b.data, b_off + k * p.b.row_stride + n * p.b.col_stride, p.b.dtype) -
-                                QuantParams::at(p.q.b_zero, n));
-    }
+Blocking blocking(const QmmProblem& p, const QmmPlan& plan) {
+  Blocking g;
+  g.mc = round_up(std::min(plan.mc, p.M), qmm_row_align);
+  g.nc = round_up(std::min(plan.nc, p.N), qmm_panel_cols);
+  g.kc = round_up(std::min(plan.kc, p.K), qmm_depth_align);
+  g.m_blocks = (p.M + g.mc - 1) / g.mc;
+  g.n_blocks = (p.N + g.nc - 1) / g.nc;
+  return g;
 }
 
-// Rows [i0, i0+mcb) of A for batch offset a_off, each as K values.
-void pack_a_rows(const QmmProblem& p, std::int64_t a_off, std::int64_t i0, std::int64_t mcb,
-                 Packed* dst) {
-  for (std::int64_t i = 0; i < mcb; ++i) {
-    const std::int64_t m = i0 + i;
-    const std::int32_t za = QuantParams::at(p.q.a_zero, m);
-    for (std::int64_t k = 0; k < p.K; ++k)
-      dst[i * p.K + k] = Packed(load_quantized(p.a.data, a_off + m * p.a.row_stride + k * p.a.col_stride, p.a.dtype) - za);
+bool batch_shared(const MatrixView& v) { return v.batch_stride[0] == 0 && v.batch_stride[1] == 0; }
+
+std::int64_t batch_offset(const QmmProblem& p, const MatrixView& v, std::int64_t t) {
+  return (t / p.batch[1]) * v.batch_stride[0] + (t % p.batch[1]) * v.batch_stride[1];
+}
+
+const void* element(const MatrixView& v, std::int64_t offset) {
+  return static_cast<const std::uint8_t*>(v.data) + offset;
+}
+
+// Per-thread buffers, allocated before the parallel region so that allocation failure surfaces
+// as an exception of the call rather than inside OpenMP.
+struct Worker {
+  AlignedBytes c;
+  std::vector<std::int64_t> wide;
+  QmmEpilogueScratch epilogue;
+  std::optional<PackedPanels> own_b;  // this thread's column block of B (packing on the fly)
+
+  Worker(const QmmProblem& p, const Blocking& g, bool deep, bool packs_b)
+      : c(g.mc * g.nc * std::int64_t(sizeof(std::int32_t))), epilogue(g.nc) {
+    if (deep) wide.resize(std::size_t(g.mc * g.nc));
+    if (packs_b) own_b = make_panels(1, p.K, g.nc, p.b.dtype);
   }
-}
+};
 
-// c[mcb x ncb] += a[mcb x kcb] (row stride lda) * b[kcb x ncb]. Four rows share each load of b.
-// Cloned for AVX2 so one binary uses the wide integer units where the CPU has them.
-__attribute__((target_clones("avx2", "default"))) void multiply_block(
-    const Packed* a, std::int64_t lda, const Packed* b, std::int64_t ncb, std::int64_t mcb,
-    std::int64_t kcb, std::int32_t* c) {
-  std::int64_t i = 0;
-  for (; i + 4 <= mcb; i += 4) {
-    std::int32_t* c0 = c + i * ncb;
-    std::int32_t* c1 = c0 + ncb;
-    std::int32_t* c2 = c1 + ncb;
-    std::int32_t* c3 = c2 + ncb;
-    for (std::int64_t k = 0; k < kcb; ++k) {
-      const std::int32_t a0 = a[i * lda + k], a1 = a[(i + 1) * lda + k];
-      const std::int32_t a2 = a[(i + 2) * lda + k], a3 = a[(i + 3) * lda + k];
-      const Packed* br = b + k * ncb;
-      for (std::int64_t j = 0; j < ncb; ++j) {
-        const std::int32_t w = br[j];
-        c0[j] += a0 * w;
-        c1[j] += a1 * w;
-        c2[j] += a2 * w;
-        c3[j] += a3 * w;
+struct Job {
+  const QmmProblem& p;
+  const Blocking& g;
+  const std::vector<PackedRows>& a;  // one per batch of A, or one when A is broadcast
+  const Isa isa;
+  const bool deep;
+
+  // Row block ib x column block jb of batch t, B' panels starting at `panels` (the block's first
+  // panel) with column sums `col_sums` (at the block's first column).
+  void block(Worker& w, std::int64_t t, std::int64_t ib, std::int64_t jb, const std::int8_t* panels,
+             std::int64_t panel_bytes, const std::int64_t* col_sums, bool pairs_fit) const {
+    const PackedRows& rows = a[a.size() == 1 ? 0 : t];
+    const std::int64_t i0 = ib * g.mc, mcb = std::min(g.mc, p.M - i0);
+    const std::int64_t j0 = jb * g.nc, ncb = std::min(g.nc, p.N - j0);
+    const QmmKernelChoice kernel = select_qmm_kernel(isa, pairs_fit);
+    auto* c = w.c.as<std::int32_t>();
+    if (deep) std::fill_n(w.wide.begin(), mcb * g.nc, 0);
+    for (std::int64_t k0 = 0; k0 < rows.kp; k0 += g.kc) {
+      const std::int64_t kcb = std::min(g.kc, rows.kp - k0);
+      const QmmTile tile{rows.row(i0) + k0, rows.kp, panels + (k0 / qmm_group_depth) * 64,
+                         panel_bytes, mcb, (ncb + qmm_panel_cols - 1) / qmm_panel_cols,
+                         kcb / qmm_group_depth, c, g.nc, k0 > 0 && !deep};
+      kernel.run(tile);
+      if (deep)
+        for (std::int64_t e = 0; e < mcb * g.nc; ++e) w.wide[std::size_t(e)] += c[e];
+    }
+    QmmBlockResult r;
+    r.i0 = i0;
+    r.rows = mcb;
+    r.j0 = j0;
+    r.cols = ncb;
+    r.dots = deep ? nullptr : c;
+    r.wide = deep ? w.wide.data() : nullptr;
+    r.ld = g.nc;
+    r.row_sums = rows.sums() + i0;
+    r.col_sums = col_sums;
+    r.out_offset = (t / p.batch[1]) * p.out_batch_stride[0] + (t % p.batch[1]) * p.out_batch_stride[1];
+    requantize_block(p, r, w.epilogue);
+  }
+};
+
+void run_packed_qmm(const QmmProblem& p, const QmmPlan& plan, const PackedPanels* prepacked) {
+  const Blocking g = blocking(p, plan);
+  const std::int64_t batches = p.batch[0] * p.batch[1];
+  const std::int64_t kp = packed_depth(p.K);
+  const int threads = plan.kind == QmmPlan::Kind::parallel ? plan.threads : 1;
+  const bool a_shared = batch_shared(p.a);
+  std::vector<PackedRows> a;
+  for (std::int64_t t = 0; t < (a_shared ? 1 : batches); ++t) a.emplace_back(p.M, kp);
+  const bool b_shared = prepacked ? prepacked->batches == 1 : batch_shared(p.b);
+  const std::int64_t b_batches = b_shared ? 1 : batches;
+  // Packing on the fly needs a column block per thread; otherwise B is packed up front.
+  const bool pack_on_the_fly = !prepacked && batches * g.n_blocks >= threads;
+  std::optional<PackedPanels> shared_b;
+  if (!prepacked && !pack_on_the_fly) shared_b = make_panels(b_batches, p.K, p.N, p.b.dtype);
+  const PackedPanels* b = prepacked ? prepacked : shared_b ? &*shared_b : nullptr;
+  const Job job{p, g, a, active_isa(), kp > int32_safe_depth};
+  std::vector<Worker> workers;
+  workers.reserve(std::size_t(threads));
+  for (int i = 0; i < threads; ++i) workers.emplace_back(p, g, job.deep, pack_on_the_fly);
+  std::atomic<bool> all_pairs_fit{true};
+  constexpr std::int64_t rows_per_task = 64, panels_per_task = 4;
+  const std::int64_t row_tasks = (p.M + rows_per_task - 1) / rows_per_task;
+  const std::int64_t panel_tasks = (p.N + panels_per_task * qmm_panel_cols - 1) / (panels_per_task * qmm_panel_cols);
+
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+#pragma omp for schedule(static) nowait
+    for (std::int64_t i = 0; i < std::int64_t(a.size()) * row_tasks; ++i) {
+      const std::int64_t t = i / row_tasks, r0 = (i % row_tasks) * rows_per_task;
+      pack_rows(a[std::size_t(t)], element(p.a, batch_offset(p, p.a, t)), p.a.dtype, p.K,
+                p.a.row_stride, p.a.col_stride, r0, std::min(p.M, r0 + rows_per_task));
+    }
+    if (shared_b) {
+#pragma omp for schedule(static) nowait
+      for (std::int64_t i = 0; i < b_batches * panel_tasks; ++i) {
+        const std::int64_t t = i / panel_tasks, q0 = (i % panel_tasks) * panels_per_task;
+        if (!pack_panels(*shared_b, t, element(p.b, batch_offset(p, p.b, t)), p.b.row_stride,
+                         p.b.col_stride, q0, std::min(shared_b->panels, q0 + panels_per_task)))
+          all_pairs_fit.store(false, std::memory_order_relaxed);
+      }
+    }
+#pragma omp barrier
+    Worker& w = workers[std::size_t(omp_get_thread_num())];
+    if (pack_on_the_fly) {
+      const std::int64_t block_panels = g.nc / qmm_panel_cols;
+#pragma omp for schedule(static)
+      for (std::int64_t item = 0; item < batches * g.n_blocks; ++item) {
+        const std::int64_t t = item / g.n_blocks, jb = item % g.n_blocks;
+        const std::int64_t j0 = jb * g.nc, ncb = std::min(g.nc, p.N - j0);
+        PackedPanels& own = *w.own_b;
+        own.N = ncb;
+        const bool fits = pack_panels(own, 0, element(p.b, batch_offset(p, p.b, t) + j0 * p.b.col_stride),
+                                      p.b.row_stride, p.b.col_stride, 0,
+                                      std::min(block_panels, (ncb + qmm_panel_cols - 1) / qmm_panel_cols));
+        for (std::int64_t ib = 0; ib < g.m_blocks; ++ib)
+          job.block(w, t, ib, jb, own.panel(0, 0), own.panel_bytes, own.sums(0), fits);
+      }
+    } else {
+      const bool fits = prepacked ? prepacked->pairs_fit_int16 : all_pairs_fit.load();
+      const std::int64_t per_batch = g.m_blocks * g.n_blocks;
+#pragma omp for schedule(static)
+      for (std::int64_t item = 0; item < batches * per_batch; ++item) {
+        const std::int64_t t = item / per_batch, ib = (item % per_batch) / g.n_blocks,
+                           jb = item % g.n_blocks;
+        const std::int64_t bt = b_shared ? 0 : t, first_panel = jb * (g.nc / qmm_panel_cols);
+        job.block(w, t, ib, jb, b->panel(bt, first_panel), b->panel_bytes,
+                  b->sums(bt) + first_panel * qmm_panel_cols, fits);
       }
     }
   }
-  for (; i < mcb; ++i) {
-    std::int32_t* cr = c + i * ncb;
-    for (std::int64_t k = 0; k < kcb; ++k) {
-      const std::int32_t av = a[i * lda + k];
-      const Packed* br = b + k * ncb;
-      for (std::int64_t j = 0; j < ncb; ++j) cr[j] += av * br[j];
-    }
-  }
 }
 
-struct Scratch {
-  std::vector<Packed> a;
-  std::vector<std::int32_t> c;
-  std::vector<std::int64_t> wide;
-  std::int64_t packed_batch = -1, packed_block = -1;  // which rows `a` holds
-};
-
-void run_block(const QmmProblem& p, const Blocking& g, const std::vector<Packed>& bpack,
-               bool b_shared, std::int64_t item, Scratch& s) {
-  const std::int64_t per_batch = g.m_blocks * g.n_blocks;
-  const std::int64_t t = item / per_batch, ib = (item % per_batch) / g.n_blocks,
-                     jb = item % g.n_blocks;
-  const std::int64_t b0 = t / p.batch[1], b1 = t % p.batch[1];
-  const std::int64_t i0 = ib * g.mc, mcb = std::min(g.mc, p.M - i0);
-  const std::int64_t j0 = jb * g.nc, ncb = std::min(g.nc, p.N - j0);
-  if (s.packed_batch != t || s.packed_block != ib) {
-    pack_a_rows(p, b0 * p.a.batch_stride[0] + b1 * p.a.batch_stride[1], i0, mcb, s.a.data());
-    s.packed_batch = t;
-    s.packed_block = ib;
-  }
-  const Packed* panel = bpack.data() + ((b_shared ? 0 : t) * g.n_blocks + jb) * p.K * g.nc;
-  const bool wide = p.K > qmm_int32_max_k;
-  std::fill_n(s.c.begin(), mcb * ncb, 0);
-  if (wide) std::fill_n(s.wide.begin(), mcb * ncb, 0);
-  for (std::int64_t k0 = 0; k0 < p.K; k0 += g.kc) {
-    const std::int64_t kcb = std::min(g.kc, p.K - k0);
-    multiply_block(s.a.data() + k0, p.K, panel + k0 * ncb, ncb, mcb, kcb, s.c.data());
-    if (wide) {
-      for (std::int64_t e = 0; e < mcb * ncb; ++e) s.wide[e] += s.c[e];
-      std::fill_n(s.c.begin(), mcb * ncb, 0);
-    }
-  }
-  const std::int64_t y_off = b0 * p.out_batch_stride[0] + b1 * p.out_batch_stride[1];
-  for (std::int64_t i = 0; i < mcb; ++i) {
-    const std::int64_t m = i0 + i;
-    const float sa = QuantParams::at(p.q.a_scale, m), sy = QuantParams::at(p.q.out_scale, m);
-    const std::int32_t zy = QuantParams::at(p.q.out_zero, m);
-    for (std::int64_t j = 0; j < ncb; ++j) {
-      const std::int64_t n = j0 + j;
-      const std::int64_t acc = wide ? s.wide[i * ncb + j] : s.c[i * ncb + j];
-      const float mult = requant_multiplier(sa, QuantParams::at(p.q.b_scale, n), sy);
-      store_quantized(p.out, y_off + m * p.out_row_stride + n * p.out_col_stride, p.out_type,
-                      requantize(acc, mult, zy, p.out_type));
-    }
-  }
-}
-
-void run_blocked(const QmmProblem& p, const QmmPlan& plan) {
-  Blocking g;
-  g.mc = std::min(plan.mc, p.M);
-  g.nc = std::min(plan.nc, p.N);
-  g.kc = std::min(plan.kc, p.K);
-  g.m_blocks = (p.M + g.mc - 1) / g.mc;
-  g.n_blocks = (p.N + g.nc - 1) / g.nc;
-  const std::int64_t batches = p.batch[0] * p.batch[1];
-  // A B broadcast over every batch is packed once.
-  const bool b_shared = p.b.batch_stride[0] == 0 && p.b.batch_stride[1] == 0;
-  const std::int64_t b_batches = b_shared ? 1 : batches;
-  std::vector<Packed> bpack(std::size_t(b_batches * g.n_blocks * p.K * g.nc));
-  const std::int64_t items = batches * g.m_blocks * g.n_blocks;
-  const int threads = plan.kind == QmmPlan::Kind::parallel ? plan.threads : 1;
-#pragma omp parallel num_threads(threads) if (threads > 1)
-  {
-#pragma omp for schedule(static)
-    for (std::int64_t i = 0; i < b_batches * g.n_blocks; ++i) {
-      const std::int64_t t = i / g.n_blocks, panel = i % g.n_blocks;
-      const std::int64_t b0 = t / p.batch[1], b1 = t % p.batch[1];
-      pack_b_panel(p, g, b0 * p.b.batch_stride[0] + b1 * p.b.batch_stride[1], panel,
-                   bpack.data() + i * p.K * g.nc);
-    }
-    Scratch s;
-    s.a.resize(std::size_t(g.mc * p.K));
-    s.c.resize(std::size_t(g.mc * g.nc));
-    if (p.K > qmm_int32_max_k) s.wide.resize(std::size_t(g.mc * g.nc));
-#pragma omp for schedule(static)
-    for (std::int64_t item = 0; item < items; ++item) run_block(p, g, bpack, b_shared, item, s);
-  }
+// The reference reads B element by element: recover it from a caller's packed copy.
+void reference_from_packed(const QmmProblem& problem) {
+  const PackedPanels& b = *problem.packed_b;
+  std::vector<std::uint8_t> plain(std::size_t(b.batches * b.K * b.N));
+  const std::uint8_t flip = b.source == DataType::uint8 ? 0x80 : 0x00;
+  for (std::int64_t t = 0; t < b.batches; ++t)
+    for (std::int64_t k = 0; k < b.K; ++k)
+      for (std::int64_t n = 0; n < b.N; ++n) {
+        const std::int8_t v = b.panel(t, n / qmm_panel_cols)[(k / qmm_group_depth) * 64 +
+                                                             (n % qmm_panel_cols) * qmm_group_depth +
+                                                             k % qmm_group_depth];
+        plain[std::size_t((t * b.K + k) * b.N + n)] = std::uint8_t(v) ^ flip;
+      }
+  QmmProblem p = problem;
+  p.b.data = plain.data();
+  p.b.row_stride = b.N;
+  p.b.col_stride = 1;
+  p.b.batch_stride[0] = b.batches == 1 ? 0 : problem.batch[1] * b.K * b.N;
+  p.b.batch_stride[1] = b.batches == 1 ? 0 : b.K * b.N;
+  reference_qmm(p);
 }
 
 }  // namespace
 
 void run_qmm(const QmmProblem& problem, const QmmPlan& plan) {
-  if (plan.kind == QmmPlan::Kind::reference)
-    reference_qmm(problem);
+  if (plan.kind != QmmPlan::Kind::reference)
+    run_packed_qmm(problem, plan, problem.packed_b);
+  else if (problem.packed_b)
+    reference_from_packed(problem);
   else
-    run_blocked(problem, plan);
+    reference_qmm(problem);
 }
 
 }  // namespace hk::detail

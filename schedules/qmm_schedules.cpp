@@ -1,28 +1,31 @@
 // Strategy table and planning for QuantizedLinearMatMul.
 #include "schedules/qmm_schedules.hpp"
 
+#include <algorithm>
 #include <array>
 
 #include "hetkern/info.hpp"
+#include "schedules/qmm_pack.hpp"
 
 namespace hk::detail {
 namespace {
 
 const std::array<StrategySpec, 3>& table() {
-  // kc stays within the int32-exact depth so a block's partial sums never overflow.
   static const std::array<StrategySpec, 3> specs = {{
       {"reference", "the specification executed one output at a time, 64-bit accumulation", {}},
       {"qmm.tiled",
-       "single thread; B packed once into zero-point-corrected 16-bit panels, A packed per "
-       "block of rows, int32 block accumulation, requantization per block",
+       "single thread; A and B packed as u8 x s8 with row and column sums, the fastest exact "
+       "kernel of the CPU (AMX, AVX-512 VNNI, AVX2, portable) over mc x nc x kc blocks, "
+       "requantized per block; mc and nc are rounded up to multiples of 16, kc to 64",
        {{"mc", 1, 4096, "rows of A per block"},
-        {"nc", 1, 8192, "columns of B per panel"},
-        {"kc", 1, qmm_int32_max_k, "depth per cache block"}}},
+        {"nc", 1, 8192, "columns of B per block"},
+        {"kc", 1, 65536, "depth per kernel call"}}},
       {"qmm.parallel",
-       "qmm.tiled with the (batch, row block, column panel) blocks spread over OpenMP threads",
+       "qmm.tiled with blocks spread over OpenMP threads; each thread packs the columns of B it "
+       "uses when there are enough column blocks, otherwise B is packed first and shared",
        {{"mc", 1, 4096, "rows of A per block"},
-        {"nc", 1, 8192, "columns of B per panel"},
-        {"kc", 1, qmm_int32_max_k, "depth per cache block"},
+        {"nc", 1, 8192, "columns of B per block"},
+        {"kc", 1, 65536, "depth per kernel call"},
         {"threads", 1, 1024, "OpenMP threads"}}},
   }};
   return specs;
@@ -40,16 +43,33 @@ Schedule QmmPlan::to_schedule() const {
   return s;
 }
 
-QmmPlan plan_qmm(const QmmProblem&, const Schedule& schedule) {
+QmmPlan default_qmm_blocking(const QmmProblem& problem, int threads) {
+  // Sizes from a 1 MiB L2: one thread's packed column block of B (kc x nc bytes) plus its A
+  // block and C block stay there; columns are split so that every thread gets a block.
+  constexpr std::int64_t l2_bytes = std::int64_t(1) << 20;
+  QmmPlan plan;
+  plan.kc = std::min<std::int64_t>(round_up(problem.K, qmm_depth_align), 2048);
+  plan.mc = 96;
+  const std::int64_t by_cache = std::max<std::int64_t>(16, l2_bytes / 2 / plan.kc / 16 * 16);
+  const std::int64_t blocks_wanted = (threads + problem.batch[0] * problem.batch[1] - 1) /
+                                     (problem.batch[0] * problem.batch[1]);
+  const std::int64_t by_threads = round_up((problem.N + blocks_wanted - 1) / blocks_wanted, 16);
+  plan.nc = std::clamp<std::int64_t>(std::min(by_cache, by_threads), 16, 512);
+  plan.threads = threads;
+  return plan;
+}
+
+QmmPlan plan_qmm(const QmmProblem& problem, const Schedule& schedule) {
   BoundParams p;
   const int index = bind_schedule("quantized_linear_matmul", schedule, table(), p);
-  QmmPlan plan;
-  plan.kind = static_cast<QmmPlan::Kind>(index);
-  if (plan.kind == QmmPlan::Kind::reference) return plan;
-  plan.mc = p.get(0, 64);
-  plan.nc = p.get(1, 256);
-  plan.kc = p.get(2, 256);
-  plan.threads = plan.kind == QmmPlan::Kind::parallel ? int(p.get(3, default_threads())) : 1;
+  const auto kind = static_cast<QmmPlan::Kind>(index);
+  if (kind == QmmPlan::Kind::reference) return QmmPlan{};
+  const int threads = kind == QmmPlan::Kind::parallel ? int(p.get(3, default_threads())) : 1;
+  QmmPlan plan = default_qmm_blocking(problem, threads);
+  plan.kind = kind;
+  plan.mc = p.get(0, plan.mc);
+  plan.nc = p.get(1, plan.nc);
+  plan.kc = p.get(2, plan.kc);
   return plan;
 }
 

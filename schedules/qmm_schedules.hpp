@@ -20,6 +20,9 @@ struct QmmPlan {
 
 std::span<const StrategySpec> qmm_strategies();
 
+/// Block sizes for `threads` threads from the shape and the cache (kind left as reference).
+QmmPlan default_qmm_blocking(const QmmProblem& problem, int threads);
+
 /// Checks the schedule against the strategy table and fills the parameters it leaves out.
 /// Throws hk::Error(Errc::invalid_schedule).
 QmmPlan plan_qmm(const QmmProblem& problem, const Schedule& schedule);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "hetkern/hetkern.hpp"
+#include "isa_test_util.hpp"
 
 namespace qmmt {
 
@@ -386,7 +387,7 @@ inline std::string schedule_name(const hk::Schedule& s) {
 /// `e`, that no byte of the output other than its elements changed, and that no input changed.
 /// The output is restored to its junk afterwards so the next schedule cannot inherit results.
 inline void run_and_check(Problem& p, const hk::Schedule& schedule, const Expected& e,
-                          const std::string& context = "") {
+                          const std::string& context = "", const hk::PackedB* packed = nullptr) {
   const std::vector<unsigned char> junk = p.y.bytes;
   const std::vector<const Buffer*> inputs = {&p.a, &p.b, &p.a_scale, &p.b_scale, &p.y_scale};
   std::vector<std::vector<unsigned char>> before;
@@ -395,10 +396,16 @@ inline void run_and_check(Problem& p, const hk::Schedule& schedule, const Expect
   for (const auto* z : {&p.a_zero, &p.b_zero, &p.y_zero})
     zeros_before.push_back(*z ? (*z)->bytes : std::vector<unsigned char>{});
 
-  const std::string where = "schedule " + schedule_name(schedule) + "; " + p.describe() +
-                            (context.empty() ? "" : "; " + context);
+  const std::string where = "schedule " + schedule_name(schedule) + "; isa " +
+                            hk::name_of(hk::active_isa()) + (packed ? "; B packed by pack_b" : "") +
+                            "; " + p.describe() + (context.empty() ? "" : "; " + context);
   try {
-    hk::quantized_linear_matmul(p.args(), p.y.view(), schedule);
+    hk::QuantizedMatMulArgs args = p.args();
+    if (packed) {
+      args.b = {};
+      args.packed_b = packed;
+    }
+    hk::quantized_linear_matmul(args, p.y.view(), schedule);
   } catch (const std::exception& ex) {
     ADD_FAILURE() << "threw " << ex.what() << "\n  " << where;
     p.y.bytes = junk;
@@ -434,10 +441,17 @@ inline void run_and_check(Problem& p, const hk::Schedule& schedule, const Expect
   p.y.bytes = junk;
 }
 
-/// Runs under every schedule in `schedules`.
+/// Runs under every schedule in `schedules` at every instruction-set level this machine has, then
+/// the reference, the default and one parallel schedule again with B packed by hk::pack_b.
 inline void check_all(Problem& p, const std::vector<hk::Schedule>& schedules, const Expected& e,
                       const std::string& context = "") {
-  for (const auto& s : schedules) run_and_check(p, s, e, context);
+  const hk::PackedB packed = hk::pack_b(p.b.cview());
+  for (const hk::Isa isa : hk::test::runnable_isas()) {
+    const hk::test::IsaCap cap(isa);
+    for (const auto& s : schedules) run_and_check(p, s, e, context);
+    for (const char* text : {"", "reference", "qmm.parallel(mc=16, nc=32, kc=64, threads=3)"})
+      run_and_check(p, text[0] ? hk::Schedule::parse(text) : hk::Schedule(), e, context, &packed);
+  }
 }
 
 }  // namespace qmmt

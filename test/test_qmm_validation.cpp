@@ -475,8 +475,8 @@ TEST_F(QmmValidation, NonIntegerParameter) {
 // kc beyond the int32-exact depth, and every parameter of every strategy one past each end of
 // the range hk::strategies publishes.
 TEST_F(QmmValidation, ParameterOutOfRange) {
-  auto sc = hk::Schedule::parse("qmm.tiled(kc=40000)");
-  expect_rejected(Errc::invalid_schedule, sc.to_string(), "kc=40000 is outside 1 to 33025", sc);
+  auto sc = hk::Schedule::parse("qmm.tiled(kc=70000)");
+  expect_rejected(Errc::invalid_schedule, sc.to_string(), "kc=70000 is outside 1 to 65536", sc);
   int checked = 0;
   for (const auto& s : hk::strategies(hk::Operator::quantized_linear_matmul))
     for (const auto& p : s.params)

@@ -4,6 +4,7 @@
 // a rule is broken. With an empty schedule the library chooses one from the shape and the machine.
 #pragma once
 
+#include <memory>
 #include <optional>
 
 #include "hetkern/schedule.hpp"
@@ -29,6 +30,34 @@ void cumulative_sum(ConstTensor input, Tensor output, const CumulativeOptions& o
 void cumulative_product(ConstTensor input, Tensor output, const CumulativeOptions& options,
                         const Schedule& schedule = {});
 
+namespace detail {
+struct PackedPanels;
+}
+
+/// B of quantized_linear_matmul packed once for the host kernels and reused across calls (weights
+/// usually are constant). Immutable after pack_b; copies share the packed data; safe to use from
+/// several threads at once. The packed form does not depend on the instruction set in use.
+class PackedB {
+ public:
+  PackedB() = default;
+  bool empty() const noexcept { return !panels_; }
+  /// B's type and sizes as packed (strides are those of a packed tensor; a batch dimension that
+  /// was broadcast with stride 0 keeps stride 0 and was packed once).
+  const TensorDesc& desc() const noexcept { return desc_; }
+  /// Bytes the packed form occupies.
+  std::int64_t packed_bytes() const noexcept;
+
+ private:
+  friend PackedB pack_b(ConstTensor b);
+  friend const detail::PackedPanels* packed_panels(const PackedB& b) noexcept;
+  TensorDesc desc_;
+  std::shared_ptr<const detail::PackedPanels> panels_;
+};
+
+/// Packs B ({[B],[C],K,N}, int8 or uint8, rank 2 to 4, any non-negative strides). Validates B
+/// like quantized_linear_matmul does and throws hk::Error the same way.
+PackedB pack_b(ConstTensor b);
+
 /// Arguments of quantized_linear_matmul. A is {[B],[C],M,K}, B is {[B],[C],K,N}, all of rank 2 to 4
 /// and equal rank, batch sizes equal (broadcast a batch through a stride of 0). Scales are float32,
 /// positive and finite; zero points have the type of their tensor. Parameter tensors have rank 1 to
@@ -43,6 +72,9 @@ struct QuantizedMatMulArgs {
   std::optional<ConstTensor> b_zero_point;
   ConstTensor output_scale;
   std::optional<ConstTensor> output_zero_point;
+  /// When set, B's values come from this packed copy and `b` is ignored (leave it empty): B's type
+  /// and sizes are packed_b->desc(). The packed copy must outlive the call.
+  const PackedB* packed_b = nullptr;
 };
 
 /// output = saturate(RNE(sum_k (A - za)(B - zb) * float32(float32(sa*sb)/sy)) + zy), exact integer

@@ -1,0 +1,76 @@
+// The QuantizedLinearMatMul epilogue. The accumulator dot - beta*rowsum - alpha*(colsum - K*beta)
+// is exact in double while K < 2^30 (every term stays below 2^53), and for |acc| < 2^29 so is
+// acc * multiplier; such rows take a vectorizable double path, any other row the exact int64 path.
+#include "schedules/qmm_epilogue.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace hk::detail {
+namespace {
+
+constexpr double exact_product_limit = 536870912.0;  // 2^29
+constexpr std::int64_t double_path_max_k = std::int64_t(1) << 30;
+
+std::int32_t a_shift(const QmmProblem& p) { return p.a.dtype == DataType::int8 ? 128 : 0; }
+std::int32_t b_shift(const QmmProblem& p) { return p.b.dtype == DataType::uint8 ? 128 : 0; }
+
+// One row through the double path; false (nothing stored) when some |acc| reaches 2^29.
+__attribute__((target_clones("avx512f", "avx2", "default"))) bool requantize_row_fast(
+    const std::int32_t* dots, std::int64_t cols, double alpha, double row_sum, const double* beta,
+    const double* col_term, const float* multiplier, double zero_point, double lo, double hi,
+    double* value) {
+  bool exact = true;
+  for (std::int64_t j = 0; j < cols; ++j) {
+    const double acc = double(dots[j]) - beta[j] * row_sum - alpha * col_term[j];
+    exact &= std::fabs(acc) < exact_product_limit;
+    value[j] = std::clamp(std::nearbyint(acc * double(multiplier[j])) + zero_point, lo, hi);
+  }
+  return exact;
+}
+
+}  // namespace
+
+QmmEpilogueScratch::QmmEpilogueScratch(std::int64_t cols)
+    : multiplier(std::size_t(cols)), beta(std::size_t(cols)), col_term(std::size_t(cols)),
+      value(std::size_t(cols)) {}
+
+void requantize_block(const QmmProblem& p, const QmmBlockResult& r, QmmEpilogueScratch& s) {
+  const QuantParams& q = p.q;
+  const std::int32_t ca = a_shift(p), cb = b_shift(p);
+  const double lo = p.out_type == DataType::uint8 ? 0.0 : -128.0;
+  const double hi = p.out_type == DataType::uint8 ? 255.0 : 127.0;
+  for (std::int64_t j = 0; j < r.cols; ++j) {
+    const std::int64_t beta = std::int64_t(QuantParams::at(q.b_zero, r.j0 + j)) - cb;
+    s.beta[j] = double(beta);
+    s.col_term[j] = double(r.col_sums[j] - p.K * beta);
+  }
+  const bool fast_possible = r.dots && p.K < double_path_max_k;
+  for (std::int64_t i = 0; i < r.rows; ++i) {
+    const std::int64_t m = r.i0 + i;
+    const float sa = QuantParams::at(q.a_scale, m), sy = QuantParams::at(q.out_scale, m);
+    for (std::int64_t j = 0; j < r.cols; ++j)
+      s.multiplier[j] = requant_multiplier(sa, QuantParams::at(q.b_scale, r.j0 + j), sy);
+    const std::int64_t alpha = std::int64_t(ca) + QuantParams::at(q.a_zero, m);
+    const std::int32_t zy = QuantParams::at(q.out_zero, m);
+    const std::int64_t out_row = r.out_offset + m * p.out_row_stride + r.j0 * p.out_col_stride;
+    if (fast_possible &&
+        requantize_row_fast(r.dots + i * r.ld, r.cols, double(alpha), double(r.row_sums[i]),
+                            s.beta.data(), s.col_term.data(), s.multiplier.data(), double(zy), lo,
+                            hi, s.value.data())) {
+      for (std::int64_t j = 0; j < r.cols; ++j)
+        store_quantized(p.out, out_row + j * p.out_col_stride, p.out_type, std::int32_t(s.value[j]));
+      continue;
+    }
+    for (std::int64_t j = 0; j < r.cols; ++j) {
+      const std::int64_t dot = r.dots ? r.dots[i * r.ld + j] : r.wide[i * r.ld + j];
+      const std::int64_t beta = std::int64_t(s.beta[j]);
+      const std::int64_t acc =
+          dot - beta * r.row_sums[i] - alpha * (r.col_sums[j] - p.K * beta);
+      store_quantized(p.out, out_row + j * p.out_col_stride, p.out_type,
+                      requantize(acc, s.multiplier[j], zy, p.out_type));
+    }
+  }
+}
+
+}  // namespace hk::detail

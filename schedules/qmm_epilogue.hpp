@@ -1,0 +1,33 @@
+// Requantization of a finished block of QuantizedLinearMatMul dot products into the output.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "algorithms/quantized_matmul.hpp"
+
+namespace hk::detail {
+
+/// A block of dot(A', B') values (see qmm_pack.hpp) for output rows [i0, i0+rows) and columns
+/// [j0, j0+cols) of one batch, and what folds the shifts and zero points back in.
+struct QmmBlockResult {
+  std::int64_t i0 = 0, rows = 0, j0 = 0, cols = 0;
+  const std::int32_t* dots = nullptr;     // dots[r*ld + j] when the depth fits int32 blocks
+  const std::int64_t* wide = nullptr;     // otherwise wide[r*ld + j]
+  std::int64_t ld = 0;
+  const std::int64_t* row_sums = nullptr;  // A' row sums, at row i0
+  const std::int64_t* col_sums = nullptr;  // B' column sums, at column j0
+  std::int64_t out_offset = 0;             // the batch's offset in the output (elements)
+};
+
+/// Per-thread scratch of requantize_block, sized for blocks up to `cols` columns.
+struct QmmEpilogueScratch {
+  std::vector<float> multiplier;
+  std::vector<double> beta, col_term, value;
+  explicit QmmEpilogueScratch(std::int64_t cols = 0);
+};
+
+/// Writes every output of the block: exact accumulator, then requantize() semantics.
+void requantize_block(const QmmProblem& p, const QmmBlockResult& r, QmmEpilogueScratch& s);
+
+}  // namespace hk::detail

@@ -1,0 +1,21 @@
+// Which QuantizedLinearMatMul kernel runs at each instruction-set level.
+#include "schedules/qmm_kernels.hpp"
+
+namespace hk::detail {
+
+QmmKernelChoice select_qmm_kernel(Isa isa, bool pairs_fit_int16) {
+  switch (isa) {
+    case Isa::amx: return {qmm_kernel_amx, "amx tdpbusd 32x32"};
+    case Isa::avx512_vnni: return {qmm_kernel_avx512_vnni, "avx512_vnni vpdpbusd 6x64"};
+    case Isa::avx512:
+    case Isa::avx2:
+      // vpmaddubsw saturates a pair of products to int16; it is exact only when packing proved
+      // that no pair of B' can reach that, otherwise products are widened first (vpmaddwd).
+      return pairs_fit_int16 ? QmmKernelChoice{qmm_kernel_avx2_maddubs, "avx2 vpmaddubsw 4x16"}
+                             : QmmKernelChoice{qmm_kernel_avx2_exact, "avx2 vpmaddwd 4x8 (exact widening)"};
+    case Isa::portable: break;
+  }
+  return {qmm_kernel_portable, "portable"};
+}
+
+}  // namespace hk::detail

@@ -1,0 +1,87 @@
+// The packed operand layouts every QuantizedLinearMatMul host kernel reads.
+//
+// The kernels compute dot products of u8 by s8 (the operand types of vpdpbusd, vpmaddubsw and
+// tdpbusd). Other signedness is shifted into that form while packing, and the zero points are
+// folded in afterwards through row and column sums:
+//   A' = A ^ 0x80 when A is int8 (A' = A + 128), else A        A  = A' - ca,  ca in {0, 128}
+//   B' = B ^ 0x80 when B is uint8 (B' = B - 128), else B       B  = B' + cb,  cb in {0, 128}
+//   sum_k (A - za)(B - zb) = dot(A', B') - beta * rowsum(A') - alpha * colsum(B') + K * alpha * beta
+// with alpha = ca + za per row and beta = zb - cb per column, all exact in 64-bit integers.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "algorithms/quantized_matmul.hpp"
+
+namespace hk::detail {
+
+inline constexpr std::int64_t qmm_panel_cols = 16;  // columns of B per panel
+inline constexpr std::int64_t qmm_group_depth = 4;  // consecutive k packed together per column
+inline constexpr std::int64_t qmm_depth_align = 64;  // packed depth is a multiple (an AMX tile row)
+inline constexpr std::int64_t qmm_row_align = 16;    // packed A rows come in multiples (AMX tile)
+
+/// Bytes aligned for any vector or tile load, zero-initialized.
+struct AlignedBytes {
+  std::unique_ptr<std::byte[], void (*)(std::byte*)> data{nullptr, nullptr};
+  std::int64_t size = 0;
+
+  explicit AlignedBytes(std::int64_t bytes = 0);
+  template <class T> T* as() { return reinterpret_cast<T*>(data.get()); }
+  template <class T> const T* as() const { return reinterpret_cast<const T*>(data.get()); }
+};
+
+inline std::int64_t round_up(std::int64_t v, std::int64_t to) { return (v + to - 1) / to * to; }
+
+/// Depth after padding: what the kernels loop over.
+inline std::int64_t packed_depth(std::int64_t K) { return round_up(K, qmm_depth_align); }
+
+/// B' as column panels. Panel p holds columns [16p, 16p+16); inside it, group g holds
+/// k = 4g..4g+3 as 16 columns x 4 bytes (64 bytes: one zmm, one AMX tile row). Padding is zero.
+/// Byte (k, n) of panel block `batch` is at data + batch*batch_bytes + (n/16)*panel_bytes
+///   + (k/4)*64 + (n%16)*4 + k%4.
+struct PackedPanels {
+  std::int64_t batches = 0, K = 0, N = 0, kp = 0, panels = 0;
+  std::int64_t panel_bytes = 0, batch_bytes = 0;
+  DataType source = DataType::int8;  // B's type before the shift
+  AlignedBytes bytes;
+  AlignedBytes col_sums;  // int64 per (batch, padded column): sum_k B'[k][n]
+  /// True when no adjacent pair (k = 2i, 2i+1) of a column sums its positive or its negative
+  /// parts beyond 128 in magnitude: then 255 * pair <= 32767 and vpmaddubsw cannot saturate.
+  bool pairs_fit_int16 = true;
+
+  const std::int8_t* panel(std::int64_t batch, std::int64_t p) const {
+    return bytes.as<std::int8_t>() + batch * batch_bytes + p * panel_bytes;
+  }
+  const std::int64_t* sums(std::int64_t batch) const {
+    return col_sums.as<std::int64_t>() + batch * panels * qmm_panel_cols;
+  }
+};
+
+/// Layout of packed panels for `batches` matrices of K x N.
+PackedPanels make_panels(std::int64_t batches, std::int64_t K, std::int64_t N, DataType source);
+
+/// Packs panels [p0, p1) of matrix `batch`, whose element (k, n) is element
+/// k*row_stride + n*col_stride of `data`. Returns whether every pair fits int16 (see above).
+bool pack_panels(PackedPanels& out, std::int64_t batch, const void* data, std::int64_t row_stride,
+                 std::int64_t col_stride, std::int64_t p0, std::int64_t p1);
+
+/// A' rows: row r at data + r*kp, zero-padded to kp bytes, rows padded to a multiple of 16 with
+/// zeros; row_sums[r] = sum_k A'[r][k] (int64).
+struct PackedRows {
+  std::int64_t rows = 0, kp = 0;
+  AlignedBytes bytes;
+  AlignedBytes row_sums;
+
+  PackedRows(std::int64_t rows, std::int64_t kp);
+  std::uint8_t* row(std::int64_t r) { return bytes.as<std::uint8_t>() + r * kp; }
+  const std::uint8_t* row(std::int64_t r) const { return bytes.as<std::uint8_t>() + r * kp; }
+  const std::int64_t* sums() const { return row_sums.as<std::int64_t>(); }
+};
+
+/// Packs rows [r0, r1) of the M x K matrix whose element (m, k) is m*row_stride + k*col_stride
+/// elements from `data`, into rows [r0, r1) of `out`.
+void pack_rows(PackedRows& out, const void* data, DataType type, std::int64_t K,
+               std::int64_t row_stride, std::int64_t col_stride, std::int64_t r0, std::int64_t r1);
+
+}  // namespace hk::detail

@@ -1,0 +1,161 @@
+// The kernel paths of QuantizedLinearMatMul: the int16 pair bound that decides whether the AVX2
+// vpmaddubsw path may run, the reuse of a B packed by hk::pack_b, and its validation.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "qmm_test_util.hpp"
+
+namespace {
+
+using qmmt::Buffer;
+using qmmt::i64;
+using qmmt::Problem;
+using hk::DataType;
+
+// A problem with the given A and B values (cycled), per-tensor scales chosen so that outputs
+// spread around the middle of the output range.
+Problem make_problem(i64 M, i64 N, i64 K, DataType ta, DataType tb, const std::vector<int>& a_values,
+                     const std::vector<int>& b_values, std::mt19937_64& rng) {
+  Problem p;
+  p.M = M, p.N = N, p.K = K;
+  p.a = qmmt::literal_q(ta, {M, K}, a_values, rng);
+  p.b = qmmt::literal_q(tb, {K, N}, b_values, rng);
+  p.y = Buffer(DataType::uint8, {M, N}, {}, rng);
+  p.y_zero = qmmt::literal_q(DataType::uint8, {1}, {128}, rng);
+  p.a_scale = qmmt::literal_f({1}, {1.0f}, rng);
+  p.b_scale = qmmt::literal_f({1}, {1.0f}, rng);
+  double ms = 0;
+  const std::vector<i64> acc = qmmt::oracle_accumulators(p);
+  for (i64 v : acc) ms += double(v) * double(v);
+  const double rms = std::max(1.0, std::sqrt(ms / double(acc.size())));
+  p.y_scale = qmmt::literal_f({1}, {float(std::exp2(std::ceil(std::log2(rms / 40.0))))}, rng);
+  return p;
+}
+
+std::vector<int> random_values(std::size_t n, int lo, int hi, std::mt19937_64& rng) {
+  std::vector<int> v(n);
+  for (int& x : v) x = lo + int(rng() % std::uint64_t(hi - lo + 1));
+  return v;
+}
+
+std::vector<hk::Schedule> schedules() {
+  return {hk::Schedule(), hk::Schedule::parse("qmm.tiled(mc=16, nc=16, kc=64)"),
+          hk::Schedule::parse("qmm.parallel(threads=2)")};
+}
+
+// The case oneDNN 2.6 gets wrong on AVX2: u8 255 x s8 127 over K = 64 sums to 2072640, while a
+// saturating vpmaddubsw gives 1048544.
+TEST(QmmKernels, SaturatingPairsStayExact) {
+  std::mt19937_64 rng(1);
+  Problem p = make_problem(3, 5, 64, DataType::uint8, DataType::int8, {255}, {127}, rng);
+  const qmmt::Expected e = qmmt::oracle(p, false);
+  ASSERT_EQ(e.acc[0], 2072640);
+  qmmt::check_all(p, schedules(), e);
+}
+
+// Pairs whose positive (or negative) parts sum to 128 cannot saturate and take the vpmaddubsw
+// path; one more and the exact widening path must take over. Both must match the oracle.
+TEST(QmmKernels, PairBoundEitherSide) {
+  std::mt19937_64 rng(2);
+  for (const std::vector<int>& b : {std::vector<int>{127, 1}, std::vector<int>{127, 2},
+                                    std::vector<int>{-128, 0}, std::vector<int>{-127, -2},
+                                    std::vector<int>{-64, 63, 64, -64}}) {
+    SCOPED_TRACE("B pattern starts " + std::to_string(b[0]) + ", " + std::to_string(b[1]));
+    // N = 1 puts consecutive pattern values into one column's consecutive depths.
+    Problem p = make_problem(5, 1, 70, DataType::uint8, DataType::int8,
+                             random_values(5 * 70, 200, 255, rng), b, rng);
+    qmmt::check_all(p, schedules(), qmmt::oracle(p, false));
+  }
+}
+
+// Weights in [-64, 63] (the fast path on AVX2) and the full range, every signedness of B.
+TEST(QmmKernels, SmallAndFullRangeWeights) {
+  std::mt19937_64 rng(3);
+  for (DataType ta : {DataType::uint8, DataType::int8})
+    for (DataType tb : {DataType::uint8, DataType::int8}) {
+      const int lo = tb == DataType::int8 ? -64 : 64, hi = lo + 127;
+      for (bool full : {false, true}) {
+        const std::vector<int> a = random_values(37 * 200, ta == DataType::int8 ? -128 : 0,
+                                                 ta == DataType::int8 ? 127 : 255, rng);
+        const std::vector<int> b = full ? random_values(200 * 45, tb == DataType::int8 ? -128 : 0,
+                                                        tb == DataType::int8 ? 127 : 255, rng)
+                                        : random_values(200 * 45, lo, hi, rng);
+        Problem p = make_problem(37, 45, 200, ta, tb, a, b, rng);
+        qmmt::check_all(p, schedules(), qmmt::oracle(p, false));
+      }
+    }
+}
+
+// K = 70001 of 255 x -128: the kernels' int32 dot products of u8 x s8 would overflow, so depth
+// blocks are summed in int64 (the deep path), split at several block depths.
+TEST(QmmKernels, DotProductsBeyondInt32) {
+  std::mt19937_64 rng(7);
+  const i64 K = 70001;
+  Problem p = make_problem(2, 3, K, DataType::uint8, DataType::int8, {255}, {-128, -128, -127}, rng);
+  const qmmt::Expected e = qmmt::oracle(p, false);
+  ASSERT_LT(e.acc[0], i64(INT32_MIN));
+  std::vector<hk::Schedule> s = schedules();
+  for (const char* text : {"qmm.tiled(kc=64)", "qmm.tiled(kc=65536)", "qmm.parallel(kc=4096, threads=3)"})
+    s.push_back(hk::Schedule::parse(text));
+  qmmt::check_all(p, s, e);
+}
+
+TEST(QmmPackedB, ReusedAcrossCallsWithDifferentA) {
+  std::mt19937_64 rng(4);
+  Problem p = make_problem(9, 40, 77, DataType::int8, DataType::uint8,
+                           random_values(9 * 77, -128, 127, rng), random_values(77 * 40, 0, 255, rng), rng);
+  const hk::PackedB packed = hk::pack_b(p.b.cview());
+  EXPECT_FALSE(packed.empty());
+  EXPECT_GE(packed.packed_bytes(), 77 * 40);
+  EXPECT_EQ(packed.desc().dtype(), DataType::uint8);
+  for (int round = 0; round < 3; ++round) {
+    p.a = qmmt::literal_q(DataType::int8, {9, 77}, random_values(9 * 77, -128, 127, rng), rng);
+    const qmmt::Expected e = qmmt::oracle(p, false);
+    for (const auto& s : schedules()) qmmt::run_and_check(p, s, e, "round " + std::to_string(round), &packed);
+  }
+}
+
+TEST(QmmPackedB, BroadcastBatchIsPackedOnce) {
+  std::mt19937_64 rng(5);
+  Buffer b(DataType::int8, {3, 20, 17}, {0, 17, 1}, rng);
+  const hk::PackedB packed = hk::pack_b(b.cview());
+  EXPECT_EQ(packed.desc().stride(0), 0);
+  Buffer single(DataType::int8, {20, 17}, {17, 1}, rng);
+  EXPECT_EQ(packed.packed_bytes(), hk::pack_b(single.cview()).packed_bytes());
+}
+
+TEST(QmmPackedB, Validation) {
+  std::mt19937_64 rng(6);
+  Buffer wrong_type(DataType::int32, {4, 4}, {}, rng);
+  try {
+    hk::pack_b(wrong_type.cview());
+    ADD_FAILURE() << "int32 B was packed";
+  } catch (const hk::Error& e) {
+    EXPECT_EQ(e.code(), hk::Errc::invalid_type);
+  }
+  Problem p = make_problem(4, 6, 8, DataType::uint8, DataType::int8, {1}, {1}, rng);
+  hk::QuantizedMatMulArgs args = p.args();
+  const hk::PackedB empty;
+  args.packed_b = &empty;
+  try {
+    hk::quantized_linear_matmul(args, p.y.view());
+    ADD_FAILURE() << "an empty PackedB was accepted";
+  } catch (const hk::Error& e) {
+    EXPECT_EQ(e.code(), hk::Errc::invalid_parameter);
+  }
+  Buffer other_depth(DataType::int8, {9, 6}, {}, rng);
+  const hk::PackedB mismatched = hk::pack_b(other_depth.cview());
+  args.packed_b = &mismatched;
+  const std::vector<unsigned char> before = p.y.bytes;
+  try {
+    hk::quantized_linear_matmul(args, p.y.view());
+    ADD_FAILURE() << "a packed B of depth 9 was accepted for K = 8";
+  } catch (const hk::Error& e) {
+    EXPECT_EQ(e.code(), hk::Errc::invalid_shape);
+  }
+  EXPECT_TRUE(p.y.bytes == before) << "the output was written";
+}
+
+}  // namespace
