@@ -45,17 +45,10 @@ ScanPlan default_scan_plan(const CumulativeCall& call) {
 }
 
 QmmPlan default_qmm_plan(const QmmProblem& p) {
-  QmmPlan plan;
-  plan.kind = QmmPlan::Kind::tiled;
-  plan.mc = 64;
-  plan.nc = 256;
-  plan.kc = 256;
-  const int threads = default_threads();
   const std::int64_t macs = p.batch[0] * p.batch[1] * p.M * p.N * p.K;
-  if (threads > 1 && macs >= qmm_parallel_min_macs) {
-    plan.kind = QmmPlan::Kind::parallel;
-    plan.threads = threads;
-  }
+  const int threads = macs >= qmm_parallel_min_macs ? default_threads() : 1;
+  QmmPlan plan = default_qmm_blocking(p, threads);
+  plan.kind = threads > 1 ? QmmPlan::Kind::parallel : QmmPlan::Kind::tiled;
   return plan;
 }
 
