@@ -11,5 +11,7 @@ void add_run(CLI::App& app);
 void add_info(CLI::App& app);
 /// `hetkern demo`: the documentation examples and a timed comparison of schedules.
 void add_demo(CLI::App& app);
+/// `hetkern bench cumsum|cumprod|qlinear-matmul ...`: one case timed next to its baseline.
+void add_bench(CLI::App& app);
 
 }  // namespace hk::cli

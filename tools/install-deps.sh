@@ -8,6 +8,8 @@ packages=(
   libcli11-dev               # command line parsing
   libgtest-dev               # unit tests
   python3-numpy              # independent oracle in the CLI tests (/usr/bin/python3)
+  libdnnl-dev                # oneDNN: the int8 matmul baseline of the benchmarks only, never linked by the library
+  libbenchmark-dev           # Google Benchmark: build/release/bin/hetkern-bench
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -14,12 +14,15 @@ int main(int argc, char** argv) {
   hk::cli::add_run(app);
   hk::cli::add_info(app);
   hk::cli::add_demo(app);
+  hk::cli::add_bench(app);
   try {
     app.parse(argc, argv);
     if (app.get_subcommands().empty())
-      throw CLI::ValidationError("a command is required: run, info or demo");
+      throw CLI::ValidationError("a command is required: run, info, demo or bench");
     if (app.got_subcommand("run") && app.get_subcommand("run")->get_subcommands().empty())
       throw CLI::ValidationError("run needs an operator: cumsum, cumprod or qlinear-matmul");
+    if (app.got_subcommand("bench") && app.get_subcommand("bench")->get_subcommands().empty())
+      throw CLI::ValidationError("bench needs an operator: cumsum, cumprod or qlinear-matmul");
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

@@ -1,0 +1,89 @@
+#include "bench/copy_baseline.hpp"
+
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+namespace hk::bench {
+namespace {
+
+constexpr std::size_t line = 64;
+// Below this many bytes per thread, starting another thread costs more than it saves.
+constexpr std::size_t min_bytes_per_thread = 256 * 1024;
+
+using LineCopy = void (*)(std::byte* dst, const std::byte* src, std::size_t lines);
+
+__attribute__((target("avx512f"))) void stream_lines_avx512(std::byte* dst, const std::byte* src,
+                                                             std::size_t lines) {
+  for (std::size_t i = 0; i < lines; ++i)
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i * line),
+                        _mm512_loadu_si512(src + i * line));
+}
+
+__attribute__((target("avx"))) void stream_lines_avx(std::byte* dst, const std::byte* src,
+                                                     std::size_t lines) {
+  for (std::size_t i = 0; i < lines; ++i)
+    for (std::size_t h = 0; h < line; h += 32)
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i * line + h),
+                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i * line + h)));
+}
+
+void stream_lines_sse2(std::byte* dst, const std::byte* src, std::size_t lines) {
+  for (std::size_t i = 0; i < lines; ++i)
+    for (std::size_t h = 0; h < line; h += 16)
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i * line + h),
+                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i * line + h)));
+}
+
+LineCopy widest_stream_lines() {
+  if (__builtin_cpu_supports("avx512f")) return stream_lines_avx512;
+  if (__builtin_cpu_supports("avx")) return stream_lines_avx;
+  return stream_lines_sse2;
+}
+
+int useful_threads(std::size_t bytes, int threads) {
+  return int(std::clamp<std::size_t>(bytes / min_bytes_per_thread, 1, std::size_t(threads)));
+}
+
+// Calls piece(begin_line, end_line) for an even share of `lines` on each of `threads` threads.
+template <class Piece>
+void split_lines(std::size_t lines, int threads, const Piece& piece) {
+  if (threads == 1) return piece(std::size_t(0), lines);
+#pragma omp parallel num_threads(threads)
+  {
+    const auto t = std::size_t(omp_get_thread_num()), n = std::size_t(omp_get_num_threads());
+    piece(lines * t / n, lines * (t + 1) / n);
+  }
+}
+
+}  // namespace
+
+void streaming_copy(void* dst, const void* src, std::size_t bytes, int threads) {
+  static const LineCopy stream_lines = widest_stream_lines();
+  auto* d = static_cast<std::byte*>(dst);
+  const auto* s = static_cast<const std::byte*>(src);
+  const std::size_t head = std::min(bytes, (line - reinterpret_cast<std::uintptr_t>(d) % line) % line);
+  const std::size_t lines = (bytes - head) / line;
+  const std::size_t tail = bytes - head - lines * line;
+  std::memcpy(d, s, head);
+  split_lines(lines, useful_threads(bytes, threads), [&](std::size_t begin, std::size_t end) {
+    stream_lines(d + head + begin * line, s + head + begin * line, end - begin);
+    _mm_sfence();  // streaming stores are weakly ordered: publish them before the join
+  });
+  std::memcpy(d + head + lines * line, s + head + lines * line, tail);
+}
+
+void parallel_memcpy(void* dst, const void* src, std::size_t bytes, int threads) {
+  auto* d = static_cast<std::byte*>(dst);
+  const auto* s = static_cast<const std::byte*>(src);
+  const std::size_t lines = (bytes + line - 1) / line;
+  split_lines(lines, useful_threads(bytes, threads), [&](std::size_t begin, std::size_t end) {
+    const std::size_t from = begin * line, to = std::min(end * line, bytes);
+    if (to > from) std::memcpy(d + from, s + from, to - from);
+  });
+}
+
+}  // namespace hk::bench

@@ -1,0 +1,99 @@
+#include "bench/onednn_baseline.hpp"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <unordered_map>
+
+namespace hk::bench {
+namespace {
+
+dnnl::memory::data_type onednn_type(DataType t) {
+  return t == DataType::uint8 ? dnnl::memory::data_type::u8 : dnnl::memory::data_type::s8;
+}
+
+dnnl::cpu_isa onednn_isa(Isa level) {
+  switch (level) {
+    case Isa::portable: return dnnl::cpu_isa::sse41;  // oneDNN's lowest level
+    case Isa::avx2: return dnnl::cpu_isa::avx2;
+    case Isa::avx512: return dnnl::cpu_isa::avx512_core;
+    case Isa::avx512_vnni: return dnnl::cpu_isa::avx512_core_vnni;
+    case Isa::amx: return dnnl::cpu_isa::avx512_core_amx;
+  }
+  return dnnl::cpu_isa::all;
+}
+
+const char* name_of(dnnl::cpu_isa isa) {
+  switch (isa) {
+    case dnnl::cpu_isa::sse41: return "sse41";
+    case dnnl::cpu_isa::avx: return "avx";
+    case dnnl::cpu_isa::avx2: return "avx2";
+    case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
+    case dnnl::cpu_isa::avx512_mic: return "avx512_mic";
+    case dnnl::cpu_isa::avx512_mic_4ops: return "avx512_mic_4ops";
+    case dnnl::cpu_isa::avx512_core: return "avx512_core";
+    case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
+    case dnnl::cpu_isa::all: return "all";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+struct OnednnMatmul::Impl {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul primitive;
+  std::unordered_map<int, dnnl::memory> args;
+};
+
+OnednnMatmul::OnednnMatmul(const OnednnQmmProblem& p) {
+  using tag = dnnl::memory::format_tag;
+  auto impl = std::make_unique<Impl>();
+  try {
+    const dnnl::memory::desc a_md({p.m, p.k}, onednn_type(p.a_type), tag::ab);
+    const dnnl::memory::desc b_md({p.k, p.n}, onednn_type(p.b_type), tag::ab);
+    const dnnl::memory::desc out_md({p.m, p.n}, onednn_type(p.out_type), tag::ab);
+    dnnl::primitive_attr attr;
+    attr.set_output_scales(0, {p.multiplier});
+    if (p.a_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {p.a_zero_point});
+    if (p.b_zero_point != 0) attr.set_zero_points(DNNL_ARG_WEIGHTS, 0, {p.b_zero_point});
+    if (p.out_zero_point != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {p.out_zero_point});
+    impl->pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, out_md), attr, impl->engine);
+    impl->primitive = dnnl::matmul(impl->pd);
+    impl->args = {{DNNL_ARG_SRC, dnnl::memory(a_md, impl->engine, const_cast<void*>(p.a))},
+                  {DNNL_ARG_WEIGHTS, dnnl::memory(b_md, impl->engine, const_cast<void*>(p.b))},
+                  {DNNL_ARG_DST, dnnl::memory(out_md, impl->engine, p.out)}};
+  } catch (const dnnl::error& e) {
+    reason_ = "oneDNN " + onednn_version() + " has no matmul for A " +
+              std::string(hk::name_of(p.a_type)) + " x B " + std::string(hk::name_of(p.b_type)) +
+              " -> " + std::string(hk::name_of(p.out_type)) + " (" + e.what() + ")";
+    return;
+  }
+  impl_ = std::move(impl);
+}
+
+OnednnMatmul::~OnednnMatmul() = default;
+
+std::string OnednnMatmul::implementation() const {
+  return impl_ ? impl_->pd.impl_info_str() : std::string();
+}
+
+void OnednnMatmul::run() {
+  impl_->primitive.execute(impl_->stream, impl_->args);
+  impl_->stream.wait();
+}
+
+std::string cap_onednn_isa(Isa level) {
+  dnnl::set_max_cpu_isa(onednn_isa(level));  // refused once kernels exist; the result says so
+  return name_of(dnnl::get_effective_cpu_isa());
+}
+
+std::string onednn_version() {
+  const dnnl_version_t* v = dnnl_version();
+  return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+}
+
+}  // namespace hk::bench

@@ -1,0 +1,86 @@
+#include "bench/record.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+namespace hk::bench {
+namespace {
+
+void append_string(std::string& out, std::string_view s) {
+  out += '"';
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", unsigned(c));
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+}
+
+template <class Number>
+void append_number(std::string& out, Number x) {
+  char text[32];
+  const auto end = std::to_chars(text, text + sizeof text, x).ptr;  // shortest exact form
+  out.append(text, end);
+}
+
+struct ValueWriter {
+  std::string& out;
+  void operator()(std::nullptr_t) const { out += "null"; }
+  void operator()(bool b) const { out += b ? "true" : "false"; }
+  void operator()(std::int64_t i) const { append_number(out, i); }
+  void operator()(double d) const {
+    if (std::isfinite(d))
+      append_number(out, d);
+    else
+      out += "null";
+  }
+  void operator()(const std::string& s) const { append_string(out, s); }
+  void operator()(const std::vector<std::int64_t>& list) const {
+    out += '[';
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      if (i) out += ", ";
+      append_number(out, list[i]);
+    }
+    out += ']';
+  }
+};
+
+}  // namespace
+
+Record& Record::set(std::string_view key, Value value) {
+  for (auto& [k, v] : fields_)
+    if (k == key) {
+      v = std::move(value);
+      return *this;
+    }
+  fields_.emplace_back(std::string(key), std::move(value));
+  return *this;
+}
+
+const Record::Value* Record::find(std::string_view key) const {
+  for (const auto& [k, v] : fields_)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+std::string Record::to_json() const {
+  std::string out = "{";
+  for (std::size_t i = 0; i < fields_.size(); ++i) {
+    if (i) out += ", ";
+    append_string(out, fields_[i].first);
+    out += ": ";
+    std::visit(ValueWriter{out}, fields_[i].second);
+  }
+  out += '}';
+  return out;
+}
+
+}  // namespace hk::bench

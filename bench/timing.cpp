@@ -1,0 +1,47 @@
+#include "bench/timing.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+namespace hk::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Linear interpolation between the order statistics around fraction q of the sorted samples.
+double quantile(const std::vector<double>& sorted, double q) {
+  const double pos = q * double(sorted.size() - 1);
+  const auto lo = std::size_t(pos);
+  const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (pos - double(lo)) * (sorted[hi] - sorted[lo]);
+}
+
+TimingStats summarize(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  return {quantile(samples, 0.5), samples.front(), samples.back(), quantile(samples, 0.25),
+          quantile(samples, 0.75), std::int64_t(samples.size())};
+}
+
+}  // namespace
+
+std::vector<TimingStats> time_interleaved(std::span<const std::function<void()>> functions,
+                                          const TimingOptions& options) {
+  for (const auto& f : functions) f();
+  std::vector<std::vector<double>> samples(functions.size());
+  const auto start = Clock::now();
+  for (int round = 0;; ++round) {
+    if (round >= options.min_repetitions &&
+        std::chrono::duration<double>(Clock::now() - start).count() >= options.min_seconds)
+      break;
+    for (std::size_t i = 0; i < functions.size(); ++i) {
+      const auto t0 = Clock::now();
+      functions[i]();
+      samples[i].push_back(std::chrono::duration<double, std::nano>(Clock::now() - t0).count());
+    }
+  }
+  std::vector<TimingStats> stats;
+  for (auto& s : samples) stats.push_back(summarize(std::move(s)));
+  return stats;
+}
+
+}  // namespace hk::bench
