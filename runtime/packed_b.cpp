@@ -1,4 +1,5 @@
 // hk::pack_b: B of QuantizedLinearMatMul packed once for every later call.
+#include <algorithm>
 #include <atomic>
 #include <string>
 
@@ -31,15 +32,20 @@ PackedB pack_b(ConstTensor b) {
   }
   const bool shared = batch_strides[0] == 0 && batch_strides[1] == 0;
   const std::int64_t batches = shared ? 1 : batch_sizes[0] * batch_sizes[1];
-  auto panels = std::make_shared<detail::PackedPanels>(detail::make_panels(batches, K, N, d.dtype()));
+  auto panels = std::make_shared<detail::PackedPanels>();
+  detail::shape_panels(*panels, batches, K, N, d.dtype(), true);
   std::atomic<bool> fits{true};
-  const std::int64_t tasks = batches * panels->panels;
-#pragma omp parallel for schedule(static) num_threads(default_threads()) if (tasks > 64)
+  // Tasks of 16 panels (256 columns): long enough rows for the row-by-row packing path.
+  constexpr std::int64_t panels_per_task = 16;
+  const std::int64_t per_batch = (panels->panels + panels_per_task - 1) / panels_per_task;
+  const std::int64_t tasks = batches * per_batch;
+#pragma omp parallel for schedule(static) num_threads(default_threads()) if (tasks > 1)
   for (std::int64_t i = 0; i < tasks; ++i) {
-    const std::int64_t t = i / panels->panels, p = i % panels->panels;
+    const std::int64_t t = i / per_batch, p = (i % per_batch) * panels_per_task;
     const std::int64_t offset = (t / batch_sizes[1]) * batch_strides[0] + (t % batch_sizes[1]) * batch_strides[1];
     if (!detail::pack_panels(*panels, t, static_cast<const std::uint8_t*>(b.data) + offset,
-                             d.stride(r - 2), d.stride(r - 1), p, p + 1))
+                             d.stride(r - 2), d.stride(r - 1), p,
+                             std::min(panels->panels, p + panels_per_task)))
       fits.store(false, std::memory_order_relaxed);
   }
   panels->pairs_fit_int16 = fits.load();

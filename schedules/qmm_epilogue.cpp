@@ -31,9 +31,13 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) bool requantize_row
 
 }  // namespace
 
-QmmEpilogueScratch::QmmEpilogueScratch(std::int64_t cols)
-    : multiplier(std::size_t(cols)), beta(std::size_t(cols)), col_term(std::size_t(cols)),
-      value(std::size_t(cols)) {}
+void QmmEpilogueScratch::reserve(std::int64_t cols) {
+  if (multiplier.size() >= std::size_t(cols)) return;
+  multiplier.resize(std::size_t(cols));
+  beta.resize(std::size_t(cols));
+  col_term.resize(std::size_t(cols));
+  value.resize(std::size_t(cols));
+}
 
 void requantize_block(const QmmProblem& p, const QmmBlockResult& r, QmmEpilogueScratch& s) {
   const QuantParams& q = p.q;

@@ -20,11 +20,12 @@ struct QmmBlockResult {
   std::int64_t out_offset = 0;             // the batch's offset in the output (elements)
 };
 
-/// Per-thread scratch of requantize_block, sized for blocks up to `cols` columns.
+/// Per-thread scratch of requantize_block.
 struct QmmEpilogueScratch {
   std::vector<float> multiplier;
   std::vector<double> beta, col_term, value;
-  explicit QmmEpilogueScratch(std::int64_t cols = 0);
+  /// Room for blocks of up to `cols` columns.
+  void reserve(std::int64_t cols);
 };
 
 /// Writes every output of the block: exact accumulator, then requantize() semantics.

@@ -8,7 +8,7 @@
 // the depth could overflow int32), then the epilogue requantizes it into the output.
 #include <algorithm>
 #include <atomic>
-#include <optional>
+#include <new>
 #include <vector>
 
 #include <omp.h>
@@ -48,18 +48,27 @@ const void* element(const MatrixView& v, std::int64_t offset) {
   return static_cast<const std::uint8_t*>(v.data) + offset;
 }
 
-// Per-thread buffers, allocated before the parallel region so that allocation failure surfaces
-// as an exception of the call rather than inside OpenMP.
-struct Worker {
+// Buffers of one thread, kept across calls (thread_local, and OpenMP keeps its threads) so that a
+// call allocates and faults in nothing once a thread has seen a problem of that size. The calling
+// thread's `a` and `shared_b` are read by the whole team; the rest is private to each worker.
+struct Scratch {
+  std::vector<PackedRows> a;
+  PackedPanels shared_b;
+  PackedPanels own_b;  // this thread's column block of B when packing on the fly
   AlignedBytes c;
   std::vector<std::int64_t> wide;
   QmmEpilogueScratch epilogue;
-  std::optional<PackedPanels> own_b;  // this thread's column block of B (packing on the fly)
 
-  Worker(const QmmProblem& p, const Blocking& g, bool deep, bool packs_b)
-      : c(g.mc * g.nc * std::int64_t(sizeof(std::int32_t))), epilogue(g.nc) {
-    if (deep) wide.resize(std::size_t(g.mc * g.nc));
-    if (packs_b) own_b = make_panels(1, p.K, g.nc, p.b.dtype);
+  static Scratch& of_this_thread() {
+    thread_local Scratch s;
+    return s;
+  }
+
+  void prepare_worker(const QmmProblem& p, const Blocking& g, bool deep, bool packs_b) {
+    c.ensure(g.mc * g.nc * std::int64_t(sizeof(std::int32_t)));
+    if (deep && wide.size() < std::size_t(g.mc * g.nc)) wide.resize(std::size_t(g.mc * g.nc));
+    epilogue.reserve(g.nc);
+    if (packs_b) shape_panels(own_b, 1, p.K, g.nc, p.b.dtype, false);
   }
 };
 
@@ -67,14 +76,15 @@ struct Job {
   const QmmProblem& p;
   const Blocking& g;
   const std::vector<PackedRows>& a;  // one per batch of A, or one when A is broadcast
+  const bool a_shared;
   const Isa isa;
   const bool deep;
 
   // Row block ib x column block jb of batch t, B' panels starting at `panels` (the block's first
   // panel) with column sums `col_sums` (at the block's first column).
-  void block(Worker& w, std::int64_t t, std::int64_t ib, std::int64_t jb, const std::int8_t* panels,
+  void block(Scratch& w, std::int64_t t, std::int64_t ib, std::int64_t jb, const std::int8_t* panels,
              std::int64_t panel_bytes, const std::int64_t* col_sums, bool pairs_fit) const {
-    const PackedRows& rows = a[a.size() == 1 ? 0 : t];
+    const PackedRows& rows = a[std::size_t(a_shared ? 0 : t)];
     const std::int64_t i0 = ib * g.mc, mcb = std::min(g.mc, p.M - i0);
     const std::int64_t j0 = jb * g.nc, ncb = std::min(g.nc, p.N - j0);
     const QmmKernelChoice kernel = select_qmm_kernel(isa, pairs_fit);
@@ -109,71 +119,78 @@ void run_packed_qmm(const QmmProblem& p, const QmmPlan& plan, const PackedPanels
   const std::int64_t batches = p.batch[0] * p.batch[1];
   const std::int64_t kp = packed_depth(p.K);
   const int threads = plan.kind == QmmPlan::Kind::parallel ? plan.threads : 1;
+  Scratch& caller = Scratch::of_this_thread();
   const bool a_shared = batch_shared(p.a);
-  std::vector<PackedRows> a;
-  for (std::int64_t t = 0; t < (a_shared ? 1 : batches); ++t) a.emplace_back(p.M, kp);
+  std::vector<PackedRows>& a = caller.a;
+  if (a.size() < std::size_t(a_shared ? 1 : batches)) a.resize(std::size_t(a_shared ? 1 : batches));
+  for (std::int64_t t = 0; t < (a_shared ? 1 : batches); ++t) a[std::size_t(t)].shape(p.M, kp);
   const bool b_shared = prepacked ? prepacked->batches == 1 : batch_shared(p.b);
   const std::int64_t b_batches = b_shared ? 1 : batches;
   // Packing on the fly needs a column block per thread; otherwise B is packed up front.
   const bool pack_on_the_fly = !prepacked && batches * g.n_blocks >= threads;
-  std::optional<PackedPanels> shared_b;
-  if (!prepacked && !pack_on_the_fly) shared_b = make_panels(b_batches, p.K, p.N, p.b.dtype);
-  const PackedPanels* b = prepacked ? prepacked : shared_b ? &*shared_b : nullptr;
-  const Job job{p, g, a, active_isa(), kp > int32_safe_depth};
-  std::vector<Worker> workers;
-  workers.reserve(std::size_t(threads));
-  for (int i = 0; i < threads; ++i) workers.emplace_back(p, g, job.deep, pack_on_the_fly);
-  std::atomic<bool> all_pairs_fit{true};
-  constexpr std::int64_t rows_per_task = 64, panels_per_task = 4;
+  const bool pack_shared = !prepacked && !pack_on_the_fly;
+  if (pack_shared) shape_panels(caller.shared_b, b_batches, p.K, p.N, p.b.dtype, false);
+  const PackedPanels* b = prepacked ? prepacked : pack_shared ? &caller.shared_b : nullptr;
+  const Job job{p, g, a, a_shared, active_isa(), kp > int32_safe_depth};
+  std::atomic<bool> all_pairs_fit{true}, out_of_memory{false};
+  constexpr std::int64_t rows_per_task = 64, panels_per_task = 16;
   const std::int64_t row_tasks = (p.M + rows_per_task - 1) / rows_per_task;
   const std::int64_t panel_tasks = (p.N + panels_per_task * qmm_panel_cols - 1) / (panels_per_task * qmm_panel_cols);
 
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
+    Scratch& w = Scratch::of_this_thread();
+    try {
+      w.prepare_worker(p, g, job.deep, pack_on_the_fly);
+    } catch (const std::bad_alloc&) {
+      out_of_memory.store(true);
+    }
 #pragma omp for schedule(static) nowait
-    for (std::int64_t i = 0; i < std::int64_t(a.size()) * row_tasks; ++i) {
+    for (std::int64_t i = 0; i < (a_shared ? 1 : batches) * row_tasks; ++i) {
       const std::int64_t t = i / row_tasks, r0 = (i % row_tasks) * rows_per_task;
       pack_rows(a[std::size_t(t)], element(p.a, batch_offset(p, p.a, t)), p.a.dtype, p.K,
                 p.a.row_stride, p.a.col_stride, r0, std::min(p.M, r0 + rows_per_task));
     }
-    if (shared_b) {
+    if (pack_shared) {
 #pragma omp for schedule(static) nowait
       for (std::int64_t i = 0; i < b_batches * panel_tasks; ++i) {
         const std::int64_t t = i / panel_tasks, q0 = (i % panel_tasks) * panels_per_task;
-        if (!pack_panels(*shared_b, t, element(p.b, batch_offset(p, p.b, t)), p.b.row_stride,
-                         p.b.col_stride, q0, std::min(shared_b->panels, q0 + panels_per_task)))
+        if (!pack_panels(caller.shared_b, t, element(p.b, batch_offset(p, p.b, t)), p.b.row_stride,
+                         p.b.col_stride, q0, std::min(caller.shared_b.panels, q0 + panels_per_task)))
           all_pairs_fit.store(false, std::memory_order_relaxed);
       }
     }
 #pragma omp barrier
-    Worker& w = workers[std::size_t(omp_get_thread_num())];
-    if (pack_on_the_fly) {
-      const std::int64_t block_panels = g.nc / qmm_panel_cols;
+    if (!out_of_memory.load()) {
+      if (pack_on_the_fly) {
+        const std::int64_t block_panels = g.nc / qmm_panel_cols;
 #pragma omp for schedule(static)
-      for (std::int64_t item = 0; item < batches * g.n_blocks; ++item) {
-        const std::int64_t t = item / g.n_blocks, jb = item % g.n_blocks;
-        const std::int64_t j0 = jb * g.nc, ncb = std::min(g.nc, p.N - j0);
-        PackedPanels& own = *w.own_b;
-        own.N = ncb;
-        const bool fits = pack_panels(own, 0, element(p.b, batch_offset(p, p.b, t) + j0 * p.b.col_stride),
-                                      p.b.row_stride, p.b.col_stride, 0,
-                                      std::min(block_panels, (ncb + qmm_panel_cols - 1) / qmm_panel_cols));
-        for (std::int64_t ib = 0; ib < g.m_blocks; ++ib)
-          job.block(w, t, ib, jb, own.panel(0, 0), own.panel_bytes, own.sums(0), fits);
-      }
-    } else {
-      const bool fits = prepacked ? prepacked->pairs_fit_int16 : all_pairs_fit.load();
-      const std::int64_t per_batch = g.m_blocks * g.n_blocks;
+        for (std::int64_t item = 0; item < batches * g.n_blocks; ++item) {
+          const std::int64_t t = item / g.n_blocks, jb = item % g.n_blocks;
+          const std::int64_t j0 = jb * g.nc, ncb = std::min(g.nc, p.N - j0);
+          PackedPanels& own = w.own_b;
+          own.N = ncb;
+          const bool fits = pack_panels(own, 0, element(p.b, batch_offset(p, p.b, t) + j0 * p.b.col_stride),
+                                        p.b.row_stride, p.b.col_stride, 0,
+                                        std::min(block_panels, (ncb + qmm_panel_cols - 1) / qmm_panel_cols));
+          for (std::int64_t ib = 0; ib < g.m_blocks; ++ib)
+            job.block(w, t, ib, jb, own.panel(0, 0), own.panel_bytes, own.sums(0), fits);
+        }
+      } else {
+        const bool fits = prepacked ? prepacked->pairs_fit_int16 : all_pairs_fit.load();
+        const std::int64_t per_batch = g.m_blocks * g.n_blocks;
 #pragma omp for schedule(static)
-      for (std::int64_t item = 0; item < batches * per_batch; ++item) {
-        const std::int64_t t = item / per_batch, ib = (item % per_batch) / g.n_blocks,
-                           jb = item % g.n_blocks;
-        const std::int64_t bt = b_shared ? 0 : t, first_panel = jb * (g.nc / qmm_panel_cols);
-        job.block(w, t, ib, jb, b->panel(bt, first_panel), b->panel_bytes,
-                  b->sums(bt) + first_panel * qmm_panel_cols, fits);
+        for (std::int64_t item = 0; item < batches * per_batch; ++item) {
+          const std::int64_t t = item / per_batch, ib = (item % per_batch) / g.n_blocks,
+                             jb = item % g.n_blocks;
+          const std::int64_t bt = b_shared ? 0 : t, first_panel = jb * (g.nc / qmm_panel_cols);
+          job.block(w, t, ib, jb, b->panel(bt, first_panel), b->panel_bytes,
+                    b->sums(bt) + first_panel * qmm_panel_cols, fits);
+        }
       }
     }
   }
+  if (out_of_memory.load()) throw std::bad_alloc();
 }
 
 // The reference reads B element by element: recover it from a caller's packed copy.

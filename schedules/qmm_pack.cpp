@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <emmintrin.h>
 #include <cstring>
 #include <new>
+#include <vector>
 
 namespace hk::detail {
 namespace {
@@ -19,19 +21,97 @@ inline std::int8_t shifted_b(const void* data, std::int64_t i, DataType source) 
   return static_cast<std::int8_t>(source == DataType::uint8 ? raw ^ 0x80u : raw);
 }
 
-}  // namespace
-
-AlignedBytes::AlignedBytes(std::int64_t bytes) : size(bytes) {
-  if (bytes == 0) return;
-  const auto rounded = round_up(bytes, byte_alignment);
-  auto* p = static_cast<std::byte*>(std::aligned_alloc(byte_alignment, std::size_t(rounded)));
-  if (!p) throw std::bad_alloc();
-  std::memset(p, 0, std::size_t(rounded));
-  data = {p, free_aligned};
+inline __m128i zero_or_row(const std::uint8_t* row, bool present, __m128i flip) {
+  return present ? _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row)), flip)
+                 : _mm_setzero_si128();
 }
 
-PackedPanels make_panels(std::int64_t batches, std::int64_t K, std::int64_t N, DataType source) {
-  PackedPanels out;
+// 16-bit lanes whose pair sums of positive (or negative) parts leave [-128, 128].
+inline __m128i pair_overflow(__m128i x, __m128i y) {
+  const __m128i zero = _mm_setzero_si128();
+  const __m128i positive = _mm_add_epi16(_mm_max_epi16(x, zero), _mm_max_epi16(y, zero));
+  const __m128i negative = _mm_add_epi16(_mm_min_epi16(x, zero), _mm_min_epi16(y, zero));
+  return _mm_or_si128(_mm_cmpgt_epi16(positive, _mm_set1_epi16(128)),
+                      _mm_cmplt_epi16(negative, _mm_set1_epi16(-128)));
+}
+
+inline __m128i low_bytes_to_i16(__m128i v) { return _mm_srai_epi16(_mm_unpacklo_epi8(v, v), 8); }
+inline __m128i high_bytes_to_i16(__m128i v) { return _mm_srai_epi16(_mm_unpackhi_epi8(v, v), 8); }
+inline __m128i low_i16_to_i32(__m128i v) { return _mm_srai_epi32(_mm_unpacklo_epi16(v, v), 16); }
+inline __m128i high_i16_to_i32(__m128i v) { return _mm_srai_epi32(_mm_unpackhi_epi16(v, v), 16); }
+
+// Full panels [p0, p1) of a B whose rows are contiguous: four rows of 16 bytes become 16 columns x
+// 4 depths by two rounds of byte/word interleaving (SSE2, so every x86-64 CPU runs it); panel `p`
+// lands panel_bytes apart.
+bool pack_full_panels_by_rows(std::int8_t* dst, std::int64_t panel_bytes, const std::uint8_t* src,
+                              std::int64_t K, std::int64_t row_stride, std::uint8_t flip_value,
+                              std::int64_t panels, std::int64_t* sums) {
+  // int32 partial column sums stay exact for 2^22 depths (|B'| <= 128); fold them before that.
+  constexpr std::int64_t chunk = std::int64_t(1) << 22;
+  const __m128i flip = _mm_set1_epi8(static_cast<char>(flip_value));
+  __m128i bad = _mm_setzero_si128();
+  std::vector<__m128i> total(std::size_t(panels * 4));
+  for (std::int64_t c0 = 0; c0 < K; c0 += chunk) {
+    std::fill(total.begin(), total.end(), _mm_setzero_si128());
+    // Depth blocks of 64 rows: their slice of the source stays in L1 while every panel takes its
+    // 1 KiB from it, so both the reads and the writes are short sequential runs.
+    for (std::int64_t k0 = c0; k0 < std::min(K, c0 + chunk); k0 += 64)
+      for (std::int64_t p = 0; p < panels; ++p)
+        for (std::int64_t k = k0; k < std::min({K, c0 + chunk, k0 + 64}); k += 4) {
+          const std::uint8_t* r = src + k * row_stride + p * qmm_panel_cols;
+          const __m128i r0 = zero_or_row(r, true, flip);
+          const __m128i r1 = zero_or_row(r + row_stride, k + 1 < K, flip);
+          const __m128i r2 = zero_or_row(r + 2 * row_stride, k + 2 < K, flip);
+          const __m128i r3 = zero_or_row(r + 3 * row_stride, k + 3 < K, flip);
+          const __m128i t0 = _mm_unpacklo_epi8(r0, r1), t1 = _mm_unpackhi_epi8(r0, r1);
+          const __m128i t2 = _mm_unpacklo_epi8(r2, r3), t3 = _mm_unpackhi_epi8(r2, r3);
+          auto* out = reinterpret_cast<__m128i*>(dst + p * panel_bytes + (k / 4) * 64);
+          _mm_store_si128(out + 0, _mm_unpacklo_epi16(t0, t2));
+          _mm_store_si128(out + 1, _mm_unpackhi_epi16(t0, t2));
+          _mm_store_si128(out + 2, _mm_unpacklo_epi16(t1, t3));
+          _mm_store_si128(out + 3, _mm_unpackhi_epi16(t1, t3));
+          const __m128i l0 = low_bytes_to_i16(r0), l1 = low_bytes_to_i16(r1);
+          const __m128i l2 = low_bytes_to_i16(r2), l3 = low_bytes_to_i16(r3);
+          const __m128i h0 = high_bytes_to_i16(r0), h1 = high_bytes_to_i16(r1);
+          const __m128i h2 = high_bytes_to_i16(r2), h3 = high_bytes_to_i16(r3);
+          bad = _mm_or_si128(bad, _mm_or_si128(pair_overflow(l0, l1), pair_overflow(l2, l3)));
+          bad = _mm_or_si128(bad, _mm_or_si128(pair_overflow(h0, h1), pair_overflow(h2, h3)));
+          const __m128i low = _mm_add_epi16(_mm_add_epi16(l0, l1), _mm_add_epi16(l2, l3));
+          const __m128i high = _mm_add_epi16(_mm_add_epi16(h0, h1), _mm_add_epi16(h2, h3));
+          __m128i* t = total.data() + p * 4;
+          t[0] = _mm_add_epi32(t[0], low_i16_to_i32(low));
+          t[1] = _mm_add_epi32(t[1], high_i16_to_i32(low));
+          t[2] = _mm_add_epi32(t[2], low_i16_to_i32(high));
+          t[3] = _mm_add_epi32(t[3], high_i16_to_i32(high));
+        }
+    for (std::int64_t p = 0; p < panels; ++p) {
+      alignas(16) std::int32_t part[16];
+      for (int i = 0; i < 4; ++i)
+        _mm_store_si128(reinterpret_cast<__m128i*>(part + 4 * i), total[std::size_t(p * 4 + i)]);
+      for (int c = 0; c < 16; ++c) sums[p * 16 + c] += part[c];
+    }
+  }
+  return _mm_movemask_epi8(bad) == 0;
+}
+
+}  // namespace
+
+AlignedBytes::AlignedBytes(std::int64_t bytes) {
+  ensure(bytes);
+  if (data) std::memset(data.get(), 0, std::size_t(size));
+}
+
+void AlignedBytes::ensure(std::int64_t bytes) {
+  if (bytes <= size && data) return;
+  const auto rounded = round_up(std::max<std::int64_t>(bytes, 1), byte_alignment);
+  auto* p = static_cast<std::byte*>(std::aligned_alloc(byte_alignment, std::size_t(rounded)));
+  if (!p) throw std::bad_alloc();
+  data = {p, free_aligned};
+  size = rounded;
+}
+
+void shape_panels(PackedPanels& out, std::int64_t batches, std::int64_t K, std::int64_t N,
+                  DataType source, bool zeroed) {
   out.batches = batches;
   out.K = K;
   out.N = N;
@@ -40,15 +120,39 @@ PackedPanels make_panels(std::int64_t batches, std::int64_t K, std::int64_t N, D
   out.panel_bytes = out.kp * qmm_panel_cols;
   out.batch_bytes = out.panels * out.panel_bytes;
   out.source = source;
-  out.bytes = AlignedBytes(batches * out.batch_bytes);
-  out.col_sums = AlignedBytes(batches * out.panels * qmm_panel_cols * std::int64_t(sizeof(std::int64_t)));
-  return out;
+  out.pairs_fit_int16 = true;
+  const std::int64_t sum_bytes = batches * out.panels * qmm_panel_cols * std::int64_t(sizeof(std::int64_t));
+  if (zeroed) {
+    out.bytes = AlignedBytes(batches * out.batch_bytes);
+    out.col_sums = AlignedBytes(sum_bytes);
+  } else {
+    out.bytes.ensure(batches * out.batch_bytes);
+    out.col_sums.ensure(sum_bytes);
+  }
 }
 
 bool pack_panels(PackedPanels& out, std::int64_t batch, const void* data, std::int64_t row_stride,
                  std::int64_t col_stride, std::int64_t p0, std::int64_t p1) {
   bool fits = true;
   std::int64_t* sums = out.col_sums.as<std::int64_t>() + batch * out.panels * qmm_panel_cols;
+  // The group holding depth K-1 and every group after it may be partly unwritten below.
+  const std::int64_t written = (out.K / qmm_group_depth) * 64;
+  for (std::int64_t p = p0; p < p1; ++p)
+    std::memset(out.bytes.as<std::byte>() + batch * out.batch_bytes + p * out.panel_bytes + written, 0,
+                std::size_t(out.panel_bytes - written));
+  if (col_stride == 1) {
+    // Full panels by the vector path; a partial last panel goes through the general loop below.
+    const std::int64_t full_end = std::min(p1, out.N / qmm_panel_cols);
+    if (full_end > p0) {
+      std::fill_n(sums + p0 * qmm_panel_cols, (full_end - p0) * qmm_panel_cols, 0);
+      fits = pack_full_panels_by_rows(
+          reinterpret_cast<std::int8_t*>(out.bytes.as<std::byte>() + batch * out.batch_bytes + p0 * out.panel_bytes),
+          out.panel_bytes, static_cast<const std::uint8_t*>(data) + p0 * qmm_panel_cols, out.K,
+          row_stride, out.source == DataType::uint8 ? 0x80 : 0x00, full_end - p0,
+          sums + p0 * qmm_panel_cols);
+      p0 = full_end;
+    }
+  }
   for (std::int64_t p = p0; p < p1; ++p) {
     auto* dst = reinterpret_cast<std::int8_t*>(out.bytes.as<std::byte>() + batch * out.batch_bytes +
                                                p * out.panel_bytes);
@@ -73,9 +177,12 @@ bool pack_panels(PackedPanels& out, std::int64_t batch, const void* data, std::i
   return fits;
 }
 
-PackedRows::PackedRows(std::int64_t rows_, std::int64_t kp_)
-    : rows(round_up(rows_, qmm_row_align)), kp(kp_), bytes(rows * kp),
-      row_sums(rows * std::int64_t(sizeof(std::int64_t))) {}
+void PackedRows::shape(std::int64_t rows_, std::int64_t kp_) {
+  rows = round_up(rows_, qmm_row_align);
+  kp = kp_;
+  bytes.ensure(rows * kp);
+  row_sums.ensure(rows * std::int64_t(sizeof(std::int64_t)));
+}
 
 void pack_rows(PackedRows& out, const void* data, DataType type, std::int64_t K,
                std::int64_t row_stride, std::int64_t col_stride, std::int64_t r0, std::int64_t r1) {

@@ -21,12 +21,17 @@ inline constexpr std::int64_t qmm_group_depth = 4;  // consecutive k packed toge
 inline constexpr std::int64_t qmm_depth_align = 64;  // packed depth is a multiple (an AMX tile row)
 inline constexpr std::int64_t qmm_row_align = 16;    // packed A rows come in multiples (AMX tile)
 
-/// Bytes aligned for any vector or tile load, zero-initialized.
+/// Bytes aligned for any vector or tile load. Throws std::bad_alloc.
 struct AlignedBytes {
   std::unique_ptr<std::byte[], void (*)(std::byte*)> data{nullptr, nullptr};
   std::int64_t size = 0;
 
-  explicit AlignedBytes(std::int64_t bytes = 0);
+  AlignedBytes() = default;
+  /// Exactly `bytes`, zero-initialized.
+  explicit AlignedBytes(std::int64_t bytes);
+  /// At least `bytes`, reusing the current allocation when it is large enough (contents
+  /// unspecified): scratch that lives across calls touches no fresh pages on the hot path.
+  void ensure(std::int64_t bytes);
   template <class T> T* as() { return reinterpret_cast<T*>(data.get()); }
   template <class T> const T* as() const { return reinterpret_cast<const T*>(data.get()); }
 };
@@ -58,22 +63,27 @@ struct PackedPanels {
   }
 };
 
-/// Layout of packed panels for `batches` matrices of K x N.
-PackedPanels make_panels(std::int64_t batches, std::int64_t K, std::int64_t N, DataType source);
+/// Shapes `out` for `batches` matrices of K x N. With `zeroed`, fresh zero-filled storage (every
+/// padding byte zero); otherwise the current storage is reused when large enough, and only what
+/// the kernels read is written by pack_panels (the depth padding included).
+void shape_panels(PackedPanels& out, std::int64_t batches, std::int64_t K, std::int64_t N,
+                  DataType source, bool zeroed);
 
 /// Packs panels [p0, p1) of matrix `batch`, whose element (k, n) is element
 /// k*row_stride + n*col_stride of `data`. Returns whether every pair fits int16 (see above).
 bool pack_panels(PackedPanels& out, std::int64_t batch, const void* data, std::int64_t row_stride,
                  std::int64_t col_stride, std::int64_t p0, std::int64_t p1);
 
-/// A' rows: row r at data + r*kp, zero-padded to kp bytes, rows padded to a multiple of 16 with
-/// zeros; row_sums[r] = sum_k A'[r][k] (int64).
+/// A' rows: row r at data + r*kp; row_sums[r] = sum_k A'[r][k] (int64). Rows are padded to a
+/// multiple of 16 and depths to kp; padding holds arbitrary bytes, which is harmless because the
+/// packed B' is zero over the depth padding and rows beyond M are never stored.
 struct PackedRows {
   std::int64_t rows = 0, kp = 0;
   AlignedBytes bytes;
   AlignedBytes row_sums;
 
-  PackedRows(std::int64_t rows, std::int64_t kp);
+  /// Shapes for `rows` rows of depth kp, reusing the storage when large enough.
+  void shape(std::int64_t rows, std::int64_t kp);
   std::uint8_t* row(std::int64_t r) { return bytes.as<std::uint8_t>() + r * kp; }
   const std::uint8_t* row(std::int64_t r) const { return bytes.as<std::uint8_t>() + r * kp; }
   const std::int64_t* sums() const { return row_sums.as<std::int64_t>(); }

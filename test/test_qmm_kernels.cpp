@@ -63,8 +63,9 @@ TEST(QmmKernels, PairBoundEitherSide) {
                                     std::vector<int>{-128, 0}, std::vector<int>{-127, -2},
                                     std::vector<int>{-64, 63, 64, -64}}) {
     SCOPED_TRACE("B pattern starts " + std::to_string(b[0]) + ", " + std::to_string(b[1]));
-    // N = 1 puts consecutive pattern values into one column's consecutive depths.
-    Problem p = make_problem(5, 1, 70, DataType::uint8, DataType::int8,
+    // An odd N puts consecutive pattern values into one column's consecutive depths; 17 columns
+    // are one full panel (packed by the vector path) and one partial panel.
+    Problem p = make_problem(5, 17, 70, DataType::uint8, DataType::int8,
                              random_values(5 * 70, 200, 255, rng), b, rng);
     qmmt::check_all(p, schedules(), qmmt::oracle(p, false));
   }
