@@ -12,7 +12,9 @@ namespace {
 // Below this much work a parallel region costs more than it saves.
 constexpr std::int64_t scan_parallel_min_elements = std::int64_t(1) << 15;
 constexpr std::int64_t qmm_parallel_min_macs = std::int64_t(1) << 21;
-constexpr std::int64_t scan_tile = 256;
+// Fewer independent lines than this many per thread leave threads idle or unbalanced: cut the
+// lines into blocks instead.
+constexpr std::int64_t scan_lines_per_thread = 4;
 
 }  // namespace
 
@@ -22,25 +24,32 @@ ScanPlan default_scan_plan(const CumulativeCall& call) {
   const std::int64_t elements = s.lines() * s.length;
   ScanPlan plan;
   plan.kind = ScanPlan::Kind::tiled;
-  plan.tile = scan_tile;
+  plan.tile = scan_default_tile(call);
   if (threads <= 1 || elements < scan_parallel_min_elements) return plan;
+  plan.stream = scan_streams_by_default(call);
   plan.threads = threads;
-  // Enough tiles for every thread to get several, but tiles no narrower than a cache line of
-  // lines when lines are walked side by side.
-  const std::int64_t wanted = 4 * std::int64_t(threads);
-  const std::int64_t min_tile = s.lines_are_rows() ? 1 : 16;
-  const std::int64_t per_group = std::max<std::int64_t>(1, wanted / s.outer_lines());
-  plan.tile = std::clamp<std::int64_t>(s.inner_size() / per_group, min_tile, scan_tile);
-  const std::int64_t tiles = s.outer_lines() * ((s.inner_size() + plan.tile - 1) / plan.tile);
-  if (tiles >= threads) {
-    plan.kind = ScanPlan::Kind::parallel;
-    return plan;
+  const std::int64_t wanted = scan_lines_per_thread * std::int64_t(threads);
+  if (s.lines_are_rows()) {
+    if (s.lines() >= wanted) {
+      // Whole lines per thread, a few panels each so that uneven lines still balance.
+      plan.kind = ScanPlan::Kind::parallel;
+      plan.tile = std::clamp<std::int64_t>(s.lines() / wanted, 1, plan.tile);
+      return plan;
+    }
+  } else {
+    // Panels of side-by-side lines, no narrower than a cache line of lines, enough for every
+    // thread; wider panels keep each row's run long for the prefetcher.
+    const std::int64_t per_group = std::max<std::int64_t>(1, threads / s.outer_lines());
+    plan.tile = std::clamp<std::int64_t>((s.inner_size() + per_group - 1) / per_group, 16, plan.tile);
+    const std::int64_t panels = s.outer_lines() * ((s.inner_size() + plan.tile - 1) / plan.tile);
+    if (panels >= threads) {
+      plan.kind = ScanPlan::Kind::parallel;
+      return plan;
+    }
   }
-  // Too few independent lines to share: cut the lines into blocks, a few per thread.
   plan.kind = ScanPlan::Kind::blocked;
   plan.tile = 0;
-  const std::int64_t blocks_per_line = std::max<std::int64_t>(1, (wanted + s.lines() - 1) / s.lines());
-  plan.block = std::max<std::int64_t>(4096, (s.length + blocks_per_line - 1) / blocks_per_line);
+  plan.block = scan_default_block(call);
   return plan;
 }
 

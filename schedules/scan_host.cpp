@@ -1,90 +1,77 @@
-// Host lowering of the cumulative schedules: tiled, parallel and blocked.
+// Host lowering of the cumulative schedules: tiled, parallel and blocked, over the SIMD kernels of
+// the active instruction-set level for contiguous data and plain loops for strided data.
+#include <omp.h>
+
 #include <algorithm>
 #include <vector>
 
 #include "algorithms/scan_types.hpp"
+#include "schedules/scan_kernels.hpp"
 #include "schedules/scan_layout.hpp"
 #include "schedules/scan_schedules.hpp"
 
 namespace hk::detail {
 namespace {
 
-template <class T, class Op> struct ScanKernels {
+template <class T, class Op> struct HostScan {
   using Acc = AccOf<T>;
-  static constexpr std::int64_t max_tile = 4096;
 
-  // Every kernel reads an element before it writes the output at the same position, so they
-  // all run in place when input and output are the same tensor.
+  const ScanKernels<T, Op>& k;
+  const ScanLayout& s;
+  const T* x;
+  T* y;
+  bool exclusive;
+  bool stream;
 
-  static void scan_line(const T* x, T* y, std::int64_t n, std::int64_t sx, std::int64_t sy,
-                   bool exclusive) {
-    if (exclusive) {
-      line_from(x, y, n, sx, sy, Op::template identity<Acc>(), true);
-      return;
-    }
-    Acc acc = widen(x[0]);
-    y[0] = narrow<T>(acc);
-    for (std::int64_t q = 1; q < n; ++q) {
-      acc = Op::apply(acc, widen(x[q * sx]));
-      y[q * sy] = narrow<T>(acc);
-    }
-  }
+  // Every path reads an element before it writes the output at the same position, so they all
+  // run in place when input and output are the same tensor.
 
-  // Continues a line from a carried accumulator (the fold of everything before x[0]).
-  static void line_from(const T* x, T* y, std::int64_t n, std::int64_t sx, std::int64_t sy,
-                        Acc acc, bool exclusive) {
+  // Continues a line of n elements from `carry`; returns the carry after it.
+  Acc line(const T* xl, T* yl, std::int64_t n, Acc carry) const {
+    if (s.in_step == s.out_step && (s.in_step == 1 || s.in_step == -1))
+      return k.row(xl, yl, n, carry, {exclusive, s.in_step < 0, stream});
     for (std::int64_t q = 0; q < n; ++q) {
-      const Acc t = widen(x[q * sx]);
+      const Acc t = widen(xl[q * s.in_step]);
       if (exclusive) {
-        y[q * sy] = narrow<T>(acc);
-        acc = Op::apply(acc, t);
+        yl[q * s.out_step] = narrow<T>(carry);
+        carry = Op::apply(carry, t);
       } else {
-        acc = Op::apply(acc, t);
-        y[q * sy] = narrow<T>(acc);
+        carry = Op::apply(carry, t);
+        yl[q * s.out_step] = narrow<T>(carry);
       }
     }
+    return carry;
   }
 
-  // Fold of a non-empty run, starting from its first element (keeps -0.0 sums exact).
-  static Acc fold(const T* x, std::int64_t n, std::int64_t sx) {
-    Acc acc = widen(x[0]);
-    for (std::int64_t q = 1; q < n; ++q) acc = Op::apply(acc, widen(x[q * sx]));
+  // The fold of n elements of a line, starting from inclusive_start.
+  Acc fold(const T* xl, std::int64_t n) const {
+    if (s.in_step == 1) return k.fold(xl, n);
+    if (s.in_step == -1) return k.fold(xl - (n - 1), n);
+    Acc acc = inclusive_start<Op, Acc>();
+    for (std::int64_t q = 0; q < n; ++q) acc = Op::apply(acc, widen(xl[q * s.in_step]));
     return acc;
   }
 
-  // `width` neighbouring lines side by side: per step along the axis, one contiguous run.
-  template <bool Unit>
-  static void columns(const T* x, T* y, const ScanLayout& s, std::int64_t width, bool exclusive) {
-    Acc acc[max_tile];
-    const std::int64_t xi = Unit ? 1 : s.in_strides[s.rank - 1];
-    const std::int64_t yi = Unit ? 1 : s.out_strides[s.rank - 1];
-    if (exclusive) {
-      std::fill(acc, acc + width, Op::template identity<Acc>());
-    } else {
-      for (std::int64_t j = 0; j < width; ++j) {
-        acc[j] = widen(x[j * xi]);
-        y[j * yi] = narrow<T>(acc[j]);
-      }
-    }
-    for (std::int64_t q = exclusive ? 0 : 1; q < s.length; ++q) {
-      const T* xr = x + q * s.in_step;
-      T* yr = y + q * s.out_step;
+  // `width` neighbouring lines side by side with strided inner steps: per step along the axis,
+  // the same element-wise arithmetic as the kernels' columns.
+  void strided_columns(const T* xp, T* yp, std::int64_t width) const {
+    Acc acc[max_scan_tile];
+    std::fill(acc, acc + width, line_start<Op, Acc>(exclusive));
+    const std::int64_t xi = s.in_strides[s.rank - 1], yi = s.out_strides[s.rank - 1];
+    for (std::int64_t q = 0; q < s.length; ++q) {
+      const T* xr = xp + q * s.in_step;
+      T* yr = yp + q * s.out_step;
       for (std::int64_t j = 0; j < width; ++j) {
         const Acc t = widen(xr[j * xi]);
-        if (exclusive) {
-          yr[j * yi] = narrow<T>(acc[j]);
-          acc[j] = Op::apply(acc[j], t);
-        } else {
-          acc[j] = Op::apply(acc[j], t);
-          yr[j * yi] = narrow<T>(acc[j]);
-        }
+        if (exclusive) yr[j * yi] = narrow<T>(acc[j]);
+        acc[j] = Op::apply(acc[j], t);
+        if (!exclusive) yr[j * yi] = narrow<T>(acc[j]);
       }
     }
   }
 
   // Panel p: outer line group p / tiles_per_group, lines [j0, j0 + tile) of the inner dimension.
-  static void panel(const T* x, T* y, const ScanLayout& s, std::int64_t p, std::int64_t tile,
-                    bool exclusive) {
+  void panel(std::int64_t p, std::int64_t tile) const {
     const std::int64_t tiles = (s.inner_size() + tile - 1) / tile;
     std::int64_t xo, yo;
     s.outer_offsets(p / tiles, xo, yo);
@@ -95,76 +82,93 @@ template <class T, class Op> struct ScanKernels {
     yo += j0 * yi;
     if (s.lines_are_rows()) {
       for (std::int64_t j = 0; j < width; ++j)
-        scan_line(x + xo + j * xi, y + yo + j * yi, s.length, s.in_step, s.out_step, exclusive);
+        line(x + xo + j * xi, y + yo + j * yi, s.length, line_start<Op, Acc>(exclusive));
     } else if (xi == 1 && yi == 1) {
-      columns<true>(x + xo, y + yo, s, width, exclusive);
+      k.columns(x + xo, y + yo, width, s.length, s.in_step, s.out_step, exclusive, stream);
     } else {
-      columns<false>(x + xo, y + yo, s, width, exclusive);
+      strided_columns(x + xo, y + yo, width);
     }
   }
 
-  static std::int64_t panel_count(const ScanLayout& s, std::int64_t tile) {
+  std::int64_t panel_count(std::int64_t tile) const {
     return s.outer_lines() * ((s.inner_size() + tile - 1) / tile);
   }
 
-  static void tiled(const T* x, T* y, const ScanLayout& s, std::int64_t tile, bool exclusive) {
-    const std::int64_t panels = panel_count(s, tile);
-    for (std::int64_t p = 0; p < panels; ++p) panel(x, y, s, p, tile, exclusive);
+  void tiled(std::int64_t tile) const {
+    const std::int64_t panels = panel_count(tile);
+    for (std::int64_t p = 0; p < panels; ++p) panel(p, tile);
   }
 
-  static void parallel(const T* x, T* y, const ScanLayout& s, std::int64_t tile, int threads,
-                       bool exclusive) {
-    const std::int64_t panels = panel_count(s, tile);
+  void parallel(std::int64_t tile, int threads) const {
+    const std::int64_t panels = panel_count(tile);
 #pragma omp parallel for num_threads(threads) schedule(static)
-    for (std::int64_t p = 0; p < panels; ++p) panel(x, y, s, p, tile, exclusive);
+    for (std::int64_t p = 0; p < panels; ++p) panel(p, tile);
   }
 
-  static void line_offsets(const ScanLayout& s, std::int64_t line, std::int64_t& xo,
-                           std::int64_t& yo) {
-    s.outer_offsets(line / s.inner_size(), xo, yo);
-    const std::int64_t j = line % s.inner_size();
+  void line_offsets(std::int64_t line_index, std::int64_t& xo, std::int64_t& yo) const {
+    s.outer_offsets(line_index / s.inner_size(), xo, yo);
+    const std::int64_t j = line_index % s.inner_size();
     xo += j * s.in_strides[s.rank - 1];
     yo += j * s.out_strides[s.rank - 1];
   }
 
-  static void blocked(const T* x, T* y, const ScanLayout& s, std::int64_t block, int threads,
-                      bool exclusive) {
-    const std::int64_t lines = s.lines();
+  // Units are the (line, block) pairs in order. A round hands each thread `per` consecutive
+  // units, as many as fill `cache_bytes`: the thread folds them, a barrier, then rescans them
+  // from their carries while they are still in its cache. Every thread derives the same carries
+  // from the shared unit totals.
+  void blocked(std::int64_t block, int threads, std::int64_t cache_bytes) const {
     const std::int64_t blocks = (s.length + block - 1) / block;
-    // carry[line * blocks + b]: the fold of blocks 0..b-1 of that line (slot 0 unused when
-    // inclusive, the identity when exclusive).
-    std::vector<Acc> carry(std::size_t(lines * blocks));
-    const std::int64_t totals = lines * (blocks - 1);
+    const std::int64_t units = s.lines() * blocks;
+    const std::int64_t per =
+        std::max<std::int64_t>(1, cache_bytes / (block * std::int64_t(sizeof(T))));
+    // Two rounds' totals: a thread may start the next round while another still reads these.
+    const std::int64_t slots = std::min(units, per * threads);
+    std::vector<Acc> totals(2 * std::size_t(slots));
 #pragma omp parallel num_threads(threads)
     {
-#pragma omp for schedule(static)
-      for (std::int64_t i = 0; i < totals; ++i) {
-        const std::int64_t line = i / (blocks - 1), b = i % (blocks - 1);
-        std::int64_t xo, yo;
-        line_offsets(s, line, xo, yo);
-        const std::int64_t n = std::min(block, s.length - b * block);
-        carry[line * blocks + b + 1] = fold(x + xo + b * block * s.in_step, n, s.in_step);
-      }
-#pragma omp for schedule(static)
-      for (std::int64_t line = 0; line < lines; ++line) {
-        Acc* c = carry.data() + line * blocks;
-        if (exclusive) c[0] = Op::template identity<Acc>();
-        for (std::int64_t b = exclusive ? 1 : 2; b < blocks; ++b) c[b] = Op::apply(c[b - 1], c[b]);
-      }
-#pragma omp for schedule(static)
-      for (std::int64_t i = 0; i < lines * blocks; ++i) {
-        const std::int64_t line = i / blocks, b = i % blocks;
-        std::int64_t xo, yo;
-        line_offsets(s, line, xo, yo);
-        const std::int64_t n = std::min(block, s.length - b * block);
-        const T* xb = x + xo + b * block * s.in_step;
-        T* yb = y + yo + b * block * s.out_step;
-        if (b == 0)
-          scan_line(xb, yb, n, s.in_step, s.out_step, exclusive);
-        else
-          line_from(xb, yb, n, s.in_step, s.out_step, carry[i], exclusive);
+      const int team = omp_get_num_threads(), t = omp_get_thread_num();
+      const std::int64_t round_units = std::min(units, per * team);
+      Acc running = line_start<Op, Acc>(exclusive);
+      for (std::int64_t first = 0, round = 0; first < units; first += round_units, ++round) {
+        Acc* total = totals.data() + (round % 2) * slots;
+        const std::int64_t mine = std::min(first + t * per, units);
+        const std::int64_t end = std::min(mine + per, std::min(first + round_units, units));
+        for (std::int64_t u = mine; u < end; ++u) total[u - first] = unit_fold(u, block, blocks);
+#pragma omp barrier
+        Acc carry = running;
+        for (std::int64_t u = first; u < std::min(first + round_units, units); ++u) {
+          if (u % blocks == 0) running = line_start<Op, Acc>(exclusive);
+          if (u == mine) carry = running;
+          running = Op::apply(running, total[u - first]);
+        }
+        for (std::int64_t u = mine; u < end; ++u) {
+          carry = unit_scan(u, block, blocks, carry);
+          if ((u + 1) % blocks == 0) carry = line_start<Op, Acc>(exclusive);
+        }
       }
     }
+  }
+
+  // Unit u: block u % blocks of line u / blocks.
+  std::int64_t unit_place(std::int64_t u, std::int64_t block, std::int64_t blocks,
+                          std::int64_t& xo, std::int64_t& yo) const {
+    line_offsets(u / blocks, xo, yo);
+    const std::int64_t b = u % blocks;
+    xo += b * block * s.in_step;
+    yo += b * block * s.out_step;
+    return std::min(block, s.length - b * block);
+  }
+
+  Acc unit_fold(std::int64_t u, std::int64_t block, std::int64_t blocks) const {
+    std::int64_t xo, yo;
+    const std::int64_t n = unit_place(u, block, blocks, xo, yo);
+    return fold(x + xo, n);
+  }
+
+  Acc unit_scan(std::int64_t u, std::int64_t block, std::int64_t blocks, Acc carry) const {
+    std::int64_t xo, yo;
+    const std::int64_t n = unit_place(u, block, blocks, xo, yo);
+    return line(x + xo, y + yo, n, carry);
   }
 };
 
@@ -176,17 +180,22 @@ void run_scan(const CumulativeCall& call, const ScanPlan& plan) {
     return;
   }
   const ScanLayout s = make_scan_layout(call);
-  const bool exclusive = call.options.exclusive;
+  const ScanKernelSet& kernels = scan_kernels(active_isa());
+  const bool stream = plan.stream && !call.in_place();
   visit_scan_type(call.input.desc.dtype(), [&](auto t) {
     using T = decltype(t);
     visit_combine(call.product, [&](auto op) {
-      using K = ScanKernels<T, decltype(op)>;
-      const auto* x = static_cast<const T*>(call.input.data);
-      auto* y = static_cast<T*>(call.output.data);
+      using Op = decltype(op);
+      const HostScan<T, Op> h{kernels.get<T, Op>(),
+                              s,
+                              static_cast<const T*>(call.input.data),
+                              static_cast<T*>(call.output.data),
+                              call.options.exclusive,
+                              stream};
       switch (plan.kind) {
-        case ScanPlan::Kind::tiled: K::tiled(x, y, s, plan.tile, exclusive); break;
-        case ScanPlan::Kind::parallel: K::parallel(x, y, s, plan.tile, plan.threads, exclusive); break;
-        case ScanPlan::Kind::blocked: K::blocked(x, y, s, plan.block, plan.threads, exclusive); break;
+        case ScanPlan::Kind::tiled: h.tiled(plan.tile); break;
+        case ScanPlan::Kind::parallel: h.parallel(plan.tile, plan.threads); break;
+        case ScanPlan::Kind::blocked: h.blocked(plan.block, plan.threads, scan_block_bytes); break;
         case ScanPlan::Kind::reference: break;
       }
     });

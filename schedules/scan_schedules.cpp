@@ -3,29 +3,73 @@
 
 #include <array>
 
+#include "algorithms/scan_types.hpp"
 #include "hetkern/info.hpp"
+#include "schedules/scan_kernels.hpp"
+#include "schedules/scan_layout.hpp"
+
+#if defined(__linux__)
+#include <unistd.h>
+#endif
 
 namespace hk::detail {
 namespace {
 
 constexpr std::int64_t max_threads = 1024;
+constexpr std::int64_t l1_bytes = 32 * 1024;
+
+std::int64_t last_level_cache_bytes() {
+#if defined(_SC_LEVEL3_CACHE_SIZE)
+  static const std::int64_t bytes = [] {
+    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return std::int64_t(l3 > 0 ? l3 : l2 > 0 ? l2 : 0);
+  }();
+  if (bytes > 0) return bytes;
+#endif
+  return std::int64_t(32) << 20;
+}
+
+std::int64_t element_bytes(const CumulativeCall& call) {
+  return visit_scan_type(call.input.desc.dtype(), [](auto t) { return std::int64_t(sizeof(t)); });
+}
+
+std::int64_t accumulator_bytes(const CumulativeCall& call) {
+  return visit_scan_type(call.input.desc.dtype(),
+                         [](auto t) { return std::int64_t(sizeof(AccOf<decltype(t)>)); });
+}
+
+const ParamSpec stream_param = {
+    "stream", 0, 1,
+    "1: non-temporal stores past the cache (ignored in place), 0: regular stores; default 1 when "
+    "the output exceeds the last-level cache"};
 
 const std::array<StrategySpec, 4>& table() {
   static const std::array<StrategySpec, 4> specs = {{
       {"reference", "the specification executed line by line, single thread", {}},
       {"scan.tiled",
-       "single thread; lines along the contiguous axis are scanned one by one, otherwise a tile "
-       "of neighbouring lines is scanned side by side so every memory access is contiguous",
-       {{"tile", 1, 4096, "lines processed together"}}},
+       "single thread; a contiguous line is scanned in registers, a vector at a time (log-step "
+       "scan per vector, the carry added off the dependency chain); lines across the contiguous "
+       "axis are walked a tile side by side, one vector of lines per accumulator, row after row "
+       "with the next rows prefetched; SIMD level from hk::active_isa()",
+       {{"tile", 1, max_scan_tile,
+         "lines processed together (default: accumulators in half the L1 for lines across the "
+         "contiguous axis, else 256)"},
+        stream_param}},
       {"scan.parallel",
        "scan.tiled with the tiles of lines spread over OpenMP threads",
-       {{"tile", 1, 4096, "lines processed together"},
-        {"threads", 1, max_threads, "OpenMP threads"}}},
+       {{"tile", 1, max_scan_tile, "lines processed together (default as scan.tiled)"},
+        {"threads", 1, max_threads, "OpenMP threads"},
+        stream_param}},
       {"scan.blocked",
-       "every line cut into blocks: block totals in parallel, carries per line, then every "
-       "block rescanned from its carry in parallel; for few long lines",
-       {{"block", 16, std::int64_t(1) << 40, "elements per block"},
-        {"threads", 1, max_threads, "OpenMP threads"}}},
+       "the lines cut into blocks handed out in rounds, one block per thread: each thread folds "
+       "its block, a barrier, carries from the block totals, then each thread rescans its block "
+       "from its carry while it is still in cache; memory sees one read and one write; for few "
+       "long lines",
+       {{"block", 16, std::int64_t(1) << 40,
+         "elements per block (default: 256 KiB of elements, so a block stays in L2 between its "
+         "two passes)"},
+        {"threads", 1, max_threads, "OpenMP threads"},
+        stream_param}},
   }};
   return specs;
 }
@@ -37,9 +81,11 @@ std::span<const StrategySpec> scan_strategies() { return table(); }
 Schedule ScanPlan::to_schedule() const {
   switch (kind) {
     case Kind::reference: return Schedule("reference");
-    case Kind::tiled: return Schedule("scan.tiled").set("tile", tile);
-    case Kind::parallel: return Schedule("scan.parallel").set("tile", tile).set("threads", threads);
-    case Kind::blocked: return Schedule("scan.blocked").set("block", block).set("threads", threads);
+    case Kind::tiled: return Schedule("scan.tiled").set("tile", tile).set("stream", std::int64_t(stream));
+    case Kind::parallel:
+      return Schedule("scan.parallel").set("tile", tile).set("threads", threads).set("stream", std::int64_t(stream));
+    case Kind::blocked:
+      return Schedule("scan.blocked").set("block", block).set("threads", threads).set("stream", std::int64_t(stream));
   }
   return {};
 }
@@ -51,17 +97,36 @@ ScanPlan plan_scan(const CumulativeCall& call, const Schedule& schedule) {
   plan.kind = static_cast<ScanPlan::Kind>(index);
   switch (plan.kind) {
     case ScanPlan::Kind::reference: break;
-    case ScanPlan::Kind::tiled: plan.tile = p.get(0, 256); break;
+    case ScanPlan::Kind::tiled:
+      plan.tile = p.get(0, scan_default_tile(call));
+      plan.stream = p.get(1, scan_streams_by_default(call));
+      break;
     case ScanPlan::Kind::parallel:
-      plan.tile = p.get(0, 256);
+      plan.tile = p.get(0, scan_default_tile(call));
       plan.threads = int(p.get(1, default_threads()));
+      plan.stream = p.get(2, scan_streams_by_default(call));
       break;
     case ScanPlan::Kind::blocked:
-      plan.block = p.get(0, 65536);
+      plan.block = p.get(0, scan_default_block(call));
       plan.threads = int(p.get(1, default_threads()));
+      plan.stream = p.get(2, scan_streams_by_default(call));
       break;
   }
   return plan;
+}
+
+bool scan_streams_by_default(const CumulativeCall& call) {
+  return !call.in_place() &&
+         call.output.desc.element_count() * element_bytes(call) > last_level_cache_bytes();
+}
+
+std::int64_t scan_default_block(const CumulativeCall& call) {
+  return scan_block_bytes / element_bytes(call);
+}
+
+std::int64_t scan_default_tile(const CumulativeCall& call) {
+  if (make_scan_layout(call).lines_are_rows()) return 256;
+  return l1_bytes / 2 / accumulator_bytes(call);
 }
 
 }  // namespace hk::detail

@@ -4,6 +4,7 @@
 #include <span>
 
 #include "algorithms/cumulative.hpp"
+#include "hetkern/info.hpp"
 #include "schedules/strategy.hpp"
 
 namespace hk::detail {
@@ -14,8 +15,9 @@ struct ScanPlan {
   std::int64_t tile = 0;   // lines walked together (tiled, parallel)
   std::int64_t block = 0;  // elements of a line per block (blocked)
   int threads = 1;
+  bool stream = false;     // non-temporal stores (tiled, parallel, blocked; never in place)
 
-  /// The schedule with every parameter explicit, e.g. "scan.parallel(tile=256, threads=2)".
+  /// The schedule with every parameter explicit, e.g. "scan.parallel(tile=256, threads=2, stream=0)".
   Schedule to_schedule() const;
 };
 
@@ -27,5 +29,23 @@ ScanPlan plan_scan(const CumulativeCall& call, const Schedule& schedule);
 
 /// Runs a validated call with a plan from plan_scan.
 void run_scan(const CumulativeCall& call, const ScanPlan& plan);
+
+/// Whether the output is so much larger than the cache that stores should bypass it: then a
+/// regular store's read-for-ownership costs a third of the memory traffic. Never in place.
+bool scan_streams_by_default(const CumulativeCall& call);
+
+/// The lines a schedule walks side by side by default: for lines across the scanned axis, as
+/// many as keep their accumulators in half the L1 cache; 256 otherwise.
+std::int64_t scan_default_tile(const CumulativeCall& call);
+
+/// Bytes of input a thread of scan.blocked takes per round: they stay in its L2 cache between
+/// the two passes.
+inline constexpr std::int64_t scan_block_bytes = 256 * 1024;
+
+/// The elements per block of scan.blocked by default: scan_block_bytes of them.
+std::int64_t scan_default_block(const CumulativeCall& call);
+
+/// The scan kernels used at a level, e.g. "avx512: 8 x f64 lanes, f16 via vcvtph2ps, streaming stores".
+const char* scan_kernel_path(Isa isa);
 
 }  // namespace hk::detail

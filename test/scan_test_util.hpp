@@ -21,7 +21,9 @@ inline std::vector<Schedule> all_scan_schedules() {
   for (const char* text : {"scan.tiled(tile=1)", "scan.tiled(tile=3)", "scan.tiled(tile=4096)",
                            "scan.parallel(tile=1, threads=3)", "scan.parallel(tile=7, threads=2)",
                            "scan.blocked(block=16, threads=3)", "scan.blocked(block=17, threads=2)",
-                           "scan.blocked(block=1000000, threads=1)"})
+                           "scan.blocked(block=1000000, threads=1)", "scan.tiled(tile=5, stream=1)",
+                           "scan.parallel(tile=2, threads=2, stream=1)",
+                           "scan.blocked(block=33, threads=2, stream=1)"})
     out.push_back(Schedule::parse(text));
   return out;
 }

@@ -1,0 +1,255 @@
+// The SIMD scan kernels under every instruction-set level this machine runs: contiguous lines in
+// both directions at unaligned starts and awkward lengths, with and without streaming stores;
+// lines across the contiguous axis bit for bit against the reference; special values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "isa_test_util.hpp"
+#include "scan_test_util.hpp"
+
+namespace {
+
+using namespace hk;
+using hk::test::float16_t;
+using hk::test::label;
+
+const std::int64_t lengths[] = {1, 2, 7, 8, 9, 16, 17, 61, 127, 1000, 4099};
+
+template <class T> T random_value(std::mt19937_64& rng, bool product) {
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(rng());
+  } else if (product) {
+    // Powers of two: every product is exact, and the exponent wanders slowly.
+    static const float steps[] = {1, 1, 1, 1, 1, 1, 2, 0.5f};
+    return T(rng() % 2 ? steps[rng() % 8] : -steps[rng() % 8]);
+  } else if constexpr (std::is_same_v<T, float>) {
+    return std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng);
+  } else {
+    return T(float(int(rng() % 33) - 16) / 8.0f);
+  }
+}
+
+template <class T> constexpr DataType dtype_of() {
+  if constexpr (std::is_same_v<T, float>) return DataType::float32;
+  else if constexpr (std::is_same_v<T, float16_t>) return DataType::float16;
+  else if constexpr (std::is_same_v<T, std::int32_t>) return DataType::int32;
+  else if constexpr (std::is_same_v<T, std::uint32_t>) return DataType::uint32;
+  else if constexpr (std::is_same_v<T, std::int64_t>) return DataType::int64;
+  else return DataType::uint64;
+}
+
+template <class T> void call(bool product, const TensorDesc& in, const T* x, const TensorDesc& out,
+                             T* y, const CumulativeOptions& o, const Schedule& s) {
+  if (product)
+    cumulative_product({in, x}, {out, y}, o, s);
+  else
+    cumulative_sum({in, x}, {out, y}, o, s);
+}
+
+// One line of n elements at element offsets in_off and out_off of their buffers, checked
+// against the exact prefix to the spec's accuracy, with nothing written around it.
+template <class T>
+void check_line(bool product, std::int64_t n, const CumulativeOptions& o, int in_off, int out_off,
+                const std::vector<Schedule>& schedules, std::mt19937_64& rng) {
+  using Acc = detail::AccOf<T>;
+  std::vector<T> input(std::size_t(n + in_off));
+  for (auto& v : input) v = random_value<T>(rng, product);
+  const T* x = input.data() + in_off;
+  std::vector<long double> exact(static_cast<std::size_t>(n)), mag(static_cast<std::size_t>(n));
+  std::vector<T> exact_int(static_cast<std::size_t>(n));
+  long double acc = product ? 1 : 0, m = 0;
+  Acc iacc = product ? Acc(1) : Acc(0);
+  for (std::int64_t q = 0; q < n; ++q) {
+    const std::size_t i = std::size_t(o.direction == Direction::decreasing ? n - 1 - q : q);
+    if (o.exclusive) exact[i] = acc, mag[i] = m, exact_int[i] = T(iacc);
+    acc = product ? acc * static_cast<long double>(x[i]) : acc + static_cast<long double>(x[i]);
+    m += std::fabs(static_cast<long double>(x[i]));
+    iacc = product ? Acc(iacc * Acc(x[i])) : Acc(iacc + Acc(x[i]));
+    if (!o.exclusive) exact[i] = acc, mag[i] = m, exact_int[i] = T(iacc);
+  }
+  const TensorDesc d(dtype_of<T>(), {n});
+  for (const auto& s : schedules) {
+    const T sentinel = T(77);
+    std::vector<T> output(std::size_t(n + out_off + 3), sentinel);
+    T* y = output.data() + out_off;
+    call(product, d, x, d, y, o, s);
+    int failures = 0;
+    for (std::int64_t i = 0; i < n && failures < 3; ++i) {
+      const T v = y[i];
+      bool ok;
+      if constexpr (std::is_integral_v<T>) {
+        ok = v == exact_int[std::size_t(i)];
+      } else {
+        const long double e = exact[std::size_t(i)];
+        const long double bound = std::is_same_v<T, float>
+                                      ? 0x1p-24L * std::fabs(e) + 0x1p-45L * mag[std::size_t(i)]
+                                      : hk::test::f16_ulp(e);
+        ok = std::fabs(static_cast<long double>(v) - e) <= bound;
+      }
+      if (!ok) {
+        ++failures;
+        ADD_FAILURE() << label(s) << " n " << n << " offsets " << in_off << "," << out_off
+                      << " element " << i << ": got " << double(v) << ", exact "
+                      << double(exact[std::size_t(i)]);
+      }
+    }
+    for (int i = 0; i < out_off; ++i) EXPECT_TRUE(output[std::size_t(i)] == sentinel) << label(s);
+    for (std::size_t i = std::size_t(out_off + n); i < output.size(); ++i)
+      EXPECT_TRUE(output[i] == sentinel) << label(s) << " wrote past the end";
+  }
+}
+
+const DataType scan_types[] = {DataType::float32, DataType::float16, DataType::int32,
+                               DataType::uint32,  DataType::int64,   DataType::uint64};
+
+// Streaming stores forced on small outputs, blocks that split lines mid-vector.
+std::vector<Schedule> line_schedules() {
+  std::vector<Schedule> out;
+  for (const char* text : {"scan.tiled(stream=0)", "scan.tiled(stream=1)",
+                           "scan.blocked(block=40, threads=2, stream=1)",
+                           "scan.blocked(block=1024, threads=2, stream=0)"})
+    out.push_back(Schedule::parse(text));
+  return out;
+}
+
+TEST(ScanKernels, ContiguousLinesUnderEveryIsa) {
+  const auto schedules = line_schedules();
+  std::mt19937_64 rng(42);
+  for (Isa isa : hk::test::runnable_isas()) {
+    const hk::test::IsaCap cap(isa);
+    for (DataType type : scan_types)
+      for (bool product : {false, true})
+        for (int variant = 0; variant < 4; ++variant) {
+          const CumulativeOptions o{0, variant & 1 ? Direction::decreasing : Direction::increasing,
+                                    (variant & 2) != 0};
+          for (std::int64_t n : lengths) {
+            SCOPED_TRACE(std::string(name_of(isa)) + " " + std::string(name_of(type)) +
+                         (product ? " product" : " sum") + " variant " + std::to_string(variant));
+            if (product && type == DataType::float16 && n > 200) continue;
+            const int in_off = int(rng() % 4), out_off = int(rng() % 4);
+            detail::visit_scan_type(type, [&](auto t) {
+              check_line<decltype(t)>(product, n, o, in_off, out_off, schedules, rng);
+            });
+          }
+        }
+  }
+}
+
+// Lines across the contiguous axis: no reassociation, so every schedule equals the reference.
+TEST(ScanKernels, SidewaysLinesMatchTheReferenceBitForBit) {
+  std::mt19937_64 rng(7);
+  std::vector<Schedule> schedules;
+  for (const char* text : {"scan.tiled(stream=0)", "scan.tiled(tile=16, stream=1)",
+                           "scan.parallel(tile=7, threads=2, stream=1)", "scan.parallel(threads=2)"})
+    schedules.push_back(Schedule::parse(text));
+  for (Isa isa : hk::test::runnable_isas()) {
+    const hk::test::IsaCap cap(isa);
+    for (DataType type : scan_types)
+      for (bool product : {false, true})
+        for (std::int64_t width : {1, 3, 8, 17, 100})
+          for (std::int64_t length : {1, 5, 40}) {
+            const int variant = int(rng() % 4), pad = int(rng() % 3), offset = int(rng() % 4);
+            const CumulativeOptions o{0, variant & 1 ? Direction::decreasing : Direction::increasing,
+                                      (variant & 2) != 0};
+            detail::visit_scan_type(type, [&](auto t) {
+              using T = decltype(t);
+              const std::int64_t row = width + pad;
+              std::vector<T> input(std::size_t(length * row + offset));
+              for (auto& v : input) v = random_value<T>(rng, product);
+              const TensorDesc in(type, {length, width}, {row, 1}), out(type, {length, width});
+              const T* x = input.data() + offset;
+              std::vector<T> expected(std::size_t(length * width)), got(expected.size() + 1);
+              call(product, in, x, out, expected.data(), o, Schedule("reference"));
+              for (const auto& s : schedules) {
+                T* y = got.data() + 1;  // an unaligned output as well
+                call(product, in, x, out, y, o, s);
+                EXPECT_EQ(std::memcmp(y, expected.data(), expected.size() * sizeof(T)), 0)
+                    << name_of(isa) << " " << name_of(type) << (product ? " product " : " sum ")
+                    << label(s) << " width " << width << " length " << length;
+              }
+            });
+          }
+  }
+}
+
+std::vector<Schedule> every_schedule_streaming_too() {
+  auto out = hk::test::all_scan_schedules();
+  for (const auto& s : line_schedules()) out.push_back(s);
+  return out;
+}
+
+TEST(ScanKernels, NegativeZeroUnderEveryIsa) {
+  for (Isa isa : hk::test::runnable_isas()) {
+    const hk::test::IsaCap cap(isa);
+    for (std::int64_t n : {1, 9, 37, 100}) {
+      const std::vector<float> x(std::size_t(n), -0.0f);
+      std::vector<float> y(x.size());
+      const TensorDesc d(DataType::float32, {n});
+      for (const auto& s : every_schedule_streaming_too())
+        for (auto dir : {Direction::increasing, Direction::decreasing}) {
+          cumulative_sum({d, x.data()}, {d, y.data()}, {0, dir, false}, s);
+          for (float v : y) EXPECT_TRUE(v == 0.0f && std::signbit(v)) << name_of(isa) << label(s);
+          cumulative_sum({d, x.data()}, {d, y.data()}, {0, dir, true}, s);
+          for (float v : y) EXPECT_TRUE(v == 0.0f && !std::signbit(v)) << name_of(isa) << label(s);
+        }
+      // float16 -0.0 through float32 accumulators.
+      const std::vector<float16_t> h(std::size_t(n), float16_t(-0.0f));
+      std::vector<float16_t> hy(h.size());
+      const TensorDesc hd(DataType::float16, {n});
+      cumulative_sum({hd, h.data()}, {hd, hy.data()}, {}, Schedule::parse("scan.tiled(stream=1)"));
+      for (float16_t v : hy) EXPECT_TRUE(float(v) == 0.0f && std::signbit(float(v))) << name_of(isa);
+    }
+  }
+}
+
+TEST(ScanKernels, SpecialValuesPropagateThroughVectors) {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (Isa isa : hk::test::runnable_isas()) {
+    const hk::test::IsaCap cap(isa);
+    std::vector<float> x(53, 1.0f);
+    x[20] = inf;
+    x[30] = -inf;
+    std::vector<float> y(x.size());
+    const TensorDesc d(DataType::float32, {53});
+    for (const auto& s : every_schedule_streaming_too()) {
+      cumulative_sum({d, x.data()}, {d, y.data()}, {}, s);
+      EXPECT_EQ(y[19], 20.0f) << name_of(isa) << label(s);
+      for (int i = 20; i < 30; ++i) EXPECT_EQ(y[std::size_t(i)], inf) << name_of(isa) << label(s);
+      for (int i = 30; i < 53; ++i) EXPECT_TRUE(std::isnan(y[std::size_t(i)])) << name_of(isa) << label(s);
+      std::vector<float> p(x.size(), 2.0f);
+      p[10] = 0.0f;
+      p[40] = inf;
+      cumulative_product({d, p.data()}, {d, y.data()}, {0, Direction::decreasing, true}, s);
+      EXPECT_EQ(y[52], 1.0f) << name_of(isa) << label(s);
+      EXPECT_EQ(y[40], 4096.0f) << name_of(isa) << label(s);
+      EXPECT_EQ(y[39], inf) << name_of(isa) << label(s);
+      for (int i = 0; i < 10; ++i) EXPECT_TRUE(std::isnan(y[std::size_t(i)])) << name_of(isa) << label(s);
+    }
+  }
+}
+
+// Stride 0 along the scanned axis and in place with streaming requested: the generic paths.
+TEST(ScanKernels, BroadcastAndInPlaceUnderEveryIsa) {
+  for (Isa isa : hk::test::runnable_isas()) {
+    const hk::test::IsaCap cap(isa);
+    const std::int32_t one = 1;
+    const TensorDesc broadcast(DataType::int32, {1000}, {0}), packed(DataType::int32, {1000});
+    std::vector<std::int32_t> y(1000);
+    for (const auto& s : every_schedule_streaming_too()) {
+      cumulative_sum({broadcast, &one}, {packed, y.data()}, {}, s);
+      for (std::size_t i = 0; i < y.size(); ++i) EXPECT_EQ(y[i], std::int32_t(i + 1)) << name_of(isa) << label(s);
+      std::vector<std::int64_t> z(999, 2);
+      const TensorDesc zd(DataType::int64, {999});
+      cumulative_sum({zd, z.data()}, {zd, z.data()}, {0, Direction::decreasing, false}, s);
+      for (std::size_t i = 0; i < z.size(); ++i)
+        EXPECT_EQ(z[i], std::int64_t(2 * (999 - i))) << name_of(isa) << label(s);
+    }
+  }
+}
+
+}  // namespace
