@@ -57,6 +57,7 @@ struct Scratch {
   PackedPanels own_b;  // this thread's column block of B when packing on the fly
   AlignedBytes c;
   std::vector<std::int64_t> wide;
+  std::vector<std::int64_t> strip_sums;  // column sums over the slices of a strip
   QmmEpilogueScratch epilogue;
 
   static Scratch& of_this_thread() {
@@ -68,7 +69,8 @@ struct Scratch {
     c.ensure(g.mc * g.nc * std::int64_t(sizeof(std::int32_t)));
     if (deep && wide.size() < std::size_t(g.mc * g.nc)) wide.resize(std::size_t(g.mc * g.nc));
     epilogue.reserve(g.nc);
-    if (packs_b) shape_panels(own_b, 1, p.K, g.nc, p.b.dtype, false);
+    if (packs_b) shape_panels(own_b, 1, g.m_blocks == 1 ? std::min(p.K, g.kc) : p.K, g.nc, p.b.dtype, false);
+    if (strip_sums.size() < std::size_t(g.nc)) strip_sums.resize(std::size_t(g.nc));
   }
 };
 
@@ -80,37 +82,74 @@ struct Job {
   const Isa isa;
   const bool deep;
 
-  // Row block ib x column block jb of batch t, B' panels starting at `panels` (the block's first
-  // panel) with column sums `col_sums` (at the block's first column).
-  void block(Scratch& w, std::int64_t t, std::int64_t ib, std::int64_t jb, const std::int8_t* panels,
-             std::int64_t panel_bytes, const std::int64_t* col_sums, bool pairs_fit) const {
-    const PackedRows& rows = a[std::size_t(a_shared ? 0 : t)];
-    const std::int64_t i0 = ib * g.mc, mcb = std::min(g.mc, p.M - i0);
-    const std::int64_t j0 = jb * g.nc, ncb = std::min(g.nc, p.N - j0);
+  const PackedRows& rows_of(std::int64_t t) const { return a[std::size_t(a_shared ? 0 : t)]; }
+
+  // C (+)= rows [i0, i0+mcb) of A' times the B' panels at `panels` over packed depths [k0, k1),
+  // cut into kernel calls of at most kc. `first` starts C afresh.
+  void multiply(Scratch& w, const PackedRows& rows, std::int64_t i0, std::int64_t mcb,
+                std::int64_t ncb, std::int64_t k0, std::int64_t k1, const std::int8_t* panels,
+                std::int64_t panel_bytes, bool pairs_fit, bool first) const {
     const QmmKernelChoice kernel = select_qmm_kernel(isa, pairs_fit);
     auto* c = w.c.as<std::int32_t>();
-    if (deep) std::fill_n(w.wide.begin(), mcb * g.nc, 0);
-    for (std::int64_t k0 = 0; k0 < rows.kp; k0 += g.kc) {
-      const std::int64_t kcb = std::min(g.kc, rows.kp - k0);
-      const QmmTile tile{rows.row(i0) + k0, rows.kp, panels + (k0 / qmm_group_depth) * 64,
+    if (deep && first) std::fill_n(w.wide.begin(), mcb * g.nc, 0);
+    for (std::int64_t k = k0; k < k1; k += g.kc) {
+      const std::int64_t kcb = std::min(g.kc, k1 - k);
+      const bool accumulate = !deep && !(first && k == k0);
+      const QmmTile tile{rows.row(i0) + k, rows.kp, panels + ((k - k0) / qmm_group_depth) * 64,
                          panel_bytes, mcb, (ncb + qmm_panel_cols - 1) / qmm_panel_cols,
-                         kcb / qmm_group_depth, c, g.nc, k0 > 0 && !deep};
+                         kcb / qmm_group_depth, c, g.nc, accumulate};
       kernel.run(tile);
       if (deep)
         for (std::int64_t e = 0; e < mcb * g.nc; ++e) w.wide[std::size_t(e)] += c[e];
     }
+  }
+
+  // Requantizes C (rows [i0, i0+mcb), columns [j0, j0+ncb) of batch t) into the output.
+  void finish(Scratch& w, std::int64_t t, std::int64_t i0, std::int64_t mcb, std::int64_t j0,
+              std::int64_t ncb, const std::int64_t* col_sums) const {
     QmmBlockResult r;
     r.i0 = i0;
     r.rows = mcb;
     r.j0 = j0;
     r.cols = ncb;
-    r.dots = deep ? nullptr : c;
+    r.dots = deep ? nullptr : w.c.as<std::int32_t>();
     r.wide = deep ? w.wide.data() : nullptr;
     r.ld = g.nc;
-    r.row_sums = rows.sums() + i0;
+    r.row_sums = rows_of(t).sums() + i0;
     r.col_sums = col_sums;
     r.out_offset = (t / p.batch[1]) * p.out_batch_stride[0] + (t % p.batch[1]) * p.out_batch_stride[1];
     requantize_block(p, r, w.epilogue);
+  }
+
+  // Row block ib x column block jb of batch t over the whole depth, B' packed at `panels` with
+  // column sums `col_sums` (both at the block's first column).
+  void block(Scratch& w, std::int64_t t, std::int64_t ib, std::int64_t jb, const std::int8_t* panels,
+             std::int64_t panel_bytes, const std::int64_t* col_sums, bool pairs_fit) const {
+    const PackedRows& rows = rows_of(t);
+    const std::int64_t i0 = ib * g.mc, mcb = std::min(g.mc, p.M - i0);
+    const std::int64_t j0 = jb * g.nc, ncb = std::min(g.nc, p.N - j0);
+    multiply(w, rows, i0, mcb, ncb, 0, rows.kp, panels, panel_bytes, pairs_fit, true);
+    finish(w, t, i0, mcb, j0, ncb, col_sums);
+  }
+
+  // Column block jb of batch t when all rows fit one row block: B is packed kc depths at a time
+  // into this thread's buffer, each slice used at once while it is in cache, so B is read once
+  // and never written back to memory.
+  void strip(Scratch& w, std::int64_t t, std::int64_t jb) const {
+    const PackedRows& rows = rows_of(t);
+    const std::int64_t j0 = jb * g.nc, ncb = std::min(g.nc, p.N - j0);
+    const std::int64_t panels = (ncb + qmm_panel_cols - 1) / qmm_panel_cols;
+    std::fill_n(w.strip_sums.begin(), panels * qmm_panel_cols, 0);
+    for (std::int64_t k0 = 0; k0 < p.K; k0 += g.kc) {
+      const std::int64_t kcb = std::min(g.kc, p.K - k0);
+      shape_panels(w.own_b, 1, kcb, ncb, p.b.dtype, false);
+      const bool fits = pack_panels(w.own_b, 0, element(p.b, batch_offset(p, p.b, t) + k0 * p.b.row_stride + j0 * p.b.col_stride),
+                                    p.b.row_stride, p.b.col_stride, 0, panels);
+      for (std::int64_t c = 0; c < panels * qmm_panel_cols; ++c) w.strip_sums[std::size_t(c)] += w.own_b.sums(0)[c];
+      multiply(w, rows, 0, p.M, ncb, k0, k0 + w.own_b.kp, w.own_b.panel(0, 0), w.own_b.panel_bytes,
+               fits, k0 == 0);
+    }
+    finish(w, t, 0, p.M, j0, ncb, w.strip_sums.data());
   }
 };
 
@@ -167,12 +206,16 @@ void run_packed_qmm(const QmmProblem& p, const QmmPlan& plan, const PackedPanels
 #pragma omp for schedule(static)
         for (std::int64_t item = 0; item < batches * g.n_blocks; ++item) {
           const std::int64_t t = item / g.n_blocks, jb = item % g.n_blocks;
+          if (g.m_blocks == 1) {
+            job.strip(w, t, jb);
+            continue;
+          }
           const std::int64_t j0 = jb * g.nc, ncb = std::min(g.nc, p.N - j0);
           PackedPanels& own = w.own_b;
-          own.N = ncb;
+          shape_panels(own, 1, p.K, ncb, p.b.dtype, false);
           const bool fits = pack_panels(own, 0, element(p.b, batch_offset(p, p.b, t) + j0 * p.b.col_stride),
                                         p.b.row_stride, p.b.col_stride, 0,
-                                        std::min(block_panels, (ncb + qmm_panel_cols - 1) / qmm_panel_cols));
+                                        std::min(block_panels, own.panels));
           for (std::int64_t ib = 0; ib < g.m_blocks; ++ib)
             job.block(w, t, ib, jb, own.panel(0, 0), own.panel_bytes, own.sums(0), fits);
         }

@@ -53,11 +53,10 @@ bool pack_full_panels_by_rows(std::int8_t* dst, std::int64_t panel_bytes, const 
   std::vector<__m128i> total(std::size_t(panels * 4));
   for (std::int64_t c0 = 0; c0 < K; c0 += chunk) {
     std::fill(total.begin(), total.end(), _mm_setzero_si128());
-    // Depth blocks of 64 rows: their slice of the source stays in L1 while every panel takes its
-    // 1 KiB from it, so both the reads and the writes are short sequential runs.
-    for (std::int64_t k0 = c0; k0 < std::min(K, c0 + chunk); k0 += 64)
-      for (std::int64_t p = 0; p < panels; ++p)
-        for (std::int64_t k = k0; k < std::min({K, c0 + chunk, k0 + 64}); k += 4) {
+    // Four source rows at a time, read sequentially; the panels they feed are an odd number of
+    // cache lines apart (panel_bytes), so the writes do not all fall into one cache set.
+    for (std::int64_t k = c0; k < std::min(K, c0 + chunk); k += 4)
+      for (std::int64_t p = 0; p < panels; ++p) {
           const std::uint8_t* r = src + k * row_stride + p * qmm_panel_cols;
           const __m128i r0 = zero_or_row(r, true, flip);
           const __m128i r1 = zero_or_row(r + row_stride, k + 1 < K, flip);
@@ -117,7 +116,9 @@ void shape_panels(PackedPanels& out, std::int64_t batches, std::int64_t K, std::
   out.N = N;
   out.kp = packed_depth(K);
   out.panels = (N + qmm_panel_cols - 1) / qmm_panel_cols;
-  out.panel_bytes = out.kp * qmm_panel_cols;
+  // One spare cache line per panel: panels a power of two apart would share cache sets, both
+  // while packing and in the kernels, which read several panels side by side.
+  out.panel_bytes = out.kp * qmm_panel_cols + 64;
   out.batch_bytes = out.panels * out.panel_bytes;
   out.source = source;
   out.pairs_fit_int16 = true;

@@ -44,7 +44,7 @@ inline std::int64_t packed_depth(std::int64_t K) { return round_up(K, qmm_depth_
 /// B' as column panels. Panel p holds columns [16p, 16p+16); inside it, group g holds
 /// k = 4g..4g+3 as 16 columns x 4 bytes (64 bytes: one zmm, one AMX tile row). Padding is zero.
 /// Byte (k, n) of panel block `batch` is at data + batch*batch_bytes + (n/16)*panel_bytes
-///   + (k/4)*64 + (n%16)*4 + k%4.
+///   + (k/4)*64 + (n%16)*4 + k%4, with panel_bytes = kp*16 + 64.
 struct PackedPanels {
   std::int64_t batches = 0, K = 0, N = 0, kp = 0, panels = 0;
   std::int64_t panel_bytes = 0, batch_bytes = 0;

@@ -44,18 +44,26 @@ Schedule QmmPlan::to_schedule() const {
 }
 
 QmmPlan default_qmm_blocking(const QmmProblem& problem, int threads) {
-  // Sizes from a 1 MiB L2: one thread's packed column block of B (kc x nc bytes) plus its A
-  // block and C block stay there; columns are split so that every thread gets a block.
+  // Sizes from a 1 MiB L2. Columns are split so that every thread gets a block. With one block of
+  // rows, B is packed a depth slice at a time and the slice (kc x nc bytes) stays in cache; with
+  // several, a thread's whole column block of B (K x nc) should.
   constexpr std::int64_t l2_bytes = std::int64_t(1) << 20;
-  QmmPlan plan;
-  plan.kc = std::min<std::int64_t>(round_up(problem.K, qmm_depth_align), 2048);
-  plan.mc = 96;
-  const std::int64_t by_cache = std::max<std::int64_t>(16, l2_bytes / 2 / plan.kc / 16 * 16);
-  const std::int64_t blocks_wanted = (threads + problem.batch[0] * problem.batch[1] - 1) /
-                                     (problem.batch[0] * problem.batch[1]);
+  const std::int64_t batches = problem.batch[0] * problem.batch[1];
+  const std::int64_t blocks_wanted = (threads + batches - 1) / batches;
   const std::int64_t by_threads = round_up((problem.N + blocks_wanted - 1) / blocks_wanted, 16);
-  plan.nc = std::clamp<std::int64_t>(std::min(by_cache, by_threads), 16, 512);
+  const std::int64_t depth = round_up(problem.K, qmm_depth_align);
+  QmmPlan plan;
   plan.threads = threads;
+  if (problem.M <= 256) {
+    plan.mc = round_up(problem.M, qmm_row_align);
+    plan.nc = std::clamp<std::int64_t>(by_threads, 16, 4096);
+    plan.kc = std::clamp<std::int64_t>(l2_bytes / 2 / plan.nc / 64 * 64, 64, std::min<std::int64_t>(depth, 2048));
+    return plan;
+  }
+  plan.mc = 96;
+  plan.kc = std::min<std::int64_t>(depth, 2048);
+  const std::int64_t by_cache = std::max<std::int64_t>(16, l2_bytes / 2 / plan.kc / 16 * 16);
+  plan.nc = std::clamp<std::int64_t>(std::min(by_cache, by_threads), 16, 512);
   return plan;
 }
 
