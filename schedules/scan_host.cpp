@@ -3,6 +3,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <vector>
 
 #include "algorithms/scan_types.hpp"
@@ -112,39 +114,41 @@ template <class T, class Op> struct HostScan {
     yo += j * s.out_strides[s.rank - 1];
   }
 
-  // Units are the (line, block) pairs in order. A round hands each thread `per` consecutive
-  // units, as many as fill `cache_bytes`: the thread folds them, a barrier, then rescans them
-  // from their carries while they are still in its cache. Every thread derives the same carries
-  // from the shared unit totals.
+  // Units are the (line, block) pairs in order, dealt out in groups of `per` consecutive units
+  // (as many as fill `cache_bytes`), group g to thread g % team. A thread folds its group, waits
+  // for the carry at the end of group g - 1, publishes the carry at the end of its own, then
+  // rescans the group while it is still in its cache. No barrier: the threads drift apart, so
+  // one reads memory while another writes.
   void blocked(std::int64_t block, int threads, std::int64_t cache_bytes) const {
     const std::int64_t blocks = (s.length + block - 1) / block;
     const std::int64_t units = s.lines() * blocks;
-    const std::int64_t per =
-        std::max<std::int64_t>(1, cache_bytes / (block * std::int64_t(sizeof(T))));
-    // Two rounds' totals: a thread may start the next round while another still reads these.
-    const std::int64_t slots = std::min(units, per * threads);
-    std::vector<Acc> totals(2 * std::size_t(slots));
+    const std::int64_t per = std::clamp<std::int64_t>(
+        cache_bytes / (block * std::int64_t(sizeof(T))), 1, units);
+    const std::int64_t groups = (units + per - 1) / per;
+    std::vector<Acc> ends(std::size_t(groups), Acc{});
+    std::vector<std::atomic<bool>> published(static_cast<std::size_t>(groups));
 #pragma omp parallel num_threads(threads)
     {
-      const int team = omp_get_num_threads(), t = omp_get_thread_num();
-      const std::int64_t round_units = std::min(units, per * team);
-      Acc running = line_start<Op, Acc>(exclusive);
-      for (std::int64_t first = 0, round = 0; first < units; first += round_units, ++round) {
-        Acc* total = totals.data() + (round % 2) * slots;
-        const std::int64_t mine = std::min(first + t * per, units);
-        const std::int64_t end = std::min(mine + per, std::min(first + round_units, units));
-        for (std::int64_t u = mine; u < end; ++u) total[u - first] = unit_fold(u, block, blocks);
-#pragma omp barrier
-        Acc carry = running;
-        for (std::int64_t u = first; u < std::min(first + round_units, units); ++u) {
+      const int team = omp_get_num_threads();
+      std::vector<Acc> carries(static_cast<std::size_t>(per));
+      for (std::int64_t g = omp_get_thread_num(); g < groups; g += team) {
+        const std::int64_t u0 = g * per, u1 = std::min(u0 + per, units);
+        for (std::int64_t u = u0; u < u1; ++u) carries[std::size_t(u - u0)] = unit_fold(u, block, blocks);
+        Acc running = line_start<Op, Acc>(exclusive);
+        if (u0 % blocks != 0) {
+          while (!published[std::size_t(g - 1)].load(std::memory_order_acquire))
+            std::this_thread::yield();
+          running = ends[std::size_t(g - 1)];
+        }
+        for (std::int64_t u = u0; u < u1; ++u) {
           if (u % blocks == 0) running = line_start<Op, Acc>(exclusive);
-          if (u == mine) carry = running;
-          running = Op::apply(running, total[u - first]);
+          const Acc total = carries[std::size_t(u - u0)];
+          carries[std::size_t(u - u0)] = running;
+          running = Op::apply(running, total);
         }
-        for (std::int64_t u = mine; u < end; ++u) {
-          carry = unit_scan(u, block, blocks, carry);
-          if ((u + 1) % blocks == 0) carry = line_start<Op, Acc>(exclusive);
-        }
+        ends[std::size_t(g)] = running;
+        published[std::size_t(g)].store(true, std::memory_order_release);
+        for (std::int64_t u = u0; u < u1; ++u) unit_scan(u, block, blocks, carries[std::size_t(u - u0)]);
       }
     }
   }
@@ -165,10 +169,10 @@ template <class T, class Op> struct HostScan {
     return fold(x + xo, n);
   }
 
-  Acc unit_scan(std::int64_t u, std::int64_t block, std::int64_t blocks, Acc carry) const {
+  void unit_scan(std::int64_t u, std::int64_t block, std::int64_t blocks, Acc carry) const {
     std::int64_t xo, yo;
     const std::int64_t n = unit_place(u, block, blocks, xo, yo);
-    return line(x + xo, y + yo, n, carry);
+    line(x + xo, y + yo, n, carry);
   }
 };
 

@@ -8,9 +8,6 @@
 #include "schedules/scan_kernels.hpp"
 #include "schedules/scan_layout.hpp"
 
-#if defined(__linux__)
-#include <unistd.h>
-#endif
 
 namespace hk::detail {
 namespace {
@@ -18,16 +15,9 @@ namespace {
 constexpr std::int64_t max_threads = 1024;
 constexpr std::int64_t l1_bytes = 32 * 1024;
 
-std::int64_t last_level_cache_bytes() {
-#if defined(_SC_LEVEL3_CACHE_SIZE)
-  static const std::int64_t bytes = [] {
-    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    return std::int64_t(l3 > 0 ? l3 : l2 > 0 ? l2 : 0);
-  }();
-  if (bytes > 0) return bytes;
-#endif
-  return std::int64_t(32) << 20;
-}
+// Outputs above this size stream past the cache. Fixed rather than read from the system: virtual
+// machines report the whole package's last-level cache, of which a process sees a fraction.
+constexpr std::int64_t stream_min_bytes = std::int64_t(32) << 20;
 
 std::int64_t element_bytes(const CumulativeCall& call) {
   return visit_scan_type(call.input.desc.dtype(), [](auto t) { return std::int64_t(sizeof(t)); });
@@ -41,7 +31,7 @@ std::int64_t accumulator_bytes(const CumulativeCall& call) {
 const ParamSpec stream_param = {
     "stream", 0, 1,
     "1: non-temporal stores past the cache (ignored in place), 0: regular stores; default 1 when "
-    "the output exceeds the last-level cache"};
+    "the output exceeds 32 MiB"};
 
 const std::array<StrategySpec, 4>& table() {
   static const std::array<StrategySpec, 4> specs = {{
@@ -117,7 +107,7 @@ ScanPlan plan_scan(const CumulativeCall& call, const Schedule& schedule) {
 
 bool scan_streams_by_default(const CumulativeCall& call) {
   return !call.in_place() &&
-         call.output.desc.element_count() * element_bytes(call) > last_level_cache_bytes();
+         call.output.desc.element_count() * element_bytes(call) > stream_min_bytes;
 }
 
 std::int64_t scan_default_block(const CumulativeCall& call) {
