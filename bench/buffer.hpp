@@ -8,8 +8,9 @@ namespace hk::bench {
 
 class Buffer {
  public:
-  /// `bytes` zeroed bytes; the pages are touched by `threads` OpenMP threads in static order,
-  /// so that on a multi-socket host they lie near the threads that later read them.
+  /// `bytes` zeroed bytes (on huge pages from 2 MiB on, where the system allows), touched by
+  /// `threads` OpenMP threads in static order so that on a multi-socket host the pages lie near
+  /// the threads that later read them.
   Buffer(std::size_t bytes, int threads);
 
   std::byte* data() noexcept { return data_.get(); }

@@ -26,18 +26,19 @@ using hk::bench::ScanWorkload;
 int requested_threads = 0;
 
 // The workload of the case being measured. Benchmarks of one case are registered (and run) one
-// after another, so keeping only the latest one bounds memory to a single case.
+// after another, so keeping only the latest one, of either operator, bounds memory to one case.
+// Keys name the operator, so a key always comes back with the same workload type.
 template <class Workload, class Case>
 Workload& workload_for(const Case& c, const std::string& key) {
-  static std::unique_ptr<Workload> current;
+  static std::shared_ptr<void> current;
   static std::string current_key;
   if (current_key != key) {
     current.reset();
     current_key.clear();
-    current = std::make_unique<Workload>(c);
+    current = std::make_shared<Workload>(c);
     current_key = key;
   }
-  return *current;
+  return *static_cast<Workload*>(current.get());
 }
 
 std::string shape_text(const std::vector<std::int64_t>& shape, char separator) {

@@ -1,5 +1,7 @@
 #include "bench/scan_bench.hpp"
 
+#include <type_traits>
+
 #include "bench/copy_baseline.hpp"
 #include "bench/random.hpp"
 #include "bench/threads.hpp"

@@ -30,7 +30,7 @@ std::vector<TimingStats> time_interleaved(std::span<const std::function<void()>>
   std::vector<std::vector<double>> samples(functions.size());
   const auto start = Clock::now();
   for (int round = 0;; ++round) {
-    if (round >= options.min_repetitions &&
+    if (round >= std::max(1, options.min_repetitions) &&
         std::chrono::duration<double>(Clock::now() - start).count() >= options.min_seconds)
       break;
     for (std::size_t i = 0; i < functions.size(); ++i) {
