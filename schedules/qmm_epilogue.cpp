@@ -29,6 +29,20 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) bool requantize_row
   return exact;
 }
 
+// Values already rounded and clamped to the output type's range, so the conversions are exact.
+void store_row(const QmmProblem& p, std::int64_t offset, const double* value, std::int64_t cols) {
+  if (p.out_col_stride == 1 && p.out_type == DataType::uint8) {
+    std::uint8_t* y = static_cast<std::uint8_t*>(p.out) + offset;
+    for (std::int64_t j = 0; j < cols; ++j) y[j] = std::uint8_t(std::int32_t(value[j]));
+  } else if (p.out_col_stride == 1) {
+    std::int8_t* y = static_cast<std::int8_t*>(p.out) + offset;
+    for (std::int64_t j = 0; j < cols; ++j) y[j] = std::int8_t(std::int32_t(value[j]));
+  } else {
+    for (std::int64_t j = 0; j < cols; ++j)
+      store_quantized(p.out, offset + j * p.out_col_stride, p.out_type, std::int32_t(value[j]));
+  }
+}
+
 }  // namespace
 
 void QmmEpilogueScratch::reserve(std::int64_t cols) {
@@ -50,11 +64,16 @@ void requantize_block(const QmmProblem& p, const QmmBlockResult& r, QmmEpilogueS
     s.col_term[j] = double(r.col_sums[j] - p.K * beta);
   }
   const bool fast_possible = r.dots && p.K < double_path_max_k;
+  const bool per_column_scale = q.b_scale.size() > 1;
   for (std::int64_t i = 0; i < r.rows; ++i) {
     const std::int64_t m = r.i0 + i;
     const float sa = QuantParams::at(q.a_scale, m), sy = QuantParams::at(q.out_scale, m);
-    for (std::int64_t j = 0; j < r.cols; ++j)
-      s.multiplier[j] = requant_multiplier(sa, QuantParams::at(q.b_scale, r.j0 + j), sy);
+    if (per_column_scale) {
+      const float* sb = q.b_scale.data() + r.j0;
+      for (std::int64_t j = 0; j < r.cols; ++j) s.multiplier[j] = requant_multiplier(sa, sb[j], sy);
+    } else if (i == 0 || q.a_scale.size() > 1 || q.out_scale.size() > 1) {
+      std::fill_n(s.multiplier.begin(), r.cols, requant_multiplier(sa, q.b_scale[0], sy));
+    }
     const std::int64_t alpha = std::int64_t(ca) + QuantParams::at(q.a_zero, m);
     const std::int32_t zy = QuantParams::at(q.out_zero, m);
     const std::int64_t out_row = r.out_offset + m * p.out_row_stride + r.j0 * p.out_col_stride;
@@ -62,8 +81,7 @@ void requantize_block(const QmmProblem& p, const QmmBlockResult& r, QmmEpilogueS
         requantize_row_fast(r.dots + i * r.ld, r.cols, double(alpha), double(r.row_sums[i]),
                             s.beta.data(), s.col_term.data(), s.multiplier.data(), double(zy), lo,
                             hi, s.value.data())) {
-      for (std::int64_t j = 0; j < r.cols; ++j)
-        store_quantized(p.out, out_row + j * p.out_col_stride, p.out_type, std::int32_t(s.value[j]));
+      store_row(p, out_row, s.value.data(), r.cols);
       continue;
     }
     for (std::int64_t j = 0; j < r.cols; ++j) {

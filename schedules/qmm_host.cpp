@@ -65,9 +65,10 @@ struct Scratch {
     return s;
   }
 
-  void prepare_worker(const QmmProblem& p, const Blocking& g, bool deep, bool packs_b) {
-    c.ensure(g.mc * g.nc * std::int64_t(sizeof(std::int32_t)));
-    if (deep && wide.size() < std::size_t(g.mc * g.nc)) wide.resize(std::size_t(g.mc * g.nc));
+  void prepare_worker(const QmmProblem& p, const Blocking& g, std::int64_t c_rows, bool deep,
+                      bool packs_b) {
+    c.ensure(c_rows * g.nc * std::int64_t(sizeof(std::int32_t)));
+    if (deep && wide.size() < std::size_t(c_rows * g.nc)) wide.resize(std::size_t(c_rows * g.nc));
     epilogue.reserve(g.nc);
     if (packs_b) shape_panels(own_b, 1, g.m_blocks == 1 ? std::min(p.K, g.kc) : p.K, g.nc, p.b.dtype, false);
     if (strip_sums.size() < std::size_t(g.nc)) strip_sums.resize(std::size_t(g.nc));
@@ -134,21 +135,23 @@ struct Job {
 
   // Column block jb of batch t when all rows fit one row block: B is packed kc depths at a time
   // into this thread's buffer, each slice used at once while it is in cache, so B is read once
-  // and never written back to memory.
+  // and never written back to memory. Packed A ends with a row of ones (row M), so the kernel
+  // also yields B's column sums and the packing skips them.
   void strip(Scratch& w, std::int64_t t, std::int64_t jb) const {
     const PackedRows& rows = rows_of(t);
     const std::int64_t j0 = jb * g.nc, ncb = std::min(g.nc, p.N - j0);
     const std::int64_t panels = (ncb + qmm_panel_cols - 1) / qmm_panel_cols;
-    std::fill_n(w.strip_sums.begin(), panels * qmm_panel_cols, 0);
     for (std::int64_t k0 = 0; k0 < p.K; k0 += g.kc) {
       const std::int64_t kcb = std::min(g.kc, p.K - k0);
       shape_panels(w.own_b, 1, kcb, ncb, p.b.dtype, false);
       const bool fits = pack_panels(w.own_b, 0, element(p.b, batch_offset(p, p.b, t) + k0 * p.b.row_stride + j0 * p.b.col_stride),
-                                    p.b.row_stride, p.b.col_stride, 0, panels);
-      for (std::int64_t c = 0; c < panels * qmm_panel_cols; ++c) w.strip_sums[std::size_t(c)] += w.own_b.sums(0)[c];
-      multiply(w, rows, 0, p.M, ncb, k0, k0 + w.own_b.kp, w.own_b.panel(0, 0), w.own_b.panel_bytes,
-               fits, k0 == 0);
+                                    p.b.row_stride, p.b.col_stride, 0, panels, false);
+      multiply(w, rows, 0, p.M + 1, ncb, k0, k0 + w.own_b.kp, w.own_b.panel(0, 0),
+               w.own_b.panel_bytes, fits, k0 == 0);
     }
+    const std::int64_t* wide_sums = w.wide.data() + p.M * g.nc;
+    const std::int32_t* sums = w.c.as<std::int32_t>() + p.M * g.nc;
+    for (std::int64_t j = 0; j < ncb; ++j) w.strip_sums[std::size_t(j)] = deep ? wide_sums[j] : sums[j];
     finish(w, t, 0, p.M, j0, ncb, w.strip_sums.data());
   }
 };
@@ -162,12 +165,17 @@ void run_packed_qmm(const QmmProblem& p, const QmmPlan& plan, const PackedPanels
   const bool a_shared = batch_shared(p.a);
   std::vector<PackedRows>& a = caller.a;
   if (a.size() < std::size_t(a_shared ? 1 : batches)) a.resize(std::size_t(a_shared ? 1 : batches));
-  for (std::int64_t t = 0; t < (a_shared ? 1 : batches); ++t) a[std::size_t(t)].shape(p.M, kp);
   const bool b_shared = prepacked ? prepacked->batches == 1 : batch_shared(p.b);
   const std::int64_t b_batches = b_shared ? 1 : batches;
   // Packing on the fly needs a column block per thread; otherwise B is packed up front.
   const bool pack_on_the_fly = !prepacked && batches * g.n_blocks >= threads;
   const bool pack_shared = !prepacked && !pack_on_the_fly;
+  const bool strips = pack_on_the_fly && g.m_blocks == 1;
+  const std::int64_t c_rows = strips ? round_up(p.M + 1, qmm_row_align) : g.mc;
+  for (std::int64_t t = 0; t < (a_shared ? 1 : batches); ++t) {
+    a[std::size_t(t)].shape(strips ? p.M + 1 : p.M, kp);
+    if (strips) a[std::size_t(t)].ones_row(p.M);
+  }
   if (pack_shared) shape_panels(caller.shared_b, b_batches, p.K, p.N, p.b.dtype, false);
   const PackedPanels* b = prepacked ? prepacked : pack_shared ? &caller.shared_b : nullptr;
   const Job job{p, g, a, a_shared, active_isa(), kp > int32_safe_depth};
@@ -180,7 +188,7 @@ void run_packed_qmm(const QmmProblem& p, const QmmPlan& plan, const PackedPanels
   {
     Scratch& w = Scratch::of_this_thread();
     try {
-      w.prepare_worker(p, g, job.deep, pack_on_the_fly);
+      w.prepare_worker(p, g, c_rows, job.deep, pack_on_the_fly);
     } catch (const std::bad_alloc&) {
       out_of_memory.store(true);
     }
@@ -206,7 +214,7 @@ void run_packed_qmm(const QmmProblem& p, const QmmPlan& plan, const PackedPanels
 #pragma omp for schedule(static)
         for (std::int64_t item = 0; item < batches * g.n_blocks; ++item) {
           const std::int64_t t = item / g.n_blocks, jb = item % g.n_blocks;
-          if (g.m_blocks == 1) {
+          if (strips) {
             job.strip(w, t, jb);
             continue;
           }

@@ -10,7 +10,7 @@ QmmKernelChoice select_qmm_kernel(Isa isa, bool pairs_fit_int16) {
     case Isa::avx512:
     case Isa::avx2:
       // vpmaddubsw saturates a pair of products to int16; it is exact only when packing proved
-      // that no pair of B' can reach that, otherwise products are widened first (vpmaddwd).
+      // every |B'| <= 64, otherwise products are widened first (vpmaddwd).
       return pairs_fit_int16 ? QmmKernelChoice{qmm_kernel_avx2_maddubs, "avx2 vpmaddubsw 4x16"}
                              : QmmKernelChoice{qmm_kernel_avx2_exact, "avx2 vpmaddwd 4x8 (exact widening)"};
     case Isa::portable: break;

@@ -26,71 +26,72 @@ inline __m128i zero_or_row(const std::uint8_t* row, bool present, __m128i flip) 
                  : _mm_setzero_si128();
 }
 
-// 16-bit lanes whose pair sums of positive (or negative) parts leave [-128, 128].
-inline __m128i pair_overflow(__m128i x, __m128i y) {
-  const __m128i zero = _mm_setzero_si128();
-  const __m128i positive = _mm_add_epi16(_mm_max_epi16(x, zero), _mm_max_epi16(y, zero));
-  const __m128i negative = _mm_add_epi16(_mm_min_epi16(x, zero), _mm_min_epi16(y, zero));
-  return _mm_or_si128(_mm_cmpgt_epi16(positive, _mm_set1_epi16(128)),
-                      _mm_cmplt_epi16(negative, _mm_set1_epi16(-128)));
-}
-
 inline __m128i low_bytes_to_i16(__m128i v) { return _mm_srai_epi16(_mm_unpacklo_epi8(v, v), 8); }
 inline __m128i high_bytes_to_i16(__m128i v) { return _mm_srai_epi16(_mm_unpackhi_epi8(v, v), 8); }
 inline __m128i low_i16_to_i32(__m128i v) { return _mm_srai_epi32(_mm_unpacklo_epi16(v, v), 16); }
 inline __m128i high_i16_to_i32(__m128i v) { return _mm_srai_epi32(_mm_unpackhi_epi16(v, v), 16); }
 
-// Full panels [p0, p1) of a B whose rows are contiguous: four rows of 16 bytes become 16 columns x
-// 4 depths by two rounds of byte/word interleaving (SSE2, so every x86-64 CPU runs it); panel `p`
-// lands panel_bytes apart.
+// Full panels [0, panels) of a B whose rows are contiguous: four rows of 16 bytes become 16
+// columns x 4 depths by two rounds of byte/word interleaving (SSE2, so every x86-64 CPU runs it);
+// panel `p` lands panel_bytes apart. Returns whether every |B'| <= 64; adds column sums when Sums.
+template <bool Sums>
 bool pack_full_panels_by_rows(std::int8_t* dst, std::int64_t panel_bytes, const std::uint8_t* src,
                               std::int64_t K, std::int64_t row_stride, std::uint8_t flip_value,
                               std::int64_t panels, std::int64_t* sums) {
   // int32 partial column sums stay exact for 2^22 depths (|B'| <= 128); fold them before that.
   constexpr std::int64_t chunk = std::int64_t(1) << 22;
   const __m128i flip = _mm_set1_epi8(static_cast<char>(flip_value));
-  __m128i bad = _mm_setzero_si128();
-  std::vector<__m128i> total(std::size_t(panels * 4));
+  const __m128i bias = _mm_set1_epi8(static_cast<char>(0x80));
+  // B' + 128 as unsigned bytes: |B'| <= 64 exactly when it lies in [64, 192].
+  __m128i lowest = _mm_set1_epi8(static_cast<char>(0xFF)), highest = _mm_setzero_si128();
+  std::vector<__m128i> total(Sums ? std::size_t(panels * 4) : 0);
   for (std::int64_t c0 = 0; c0 < K; c0 += chunk) {
     std::fill(total.begin(), total.end(), _mm_setzero_si128());
     // Four source rows at a time, read sequentially; the panels they feed are an odd number of
     // cache lines apart (panel_bytes), so the writes do not all fall into one cache set.
     for (std::int64_t k = c0; k < std::min(K, c0 + chunk); k += 4)
       for (std::int64_t p = 0; p < panels; ++p) {
-          const std::uint8_t* r = src + k * row_stride + p * qmm_panel_cols;
-          const __m128i r0 = zero_or_row(r, true, flip);
-          const __m128i r1 = zero_or_row(r + row_stride, k + 1 < K, flip);
-          const __m128i r2 = zero_or_row(r + 2 * row_stride, k + 2 < K, flip);
-          const __m128i r3 = zero_or_row(r + 3 * row_stride, k + 3 < K, flip);
-          const __m128i t0 = _mm_unpacklo_epi8(r0, r1), t1 = _mm_unpackhi_epi8(r0, r1);
-          const __m128i t2 = _mm_unpacklo_epi8(r2, r3), t3 = _mm_unpackhi_epi8(r2, r3);
-          auto* out = reinterpret_cast<__m128i*>(dst + p * panel_bytes + (k / 4) * 64);
-          _mm_store_si128(out + 0, _mm_unpacklo_epi16(t0, t2));
-          _mm_store_si128(out + 1, _mm_unpackhi_epi16(t0, t2));
-          _mm_store_si128(out + 2, _mm_unpacklo_epi16(t1, t3));
-          _mm_store_si128(out + 3, _mm_unpackhi_epi16(t1, t3));
-          const __m128i l0 = low_bytes_to_i16(r0), l1 = low_bytes_to_i16(r1);
-          const __m128i l2 = low_bytes_to_i16(r2), l3 = low_bytes_to_i16(r3);
-          const __m128i h0 = high_bytes_to_i16(r0), h1 = high_bytes_to_i16(r1);
-          const __m128i h2 = high_bytes_to_i16(r2), h3 = high_bytes_to_i16(r3);
-          bad = _mm_or_si128(bad, _mm_or_si128(pair_overflow(l0, l1), pair_overflow(l2, l3)));
-          bad = _mm_or_si128(bad, _mm_or_si128(pair_overflow(h0, h1), pair_overflow(h2, h3)));
-          const __m128i low = _mm_add_epi16(_mm_add_epi16(l0, l1), _mm_add_epi16(l2, l3));
-          const __m128i high = _mm_add_epi16(_mm_add_epi16(h0, h1), _mm_add_epi16(h2, h3));
+        const std::uint8_t* r = src + k * row_stride + p * qmm_panel_cols;
+        const __m128i r0 = zero_or_row(r, true, flip);
+        const __m128i r1 = zero_or_row(r + row_stride, k + 1 < K, flip);
+        const __m128i r2 = zero_or_row(r + 2 * row_stride, k + 2 < K, flip);
+        const __m128i r3 = zero_or_row(r + 3 * row_stride, k + 3 < K, flip);
+        const __m128i t0 = _mm_unpacklo_epi8(r0, r1), t1 = _mm_unpackhi_epi8(r0, r1);
+        const __m128i t2 = _mm_unpacklo_epi8(r2, r3), t3 = _mm_unpackhi_epi8(r2, r3);
+        auto* out = reinterpret_cast<__m128i*>(dst + p * panel_bytes + (k / 4) * 64);
+        _mm_store_si128(out + 0, _mm_unpacklo_epi16(t0, t2));
+        _mm_store_si128(out + 1, _mm_unpackhi_epi16(t0, t2));
+        _mm_store_si128(out + 2, _mm_unpacklo_epi16(t1, t3));
+        _mm_store_si128(out + 3, _mm_unpackhi_epi16(t1, t3));
+        const __m128i u0 = _mm_xor_si128(r0, bias), u1 = _mm_xor_si128(r1, bias);
+        const __m128i u2 = _mm_xor_si128(r2, bias), u3 = _mm_xor_si128(r3, bias);
+        lowest = _mm_min_epu8(lowest, _mm_min_epu8(_mm_min_epu8(u0, u1), _mm_min_epu8(u2, u3)));
+        highest = _mm_max_epu8(highest, _mm_max_epu8(_mm_max_epu8(u0, u1), _mm_max_epu8(u2, u3)));
+        if constexpr (Sums) {
+          const __m128i low = _mm_add_epi16(_mm_add_epi16(low_bytes_to_i16(r0), low_bytes_to_i16(r1)),
+                                            _mm_add_epi16(low_bytes_to_i16(r2), low_bytes_to_i16(r3)));
+          const __m128i high = _mm_add_epi16(_mm_add_epi16(high_bytes_to_i16(r0), high_bytes_to_i16(r1)),
+                                             _mm_add_epi16(high_bytes_to_i16(r2), high_bytes_to_i16(r3)));
           __m128i* t = total.data() + p * 4;
           t[0] = _mm_add_epi32(t[0], low_i16_to_i32(low));
           t[1] = _mm_add_epi32(t[1], high_i16_to_i32(low));
           t[2] = _mm_add_epi32(t[2], low_i16_to_i32(high));
           t[3] = _mm_add_epi32(t[3], high_i16_to_i32(high));
         }
-    for (std::int64_t p = 0; p < panels; ++p) {
+      }
+    for (std::int64_t p = 0; Sums && p < panels; ++p) {
       alignas(16) std::int32_t part[16];
       for (int i = 0; i < 4; ++i)
         _mm_store_si128(reinterpret_cast<__m128i*>(part + 4 * i), total[std::size_t(p * 4 + i)]);
       for (int c = 0; c < 16; ++c) sums[p * 16 + c] += part[c];
     }
   }
-  return _mm_movemask_epi8(bad) == 0;
+  alignas(16) std::uint8_t lo[16], hi[16];
+  _mm_store_si128(reinterpret_cast<__m128i*>(lo), lowest);
+  _mm_store_si128(reinterpret_cast<__m128i*>(hi), highest);
+  for (int i = 0; i < 16; ++i)
+    if (lo[i] < 64 || hi[i] > 192) return false;
+  return true;
 }
 
 }  // namespace
@@ -133,7 +134,7 @@ void shape_panels(PackedPanels& out, std::int64_t batches, std::int64_t K, std::
 }
 
 bool pack_panels(PackedPanels& out, std::int64_t batch, const void* data, std::int64_t row_stride,
-                 std::int64_t col_stride, std::int64_t p0, std::int64_t p1) {
+                 std::int64_t col_stride, std::int64_t p0, std::int64_t p1, bool with_sums) {
   bool fits = true;
   std::int64_t* sums = out.col_sums.as<std::int64_t>() + batch * out.panels * qmm_panel_cols;
   // The group holding depth K-1 and every group after it may be partly unwritten below.
@@ -146,7 +147,7 @@ bool pack_panels(PackedPanels& out, std::int64_t batch, const void* data, std::i
     const std::int64_t full_end = std::min(p1, out.N / qmm_panel_cols);
     if (full_end > p0) {
       std::fill_n(sums + p0 * qmm_panel_cols, (full_end - p0) * qmm_panel_cols, 0);
-      fits = pack_full_panels_by_rows(
+      fits = (with_sums ? pack_full_panels_by_rows<true> : pack_full_panels_by_rows<false>)(
           reinterpret_cast<std::int8_t*>(out.bytes.as<std::byte>() + batch * out.batch_bytes + p0 * out.panel_bytes),
           out.panel_bytes, static_cast<const std::uint8_t*>(data) + p0 * qmm_panel_cols, out.K,
           row_stride, out.source == DataType::uint8 ? 0x80 : 0x00, full_end - p0,
@@ -168,9 +169,7 @@ bool pack_panels(PackedPanels& out, std::int64_t batch, const void* data, std::i
         dst[(k / 4) * 64 + c * 4 + k % 4] = v0;
         dst[((k + 1) / 4) * 64 + c * 4 + (k + 1) % 4] = v1;
         sum += v0 + v1;
-        const int positive = std::max(0, int(v0)) + std::max(0, int(v1));
-        const int negative = std::max(0, -int(v0)) + std::max(0, -int(v1));
-        fits = fits && positive <= 128 && negative <= 128;
+        fits = fits && std::abs(int(v0)) <= 64 && std::abs(int(v1)) <= 64;
       }
       sums[n0 + c] = sum;
     }
@@ -183,6 +182,11 @@ void PackedRows::shape(std::int64_t rows_, std::int64_t kp_) {
   kp = kp_;
   bytes.ensure(rows * kp);
   row_sums.ensure(rows * std::int64_t(sizeof(std::int64_t)));
+}
+
+void PackedRows::ones_row(std::int64_t r) {
+  std::memset(row(r), 1, std::size_t(kp));
+  row_sums.as<std::int64_t>()[r] = 0;
 }
 
 void pack_rows(PackedRows& out, const void* data, DataType type, std::int64_t K,

@@ -51,8 +51,8 @@ struct PackedPanels {
   DataType source = DataType::int8;  // B's type before the shift
   AlignedBytes bytes;
   AlignedBytes col_sums;  // int64 per (batch, padded column): sum_k B'[k][n]
-  /// True when no adjacent pair (k = 2i, 2i+1) of a column sums its positive or its negative
-  /// parts beyond 128 in magnitude: then 255 * pair <= 32767 and vpmaddubsw cannot saturate.
+  /// True when every |B'| <= 64: a pair of u8 x s8 products then stays within 2 * 255 * 64 <
+  /// 32767 and vpmaddubsw cannot saturate.
   bool pairs_fit_int16 = true;
 
   const std::int8_t* panel(std::int64_t batch, std::int64_t p) const {
@@ -71,8 +71,10 @@ void shape_panels(PackedPanels& out, std::int64_t batches, std::int64_t K, std::
 
 /// Packs panels [p0, p1) of matrix `batch`, whose element (k, n) is element
 /// k*row_stride + n*col_stride of `data`. Returns whether every pair fits int16 (see above).
+/// Without `with_sums` the column sums of a contiguous-row B may be left unwritten (a caller that
+/// gets them from the kernel instead, see PackedRows::ones_row).
 bool pack_panels(PackedPanels& out, std::int64_t batch, const void* data, std::int64_t row_stride,
-                 std::int64_t col_stride, std::int64_t p0, std::int64_t p1);
+                 std::int64_t col_stride, std::int64_t p0, std::int64_t p1, bool with_sums = true);
 
 /// A' rows: row r at data + r*kp; row_sums[r] = sum_k A'[r][k] (int64). Rows are padded to a
 /// multiple of 16 and depths to kp; padding holds arbitrary bytes, which is harmless because the
@@ -84,6 +86,8 @@ struct PackedRows {
 
   /// Shapes for `rows` rows of depth kp, reusing the storage when large enough.
   void shape(std::int64_t rows, std::int64_t kp);
+  /// Fills row r with ones: its product with B' is B's column sums, computed by the kernel.
+  void ones_row(std::int64_t r);
   std::uint8_t* row(std::int64_t r) { return bytes.as<std::uint8_t>() + r * kp; }
   const std::uint8_t* row(std::int64_t r) const { return bytes.as<std::uint8_t>() + r * kp; }
   const std::int64_t* sums() const { return row_sums.as<std::int64_t>(); }

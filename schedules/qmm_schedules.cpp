@@ -56,8 +56,8 @@ QmmPlan default_qmm_blocking(const QmmProblem& problem, int threads) {
   plan.threads = threads;
   if (problem.M <= 256) {
     plan.mc = round_up(problem.M, qmm_row_align);
-    plan.nc = std::clamp<std::int64_t>(by_threads, 16, 4096);
-    plan.kc = std::clamp<std::int64_t>(l2_bytes / 2 / plan.nc / 64 * 64, 64, std::min<std::int64_t>(depth, 2048));
+    plan.kc = std::min<std::int64_t>(depth, 1024);
+    plan.nc = std::clamp<std::int64_t>(std::min(by_threads, l2_bytes / 2 / plan.kc / 16 * 16), 16, 4096);
     return plan;
   }
   plan.mc = 96;

@@ -55,13 +55,13 @@ TEST(QmmKernels, SaturatingPairsStayExact) {
   qmmt::check_all(p, schedules(), e);
 }
 
-// Pairs whose positive (or negative) parts sum to 128 cannot saturate and take the vpmaddubsw
-// path; one more and the exact widening path must take over. Both must match the oracle.
+// Weights within [-64, 64] cannot saturate a vpmaddubsw pair and take that path on AVX2; one
+// beyond and the exact widening path must take over. Both must match the oracle.
 TEST(QmmKernels, PairBoundEitherSide) {
   std::mt19937_64 rng(2);
-  for (const std::vector<int>& b : {std::vector<int>{127, 1}, std::vector<int>{127, 2},
-                                    std::vector<int>{-128, 0}, std::vector<int>{-127, -2},
-                                    std::vector<int>{-64, 63, 64, -64}}) {
+  for (const std::vector<int>& b : {std::vector<int>{64, 64}, std::vector<int>{-64, -64},
+                                    std::vector<int>{65, 1}, std::vector<int>{-65, -1},
+                                    std::vector<int>{127, 127}, std::vector<int>{-64, 63, 64, -64}}) {
     SCOPED_TRACE("B pattern starts " + std::to_string(b[0]) + ", " + std::to_string(b[1]));
     // An odd N puts consecutive pattern values into one column's consecutive depths; 17 columns
     // are one full panel (packed by the vector path) and one partial panel.
