@@ -16,6 +16,7 @@ namespace hk::detail {
 namespace scan_avx2 {
 
 constexpr int vector_bytes = 32;
+constexpr bool has_fma = true;
 #include "schedules/scan_kernels.inc"
 
 }  // namespace scan_avx2

@@ -11,6 +11,7 @@ namespace hk::detail {
 namespace scan_portable {
 
 constexpr int vector_bytes = 16;
+constexpr bool has_fma = false;
 #include "schedules/scan_kernels.inc"
 
 }  // namespace scan_portable
