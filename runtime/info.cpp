@@ -3,6 +3,9 @@
 
 #include <omp.h>
 
+#include "schedules/qmm_kernels.hpp"
+#include "schedules/scan_schedules.hpp"
+
 namespace hk {
 
 BuildInfo build_info() {
@@ -43,5 +46,13 @@ std::vector<std::string> cpu_features() {
 }
 
 int default_threads() { return omp_get_max_threads(); }
+
+std::vector<KernelPath> kernel_paths(Isa isa) {
+  const auto fast = detail::select_qmm_kernel(isa, true), exact = detail::select_qmm_kernel(isa, false);
+  std::string qmm = fast.name;
+  if (fast.run != exact.run)
+    qmm += " where packing proves every |B'| <= 64, otherwise " + std::string(exact.name);
+  return {{"cumulative", detail::scan_kernel_path(isa)}, {"quantized_linear_matmul", qmm}};
+}
 
 }  // namespace hk

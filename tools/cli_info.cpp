@@ -25,7 +25,11 @@ void print_info() {
   const auto features = cpu_features();
   if (features.empty()) std::cout << "(no x86 SIMD extensions detected)";
   for (const auto& f : features) std::cout << f << " ";
-  std::cout << "\nthreads:  " << default_threads() << " (OpenMP default; set OMP_NUM_THREADS)\n";
+  std::cout << "\nisa:      " << name_of(active_isa()) << " (detected " << name_of(detected_isa())
+            << "; cap it with HETKERN_MAX_ISA=portable|avx2|avx512|avx512_vnni|amx)\n";
+  for (const auto& k : kernel_paths(active_isa()))
+    std::cout << "  " << k.op << ": " << k.kernels << "\n";
+  std::cout << "threads:  " << default_threads() << " (OpenMP default; set OMP_NUM_THREADS)\n";
   print_strategies("schedules of cumsum and cumprod:", Operator::cumulative_sum);
   print_strategies("schedules of qlinear-matmul:", Operator::quantized_linear_matmul);
   std::cout << "\nWithout --schedule, hetkern picks one from the shape and the thread count.\n";

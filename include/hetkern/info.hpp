@@ -44,6 +44,14 @@ Isa detected_isa();
 /// once on stderr and ignored).
 Isa active_isa();
 
+/// The host kernels an operator family runs at `isa`, in words: {"cumulative", "..."} and
+/// {"quantized_linear_matmul", "..."}, for reports such as `hetkern info`.
+struct KernelPath {
+  std::string op;
+  std::string kernels;
+};
+std::vector<KernelPath> kernel_paths(Isa isa);
+
 /// Caps the level used by later calls (for comparisons and tests, like oneDNN's max CPU ISA).
 /// A cap above detected_isa() is allowed and changes nothing. Returns the resulting active_isa().
 Isa set_max_isa(Isa cap);
