@@ -17,10 +17,10 @@ const char* scan_kernel_path(Isa isa) {
 #if defined(__x86_64__)
   if (isa >= Isa::avx512)
     return "avx512: 8 x f64 lanes for f32, 16 x f32 for f16 (vcvtph2ps), 16 x u32 / 8 x u64 "
-           "integer lanes, streaming stores";
+           "integer lanes, float sums on the FMA pipes, streaming stores";
   if (isa >= Isa::avx2)
     return "avx2: 4 x f64 lanes for f32, 8 x f32 for f16 (vcvtph2ps), 8 x u32 / 4 x u64 integer "
-           "lanes (u64 products emulated), streaming stores";
+           "lanes (u64 products emulated), float sums on the FMA pipes, streaming stores";
 #endif
   (void)isa;
   return "portable: 2 x f64 lanes for f32, 4 x f32 for f16 (software conversion), 4 x u32 / "
