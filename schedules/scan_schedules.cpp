@@ -40,7 +40,7 @@ const std::array<StrategySpec, 4>& table() {
        "single thread; a contiguous line is scanned in registers, a vector at a time (log-step "
        "scan per vector, the carry added off the dependency chain); lines across the contiguous "
        "axis are walked a tile side by side, one vector of lines per accumulator, row after row "
-       "with the next rows prefetched; SIMD level from hk::active_isa()",
+       "(the hardware prefetcher follows the rows); SIMD level from hk::active_isa()",
        {{"tile", 1, max_scan_tile,
          "lines processed together (default: accumulators in half the L1 for lines across the "
          "contiguous axis, else 256)"},
