@@ -69,37 +69,38 @@ bool CumulativeCall::in_place() const {
 }
 
 void validate(const CumulativeCall& call) {
-  const std::string op = call.op_name();
+  // A view: the longer operator name would cost a heap allocation on every call.
+  const std::string_view op = call.op_name();
   const TensorDesc& in = call.input.desc;
   const TensorDesc& out = call.output.desc;
   if (!is_scan_type(in.dtype()))
-    throw Error(Errc::invalid_type, op, "input",
+    throw Error(Errc::invalid_type, std::string(op), "input",
                 "type " + std::string(name_of(in.dtype())) +
                     " is not one of float32, float16, int32, uint32, int64, uint64");
   if (out.dtype() != in.dtype())
-    throw Error(Errc::invalid_type, op, "output",
+    throw Error(Errc::invalid_type, std::string(op), "output",
                 "type " + std::string(name_of(out.dtype())) + " differs from the input's " +
                     std::string(name_of(in.dtype())));
   check_tensor(op, "input", in, call.input.data);
   check_output(op, "output", out, call.output.data);
   if (out.rank() != in.rank())
-    throw Error(Errc::invalid_shape, op, "output",
+    throw Error(Errc::invalid_shape, std::string(op), "output",
                 "rank " + std::to_string(out.rank()) + " differs from the input's " +
                     std::to_string(in.rank()));
   for (int d = 0; d < in.rank(); ++d)
     if (out.size(d) != in.size(d))
-      throw Error(Errc::invalid_shape, op, "output",
+      throw Error(Errc::invalid_shape, std::string(op), "output",
                   "sizes " + out.to_string() + " differ from the input's " + in.to_string());
   const int axis = call.options.axis;
   if (axis < 0 || axis >= in.rank())
-    throw Error(Errc::invalid_parameter, op, "axis",
+    throw Error(Errc::invalid_parameter, std::string(op), "axis",
                 std::to_string(axis) + " is out of range for a rank-" + std::to_string(in.rank()) +
                     " tensor (0 to " + std::to_string(in.rank() - 1) + ")");
   if (call.options.direction != Direction::increasing &&
       call.options.direction != Direction::decreasing)
-    throw Error(Errc::invalid_parameter, op, "direction", "is neither increasing nor decreasing");
+    throw Error(Errc::invalid_parameter, std::string(op), "direction", "is neither increasing nor decreasing");
   if (spans_overlap(in, call.input.data, out, call.output.data) && !call.in_place())
-    throw Error(Errc::overlap, op, "output",
+    throw Error(Errc::overlap, std::string(op), "output",
                 "overlaps the input without being the same tensor (in-place needs the same "
                 "data pointer, sizes and strides)");
 }

@@ -19,16 +19,16 @@ std::string dims_text(std::span<const std::int64_t> v) {
 
 }  // namespace
 
-void check_tensor(const std::string& op, const std::string& name, const TensorDesc& desc,
+void check_tensor(std::string_view op, std::string_view name, const TensorDesc& desc,
                   const void* data, int min_rank, int max_rank_allowed) {
   const int rank = desc.rank();
   if (rank < min_rank || rank > max_rank_allowed)
-    throw Error(Errc::invalid_shape, op, name,
+    throw Error(Errc::invalid_shape, std::string(op), std::string(name),
                 "rank " + std::to_string(rank) + " is outside the allowed " +
                     std::to_string(min_rank) + " to " + std::to_string(max_rank_allowed));
   for (int d = 0; d < rank; ++d)
     if (desc.size(d) < 1)
-      throw Error(Errc::invalid_shape, op, name,
+      throw Error(Errc::invalid_shape, std::string(op), std::string(name),
                   "size " + std::to_string(desc.size(d)) + " of dimension " + std::to_string(d) +
                       " is not positive (sizes " + dims_text(desc.sizes()) + ")");
   std::int64_t count = 1;
@@ -36,24 +36,24 @@ void check_tensor(const std::string& op, const std::string& name, const TensorDe
   for (int d = 0; d < rank; ++d) {
     const std::int64_t n = desc.size(d), s = desc.stride(d);
     if (s < 0)
-      throw Error(Errc::invalid_stride, op, name,
+      throw Error(Errc::invalid_stride, std::string(op), std::string(name),
                   "stride " + std::to_string(s) + " of dimension " + std::to_string(d) +
                       " is negative");
     if (count > int64_max / n)
-      throw Error(Errc::invalid_shape, op, name,
+      throw Error(Errc::invalid_shape, std::string(op), std::string(name),
                   "element count of sizes " + dims_text(desc.sizes()) + " exceeds 64 bits");
     count *= n;
     if (s != 0 && (n - 1) > (int64_max - max_offset) / s)
-      throw Error(Errc::invalid_stride, op, name, "element offsets exceed 64 bits");
+      throw Error(Errc::invalid_stride, std::string(op), std::string(name), "element offsets exceed 64 bits");
     max_offset += (n - 1) * s;
   }
   const auto elem = std::int64_t(size_of(desc.dtype()));
   if (max_offset > int64_max / elem - 1)
-    throw Error(Errc::invalid_stride, op, name, "byte offsets exceed 64 bits");
-  if (data == nullptr) throw Error(Errc::invalid_parameter, op, name, "data pointer is null");
+    throw Error(Errc::invalid_stride, std::string(op), std::string(name), "byte offsets exceed 64 bits");
+  if (data == nullptr) throw Error(Errc::invalid_parameter, std::string(op), std::string(name), "data pointer is null");
 }
 
-void check_output(const std::string& op, const std::string& name, const TensorDesc& desc,
+void check_output(std::string_view op, std::string_view name, const TensorDesc& desc,
                   const void* data, int min_rank, int max_rank_allowed) {
   check_tensor(op, name, desc, data, min_rank, max_rank_allowed);
   std::array<int, max_rank> order{};
@@ -66,7 +66,7 @@ void check_output(const std::string& op, const std::string& name, const TensorDe
   for (int i = 0; i < n; ++i) {
     const int d = order[i];
     if (desc.stride(d) <= reach)
-      throw Error(Errc::invalid_stride, op, name,
+      throw Error(Errc::invalid_stride, std::string(op), std::string(name),
                   "strides " + dims_text(desc.strides()) + " with sizes " +
                       dims_text(desc.sizes()) + " can make elements overlap: each stride must "
                       "step over everything the smaller strides reach (dimension " +

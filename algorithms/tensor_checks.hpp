@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "hetkern/tensor.hpp"
 
@@ -16,12 +17,12 @@ struct ByteSpan {
 
 /// Rank within [min_rank, max_rank], sizes >= 1, strides >= 0, a data pointer, and element and
 /// byte offsets that fit in 64 bits. Throws hk::Error naming op and name.
-void check_tensor(const std::string& op, const std::string& name, const TensorDesc& desc,
+void check_tensor(std::string_view op, std::string_view name, const TensorDesc& desc,
                   const void* data, int min_rank = 1, int max_rank_allowed = max_rank);
 
 /// check_tensor plus: no two elements share an address (a conservative test: sorted by stride,
 /// each stride must step over everything the smaller strides reach).
-void check_output(const std::string& op, const std::string& name, const TensorDesc& desc,
+void check_output(std::string_view op, std::string_view name, const TensorDesc& desc,
                   const void* data, int min_rank = 1, int max_rank_allowed = max_rank);
 
 ByteSpan byte_span(const TensorDesc& desc);
