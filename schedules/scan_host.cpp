@@ -28,10 +28,11 @@ template <class T, class Op> struct HostScan {
   // Every path reads an element before it writes the output at the same position, so they all
   // run in place when input and output are the same tensor.
 
-  // Continues a line of n elements from `carry`; returns the carry after it.
-  Acc line(const T* xl, T* yl, std::int64_t n, Acc carry) const {
+  // Continues a line of n elements from `carry`; returns the carry after it. `ahead`: see
+  // RowMode::prefetch.
+  Acc line(const T* xl, T* yl, std::int64_t n, Acc carry, const T* ahead = nullptr) const {
     if (s.in_step == s.out_step && (s.in_step == 1 || s.in_step == -1))
-      return k.row(xl, yl, n, carry, {exclusive, s.in_step < 0, stream});
+      return k.row(xl, yl, n, carry, {exclusive, s.in_step < 0, stream, ahead});
     for (std::int64_t q = 0; q < n; ++q) {
       const Acc t = widen(xl[q * s.in_step]);
       if (exclusive) {
@@ -118,7 +119,8 @@ template <class T, class Op> struct HostScan {
   // (as many as fill `cache_bytes`), group g to thread g % team. A thread folds its group, waits
   // for the carry at the end of group g - 1, publishes the carry at the end of its own, then
   // rescans the group while it is still in its cache. No barrier: the threads drift apart, so
-  // one reads memory while another writes.
+  // one reads memory while another writes. The rescan, bound by its arithmetic, also pulls the
+  // thread's next group into L2, so that reading it overlaps the rescan and its fold runs from L2.
   void blocked(std::int64_t block, int threads, std::int64_t cache_bytes) const {
     const std::int64_t blocks = (s.length + block - 1) / block;
     const std::int64_t units = s.lines() * blocks;
@@ -148,7 +150,8 @@ template <class T, class Op> struct HostScan {
         }
         ends[std::size_t(g)] = running;
         published[std::size_t(g)].store(true, std::memory_order_release);
-        for (std::int64_t u = u0; u < u1; ++u) unit_scan(u, block, blocks, carries[std::size_t(u - u0)]);
+        for (std::int64_t u = u0; u < u1; ++u)
+          unit_scan(u, block, blocks, carries[std::size_t(u - u0)], u + team * per);
       }
     }
   }
@@ -169,10 +172,19 @@ template <class T, class Op> struct HostScan {
     return fold(x + xo, n);
   }
 
-  void unit_scan(std::int64_t u, std::int64_t block, std::int64_t blocks, Acc carry) const {
+  // Scans unit u, pulling unit `next` (when there is one) towards L2 meanwhile.
+  void unit_scan(std::int64_t u, std::int64_t block, std::int64_t blocks, Acc carry,
+                 std::int64_t next) const {
     std::int64_t xo, yo;
     const std::int64_t n = unit_place(u, block, blocks, xo, yo);
-    line(x + xo, y + yo, n, carry);
+    const T* ahead = nullptr;
+    if (next < s.lines() * blocks && (s.in_step == 1 || s.in_step == -1)) {
+      std::int64_t nxo, nyo;
+      const std::int64_t nn = unit_place(next, block, blocks, nxo, nyo);
+      // The lowest address of the next unit; the row pulls as many bytes as it reads itself.
+      ahead = x + nxo - (s.in_step < 0 ? nn - 1 : 0);
+    }
+    line(x + xo, y + yo, n, carry, ahead);
   }
 };
 

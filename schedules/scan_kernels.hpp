@@ -29,6 +29,9 @@ struct RowMode {
   bool exclusive = false;
   bool backward = false;  // traversal walks x[0], x[-1], x[-2], ... (decreasing direction)
   bool stream = false;    // non-temporal stores for the aligned part of the output
+  /// When set: as many bytes from here as the row reads are pulled towards L2 while the row
+  /// computes, so that a scan bound by its arithmetic overlaps the memory reads of the next block.
+  const void* prefetch = nullptr;
 };
 
 template <class T, class Op> struct ScanKernels {
