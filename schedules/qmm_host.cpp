@@ -153,9 +153,9 @@ struct Job {
                w.own_b.panel_bytes, fits, k0 == 0);
     }
     if (ones_row) {
-      const std::int64_t* wide_sums = w.wide.data() + p.M * g.nc;
-      const std::int32_t* sums = w.c.as<std::int32_t>() + p.M * g.nc;
-      for (std::int64_t j = 0; j < ncb; ++j) w.strip_sums[std::size_t(j)] = deep ? wide_sums[j] : sums[j];
+      const std::size_t row = std::size_t(p.M * g.nc);
+      for (std::int64_t j = 0; j < ncb; ++j)
+        w.strip_sums[std::size_t(j)] = deep ? w.wide[row + std::size_t(j)] : w.c.as<std::int32_t>()[row + std::size_t(j)];
     }
     finish(w, t, 0, p.M, j0, ncb, w.strip_sums.data());
   }
