@@ -135,28 +135,23 @@ struct Job {
 
   // Column block jb of batch t when all rows fit one row block: B is packed kc depths at a time
   // into this thread's buffer, each slice used at once while it is in cache, so B is read once
-  // and never written back to memory. With `ones_row`, packed A ends with a row of ones (row M),
-  // so the kernel also yields B's column sums and the packing skips them.
-  void strip(Scratch& w, std::int64_t t, std::int64_t jb, bool ones_row) const {
+  // and never written back to memory. Packed A ends with a row of ones (row M), so the kernel
+  // also yields B's column sums and the packing skips them.
+  void strip(Scratch& w, std::int64_t t, std::int64_t jb) const {
     const PackedRows& rows = rows_of(t);
     const std::int64_t j0 = jb * g.nc, ncb = std::min(g.nc, p.N - j0);
     const std::int64_t panels = (ncb + qmm_panel_cols - 1) / qmm_panel_cols;
-    if (!ones_row) std::fill_n(w.strip_sums.begin(), ncb, 0);
     for (std::int64_t k0 = 0; k0 < p.K; k0 += g.kc) {
       const std::int64_t kcb = std::min(g.kc, p.K - k0);
       shape_panels(w.own_b, 1, kcb, ncb, p.b.dtype, false);
       const bool fits = pack_panels(w.own_b, 0, element(p.b, batch_offset(p, p.b, t) + k0 * p.b.row_stride + j0 * p.b.col_stride),
-                                    p.b.row_stride, p.b.col_stride, 0, panels, !ones_row);
-      if (!ones_row)
-        for (std::int64_t j = 0; j < ncb; ++j) w.strip_sums[std::size_t(j)] += w.own_b.sums(0)[j];
-      multiply(w, rows, 0, ones_row ? p.M + 1 : p.M, ncb, k0, k0 + w.own_b.kp, w.own_b.panel(0, 0),
+                                    p.b.row_stride, p.b.col_stride, 0, panels, false);
+      multiply(w, rows, 0, p.M + 1, ncb, k0, k0 + w.own_b.kp, w.own_b.panel(0, 0),
                w.own_b.panel_bytes, fits, k0 == 0);
     }
-    if (ones_row) {
-      const std::size_t row = std::size_t(p.M * g.nc);
-      for (std::int64_t j = 0; j < ncb; ++j)
-        w.strip_sums[std::size_t(j)] = deep ? w.wide[row + std::size_t(j)] : w.c.as<std::int32_t>()[row + std::size_t(j)];
-    }
+    const std::size_t row = std::size_t(p.M * g.nc);
+    for (std::int64_t j = 0; j < ncb; ++j)
+      w.strip_sums[std::size_t(j)] = deep ? w.wide[row + std::size_t(j)] : w.c.as<std::int32_t>()[row + std::size_t(j)];
     finish(w, t, 0, p.M, j0, ncb, w.strip_sums.data());
   }
 };
@@ -176,17 +171,14 @@ void run_packed_qmm(const QmmProblem& p, const QmmPlan& plan, const PackedPanels
   const bool pack_on_the_fly = !prepacked && batches * g.n_blocks >= threads;
   const bool pack_shared = !prepacked && !pack_on_the_fly;
   const bool strips = pack_on_the_fly && g.m_blocks == 1;
-  // The ones row is free unless it costs the AMX kernel a whole extra tile of 16 rows.
-  const Isa isa = active_isa();
-  const bool ones_row = strips && !(isa == Isa::amx && p.M % qmm_row_align == 0);
-  const std::int64_t c_rows = ones_row ? round_up(p.M + 1, qmm_row_align) : g.mc;
+  const std::int64_t c_rows = strips ? round_up(p.M + 1, qmm_row_align) : g.mc;
   for (std::int64_t t = 0; t < (a_shared ? 1 : batches); ++t) {
-    a[std::size_t(t)].shape(ones_row ? p.M + 1 : p.M, kp);
-    if (ones_row) a[std::size_t(t)].ones_row(p.M);
+    a[std::size_t(t)].shape(strips ? p.M + 1 : p.M, kp);
+    if (strips) a[std::size_t(t)].ones_row(p.M);
   }
   if (pack_shared) shape_panels(caller.shared_b, b_batches, p.K, p.N, p.b.dtype, false);
   const PackedPanels* b = prepacked ? prepacked : pack_shared ? &caller.shared_b : nullptr;
-  const Job job{p, g, a, a_shared, isa, kp > int32_safe_depth};
+  const Job job{p, g, a, a_shared, active_isa(), kp > int32_safe_depth};
   std::atomic<bool> all_pairs_fit{true}, out_of_memory{false};
   constexpr std::int64_t rows_per_task = 64, panels_per_task = 16;
   const std::int64_t row_tasks = (p.M + rows_per_task - 1) / rows_per_task;
@@ -223,7 +215,7 @@ void run_packed_qmm(const QmmProblem& p, const QmmPlan& plan, const PackedPanels
         for (std::int64_t item = 0; item < batches * g.n_blocks; ++item) {
           const std::int64_t t = item / g.n_blocks, jb = item % g.n_blocks;
           if (strips) {
-            job.strip(w, t, jb, ones_row);
+            job.strip(w, t, jb);
             continue;
           }
           const std::int64_t j0 = jb * g.nc, ncb = std::min(g.nc, p.N - j0);
