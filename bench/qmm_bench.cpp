@@ -144,15 +144,7 @@ Record bench_qmm(const QmmCase& c, const TimingOptions& timing) {
   r.set("b_zero_point", 0);
   r.set("out_scale", double(q.out_scale));
   r.set("out_zero_point", int(q.out_zero_point));
-  r.set("schedule", w.schedule_text());
-  r.set("threads", w.threads());
-  r.set("isa", name_of(active_isa()));
-  r.set("median_ns", stats[0].median_ns);
-  r.set("min_ns", stats[0].min_ns);
-  r.set("q1_ns", stats[0].q1_ns);
-  r.set("q3_ns", stats[0].q3_ns);
-  r.set("max_ns", stats[0].max_ns);
-  r.set("repetitions", stats[0].repetitions);
+  set_run_fields(r, w.schedule_text(), w.threads(), stats[0]);
   r.set("ops", w.ops());
   r.set("gops", ops / stats[0].median_ns);
   if (onednn.available()) {

@@ -106,15 +106,7 @@ Record bench_scan(const ScanCase& c, const TimingOptions& timing) {
   r.set("axis", c.options.axis);
   r.set("direction", c.options.direction == Direction::decreasing ? "decreasing" : "increasing");
   r.set("exclusive", c.options.exclusive);
-  r.set("schedule", w.schedule_text());
-  r.set("threads", w.threads());
-  r.set("isa", name_of(active_isa()));
-  r.set("median_ns", stats[0].median_ns);
-  r.set("min_ns", stats[0].min_ns);
-  r.set("q1_ns", stats[0].q1_ns);
-  r.set("q3_ns", stats[0].q3_ns);
-  r.set("max_ns", stats[0].max_ns);
-  r.set("repetitions", stats[0].repetitions);
+  set_run_fields(r, w.schedule_text(), w.threads(), stats[0]);
   r.set("bytes", w.bytes());
   r.set("gbps", bytes / stats[0].median_ns);
   r.set("copy_method", streaming_faster ? "streaming" : "memcpy");

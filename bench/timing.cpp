@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "hetkern/info.hpp"
+
 namespace hk::bench {
 namespace {
 
@@ -42,6 +44,18 @@ std::vector<TimingStats> time_interleaved(std::span<const std::function<void()>>
   std::vector<TimingStats> stats;
   for (auto& s : samples) stats.push_back(summarize(std::move(s)));
   return stats;
+}
+
+void set_run_fields(Record& r, const std::string& schedule, int threads, const TimingStats& s) {
+  r.set("schedule", schedule);
+  r.set("threads", threads);
+  r.set("isa", name_of(active_isa()));
+  r.set("median_ns", s.median_ns);
+  r.set("min_ns", s.min_ns);
+  r.set("q1_ns", s.q1_ns);
+  r.set("q3_ns", s.q3_ns);
+  r.set("max_ns", s.max_ns);
+  r.set("repetitions", s.repetitions);
 }
 
 }  // namespace hk::bench

@@ -5,7 +5,10 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
+
+#include "bench/record.hpp"
 
 namespace hk::bench {
 
@@ -24,5 +27,9 @@ struct TimingStats {
 /// `options` are met. Returns one TimingStats per function, in the order given.
 std::vector<TimingStats> time_interleaved(std::span<const std::function<void()>> functions,
                                           const TimingOptions& options);
+
+/// Sets the fields every record of a hetkern run has, in this order: schedule, threads, isa
+/// (the active level), median_ns, min_ns, q1_ns, q3_ns, max_ns, repetitions.
+void set_run_fields(Record& r, const std::string& schedule, int threads, const TimingStats& s);
 
 }  // namespace hk::bench
