@@ -99,6 +99,14 @@ void matrix_strides(const TensorDesc& d, std::int64_t (&batch)[2], std::int64_t&
   col = d.stride(r - 1);
 }
 
+void check_disjoint(const Tensor& out, const std::string& name, const ConstTensor& in) {
+  if (spans_overlap(out.desc, out.data, in.desc, in.data))
+    throw Error(Errc::overlap, op_name, "output",
+                "overlaps " + name + " (QuantizedLinearMatMul never runs in place)");
+}
+
+}  // namespace
+
 MatrixView matrix_view(const ConstTensor& t) {
   MatrixView v;
   v.dtype = t.desc.dtype();
@@ -107,13 +115,10 @@ MatrixView matrix_view(const ConstTensor& t) {
   return v;
 }
 
-void check_disjoint(const Tensor& out, const std::string& name, const ConstTensor& in) {
-  if (spans_overlap(out.desc, out.data, in.desc, in.data))
-    throw Error(Errc::overlap, op_name, "output",
-                "overlaps " + name + " (QuantizedLinearMatMul never runs in place)");
+void batch_sizes(const TensorDesc& d, std::int64_t (&sizes)[2]) {
+  const int r = d.rank();
+  for (int k = 0; k < r - 2; ++k) sizes[2 - (r - 2) + k] = d.size(k);
 }
-
-}  // namespace
 
 QmmProblem validate(const QuantizedMatMulArgs& args, const Tensor& output) {
   if (args.packed_b && args.packed_b->empty())
@@ -154,7 +159,7 @@ QmmProblem validate(const QuantizedMatMulArgs& args, const Tensor& output) {
     throw Error(Errc::invalid_shape, op_name, "output",
                 "sizes " + y.to_string() + " differ from {..., M, N} = {..., " +
                     std::to_string(p.M) + ", " + std::to_string(p.N) + "}");
-  for (int k = 0; k < r - 2; ++k) p.batch[2 - (r - 2) + k] = a.size(k);
+  batch_sizes(a, p.batch);
 
   QuantParams& q = p.q;
   q.a_scale = read_scale("a_scale", args.a_scale, Along::rows, p.M, "M");

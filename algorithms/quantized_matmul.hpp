@@ -23,7 +23,18 @@ struct MatrixView {
   std::int64_t batch_stride[2] = {0, 0};
   std::int64_t row_stride = 0;
   std::int64_t col_stride = 0;
+
+  /// Element offset of batch t = b0 * batch1 + b1 (batch1: the size of the second batch dimension).
+  std::int64_t batch_offset(std::int64_t t, std::int64_t batch1) const {
+    return (t / batch1) * batch_stride[0] + (t % batch1) * batch_stride[1];
+  }
 };
+
+/// The matrix view of a rank 2..4 tensor (absent batch dimensions: stride 0).
+MatrixView matrix_view(const ConstTensor& t);
+
+/// The two batch sizes of a rank 2..4 tensor, right-aligned (absent ones: 1).
+void batch_sizes(const TensorDesc& d, std::int64_t (&sizes)[2]);
 
 /// Quantization parameters, read once during validation: one value, or one per row / column.
 struct QuantParams {

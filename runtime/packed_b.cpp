@@ -25,13 +25,11 @@ PackedB pack_b(ConstTensor b) {
   detail::check_tensor("pack_b", "b", d, b.data, 2, 4);
   const int r = d.rank();
   const std::int64_t K = d.size(r - 2), N = d.size(r - 1);
-  std::int64_t batch_sizes[2] = {1, 1}, batch_strides[2] = {0, 0};
-  for (int k = 0; k < r - 2; ++k) {
-    batch_sizes[2 - (r - 2) + k] = d.size(k);
-    batch_strides[2 - (r - 2) + k] = d.stride(k);
-  }
-  const bool shared = batch_strides[0] == 0 && batch_strides[1] == 0;
-  const std::int64_t batches = shared ? 1 : batch_sizes[0] * batch_sizes[1];
+  const detail::MatrixView v = detail::matrix_view(b);
+  std::int64_t sizes_of_batch[2] = {1, 1};
+  detail::batch_sizes(d, sizes_of_batch);
+  const bool shared = v.batch_stride[0] == 0 && v.batch_stride[1] == 0;
+  const std::int64_t batches = shared ? 1 : sizes_of_batch[0] * sizes_of_batch[1];
   auto panels = std::make_shared<detail::PackedPanels>();
   detail::shape_panels(*panels, batches, K, N, d.dtype(), true);
   std::atomic<bool> fits{true};
@@ -42,9 +40,8 @@ PackedB pack_b(ConstTensor b) {
 #pragma omp parallel for schedule(static) num_threads(default_threads()) if (tasks > 1)
   for (std::int64_t i = 0; i < tasks; ++i) {
     const std::int64_t t = i / per_batch, p = (i % per_batch) * panels_per_task;
-    const std::int64_t offset = (t / batch_sizes[1]) * batch_strides[0] + (t % batch_sizes[1]) * batch_strides[1];
-    if (!detail::pack_panels(*panels, t, static_cast<const std::uint8_t*>(b.data) + offset,
-                             d.stride(r - 2), d.stride(r - 1), p,
+    if (!detail::pack_panels(*panels, t, static_cast<const std::uint8_t*>(b.data) + v.batch_offset(t, sizes_of_batch[1]),
+                             v.row_stride, v.col_stride, p,
                              std::min(panels->panels, p + panels_per_task)))
       fits.store(false, std::memory_order_relaxed);
   }

@@ -40,10 +40,6 @@ Blocking blocking(const QmmProblem& p, const QmmPlan& plan) {
 
 bool batch_shared(const MatrixView& v) { return v.batch_stride[0] == 0 && v.batch_stride[1] == 0; }
 
-std::int64_t batch_offset(const QmmProblem& p, const MatrixView& v, std::int64_t t) {
-  return (t / p.batch[1]) * v.batch_stride[0] + (t % p.batch[1]) * v.batch_stride[1];
-}
-
 const void* element(const MatrixView& v, std::int64_t offset) {
   return static_cast<const std::uint8_t*>(v.data) + offset;
 }
@@ -144,7 +140,7 @@ struct Job {
     for (std::int64_t k0 = 0; k0 < p.K; k0 += g.kc) {
       const std::int64_t kcb = std::min(g.kc, p.K - k0);
       shape_panels(w.own_b, 1, kcb, ncb, p.b.dtype, false);
-      const bool fits = pack_panels(w.own_b, 0, element(p.b, batch_offset(p, p.b, t) + k0 * p.b.row_stride + j0 * p.b.col_stride),
+      const bool fits = pack_panels(w.own_b, 0, element(p.b, p.b.batch_offset(t, p.batch[1]) + k0 * p.b.row_stride + j0 * p.b.col_stride),
                                     p.b.row_stride, p.b.col_stride, 0, panels, false);
       multiply(w, rows, 0, p.M + 1, ncb, k0, k0 + w.own_b.kp, w.own_b.panel(0, 0),
                w.own_b.panel_bytes, fits, k0 == 0);
@@ -195,14 +191,14 @@ void run_packed_qmm(const QmmProblem& p, const QmmPlan& plan, const PackedPanels
 #pragma omp for schedule(static) nowait
     for (std::int64_t i = 0; i < (a_shared ? 1 : batches) * row_tasks; ++i) {
       const std::int64_t t = i / row_tasks, r0 = (i % row_tasks) * rows_per_task;
-      pack_rows(a[std::size_t(t)], element(p.a, batch_offset(p, p.a, t)), p.a.dtype, p.K,
+      pack_rows(a[std::size_t(t)], element(p.a, p.a.batch_offset(t, p.batch[1])), p.a.dtype, p.K,
                 p.a.row_stride, p.a.col_stride, r0, std::min(p.M, r0 + rows_per_task));
     }
     if (pack_shared) {
 #pragma omp for schedule(static) nowait
       for (std::int64_t i = 0; i < b_batches * panel_tasks; ++i) {
         const std::int64_t t = i / panel_tasks, q0 = (i % panel_tasks) * panels_per_task;
-        if (!pack_panels(caller.shared_b, t, element(p.b, batch_offset(p, p.b, t)), p.b.row_stride,
+        if (!pack_panels(caller.shared_b, t, element(p.b, p.b.batch_offset(t, p.batch[1])), p.b.row_stride,
                          p.b.col_stride, q0, std::min(caller.shared_b.panels, q0 + panels_per_task)))
           all_pairs_fit.store(false, std::memory_order_relaxed);
       }
@@ -221,7 +217,7 @@ void run_packed_qmm(const QmmProblem& p, const QmmPlan& plan, const PackedPanels
           const std::int64_t j0 = jb * g.nc, ncb = std::min(g.nc, p.N - j0);
           PackedPanels& own = w.own_b;
           shape_panels(own, 1, p.K, ncb, p.b.dtype, false);
-          const bool fits = pack_panels(own, 0, element(p.b, batch_offset(p, p.b, t) + j0 * p.b.col_stride),
+          const bool fits = pack_panels(own, 0, element(p.b, p.b.batch_offset(t, p.batch[1]) + j0 * p.b.col_stride),
                                         p.b.row_stride, p.b.col_stride, 0,
                                         std::min(block_panels, own.panels));
           for (std::int64_t ib = 0; ib < g.m_blocks; ++ib)
