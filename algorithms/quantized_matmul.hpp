@@ -12,9 +12,6 @@
 
 namespace hk::detail {
 
-/// Largest K for which every sum of (A - za)(B - zb) fits in int32: 33025 * 255 * 255 < 2^31.
-inline constexpr std::int64_t qmm_int32_max_k = 33025;
-
 /// A matrix inside a batched tensor: element (b0, b1, r, c) is at
 /// data + b0*batch_stride[0] + b1*batch_stride[1] + r*row_stride + c*col_stride (elements).
 struct MatrixView {
