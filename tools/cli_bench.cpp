@@ -207,6 +207,7 @@ void add_bench(CLI::App& app) {
   add_scan_bench(*bench, "cumsum", Operator::cumulative_sum);
   add_scan_bench(*bench, "cumprod", Operator::cumulative_product);
   add_qmm_bench(*bench);
+  add_bench_sweep(*bench);
 }
 
 }  // namespace hk::cli
