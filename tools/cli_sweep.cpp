@@ -64,16 +64,19 @@ void add_bench_sweep(CLI::App& bench) {
   bench.add_option("--min-reps", args->timing.min_repetitions, "sweep: and at least this many repetitions")
       ->check(CLI::Range(1, 1 << 30))
       ->capture_default_str();
-  bench.callback([&bench, args] {
+  // Checked once parsing is complete, before an operator subcommand would run its case.
+  bench.parse_complete_callback([&bench, args] {
     if (args->spec.empty()) {
       for (const char* option : {"--out", "--threads", "--schedule", "--pin", "--isa", "--no-peers",
                                  "--min-time", "--min-reps"})
         if (bench.count(option))
           throw CLI::ValidationError(option, "belongs to --sweep; for one case put it after the operator");
-      return;
-    }
-    if (!bench.get_subcommands().empty())
+    } else if (!bench.get_subcommands().empty()) {
       throw CLI::ValidationError("--sweep", "takes its cases from SPEC, not from an operator subcommand");
+    }
+  });
+  bench.callback([args] {
+    if (args->spec.empty()) return;
     if (!args->isa.empty()) set_max_isa(parse_isa(args->isa));
     bench::SweepOptions o;
     o.spec = args->spec;
