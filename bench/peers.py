@@ -5,8 +5,8 @@ warm-up, then repetitions until at least min_seconds passed and min_repetitions 
 spread of the calls.
 
 Reads the sweep's cases as JSON on stdin ({"min_seconds", "min_repetitions", "cases": [...]}) and
-writes one JSON object per line: {"peer": {...}} for each library (available or why not),
-{"record": {...}} per measurement, {"skip": {...}} for a case a peer cannot run. A missing library
+writes one line per result, a word and a JSON object: "peer {...}" for each library (available or
+why not), "record {...}" per measurement, "skip {...}" for a case a peer cannot run. A missing library
 is reported, not an error. `hetkern bench --sweep` runs it; it is not meant to be run by hand.
 """
 import json
@@ -16,8 +16,8 @@ import time
 NUMPY_TYPES = {"float16", "float32", "int32", "uint32", "int64", "uint64"}
 
 
-def emit(key, value):
-    sys.stdout.write(json.dumps({key: value}) + "\n")
+def emit(kind, value):
+    sys.stdout.write(kind + " " + json.dumps(value) + "\n")
     sys.stdout.flush()
 
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -75,6 +76,14 @@ struct Measurement {
   std::string device;
 };
 
+// The thread count a schedule text fixes; a value that is no count is left for the operator to
+// refuse (the measurement is then reported as skipped with its message).
+int fixed_threads(std::string_view value, int fallback) {
+  int t = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), t);
+  return ec == std::errc() && end == value.data() + value.size() && t > 0 ? t : fallback;
+}
+
 // The schedule variants of one strategy for the thread and pin dimensions: host strategies with a
 // threads parameter take each count (unless the schedule fixes one), those with a pin parameter
 // each pin; a GPU strategy runs once, its device threads left to the library.
@@ -86,7 +95,7 @@ void expand(const SweepCase& c, const StrategyInfo& info, const Schedule& base,
   else if (device == "host" && has_param(info, "pin") && !o.pins.empty()) pins = o.pins;
   std::vector<int> counts = {threads.back()};
   if (device == "host") {
-    if (const auto fixed = base.find("threads")) counts = {std::stoi(std::string(*fixed))};
+    if (const auto fixed = base.find("threads")) counts = {fixed_threads(*fixed, threads.back())};
     else if (has_param(info, "threads")) counts = threads;
     else counts = {1};
   }
@@ -332,8 +341,9 @@ std::string peer_input(const SweepOptions& o, const std::vector<Record>& measure
   return text + "]}\n";
 }
 
-// Lines of the peers' output: {"peer": {...}} for each peer library, {"record": {...}} for each
-// measurement, {"skip": {...}} for a case a peer cannot run.
+// Lines of the peers' output, each a word and a JSON object: "peer {...}" for each peer library,
+// "record {...}" for each measurement, "skip {...}" for a case a peer cannot run. The objects are
+// passed through into results.json as they are.
 struct PeerOutput {
   std::vector<std::string> peers, records, skipped;
   std::string failure;  // why the helper produced nothing usable, or empty
@@ -353,13 +363,12 @@ PeerOutput run_peers(const SweepOptions& o, const std::vector<Record>& measured,
   }
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
-    // The helper writes one key per line; the value is passed through as JSON text.
-    const std::size_t colon = line.find(':');
-    if (line.size() < 4 || colon == std::string::npos) continue;
-    const std::string key = line.substr(2, colon - 3), value = line.substr(colon + 2, line.size() - colon - 3);
-    if (key == "peer") out.peers.push_back(value);
-    else if (key == "record") out.records.push_back(value);
-    else if (key == "skip") out.skipped.push_back(value);
+    const std::size_t space = line.find(' ');
+    if (space == std::string::npos) continue;
+    const std::string kind = line.substr(0, space), json = line.substr(space + 1);
+    if (kind == "peer") out.peers.push_back(json);
+    else if (kind == "record") out.records.push_back(json);
+    else if (kind == "skip") out.skipped.push_back(json);
   }
   return out;
 }
@@ -475,7 +484,6 @@ SweepResult run_sweep(const SweepOptions& o) {
     for (const auto& r : peers.records) records.push_back(r);
     for (const auto& s : peers.skipped) skipped.push_back(s);
 
-    const Peak clock{0, measured_clock_ghz(1), ""};
     std::vector<std::string> peak_list;
     for (const auto& [t, p] : peaks) {
       Record r;
@@ -494,7 +502,7 @@ SweepResult run_sweep(const SweepOptions& o) {
     machine.set("cpus", cpus);
     machine.set("isa", name_of(active_isa()));
     machine.set("detected_isa", name_of(detected_isa()));
-    machine.set("clock_ghz", clock.clock_ghz);
+    machine.set("clock_ghz", measured_clock_ghz(1));
     machine.set("clock_method", "dependent integer additions, one thread");
     machine.set("gpu_devices", gpu_devices);
     const std::string onednn = onednn_version();
