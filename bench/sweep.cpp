@@ -186,8 +186,10 @@ class Progress {
     if (int(line.size()) > width_ - 1) line.resize(std::size_t(width_ - 1));
     std::fprintf(stderr, "\r%-*s", width_ - 1, line.c_str());
   }
-  void finish() {
-    if (tty_) std::fputc('\n', stderr);
+  void finish(int done) {
+    if (!tty_) return;
+    show(done, done == total_ ? "done" : "stopped");
+    std::fputc('\n', stderr);
   }
 
  private:
@@ -469,7 +471,7 @@ SweepResult run_sweep(const SweepOptions& o) {
         ++result.skipped;
       }
     }
-    progress.finish();
+    progress.finish(result.measured + result.skipped);
     result.interrupted = interrupt_requested != 0;
 
     PeerOutput peers;
