@@ -66,6 +66,8 @@ void add_bench_sweep(CLI::App& bench) {
       ->capture_default_str();
   // Checked once parsing is complete, before an operator subcommand would run its case.
   bench.parse_complete_callback([&bench, args] {
+    // Words that are neither options nor an operator: CLI11 names them next, which says more.
+    if (!bench.remaining().empty()) return;
     if (args->spec.empty()) {
       for (const char* option : {"--out", "--threads", "--schedule", "--pin", "--isa", "--no-peers",
                                  "--min-time", "--min-reps"})
