@@ -78,6 +78,15 @@ def scan_input(np, case):
     return x.astype(case["dtype"])
 
 
+def guarded(case, schedule, measure):
+    """Runs one peer measurement; a case the library refuses (a dtype it lacks, a shape its kernel
+    does not take, memory) is reported as skipped, so that the other measurements still count."""
+    try:
+        measure()
+    except Exception as e:  # the peer's own error, whatever its type, is the reason
+        emit("skip", {"case": case["case"], "schedule": schedule, "reason": f"{type(e).__name__}: {e}"})
+
+
 def numpy_peer(cases, timing):
     try:
         import numpy as np
@@ -91,16 +100,20 @@ def numpy_peer(cases, timing):
         if case["exclusive"]:
             emit("skip", {"case": case["case"], "schedule": "numpy", "reason": "numpy has no exclusive scan"})
             continue
-        x = scan_input(np, case)
-        y = np.empty_like(x)
-        fn = np.cumprod if case["op"] == "cumprod" else np.cumsum
-        axis = case["axis"]
-        if case["direction"] == "decreasing":
-            xs, ys = np.flip(x, axis), np.flip(y, axis)
-        else:
-            xs, ys = x, y
-        s = time_calls(lambda: fn(xs, axis=axis, out=ys), timing)
-        emit("record", scan_record(case, "numpy", f"numpy.{fn.__name__}", "host", 1, s, 2 * x.nbytes))
+        guarded(case, "numpy", lambda: numpy_scan(np, case, timing))
+
+
+def numpy_scan(np, case, timing):
+    x = scan_input(np, case)
+    y = np.empty_like(x)
+    fn = np.cumprod if case["op"] == "cumprod" else np.cumsum
+    axis = case["axis"]
+    if case["direction"] == "decreasing":
+        xs, ys = np.flip(x, axis), np.flip(y, axis)
+    else:
+        xs, ys = x, y
+    s = time_calls(lambda: fn(xs, axis=axis, out=ys), timing)
+    emit("record", scan_record(case, "numpy", f"numpy.{fn.__name__}", "host", 1, s, 2 * x.nbytes))
 
 
 def torch_peer(cases, timing):
@@ -117,38 +130,42 @@ def torch_peer(cases, timing):
     for case in cases:
         if case["op"] == "qlinear-matmul":
             if cuda:
-                torch_int_mm(torch, case, timing, sync)
+                guarded(case, "torch._int_mm", lambda: torch_int_mm(torch, case, timing, sync))
             continue
         if case["exclusive"] or case["direction"] == "decreasing":
             emit("skip", {"case": case["case"], "schedule": "torch.cumsum",
                           "reason": "torch has no exclusive or decreasing scan without extra copies"})
             continue
-        x = torch.from_numpy(scan_input(np, case))
-        fn = torch.cumprod if case["op"] == "cumprod" else torch.cumsum
-        axis = case["axis"]
-        y = torch.empty_like(x)
-        s = time_calls(lambda: fn(x, axis, out=y), timing)
-        threads = torch.get_num_threads()
-        emit("record", scan_record(case, "torch", f"torch.{fn.__name__}", "host", threads, s,
-                                   2 * x.numel() * x.element_size()))
-        if not cuda:
-            continue
-        xd, yd = x.cuda(), torch.empty_like(x, device="cuda")
-        kernel = time_calls(lambda: fn(xd, axis, out=yd), timing, sync)
-        # With transfers: the input to the device, the scan, the output back to pinned host memory.
-        xh, yh = x.pin_memory(), torch.empty_like(x).pin_memory()
+        guarded(case, "torch", lambda: torch_scan(np, torch, case, timing, cuda, sync))
 
-        def round_trip():
-            xd.copy_(xh, non_blocking=True)
-            fn(xd, axis, out=yd)
-            yh.copy_(yd, non_blocking=True)
 
-        moved = time_calls(round_trip, timing, sync)
-        r = scan_record(case, "torch", f"torch.{fn.__name__}(cuda)", "gpu", threads, kernel,
-                        2 * x.numel() * x.element_size())
-        r["median_without_transfers_ns"] = kernel["median_ns"]
-        r["median_with_transfers_ns"] = moved["median_ns"]
-        emit("record", r)
+def torch_scan(np, torch, case, timing, cuda, sync):
+    x = torch.from_numpy(scan_input(np, case))
+    fn = torch.cumprod if case["op"] == "cumprod" else torch.cumsum
+    axis = case["axis"]
+    y = torch.empty_like(x)
+    s = time_calls(lambda: fn(x, axis, out=y), timing)
+    threads = torch.get_num_threads()
+    emit("record", scan_record(case, "torch", f"torch.{fn.__name__}", "host", threads, s,
+                               2 * x.numel() * x.element_size()))
+    if not cuda:
+        return
+    xd, yd = x.cuda(), torch.empty_like(x, device="cuda")
+    kernel = time_calls(lambda: fn(xd, axis, out=yd), timing, sync)
+    # With transfers: the input to the device, the scan, the output back to pinned host memory.
+    xh, yh = x.pin_memory(), torch.empty_like(x).pin_memory()
+
+    def round_trip():
+        xd.copy_(xh, non_blocking=True)
+        fn(xd, axis, out=yd)
+        yh.copy_(yd, non_blocking=True)
+
+    moved = time_calls(round_trip, timing, sync)
+    r = scan_record(case, "torch", f"torch.{fn.__name__}(cuda)", "gpu", threads, kernel,
+                    2 * x.numel() * x.element_size())
+    r["median_without_transfers_ns"] = kernel["median_ns"]
+    r["median_with_transfers_ns"] = moved["median_ns"]
+    emit("record", r)
 
 
 def torch_int_mm(torch, case, timing, sync):
