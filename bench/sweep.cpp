@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <new>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -436,6 +437,12 @@ SweepResult run_sweep(const SweepOptions& o) {
   {
     InterruptGuard guard;
     Progress progress(result.planned);
+    auto skip = [&](const Measurement& m, const std::string& reason) {
+      skipped.push_back(object({{"case", m.c->text},
+                                {"schedule", m.schedule.empty() ? "default" : m.schedule.to_string()},
+                                {"reason", reason}}));
+      ++result.skipped;
+    };
     for (std::size_t i = 0; i < measurements.size(); ++i) {
       if (interrupt_requested) break;
       const Measurement& m = measurements[i];
@@ -465,10 +472,9 @@ SweepResult run_sweep(const SweepOptions& o) {
         ++result.measured;
       } catch (const Error& e) {
         // A strategy that does not apply to the case's shape is reported, not fatal.
-        skipped.push_back(object({{"case", m.c->text},
-                                  {"schedule", m.schedule.empty() ? "default" : m.schedule.to_string()},
-                                  {"reason", e.what()}}));
-        ++result.skipped;
+        skip(m, e.what());
+      } catch (const std::bad_alloc&) {
+        skip(m, "not enough memory for this case");
       }
     }
     progress.finish(result.measured + result.skipped);

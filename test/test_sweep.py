@@ -233,6 +233,18 @@ class Options(unittest.TestCase):
         self.assertEqual(got, sorted([("scan.parallel", 1, pin("scan.parallel")), ("scan.tiled", 1, pin("scan.tiled"))]))
         self.assertEqual(res["peers"], [])
 
+    def test_a_schedule_illegal_for_a_case_is_skipped_with_the_reason(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            result = sweep("cumsum 5000 float32 axis=0\n", tmp, "--schedule", "scan.parallel(tile=99999);scan.tiled",
+                           "--threads", "1", "--no-peers", *QUICK)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertIn("1 skipped", result.stdout)
+            with open(os.path.join(tmp, "result", "results.json")) as f:
+                res = json.load(f)
+        self.assertEqual([r["strategy"] for r in res["records"]], ["scan.tiled"])
+        self.assertEqual(len(res["skipped"]), 1)
+        self.assertIn("tile=99999", res["skipped"][0]["reason"])
+
     def test_bad_spec_lines_name_the_line(self):
         cases = [("cumsum 100 float32\n", "1", "axis"),
                  ("# fine\ncumsum 100 float32 axis=1\n", "2", "axis"),
