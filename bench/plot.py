@@ -121,6 +121,31 @@ def summary(res, path, plots, plot_note):
             "range (q1-q3). Every hetkern measurement ran next to its baseline in the same process: "
             "the copy of the same bytes for the scans, oneDNN for the matrix products."]
 
+    out += ["", "## At a glance: the fastest schedule of each case", "",
+            "Against its own baseline, measured next to it at its thread count: the copy of the same "
+            "bytes for a scan (*of limit*: share of copy speed), the instruction-set peak for a matrix "
+            "product (*of limit*: share of the peak; *baseline* is oneDNN).", "",
+            "| case | fastest hetkern schedule | threads | median ms | rate | baseline rate | of limit | fastest peer |",
+            "|---|---|---:|---:|---:|---:|---:|---|"]
+    for case in case_order(records):
+        group = [r for r in records if r["case"] == case]
+        ours = [r for r in group if r["kind"] == "hetkern"]
+        peers = [r for r in group if r["kind"] == "peer"]
+        peer = min(peers, key=lambda r: r["median_ns"]) if peers else None
+        peer_text = f"{peer['schedule']}: {ms(peer['median_ns'])} ms" if peer else ""
+        if not ours:
+            out.append(f"| {case} | | | | | | | {peer_text} |")
+            continue
+        best = min(ours, key=lambda r: r["median_ns"])
+        if is_scan(best):
+            rate, base, limit = f"{num(best['gbps'])} GB/s", best.get("copy_gbps"), best.get("copy_gbps")
+            value = best["gbps"]
+        else:
+            rate, base, limit = f"{num(best['gops'])} GOPS", best.get("onednn_gops"), best.get("peak_gops")
+            value = best["gops"]
+        out.append(f"| {case} | {best['schedule']} | {best['threads']} | {ms(best['median_ns'])} | {rate} | "
+                   f"{num(base)} | {percent(value, limit)} | {peer_text} |")
+
     if scans:
         out += ["", "## Scans: achieved bandwidth against the copy roof", "",
                 "GB/s counts the tensor read once and written once. *of roof* is the copy's time over "
