@@ -19,11 +19,13 @@ struct Peak {
 /// additions (one per cycle on every x86-64 core) timed for a few milliseconds.
 double measured_clock_ghz(int threads);
 
-/// The int8 operation peak (2 per multiply-accumulate) of `threads` threads at `level`:
+/// The int8 operation peak (2 per multiply-accumulate) of `threads` threads at `level`: one core's
+/// rate times `threads` (the best of many short rounds on one core, so that a machine shared with
+/// other work still yields its roof), where one core's rate is
 ///   avx512_vnni  vpdpbusd zmm (64 u8 x s8 MACs), 12 independent accumulators, measured;
 ///   avx2, avx512 vpmaddubsw + vpmaddwd + vpaddd on ymm (32 MACs), the AVX2 kernel's exact path,
 ///                measured;
-///   amx          1024 MACs per cycle and core (tdpbusd's rate) times the measured clock;
+///   amx          1024 MACs per cycle (tdpbusd's rate) times the measured clock;
 ///   portable     none.
 Peak measured_peak(Isa level, int threads);
 

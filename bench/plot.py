@@ -222,7 +222,7 @@ def plot_scans(plt, res, path):
     records = [r for r in res["records"] if is_scan(r)]
     cases = case_order(records)
     top = top_threads(records)
-    fig, ax = plt.subplots(figsize=(max(9, 1.1 * len(cases) + 5), 5))
+    fig, ax = plt.subplots(figsize=(max(10, 1.1 * len(cases) + 6), 5))
     x_of = {c: i for i, c in enumerate(cases)}
     # The roof at each thread count a plotted line ran with: a copy of the same bytes, same run.
     shown = [r for r in records if r["device"] == "host" and (r["threads"] in (top, 1) or r["kind"] == "peer")
@@ -285,7 +285,7 @@ def plot_qmm(plt, res, path):
     cases = case_order(records)
     top = top_threads(records)
     x_of = {c: i for i, c in enumerate(cases)}
-    fig, ax = plt.subplots(figsize=(max(9, 1.1 * len(cases) + 5), 5))
+    fig, ax = plt.subplots(figsize=(max(10, 1.1 * len(cases) + 6), 5))
     peak = {p["threads"]: p for p in res["peaks"]}
     shown = [r for r in records if r["kind"] == "peer" or r["threads"] == top
              or r["strategy"] in single_thread(records)]
@@ -295,7 +295,8 @@ def plot_qmm(plt, res, path):
             p = peak[t]
             ax.axhline(p["gops"], color="black", linewidth=3 if t == top else 1.5, alpha=0.35,
                        linestyle="-" if t == top else "--",
-                       label=f"{p['isa']} peak, {t} thread{'s' if t > 1 else ''}\n({p['method']})")
+                       label=f"{p['isa']} instruction-set peak, {t} thread{'s' if t > 1 else ''}\n"
+                             f"({p['method'].split(' of one core')[0]})")
     onednn = best_by(records, "onednn_gops",
                      lambda r: r["case"] if r["kind"] == "hetkern" and r["threads"] == top else None)
     if onednn:
