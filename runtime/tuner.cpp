@@ -137,6 +137,8 @@ std::vector<Schedule> schedule_space(const TuneProblem& problem) {
   return out;
 }
 
+Schedule heuristic_schedule(const TuneProblem& problem) { return TuneWorkload(problem).heuristic_schedule(); }
+
 TuningRecord tuning_key(const TuneProblem& problem) {
   const TuneWorkload w(problem);
   return w.is_scan() ? detail::scan_key(w.scan_call()) : detail::qmm_key(w.qmm_problem());

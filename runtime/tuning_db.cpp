@@ -212,6 +212,19 @@ TuningDb::~TuningDb() {
 
 int TuningDb::schema_version() const { return impl_->version; }
 
+void TuningDb::put_all(const std::vector<TuningRecord>& records) {
+  if (!impl_->db)
+    throw Error(Errc::invalid_file, "tuning database", impl_->path, "opened read-only, cannot write");
+  impl_->exec("BEGIN IMMEDIATE", "cannot start a transaction");
+  try {
+    for (const auto& r : records) put(r);
+    impl_->exec("COMMIT", "cannot commit");
+  } catch (...) {
+    sqlite3_exec(impl_->db, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
 void TuningDb::put(const TuningRecord& r) {
   if (!impl_->db)
     throw Error(Errc::invalid_file, "tuning database", impl_->path, "opened read-only, cannot write");
@@ -226,7 +239,7 @@ void TuningDb::put(const TuningRecord& r) {
   sqlite3_bind_int(st.s, 12, r.transfers ? 1 : 0);
   sqlite3_bind_int64(st.s, 13, r.candidates);
   sqlite3_bind_double(st.s, 14, r.default_ns);
-  // A single statement is its own transaction: all of the record or none of it is written.
+  // Outside put_all a single statement is its own transaction: all of the record or none of it.
   if (sqlite3_step(st.s) != SQLITE_DONE) impl_->fail("cannot write a record");
 }
 

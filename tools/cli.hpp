@@ -13,5 +13,7 @@ void add_info(CLI::App& app);
 void add_demo(CLI::App& app);
 /// `hetkern bench cumsum|cumprod|qlinear-matmul ...`: one case timed next to its baseline.
 void add_bench(CLI::App& app);
+/// `hetkern tune ...`: measure schedules per shape into the tuning database; list, export, import.
+void add_tune(CLI::App& app);
 
 }  // namespace hk::cli

@@ -57,6 +57,8 @@ class TuningDb {
 
   /// Inserts or replaces the record with the same key, atomically.
   void put(const TuningRecord& record);
+  /// Inserts or replaces all records in one transaction: all of them are written or none.
+  void put_all(const std::vector<TuningRecord>& records);
   /// The record with exactly this key (the value fields of `key` are ignored).
   std::optional<TuningRecord> find(const TuningRecord& key) const;
   /// Records of the same op, version, dtype, stride class, params and fingerprint, any shape.
@@ -89,6 +91,9 @@ struct TuneProblem {
 
 /// The key a call of `problem` looks up (fingerprint of this process).
 TuningRecord tuning_key(const TuneProblem& problem);
+
+/// The schedule the heuristic alone gives the problem (no database, no HETKERN_SCHEDULE).
+Schedule heuristic_schedule(const TuneProblem& problem);
 
 /// The candidate schedules for a problem on this machine: every strategy of the operator with
 /// its parameters enumerated over ranges derived from the shape, the caches and the thread count
