@@ -179,6 +179,12 @@ struct TuningDb::Impl {
                                    : SQLITE_OPEN_READONLY;
     if (sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) fail("cannot open");
     sqlite3_busy_timeout(db, busy_timeout_ms);
+    if (!writable) {
+      // A reader of a current file takes no write lock; only an old one is migrated.
+      version = read_version();
+      check_version();
+      if (version == current_schema_version) return;
+    }
     if (write_access) {
       exec("PRAGMA journal_mode=WAL", "cannot switch to write-ahead logging");
       exec("PRAGMA synchronous=NORMAL", "cannot set the sync mode");

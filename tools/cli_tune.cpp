@@ -213,6 +213,9 @@ std::string speedup_text(const TuningRecord& r) {
 }
 
 void tune_problems(const TuneArgs& args, const std::vector<TuneProblem>& problems) {
+  // Every problem is validated before anything is measured or written.
+  std::vector<TuningRecord> keys;
+  for (const auto& p : problems) keys.push_back(tuning_key(p));
   TuningDb db(db_path(args), true);
   Progress progress;
   std::vector<SummaryRow> rows;
@@ -221,7 +224,7 @@ void tune_problems(const TuneArgs& args, const std::vector<TuneProblem>& problem
     const std::string what = problem_text(p);
     progress.begin(i, problems.size(), what);
     if (!args.retune) {
-      if (auto kept = db.find(tuning_key(p))) {
+      if (auto kept = db.find(keys[i])) {
         progress.end("already tuned, kept (--retune measures again)");
         rows.push_back({what, kept->schedule, time_text(kept->median_ns), speedup_text(*kept), "kept"});
         continue;
