@@ -39,10 +39,16 @@ struct CallClass {
 
 struct CallClassHash {
   std::size_t operator()(const CallClass& c) const noexcept {
-    // FNV-1a over the bytes; the struct is zero-initialized, so its padding is deterministic.
-    const auto* p = reinterpret_cast<const unsigned char*>(&c);
-    std::uint64_t h = 0xcbf29ce484222325ull;
-    for (std::size_t i = 0; i < sizeof c; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+    // Multiply-xorshift over 8-byte words; the struct is zero-initialized, so its padding is
+    // deterministic.
+    static_assert(sizeof(CallClass) % 8 == 0);
+    std::uint64_t words[sizeof(CallClass) / 8];
+    std::memcpy(words, &c, sizeof c);
+    std::uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (const std::uint64_t w : words) {
+      h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+      h ^= h >> 31;
+    }
     return std::size_t(h);
   }
 };

@@ -26,7 +26,10 @@ constexpr int screen_repetitions = 3;
 constexpr std::size_t exhaustive_max = 8;
 constexpr double noisy_spread = 0.10;
 constexpr int noisy_retries = 2;
-constexpr int finalists = 3;
+// Screening measurements are not repeated: the finalists are measured again in full.
+constexpr int finalists = 2;
+constexpr double finalist_seconds = 0.01;
+constexpr int random_restarts = 2;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -66,9 +69,9 @@ std::vector<Stats> time_rounds(TuneWorkload& w, const std::vector<Schedule>& sch
 }
 
 // One schedule, re-measured while noisy; the attempt with the smallest relative spread counts.
-Stats measure(TuneWorkload& w, const Schedule& s, double min_seconds, int min_reps) {
+Stats measure(TuneWorkload& w, const Schedule& s, double min_seconds, int min_reps, int retries) {
   Stats best = time_rounds(w, {s}, min_seconds, min_reps).front();
-  for (int retry = 0; retry < noisy_retries && best.relative_spread() > noisy_spread; ++retry) {
+  for (int retry = 0; retry < retries && best.relative_spread() > noisy_spread; ++retry) {
     const Stats again = time_rounds(w, {s}, min_seconds, min_reps).front();
     if (again.relative_spread() < best.relative_spread()) best = again;
   }
@@ -174,10 +177,10 @@ TuneResult tune(const TuneProblem& problem, const TuneOptions& options) {
   TuneProgress progress;
   progress.planned = std::int64_t(cap);
   std::map<std::size_t, Stats> measured;
-  auto try_point = [&](std::size_t i, double seconds, int reps) {
+  auto try_point = [&](std::size_t i, double seconds, int reps, int retries) {
     if (measured.count(i)) return;
     check(w, space[i].schedule);
-    const Stats s = measure(w, space[i].schedule, seconds, reps);
+    const Stats s = measure(w, space[i].schedule, seconds, reps, retries);
     measured[i] = s;
     progress.tried = std::int64_t(measured.size());
     progress.schedule = space[i].schedule.to_string();
@@ -196,21 +199,31 @@ TuneResult tune(const TuneProblem& problem, const TuneOptions& options) {
   std::size_t winner = heuristic_index;
   Stats heuristic_stats;
   if (exhaustive) {
-    for (std::size_t i = 0; i < space.size(); ++i) try_point(i, full_seconds, min_repetitions);
+    for (std::size_t i = 0; i < space.size(); ++i) try_point(i, full_seconds, min_repetitions, noisy_retries);
     winner = best_of();
     winner_stats = measured[winner];
     heuristic_stats = measured[heuristic_index];
   } else {
+    // Climb from the heuristic's schedule to the best of its neighbourhood; when the climb
+    // stops, random candidates (a restart away from a local minimum) and another climb from the
+    // best, while the budget lasts.
     std::mt19937_64 rng(options.seed);
-    try_point(heuristic_index, screen_seconds, screen_repetitions);
-    const std::size_t random_start = std::max<std::size_t>(2, cap / 3);
-    for (std::size_t r = 0; r < random_start && within_budget(); ++r)
-      try_point(std::size_t(rng() % space.size()), screen_seconds, screen_repetitions);
-    for (bool improved = true; improved && within_budget();) {
-      const std::size_t best = best_of();
-      for (const std::size_t n : neighbours(space, best))
-        if (within_budget()) try_point(n, screen_seconds, screen_repetitions);
-      improved = best_of() != best;
+    auto climb = [&] {
+      for (bool improved = true; improved && within_budget();) {
+        const std::size_t best = best_of();
+        for (const std::size_t n : neighbours(space, best))
+          if (within_budget()) try_point(n, screen_seconds, screen_repetitions, 0);
+        improved = best_of() != best;
+      }
+    };
+    try_point(heuristic_index, screen_seconds, screen_repetitions, 0);
+    climb();
+    while (within_budget()) {
+      const std::size_t before = measured.size();
+      for (int r = 0; r < random_restarts && within_budget(); ++r)
+        try_point(std::size_t(rng() % space.size()), screen_seconds, screen_repetitions, 0);
+      climb();
+      if (measured.size() == before) break;  // every random pick was already measured
     }
     // The finalists (and the heuristic, for its time) measured in full, interleaved.
     std::vector<std::pair<double, std::size_t>> ranked;
@@ -221,11 +234,14 @@ TuneResult tune(const TuneProblem& problem, const TuneOptions& options) {
     if (std::find(finals.begin(), finals.end(), heuristic_index) == finals.end()) finals.push_back(heuristic_index);
     std::vector<Schedule> schedules;
     for (const auto i : finals) schedules.push_back(space[i].schedule);
-    std::vector<Stats> stats = time_rounds(w, schedules, full_seconds * double(schedules.size()), min_repetitions);
+    const double seconds = finalist_seconds * double(schedules.size());
+    std::vector<Stats> stats = time_rounds(w, schedules, seconds, min_repetitions);
     for (int retry = 0; retry < noisy_retries; ++retry) {
       const bool noisy = std::any_of(stats.begin(), stats.end(), [](const Stats& s) { return s.relative_spread() > noisy_spread; });
       if (!noisy) break;
-      stats = time_rounds(w, schedules, full_seconds * double(schedules.size()), min_repetitions);
+      const std::vector<Stats> again = time_rounds(w, schedules, seconds, min_repetitions);
+      for (std::size_t f = 0; f < stats.size(); ++f)
+        if (again[f].relative_spread() < stats[f].relative_spread()) stats[f] = again[f];
     }
     std::size_t best = 0;
     for (std::size_t f = 0; f < finals.size(); ++f) {

@@ -112,7 +112,7 @@ struct TuneProgress {
 struct TuneOptions {
   double budget_seconds = 8;    // the search stops starting candidates after this long
   bool exhaustive = false;      // measure the whole space whatever its size
-  std::uint64_t seed = 1;       // for the random start
+  std::uint64_t seed = 1;       // for the random restarts
   std::function<void(const TuneProgress&)> progress;
 };
 
@@ -124,14 +124,15 @@ struct TuneResult {
 
 /// Measures candidates of the problem's schedule space and returns the fastest. Exhaustive when
 /// the space has at most 8 candidates (or options.exhaustive), each timed in full; otherwise a
-/// short screening measurement of a random start seeded with the heuristic's schedule, then
-/// local refinement of the best (its neighbours one value step away in each parameter, and the
-/// most similar candidate of each other strategy) until none is faster, the budget is spent or
-/// a sixth of the space was tried; the three best and the heuristic's schedule are then timed in
-/// full, and measurements whose interquartile range exceeds 10% of the median are repeated. Each candidate's
-/// first result is checked against the reference before it is timed; a candidate that differs
-/// is an internal error (hk::Error, Errc::invalid_schedule). Throws hk::Error for an invalid
-/// problem. Writes nothing to any database.
+/// short screening measurement along a climb from the heuristic's schedule to the best of its
+/// neighbourhood (one value step in each parameter, and the most similar candidate of each other
+/// strategy), then random restarts and further climbs while the budget lasts and fewer than a
+/// sixth of the space were tried; the two best and the heuristic's schedule are then timed in
+/// full against each other. Full measurements whose interquartile range exceeds 10% of the
+/// median are repeated. Each candidate's first result is checked against the reference before
+/// it is timed; a candidate that differs is an internal error (hk::Error,
+/// Errc::invalid_schedule). Throws hk::Error for an invalid problem. Writes nothing to any
+/// database.
 TuneResult tune(const TuneProblem& problem, const TuneOptions& options);
 
 /// Times each schedule on the problem's data, interleaved (one call of each per round, so that
