@@ -16,6 +16,7 @@
 #include <mutex>
 #include <set>
 #include <shared_mutex>
+#include <type_traits>
 #include <unordered_map>
 #include <variant>
 
@@ -33,14 +34,15 @@ struct CallClass {
   std::int32_t threads = 0;
   std::int8_t op = 0, rank = 0, axis = 0, direction = 0, exclusive = 0, stride_class = 0, isa = 0;
   std::int8_t types[3] = {};
+  std::int8_t padding[2] = {};  // explicit, so that every byte hashed and compared is initialized
 
   bool operator==(const CallClass& o) const { return std::memcmp(this, &o, sizeof *this) == 0; }
 };
+static_assert(std::has_unique_object_representations_v<CallClass>, "CallClass must have no implicit padding");
 
 struct CallClassHash {
   std::size_t operator()(const CallClass& c) const noexcept {
-    // Multiply-xorshift over 8-byte words; the struct is zero-initialized, so its padding is
-    // deterministic.
+    // Multiply-xorshift over 8-byte words.
     static_assert(sizeof(CallClass) % 8 == 0);
     std::uint64_t words[sizeof(CallClass) / 8];
     std::memcpy(words, &c, sizeof c);
