@@ -263,8 +263,8 @@ std::optional<TuningRecord> TuningDb::find(const TuningRecord& key) const {
 std::vector<TuningRecord> TuningDb::same_class(const TuningRecord& key) const {
   if (!impl_->db) return {};
   Impl::Statement st;
-  impl_->prepare(st, std::string("SELECT ") + record_columns + " FROM records WHERE " + class_condition +
-                         " AND (?4 IS NOT NULL)");
+  // ?4 (the shape) is bound by bind_key but not used: parameters are numbered, so that is legal.
+  impl_->prepare(st, std::string("SELECT ") + record_columns + " FROM records WHERE " + class_condition);
   impl_->bind_key(st.s, key);
   return impl_->rows(st.s);
 }
