@@ -133,17 +133,17 @@ std::vector<std::size_t> neighbours(const std::vector<SpacePoint>& space, std::s
 }  // namespace
 
 std::vector<Schedule> schedule_space(const TuneProblem& problem) {
-  const TuneWorkload w(problem);
+  const TuneWorkload w(problem, false);
   std::vector<Schedule> out;
   const auto specs = w.is_scan() ? detail::scan_strategies() : detail::qmm_strategies();
   for (auto& p : detail::enumerate_space(w, specs)) out.push_back(std::move(p.schedule));
   return out;
 }
 
-Schedule heuristic_schedule(const TuneProblem& problem) { return TuneWorkload(problem).heuristic_schedule(); }
+Schedule heuristic_schedule(const TuneProblem& problem) { return TuneWorkload(problem, false).heuristic_schedule(); }
 
 TuningRecord tuning_key(const TuneProblem& problem) {
-  const TuneWorkload w(problem);
+  const TuneWorkload w(problem, false);
   return w.is_scan() ? detail::scan_key(w.scan_call()) : detail::qmm_key(w.qmm_problem());
 }
 

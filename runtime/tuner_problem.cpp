@@ -62,7 +62,7 @@ template <class T> bool close_scan(const std::byte* got, const std::byte* want, 
 
 }  // namespace
 
-TuneWorkload::TuneWorkload(const TuneProblem& problem) : problem_(problem) {
+TuneWorkload::TuneWorkload(const TuneProblem& problem, bool data) : problem_(problem) {
   if (is_scan()) {
     if (problem.types.size() != 1)
       throw Error(Errc::invalid_type, "tune", "types", "a scan takes one element type");
@@ -77,6 +77,7 @@ TuneWorkload::TuneWorkload(const TuneProblem& problem) : problem_(problem) {
     scan_.input.data = a_.data();
     scan_.output.data = output_.data();
     validate(scan_);
+    if (!data) return;
     visit_scan_type(problem.types[0], [&](auto t) { fill_scan<decltype(t)>(a_, scan_.product); });
     reference_cumulative(scan_);
   } else {
@@ -90,8 +91,6 @@ TuneWorkload::TuneWorkload(const TuneProblem& problem) : problem_(problem) {
     a_.resize(std::size_t(M * K));
     b_.resize(std::size_t(K * N));
     output_.resize(std::size_t(M * N));
-    for (std::size_t i = 0; i < a_.size(); ++i) a_[i] = std::byte(random_bits(11, i));
-    for (std::size_t i = 0; i < b_.size(); ++i) b_[i] = std::byte(random_bits(13, i));
     // Centred zero points for unsigned types; an output scale that spreads the results over a
     // few dozen steps (|acc| grows like sqrt(K) * 128 * 64).
     const bool a_unsigned = problem.types[0] == DataType::uint8;
@@ -109,6 +108,9 @@ TuneWorkload::TuneWorkload(const TuneProblem& problem) : problem_(problem) {
     args_.output_zero_point = ConstTensor{TensorDesc(problem.types[2], {1}), out_zero_.data()};
     out_tensor_ = {TensorDesc(problem.types[2], {M, N}), output_.data()};
     qmm_ = validate(args_, out_tensor_);
+    if (!data) return;
+    for (std::size_t i = 0; i < a_.size(); ++i) a_[i] = std::byte(random_bits(11, i));
+    for (std::size_t i = 0; i < b_.size(); ++i) b_[i] = std::byte(random_bits(13, i));
     reference_qmm(qmm_);
   }
   reference_ = output_;

@@ -14,8 +14,10 @@ namespace hk::detail {
 
 class TuneWorkload {
  public:
-  /// Validates the problem (hk::Error as the operator call would throw) and fills the inputs.
-  explicit TuneWorkload(const TuneProblem& problem);
+  /// Validates the problem (hk::Error as the operator call would throw); with `data`, fills the
+  /// inputs and computes the reference result, else leaves the buffers unwritten (for keys and
+  /// schedule spaces, which need only the shapes).
+  explicit TuneWorkload(const TuneProblem& problem, bool data = true);
 
   /// Runs the operator with `schedule` into the output buffer.
   void run(const Schedule& schedule);
