@@ -19,16 +19,16 @@ using detail::TuneWorkload;
 
 // A full measurement (the sweep's, the finalists') and the search's screening one.
 constexpr double full_seconds = 0.02;
-constexpr double screen_seconds = 0.002;
+constexpr double screen_seconds = 0.001;
 constexpr int min_repetitions = 5;
 constexpr int screen_repetitions = 3;
-// Spaces this small are measured whole.
+// Spaces this small are screened whole.
 constexpr std::size_t exhaustive_max = 8;
 constexpr double noisy_spread = 0.10;
 constexpr int noisy_retries = 2;
 // Screening measurements are not repeated: the finalists are measured again in full.
 constexpr int finalists = 2;
-constexpr double finalist_seconds = 0.01;
+constexpr double finalist_seconds = 0.003;
 constexpr int random_restarts = 2;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -172,8 +172,8 @@ TuneResult tune(const TuneProblem& problem, const TuneOptions& options) {
     space.push_back({heuristic, strategy});
   }
 
-  const bool exhaustive = options.exhaustive || space.size() <= exhaustive_max;
-  const std::size_t cap = exhaustive ? space.size() : std::max<std::size_t>(exhaustive_max, space.size() / 6);
+  const bool whole_space = options.exhaustive || space.size() <= exhaustive_max;
+  const std::size_t cap = whole_space ? space.size() : std::max<std::size_t>(exhaustive_max, space.size() / 6);
   TuneProgress progress;
   progress.planned = std::int64_t(cap);
   std::map<std::size_t, Stats> measured;
@@ -198,12 +198,14 @@ TuneResult tune(const TuneProblem& problem, const TuneOptions& options) {
   Stats winner_stats;
   std::size_t winner = heuristic_index;
   Stats heuristic_stats;
-  if (exhaustive) {
+  if (options.exhaustive) {
     for (std::size_t i = 0; i < space.size(); ++i) try_point(i, full_seconds, min_repetitions, noisy_retries);
     winner = best_of();
     winner_stats = measured[winner];
     heuristic_stats = measured[heuristic_index];
   } else {
+    if (whole_space)
+      for (std::size_t i = 0; i < space.size(); ++i) try_point(i, screen_seconds, screen_repetitions, 0);
     // Climb from the heuristic's schedule to the best of its neighbourhood; when the climb
     // stops, random candidates (a restart away from a local minimum) and another climb from the
     // best, while the budget lasts.

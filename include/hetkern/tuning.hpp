@@ -122,17 +122,17 @@ struct TuneResult {
   double seconds = 0;           // wall time of the search
 };
 
-/// Measures candidates of the problem's schedule space and returns the fastest. Exhaustive when
-/// the space has at most 8 candidates (or options.exhaustive), each timed in full; otherwise a
-/// short screening measurement along a climb from the heuristic's schedule to the best of its
-/// neighbourhood (one value step in each parameter, and the most similar candidate of each other
-/// strategy), then random restarts and further climbs while the budget lasts and fewer than a
-/// sixth of the space were tried; the two best and the heuristic's schedule are then timed in
-/// full against each other. Full measurements whose interquartile range exceeds 10% of the
-/// median are repeated. Each candidate's first result is checked against the reference before
-/// it is timed; a candidate that differs is an internal error (hk::Error,
-/// Errc::invalid_schedule). Throws hk::Error for an invalid problem. Writes nothing to any
-/// database.
+/// Measures candidates of the problem's schedule space and returns the fastest. With
+/// options.exhaustive every candidate is timed in full (a sweep). Otherwise candidates get a
+/// short screening measurement: all of them when the space has at most 8, else those along a
+/// climb from the heuristic's schedule to the best of its neighbourhood (one value step in each
+/// parameter, and the most similar candidate of each other strategy), then random restarts and
+/// further climbs while the budget lasts and fewer than a sixth of the space were tried; the two
+/// best and the heuristic's schedule are then timed against each other. Full measurements whose
+/// interquartile range exceeds 10% of the median are repeated. Each candidate's first result is
+/// checked against the reference before it is timed; a candidate that differs is an internal
+/// error (hk::Error, Errc::invalid_schedule). Throws hk::Error for an invalid problem. Writes
+/// nothing to any database.
 TuneResult tune(const TuneProblem& problem, const TuneOptions& options);
 
 /// Times each schedule on the problem's data, interleaved (one call of each per round, so that
