@@ -38,7 +38,6 @@ std::vector<std::int64_t> geometric(std::int64_t lo, std::int64_t limit, std::in
 
 struct Context {
   int threads = 1;
-  bool scan = true;
   // scans
   std::int64_t lines = 1, length = 1, side_by_side = 1;
   bool in_place = false;
@@ -48,7 +47,7 @@ struct Context {
 };
 
 // The values a parameter takes in the space; empty: no rule, leave it to the library.
-std::vector<std::int64_t> values_for(const std::string& strategy, const ParamSpec& p, const Context& c) {
+std::vector<std::int64_t> values_for(const ParamSpec& p, const Context& c) {
   const std::string key = p.key;
   if (key == "threads") {
     // One thread is what the single-thread strategy of the same family does.
@@ -71,7 +70,6 @@ std::vector<std::int64_t> values_for(const std::string& strategy, const ParamSpe
   if (key == "mc") return geometric(16, round_up(c.M, qmm_row_align), 2, p);
   if (key == "nc") return geometric(16, round_up(c.N, 16), 4, p);
   if (key == "kc") return geometric(64, round_up(c.K, qmm_depth_align), 4, p);
-  (void)strategy;
   return {};
 }
 
@@ -80,8 +78,7 @@ std::vector<std::int64_t> values_for(const std::string& strategy, const ParamSpe
 std::vector<SpacePoint> enumerate_space(const TuneWorkload& w, std::span<const StrategySpec> specs) {
   Context c;
   c.threads = default_threads();
-  c.scan = w.is_scan();
-  if (c.scan) {
+  if (w.is_scan()) {
     const ScanLayout s = make_scan_layout(w.scan_call());
     c.lines = s.lines();
     c.length = s.length;
@@ -109,7 +106,7 @@ std::vector<SpacePoint> enumerate_space(const TuneWorkload& w, std::span<const S
     std::vector<std::pair<std::string, std::vector<std::int64_t>>> axes;
     bool strategy_possible = true;
     for (const auto& p : spec.params) {
-      auto v = values_for(spec.name, p, c);
+      auto v = values_for(p, c);
       if (std::string(p.key) == "threads" && v.empty()) strategy_possible = false;
       if (!v.empty()) axes.emplace_back(p.key, std::move(v));
     }

@@ -30,7 +30,6 @@ class TuneWorkload {
   /// Validates `schedule` against the call and returns it with every parameter explicit.
   Schedule planned(const Schedule& schedule) const;
 
-  const TuneProblem& problem() const { return problem_; }
   const CumulativeCall& scan_call() const { return scan_; }
   const QmmProblem& qmm_problem() const { return qmm_; }
   bool is_scan() const { return problem_.op != Operator::quantized_linear_matmul; }
