@@ -193,7 +193,15 @@ TuneResult tune(const TuneProblem& problem, const TuneOptions& options) {
                             [](const auto& a, const auto& b) { return a.second.median < b.second.median; })
         ->first;
   };
-  auto within_budget = [&] { return measured.size() < cap && seconds_since(start) < options.budget_seconds; };
+  // The search leaves time in the budget for the finalists' measurement, one repeat included:
+  // the two best screened so far and the heuristic's schedule, each at least min_repetitions.
+  auto within_budget = [&] {
+    if (measured.size() >= cap) return false;
+    const auto h = measured.find(heuristic_index);
+    const double round_ns = finalists * progress.best_ns + (h == measured.end() ? 0 : h->second.median);
+    const double reserve = 2 * std::max(finalist_seconds * (finalists + 1), min_repetitions * round_ns * 1e-9);
+    return seconds_since(start) + reserve < options.budget_seconds;
+  };
 
   Stats winner_stats;
   std::size_t winner = heuristic_index;
