@@ -2,7 +2,7 @@
 #include "hetkern/operators.hpp"
 
 #include "hetkern/error.hpp"
-#include "runtime/heuristic.hpp"
+#include "runtime/dispatch.hpp"
 
 namespace hk {
 namespace {
@@ -10,7 +10,7 @@ namespace {
 void run_cumulative(const detail::CumulativeCall& call, const Schedule& schedule) {
   detail::validate(call);
   const detail::ScanPlan plan =
-      schedule.empty() ? detail::default_scan_plan(call) : detail::plan_scan(call, schedule);
+      schedule.empty() ? detail::dispatch_scan(call) : detail::plan_scan(call, schedule);
   detail::run_scan(call, plan);
 }
 
@@ -30,7 +30,7 @@ void quantized_linear_matmul(const QuantizedMatMulArgs& args, Tensor output,
                              const Schedule& schedule) {
   const detail::QmmProblem problem = detail::validate(args, output);
   const detail::QmmPlan plan =
-      schedule.empty() ? detail::default_qmm_plan(problem) : detail::plan_qmm(problem, schedule);
+      schedule.empty() ? detail::dispatch_qmm(problem) : detail::plan_qmm(problem, schedule);
   detail::run_qmm(problem, plan);
 }
 
@@ -41,11 +41,11 @@ Schedule default_schedule(Operator op, ConstTensor input, Tensor output,
                 "quantized_linear_matmul takes QuantizedMatMulArgs");
   const detail::CumulativeCall call{op == Operator::cumulative_product, input, output, options};
   detail::validate(call);
-  return detail::default_scan_plan(call).to_schedule();
+  return detail::dispatch_scan(call).to_schedule();
 }
 
 Schedule default_schedule(const QuantizedMatMulArgs& args, Tensor output) {
-  return detail::default_qmm_plan(detail::validate(args, output)).to_schedule();
+  return detail::dispatch_qmm(detail::validate(args, output)).to_schedule();
 }
 
 std::vector<StrategyInfo> strategies(Operator op) {

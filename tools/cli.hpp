@@ -15,5 +15,7 @@ void add_demo(CLI::App& app);
 void add_bench(CLI::App& app);
 /// `hetkern bench --sweep SPEC ...`: the sweep's options on the bench command (cli_sweep.cpp).
 void add_bench_sweep(CLI::App& bench);
+/// `hetkern tune ...`: measure schedules per shape into the tuning database; list, export, import.
+void add_tune(CLI::App& app);
 
 }  // namespace hk::cli

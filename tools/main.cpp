@@ -15,10 +15,11 @@ int main(int argc, char** argv) {
   hk::cli::add_info(app);
   hk::cli::add_demo(app);
   hk::cli::add_bench(app);
+  hk::cli::add_tune(app);
   try {
     app.parse(argc, argv);
     if (app.get_subcommands().empty())
-      throw CLI::ValidationError("a command is required: run, info, demo or bench");
+      throw CLI::ValidationError("a command is required: run, info, demo, bench or tune");
     if (app.got_subcommand("run") && app.get_subcommand("run")->get_subcommands().empty())
       throw CLI::ValidationError("run needs an operator: cumsum, cumprod or qlinear-matmul");
     if (app.got_subcommand("bench") && app.get_subcommand("bench")->get_subcommands().empty() &&

@@ -82,8 +82,9 @@ struct QuantizedMatMulArgs {
 void quantized_linear_matmul(const QuantizedMatMulArgs& args, Tensor output,
                              const Schedule& schedule = {});
 
-/// The schedule a call with an empty schedule would run now, every parameter explicit (for
-/// reports and benchmarks). Validates like the call itself and throws hk::Error the same way;
+/// The schedule a call with an empty schedule would run now (HETKERN_SCHEDULE, the tuning
+/// database or the heuristic; see hetkern/tuning.hpp), every parameter explicit (for reports
+/// and benchmarks). Validates like the call itself and throws hk::Error the same way;
 /// reads nothing but quantization parameters and writes nothing. `op` is cumulative_sum or
 /// cumulative_product.
 Schedule default_schedule(Operator op, ConstTensor input, Tensor output,

@@ -1,0 +1,39 @@
+// The cost of choosing a schedule for a call that names none, once its class was seen: an
+// in-memory lookup that must stay well under a microsecond. Registered statically, so
+// hetkern-bench runs these next to the goal cases (--benchmark_filter=dispatch selects them).
+#include <benchmark/benchmark.h>
+
+#include <vector>
+
+#include "runtime/dispatch.hpp"
+
+namespace {
+
+void dispatch_scan(benchmark::State& state) {
+  std::vector<float> x(64 * 64), y(x.size());
+  const hk::TensorDesc desc(hk::DataType::float32, {64, 64});
+  const hk::detail::CumulativeCall call{false, {desc, x.data()}, {desc, y.data()}, {.axis = 1}};
+  hk::detail::validate(call);
+  benchmark::DoNotOptimize(hk::detail::dispatch_scan(call));  // the first lookup fills the cache
+  for (auto _ : state) benchmark::DoNotOptimize(hk::detail::dispatch_scan(call));
+}
+BENCHMARK(dispatch_scan)->Name("dispatch/cumsum/float32/64,64/cached");
+
+void dispatch_qmm(benchmark::State& state) {
+  std::vector<std::uint8_t> a(32 * 48), out(32 * 16), zero = {128};
+  std::vector<std::int8_t> b(48 * 16);
+  std::vector<float> scale = {0.5f};
+  const hk::TensorDesc s(hk::DataType::float32, {1});
+  hk::QuantizedMatMulArgs args;
+  args.a = {hk::TensorDesc(hk::DataType::uint8, {32, 48}), a.data()};
+  args.b = {hk::TensorDesc(hk::DataType::int8, {48, 16}), b.data()};
+  args.a_scale = args.b_scale = args.output_scale = {s, scale.data()};
+  args.output_zero_point = hk::ConstTensor{hk::TensorDesc(hk::DataType::uint8, {1}), zero.data()};
+  const hk::detail::QmmProblem p =
+      hk::detail::validate(args, {hk::TensorDesc(hk::DataType::uint8, {32, 16}), out.data()});
+  benchmark::DoNotOptimize(hk::detail::dispatch_qmm(p));
+  for (auto _ : state) benchmark::DoNotOptimize(hk::detail::dispatch_qmm(p));
+}
+BENCHMARK(dispatch_qmm)->Name("dispatch/qlinear-matmul/uint8,int8,uint8/32x16x48/cached");
+
+}  // namespace

@@ -1,0 +1,23 @@
+// The parts of the machine fingerprint, gathered in one place so that every component that
+// changes what a measurement means (pinning, topology, devices) adds its field here.
+#pragma once
+
+#include <string>
+
+namespace hk::detail {
+
+struct FingerprintParts {
+  std::string cpu_model;  // the processor's brand string
+  std::string isa;        // hk::active_isa() by name
+  std::string version;    // library version
+  int threads = 1;        // hk::default_threads()
+  std::string pin;        // thread pinning policy ("none": threads are not pinned)
+  std::string topology;   // digest of the hwloc topology; empty in builds without a topology module
+};
+
+FingerprintParts current_fingerprint_parts();
+std::string fingerprint_text(const FingerprintParts& parts);
+/// The processor's brand string, read once.
+const std::string& cpu_model();
+
+}  // namespace hk::detail

@@ -1,0 +1,181 @@
+#!/usr/bin/python3
+"""`hetkern tune` end to end: records in the database, resume after a kill, export/import,
+two tuners on one database, dispatch of tuned records, a corrupt database.
+
+Outputs of dispatched calls are checked against numpy. usage: test_cli_tune.py PATH/TO/hetkern
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import numpy as np
+
+HETKERN = None
+SHAPES = [
+    "cumsum --shape 64,48 --dtype float32 --axis 1",
+    "cumprod --shape 33,20 --dtype float32 --axis 0 --direction decreasing",
+    "qlinear-matmul --shape 8,40,64 --types u8,s8,u8",
+    "cumsum --shape 5,3000 --dtype int32 --axis 1 --exclusive",
+]
+
+
+def run(*args, env=None):
+    return subprocess.run([HETKERN, *map(str, args)], capture_output=True, text=True, timeout=300, env=env)
+
+
+class Tune(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        self.db = os.path.join(self.dir, "t.sqlite")
+        self.env = dict(os.environ, HETKERN_TUNING_DB=self.db)
+        self.env.pop("HETKERN_SCHEDULE", None)
+        self.env.pop("HETKERN_LOG", None)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def shapes_file(self, lines, name="shapes.txt"):
+        path = os.path.join(self.dir, name)
+        with open(path, "w") as f:
+            f.write("# workload shapes\n\n" + "\n".join(lines) + "\n")
+        return path
+
+    def export(self, db=None):
+        out = os.path.join(self.dir, "export.json")
+        r = run("tune", "--export", out, "--db", db or self.db)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(out) as f:
+            return json.load(f)
+
+    def test_tune_list_resume_retune(self):
+        r = run("tune", "cumsum", "--shape", "64,48", "--dtype", "float32", "--axis", "1", "--budget", "2", env=self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("best schedule", r.stdout)
+        records = self.export()
+        self.assertEqual(len(records), 1)
+        rec = records[0]
+        for key in ("op", "dtype", "shape", "params", "schedule", "median_ns", "fingerprint"):
+            self.assertIn(key, rec)
+        self.assertEqual((rec["op"], rec["dtype"], rec["shape"]), ("cumulative_sum", "float32", [64, 48]))
+        self.assertGreater(rec["median_ns"], 0)
+        listing = run("tune", "--list", env=self.env)
+        self.assertEqual(listing.returncode, 0, listing.stderr)
+        self.assertIn(rec["schedule"], listing.stdout)
+        again = run("tune", "cumsum", "--shape", "64,48", "--dtype", "float32", "--axis", "1", env=self.env)
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertIn("already tuned", again.stderr)
+        retuned = run("tune", "--retune", "cumsum", "--shape", "64,48", "--dtype", "float32", "--axis", "1", env=self.env)
+        self.assertEqual(retuned.returncode, 0, retuned.stderr)
+        self.assertNotIn("already tuned", retuned.stderr)
+
+    def test_dispatch_uses_the_record_and_logs_it(self):
+        x = np.random.default_rng(3).standard_normal((64, 48)).astype(np.float32)
+        inp, out = os.path.join(self.dir, "x.npy"), os.path.join(self.dir, "y.npy")
+        np.save(inp, x)
+        self.assertEqual(run("tune", "cumsum", "--shape", "64,48", "--dtype", "float32", "--axis", "1",
+                             env=self.env).returncode, 0)
+        schedule = self.export()[0]["schedule"]
+        env = dict(self.env, HETKERN_LOG="dispatch")
+        r = run("run", "cumsum", inp, out, "--axis", "1", env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("-> " + schedule + " (exact record", r.stderr)
+        np.testing.assert_allclose(np.load(out), np.cumsum(x.astype(np.float64), axis=1), rtol=1e-6, atol=1e-5)
+        # A shape near the tuned one takes its schedule; HETKERN_SCHEDULE overrides both.
+        np.save(inp, x[:60, :40])
+        r = run("run", "cumsum", inp, out, "--axis", "1", env=env)
+        self.assertIn("-> " + schedule + " (nearest tuned shape 64,48", r.stderr)
+        r = run("run", "cumsum", inp, out, "--axis", "1", env=dict(env, HETKERN_SCHEDULE="scan.tiled(tile=3)"))
+        self.assertIn("-> scan.tiled(tile=3, stream=0) (HETKERN_SCHEDULE)", r.stderr)
+        np.testing.assert_allclose(np.load(out), np.cumsum(x[:60, :40].astype(np.float64), axis=1), rtol=1e-6, atol=1e-5)
+
+    def test_corrupt_database_warns_and_still_computes(self):
+        with open(self.db, "wb") as f:
+            f.write(b"this is not a database" * 100)
+        x = np.arange(12, dtype=np.int32).reshape(3, 4)
+        inp, out = os.path.join(self.dir, "x.npy"), os.path.join(self.dir, "y.npy")
+        np.save(inp, x)
+        r = run("run", "cumsum", inp, out, "--axis", "1", env=self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr.count("warning"), 1, r.stderr)
+        np.testing.assert_array_equal(np.load(out), np.cumsum(x, axis=1))
+        r = run("tune", "--list", env=self.env)
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1)
+
+    def test_export_import_round_trip(self):
+        path = self.shapes_file(SHAPES[:3])
+        self.assertEqual(run("tune", "--shapes", path, "--budget", "2", env=self.env).returncode, 0)
+        exported = self.export()
+        self.assertEqual(len(exported), 3)
+        other = os.path.join(self.dir, "other.sqlite")
+        r = run("tune", "--import", os.path.join(self.dir, "export.json"), "--db", other)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.export(other), exported)
+        bad = os.path.join(self.dir, "bad.json")
+        with open(bad, "w") as f:
+            f.write('[{"op": "cumulative_sum"}]')
+        r = run("tune", "--import", bad, "--db", other)
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(self.export(other), exported)
+
+    def test_bad_shapes_file_writes_nothing(self):
+        path = self.shapes_file([SHAPES[0], "cumsum --shape 4,4 --dtype float32 --axis 7"])
+        r = run("tune", "--shapes", path, env=self.env)
+        self.assertEqual(r.returncode, 2)
+        path = self.shapes_file([SHAPES[0], "transpose --shape 4,4"])
+        r = run("tune", "--shapes", path, env=self.env)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("shapes.txt:4", r.stderr)
+        self.assertEqual(self.export(), [])
+
+    def test_two_tuners_on_one_database(self):
+        a = self.shapes_file(SHAPES[:2], "a.txt")
+        b = self.shapes_file(SHAPES[2:], "b.txt")
+        procs = [subprocess.Popen([HETKERN, "tune", "--shapes", p, "--budget", "2"], env=self.env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for p in (a, b)]
+        for p in procs:
+            _, err = p.communicate(timeout=300)
+            self.assertEqual(p.returncode, 0, err)
+        self.assertEqual(len(self.export()), 4)
+
+    def test_killed_tuner_keeps_finished_records_and_resumes(self):
+        path = self.shapes_file(SHAPES + ["cumsum --shape 300,300 --dtype float32 --axis 0",
+                                          "cumprod --shape 3000,17 --dtype float32 --axis 1"])
+        p = subprocess.Popen([HETKERN, "tune", "--shapes", path], env=self.env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 120
+        finished = 0
+        while time.time() < deadline and p.poll() is None:
+            time.sleep(0.05)
+            if os.path.exists(self.db):
+                finished = len(self.export())
+                if finished >= 1:
+                    break
+        p.send_signal(signal.SIGKILL)
+        p.communicate()
+        kept = self.export()
+        self.assertGreaterEqual(len(kept), 1)
+        r = run("tune", "--shapes", path, "--budget", "2", env=self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr.count("already tuned"), len(kept))
+        self.assertEqual(len(self.export()), 6)
+
+    def test_usage_errors(self):
+        for args in (["tune"], ["tune", "--list", "--export", "x.json"],
+                     ["tune", "cumsum", "--shape", "4", "--dtype", "float99", "--axis", "0"],
+                     ["tune", "qlinear-matmul", "--shape", "4,4"],
+                     ["tune", "--shapes", os.path.join(self.dir, "missing.txt")]):
+            r = run(*args, env=self.env)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+
+if __name__ == "__main__":
+    HETKERN = sys.argv.pop(1)
+    unittest.main()

@@ -1,0 +1,370 @@
+// `hetkern tune`: measure schedules per shape and keep the winners in the tuning database;
+// inspect, export and import records; evaluate the tuner against exhaustive sweeps.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/threads.hpp"
+#include "hetkern/hetkern.hpp"
+#include "tools/cli.hpp"
+#include "tools/tune_evaluation.hpp"
+
+namespace hk::cli {
+namespace {
+
+struct TuneArgs {
+  double budget = 8;
+  std::string db;
+  std::string shapes_file, export_file, import_file;
+  bool list = false, retune = false, exhaustive = false, evaluate = false;
+  std::string evaluate_only;
+  int threads = 0;
+};
+
+// The options that describe one problem, as the command line and shape files write them.
+struct ProblemArgs {
+  std::vector<std::int64_t> shape;
+  std::string dtype;
+  int axis = 0;
+  std::string direction = "increasing";
+  bool exclusive = false;
+  std::vector<std::string> types = {"u8", "s8", "u8"};
+};
+
+const char* const op_names[] = {"cumsum", "cumprod", "qlinear-matmul"};
+
+Operator op_of(const std::string& name) {
+  return name == "cumsum" ? Operator::cumulative_sum
+         : name == "cumprod" ? Operator::cumulative_product
+                             : Operator::quantized_linear_matmul;
+}
+
+const char* command_of(Operator op) {
+  return op == Operator::cumulative_sum ? "cumsum" : op == Operator::cumulative_product ? "cumprod" : "qlinear-matmul";
+}
+
+void add_problem_options(CLI::App& cmd, ProblemArgs& a, bool scan) {
+  if (scan) {
+    cmd.add_option("--shape", a.shape, "sizes D0,D1,...")->delimiter(',')->required();
+    cmd.add_option("--dtype", a.dtype, "element type: float16, float32, int32, uint32, int64, uint64")->required();
+    cmd.add_option("--axis", a.axis, "axis to scan, 0 <= axis < rank")->required();
+    cmd.add_option("--direction", a.direction, "traversal order along the axis")
+        ->check(CLI::IsMember({"increasing", "decreasing"}))
+        ->capture_default_str();
+    cmd.add_flag("--exclusive", a.exclusive, "leave each element out of its own tally");
+  } else {
+    cmd.add_option("--shape", a.shape, "M,N,K: A {M,K} x B {K,N}")->delimiter(',')->required();
+    cmd.add_option("--types", a.types, "types of A, B and the output, each u8 or s8")
+        ->delimiter(',')
+        ->capture_default_str();
+  }
+}
+
+DataType data_type_option(const std::string& option, const std::string& text) {
+  const auto t = parse_data_type(text);
+  if (!t) throw CLI::ValidationError(option, "unknown data type '" + text + "'");
+  return *t;
+}
+
+TuneProblem to_problem(Operator op, const ProblemArgs& a) {
+  TuneProblem p;
+  p.op = op;
+  p.shape = a.shape;
+  if (op == Operator::quantized_linear_matmul) {
+    if (a.shape.size() != 3) throw CLI::ValidationError("--shape", "needs three sizes M,N,K");
+    if (a.types.size() != 3) throw CLI::ValidationError("--types", "needs three types A,B,OUTPUT, each u8 or s8");
+    for (const auto& t : a.types) p.types.push_back(data_type_option("--types", t));
+  } else {
+    p.types = {data_type_option("--dtype", a.dtype)};
+    p.options = {a.axis, a.direction == "decreasing" ? Direction::decreasing : Direction::increasing, a.exclusive};
+  }
+  return p;
+}
+
+std::string problem_text(const TuneProblem& p) {
+  std::string shape;
+  for (std::size_t i = 0; i < p.shape.size(); ++i) shape += (i ? "," : "") + std::to_string(p.shape[i]);
+  std::string out = std::string(command_of(p.op)) + " --shape " + shape;
+  if (p.op == Operator::quantized_linear_matmul) {
+    std::string types;
+    for (std::size_t i = 0; i < p.types.size(); ++i) types += (i ? "," : "") + std::string(name_of(p.types[i]));
+    return out + " --types " + types;
+  }
+  out += " --dtype " + std::string(name_of(p.types[0])) + " --axis " + std::to_string(p.options.axis);
+  if (p.options.direction == Direction::decreasing) out += " --direction decreasing";
+  if (p.options.exclusive) out += " --exclusive";
+  return out;
+}
+
+// One line of a shapes file: "OP OPTIONS..." exactly as after `hetkern tune`.
+TuneProblem parse_shape_line(const std::string& line, const std::string& where) {
+  std::istringstream in(line);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  const std::string op = words.front();
+  if (op != "cumsum" && op != "cumprod" && op != "qlinear-matmul")
+    throw Error(Errc::invalid_file, "tune", where, "unknown operator '" + op + "' (cumsum, cumprod or qlinear-matmul)");
+  CLI::App app{"shape"};
+  ProblemArgs a;
+  add_problem_options(app, a, op != "qlinear-matmul");
+  std::vector<std::string> rest(words.rbegin(), words.rend() - 1);  // CLI11 parses a reversed vector
+  try {
+    app.parse(rest);
+  } catch (const CLI::ParseError& e) {
+    throw Error(Errc::invalid_file, "tune", where, e.what());
+  }
+  return to_problem(op_of(op), a);
+}
+
+std::vector<TuneProblem> read_shapes_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(Errc::invalid_file, "tune", path, "cannot be read");
+  std::vector<TuneProblem> out;
+  int number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++number;
+    const auto hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    out.push_back(parse_shape_line(line, path + ":" + std::to_string(number)));
+  }
+  if (out.empty()) throw Error(Errc::invalid_file, "tune", path, "lists no shapes");
+  return out;
+}
+
+std::string db_path(const TuneArgs& args) {
+  const std::string p = args.db.empty() ? tuning_db_path() : args.db;
+  if (p.empty())
+    throw Error(Errc::invalid_file, "tune", "database",
+                "no path: set --db, HETKERN_TUNING_DB, XDG_CACHE_HOME or HOME");
+  return p;
+}
+
+std::string time_text(double ns) {
+  char buf[32];
+  if (ns < 1e3) std::snprintf(buf, sizeof buf, "%.0f ns", ns);
+  else if (ns < 1e6) std::snprintf(buf, sizeof buf, "%.2f us", ns / 1e3);
+  else std::snprintf(buf, sizeof buf, "%.3f ms", ns / 1e6);
+  return buf;
+}
+
+// A progress bar redrawn in place on a terminal; plain lines (one per shape) otherwise.
+class Progress {
+ public:
+  Progress() : terminal_(isatty(STDERR_FILENO) != 0) {}
+
+  void begin(std::size_t index, std::size_t total, const std::string& what) {
+    prefix_ = "[" + std::to_string(index + 1) + "/" + std::to_string(total) + "] " + what;
+    if (!terminal_) std::fprintf(stderr, "%s: tuning\n", prefix_.c_str());
+  }
+
+  void update(const TuneProgress& p) {
+    if (!terminal_) return;
+    constexpr int width = 24;
+    const int filled = p.planned ? int(width * std::min<std::int64_t>(p.tried, p.planned) / p.planned) : 0;
+    std::fprintf(stderr, "\r\033[K%s [%s%s] %lld/%lld best %s", prefix_.c_str(), std::string(filled, '#').c_str(),
+                 std::string(width - filled, ' ').c_str(), static_cast<long long>(p.tried),
+                 static_cast<long long>(p.planned), time_text(p.best_ns).c_str());
+  }
+
+  void end(const std::string& outcome) {
+    if (terminal_) std::fprintf(stderr, "\r\033[K");
+    std::fprintf(stderr, "%s: %s\n", prefix_.c_str(), outcome.c_str());
+  }
+
+ private:
+  bool terminal_;
+  std::string prefix_;
+};
+
+struct SummaryRow {
+  std::string shape, schedule, time, speedup, tried;
+};
+
+void print_summary(const std::vector<SummaryRow>& rows) {
+  std::size_t w[4] = {5, 13, 4, 8};
+  for (const auto& r : rows) {
+    w[0] = std::max(w[0], r.shape.size());
+    w[1] = std::max(w[1], r.schedule.size());
+    w[2] = std::max(w[2], r.time.size());
+    w[3] = std::max(w[3], r.speedup.size());
+  }
+  std::printf("%-*s  %-*s  %*s  %*s  %s\n", int(w[0]), "shape", int(w[1]), "best schedule", int(w[2]), "time",
+              int(w[3]), "vs heuristic", "tried");
+  for (const auto& r : rows)
+    std::printf("%-*s  %-*s  %*s  %*s  %s\n", int(w[0]), r.shape.c_str(), int(w[1]), r.schedule.c_str(),
+                int(w[2]), r.time.c_str(), int(w[3]), r.speedup.c_str(), r.tried.c_str());
+}
+
+std::string speedup_text(const TuningRecord& r) {
+  if (!(r.default_ns > 0) || !(r.median_ns > 0)) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2fx", r.default_ns / r.median_ns);
+  return buf;
+}
+
+void tune_problems(const TuneArgs& args, const std::vector<TuneProblem>& problems) {
+  // Every problem is validated before anything is measured or written.
+  std::vector<TuningRecord> keys;
+  for (const auto& p : problems) keys.push_back(tuning_key(p));
+  TuningDb db(db_path(args), true);
+  Progress progress;
+  std::vector<SummaryRow> rows;
+  for (std::size_t i = 0; i < problems.size(); ++i) {
+    const TuneProblem& p = problems[i];
+    const std::string what = problem_text(p);
+    progress.begin(i, problems.size(), what);
+    if (!args.retune) {
+      if (auto kept = db.find(keys[i])) {
+        progress.end("already tuned, kept (--retune measures again)");
+        rows.push_back({what, kept->schedule, time_text(kept->median_ns), speedup_text(*kept), "kept"});
+        continue;
+      }
+    }
+    TuneOptions options;
+    options.budget_seconds = args.budget;
+    options.exhaustive = args.exhaustive;
+    options.progress = [&](const TuneProgress& tp) { progress.update(tp); };
+    const TuneResult result = tune(p, options);
+    db.put(result.record);
+    char outcome[96];
+    std::snprintf(outcome, sizeof outcome, "%s in %.1f s, %lld of %lld candidates", time_text(result.record.median_ns).c_str(),
+                  result.seconds, static_cast<long long>(result.record.candidates),
+                  static_cast<long long>(result.space_size));
+    progress.end(result.record.schedule + ", " + outcome);
+    rows.push_back({what, result.record.schedule, time_text(result.record.median_ns), speedup_text(result.record),
+                    std::to_string(result.record.candidates) + "/" + std::to_string(result.space_size)});
+  }
+  print_summary(rows);
+}
+
+void list_records(const TuneArgs& args) {
+  const std::string path = db_path(args);
+  const TuningDb db(path, false);
+  const auto records = db.all();
+  const std::string here = machine_fingerprint();
+  std::printf("%s: %zu records, schema version %d\nthis machine: %s\n", path.c_str(), records.size(),
+              db.schema_version(), here.c_str());
+  std::vector<SummaryRow> rows;
+  for (const auto& r : records) {
+    std::string shape;
+    for (std::size_t i = 0; i < r.shape.size(); ++i) shape += (i ? "," : "") + std::to_string(r.shape[i]);
+    std::string what = r.op + " " + r.dtype + "{" + shape + "} " + r.params + " " + r.stride_class;
+    if (r.fingerprint != here) what += " [other machine: " + r.fingerprint + "]";
+    rows.push_back({what, r.schedule, time_text(r.median_ns), speedup_text(r), std::to_string(r.candidates)});
+  }
+  print_summary(rows);
+}
+
+// Written to a temporary file and renamed, so that FILE is never left half written.
+void write_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp" + std::to_string(getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << text;
+    out.flush();
+    if (!out) {
+      std::filesystem::remove(tmp);
+      throw Error(Errc::invalid_file, "tune", path, "cannot be written");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp);
+    throw Error(Errc::invalid_file, "tune", path, "cannot be written: " + ec.message());
+  }
+}
+
+void export_records(const TuneArgs& args) {
+  const TuningDb db(db_path(args), false);
+  const auto records = db.all();
+  write_atomically(args.export_file, records_to_json(records));
+  std::printf("exported %zu records to %s\n", records.size(), args.export_file.c_str());
+}
+
+void import_records(const TuneArgs& args) {
+  std::ifstream in(args.import_file, std::ios::binary);
+  if (!in) throw Error(Errc::invalid_file, "tune", args.import_file, "cannot be read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  const auto records = records_from_json(text.str());
+  TuningDb db(db_path(args), true);
+  db.put_all(records);
+  const std::string here = machine_fingerprint();
+  const auto foreign = std::count_if(records.begin(), records.end(), [&](const auto& r) { return r.fingerprint != here; });
+  std::printf("imported %zu records into %s (%lld measured elsewhere: kept, but not used on this machine)\n",
+              records.size(), db_path(args).c_str(), static_cast<long long>(foreign));
+}
+
+}  // namespace
+
+void add_tune(CLI::App& app) {
+  auto args = std::make_shared<TuneArgs>();
+  CLI::App* tune_cmd = app.add_subcommand(
+      "tune", "measure schedules for shapes and keep the fastest in the tuning database");
+  tune_cmd->require_subcommand(0, 1);
+  tune_cmd->add_option("--budget", args->budget, "seconds the search of one shape may take")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  tune_cmd->add_option("--db", args->db,
+                       "database file; default $HETKERN_TUNING_DB, else $XDG_CACHE_HOME/hetkern/tuning.sqlite");
+  tune_cmd->add_option("--shapes", args->shapes_file,
+                       "tune every shape of FILE: one per line, 'OP OPTIONS' as on this command line, # comments");
+  tune_cmd->add_flag("--retune", args->retune, "measure shapes that already have a record again");
+  tune_cmd->add_flag("--exhaustive", args->exhaustive, "measure the whole schedule space (slow)");
+  tune_cmd->add_option("--threads", args->threads, "OpenMP threads (part of the record's key); default: every CPU")
+      ->check(CLI::Range(1, 1 << 16));
+  tune_cmd->add_flag("--list", args->list, "print the records of the database");
+  tune_cmd->add_option("--export", args->export_file, "write every record to FILE as a JSON list");
+  tune_cmd->add_option("--import", args->import_file, "add the records of a JSON list (as --export writes)");
+  tune_cmd->add_flag("--evaluate", args->evaluate,
+                     "compare the tuner with exhaustive sweeps on 30 shapes per operator (minutes)");
+  tune_cmd->add_option("--evaluate-only", args->evaluate_only, "with --evaluate: only this operator")
+      ->check(CLI::IsMember({"cumsum", "cumprod", "qlinear-matmul"}));
+
+  for (const char* name : op_names) {
+    auto problem = std::make_shared<ProblemArgs>();
+    const Operator op = op_of(name);
+    CLI::App* cmd = tune_cmd->add_subcommand(name, "tune one " + std::string(name_of(op)) + " shape");
+    cmd->fallthrough();
+    add_problem_options(*cmd, *problem, op != Operator::quantized_linear_matmul);
+    cmd->callback([args, problem, op] {
+      bench::use_threads(args->threads);
+      tune_problems(*args, {to_problem(op, *problem)});
+    });
+  }
+  tune_cmd->callback([args, tune_cmd] {
+    if (!tune_cmd->get_subcommands().empty()) return;
+    const int modes = int(!args->shapes_file.empty()) + int(args->list) + int(!args->export_file.empty()) +
+                      int(!args->import_file.empty()) + int(args->evaluate);
+    if (modes != 1)
+      throw CLI::ValidationError("tune needs one of: an operator (cumsum, cumprod, qlinear-matmul), --shapes FILE, "
+                                 "--list, --export FILE, --import FILE or --evaluate");
+    if (!args->shapes_file.empty()) {
+      const auto problems = read_shapes_file(args->shapes_file);
+      bench::use_threads(args->threads);
+      tune_problems(*args, problems);
+    } else if (args->list) {
+      list_records(*args);
+    } else if (!args->export_file.empty()) {
+      export_records(*args);
+    } else if (!args->import_file.empty()) {
+      import_records(*args);
+    } else {
+      bench::use_threads(args->threads);
+      run_tuner_evaluation(args->budget, args->evaluate_only);
+    }
+  });
+}
+
+}  // namespace hk::cli
