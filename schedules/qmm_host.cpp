@@ -13,6 +13,7 @@
 
 #include <omp.h>
 
+#include "runtime/pinning.hpp"
 #include "schedules/qmm_epilogue.hpp"
 #include "schedules/qmm_kernels.hpp"
 #include "schedules/qmm_pack.hpp"
@@ -157,6 +158,7 @@ void run_packed_qmm(const QmmProblem& p, const QmmPlan& plan, const PackedPanels
   const std::int64_t batches = p.batch[0] * p.batch[1];
   const std::int64_t kp = packed_depth(p.K);
   const int threads = plan.kind == QmmPlan::Kind::parallel ? plan.threads : 1;
+  if (plan.kind == QmmPlan::Kind::parallel) bind_team(threads, plan.pin);
   Scratch& caller = Scratch::of_this_thread();
   const bool a_shared = batch_shared(p.a);
   std::vector<PackedRows>& a = caller.a;

@@ -7,3 +7,4 @@
 #include "hetkern/operators.hpp"
 #include "hetkern/schedule.hpp"
 #include "hetkern/tensor.hpp"
+#include "hetkern/topology.hpp"
