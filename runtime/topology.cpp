@@ -212,13 +212,17 @@ BindingPlan Topology::plan(int threads, PinPolicy policy) const {
     case PinPolicy::compact: plan.pus = fill(all, threads); break;
     case PinPolicy::scatter: plan.pus = fill(scatter_cores(hwloc_get_root_obj(topo_)), threads); break;
     case PinPolicy::numa: {
+      // Node k's group: a share of the threads proportional to its cores (even on even nodes).
       const int nodes = std::max<int>(1, int(numa_os_.size()));
+      std::int64_t before = 0;
       for (int k = 0; k < nodes; ++k) {
         std::vector<int> mine;
         for (int c : all)
           if (std::max(0, cores_[std::size_t(c)].numa) == k) mine.push_back(c);
-        const int share = int(std::int64_t(k + 1) * threads / nodes - std::int64_t(k) * threads / nodes);
-        const auto part = fill(mine.empty() ? all : mine, share);
+        const std::int64_t first = before * threads / std::int64_t(all.size());
+        before += std::int64_t(mine.size());
+        const std::int64_t share = before * threads / std::int64_t(all.size()) - first;
+        const auto part = fill(mine, int(share));
         plan.pus.insert(plan.pus.end(), part.begin(), part.end());
       }
       break;
