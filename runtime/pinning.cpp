@@ -102,6 +102,10 @@ void tell_once(std::atomic<bool>& told, const std::string& message) {
 }  // namespace
 
 void bind_team(int threads, PinPolicy policy) {
+  // Called from inside the user's own parallel region, the call runs on that region's threads
+  // (nested regions are serial by default): they are the user's to place, and binding each to
+  // the plan's first PU would stack them on one core.
+  if (omp_in_parallel()) return;
   if (threads == current.threads && policy == current.policy) return;
   const Topology* t = host_topology();
   const std::string reason = not_applied_because(t, policy);

@@ -301,6 +301,27 @@ TEST(Pinning, BindsTheCallingThreadAndUnbinds) {
   }
 }
 
+TEST(Pinning, CallsInsideTheUsersParallelRegionBindNothing) {
+  std::vector<std::int32_t> x(4096, 1), expected(x.size());
+  std::partial_sum(x.begin(), x.end(), expected.begin());
+  std::vector<std::int32_t> unbound(x.size());
+  cumsum_with(x, unbound, "scan.blocked(block=1024, threads=1, pin=none)");
+  const std::set<int> before = affinity_of_this_thread();
+  bool all_unchanged = true, all_right = true;
+#pragma omp parallel num_threads(2) reduction(&& : all_unchanged, all_right)
+  {
+    std::vector<std::int32_t> y(x.size());
+    std::vector<std::int32_t> mine = x;
+    const std::set<int> mine_before = affinity_of_this_thread();
+    cumsum_with(mine, y, "scan.blocked(block=1024, threads=2, pin=compact)");
+    all_right = y == expected;
+    all_unchanged = affinity_of_this_thread() == mine_before;
+  }
+  EXPECT_TRUE(all_right);
+  EXPECT_TRUE(all_unchanged);
+  EXPECT_EQ(affinity_of_this_thread(), before);
+}
+
 TEST(Pinning, EveryPolicyGivesTheSameResult) {
   std::vector<std::int32_t> x(100003), y(x.size()), expected(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::int32_t(i * 2654435761u >> 7);
