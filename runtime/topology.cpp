@@ -102,6 +102,14 @@ std::unique_ptr<Topology> Topology::discover(std::string& failure) {
     failure = "hwloc could not load the topology";
     return nullptr;
   }
+  // hwloc's allowed cpuset is the cgroup's; taskset and sched_setaffinity narrow the process's
+  // binding (on Linux, the union of its threads' affinities) without changing it.
+  Bitmap bound;
+  if (hwloc_topology_is_thissystem(h.t) && hwloc_get_cpubind(h.t, bound.b, HWLOC_CPUBIND_PROCESS) == 0 &&
+      !hwloc_bitmap_iszero(bound.b) && !restrict_to(h.t, bound.b)) {
+    failure = "the process's CPU affinity names no PU hwloc found";
+    return nullptr;
+  }
   Bitmap places;
   if (omp_places_set(places) && !restrict_to(h.t, places.b)) {
     failure = "OMP_PLACES names no PU this process may use";

@@ -15,8 +15,9 @@ namespace hk::detail {
 
 class Topology {
  public:
-  /// This machine as hwloc reports it (hwloc itself honours HWLOC_SYNTHETIC and HWLOC_XMLFILE),
-  /// limited to the allowed cpuset and, when OMP_PLACES is set, to the PUs of its places.
+  /// This machine as hwloc reports it, or the topology HWLOC_XMLFILE or HWLOC_SYNTHETIC
+  /// describes; limited to the allowed cpuset (cgroups), to the process's CPU affinity (taskset)
+  /// and, when OMP_PLACES is set, to the PUs of its places.
   /// Null, with `failure` saying why, when hwloc cannot load a topology.
   static std::unique_ptr<Topology> discover(std::string& failure);
 

@@ -17,14 +17,16 @@ HETKERN = None
 TWO_BY_TWO = "pack:2 numa:2 core:8 pu:2"  # PU p: core p//2, NUMA node p//16, package p//32
 
 
-def run(*args, env=None):
+def run(*args, env=None, cpus=None):
     full_env = {k: v for k, v in os.environ.items() if not k.startswith(("HWLOC_", "OMP_PLACES", "OMP_PROC_BIND"))}
     full_env.update(env or {})
-    return subprocess.run([HETKERN, *map(str, args)], capture_output=True, text=True, timeout=120, env=full_env)
+    narrow = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
+    return subprocess.run([HETKERN, *map(str, args)], capture_output=True, text=True, timeout=120, env=full_env,
+                          preexec_fn=narrow)
 
 
-def info_json(*args, env=None):
-    r = run("info", "--json", *args, env=env)
+def info_json(*args, env=None, cpus=None):
+    r = run("info", "--json", *args, env=env, cpus=cpus)
     if r.returncode != 0:
         raise AssertionError(r.stderr)
     return json.loads(r.stdout), r.stderr
@@ -83,6 +85,26 @@ class SyntheticTopology(unittest.TestCase):
         self.assertIn("topology: 2 packages, 4 NUMA nodes, 32 cores, 64 PUs (synthetic", r.stdout)
         self.assertIn("binding:  4 threads, pin=scatter:", r.stdout)
         self.assertIn("pin = none|compact|scatter|numa", r.stdout)
+
+
+class ThisMachine(unittest.TestCase):
+    def test_affinity_mask_limits_topology_and_plan(self):
+        # As under taskset: only the CPUs of the process's affinity are counted and planned.
+        for cpu in sorted(os.sched_getaffinity(0))[-2:]:
+            d, err = info_json("--threads", 3, "--pin", "compact", cpus={cpu})
+            self.assertEqual(err, "")
+            if not d["topology_available"]:
+                self.skipTest(d["reason"])
+            self.assertEqual(d["source"], "this system")
+            self.assertEqual(d["pus"], 1)
+            self.assertEqual(d["binding"], [cpu] * 3)
+
+    def test_plan_uses_only_allowed_cpus(self):
+        allowed = os.sched_getaffinity(0)
+        d, _ = info_json("--threads", len(allowed), "--pin", "scatter")
+        if d["topology_available"]:
+            self.assertEqual(set(d["binding"]), allowed)
+            self.assertEqual(d["pus"], len(allowed))
 
 
 class Fallback(unittest.TestCase):
