@@ -43,10 +43,11 @@ bool restrict_to(hwloc_topology_t t, hwloc_const_bitmap_t set) {
   return hwloc_topology_restrict(t, set, HWLOC_RESTRICT_FLAG_REMOVE_CPULESS) == 0;
 }
 
-// The PUs of the OpenMP places when the user set OMP_PLACES (the runtime parses the syntax).
-bool omp_places_set(Bitmap& out) {
-  const char* places = std::getenv("OMP_PLACES");
-  if (!places || !*places) return false;
+// The PUs of OpenMP's places when OpenMP binds its threads (OMP_PROC_BIND other than false, or
+// OMP_PLACES alone): libomp has then bound the initial thread to one place already, so the
+// process's affinity no longer says which CPUs the process may use, and the places do.
+bool openmp_places(Bitmap& out) {
+  if (omp_get_proc_bind() == omp_proc_bind_false) return false;
   const int n = omp_get_num_places();
   for (int p = 0; p < n; ++p) {
     std::vector<int> ids(std::size_t(std::max(0, omp_get_place_num_procs(p))));
@@ -104,16 +105,16 @@ std::unique_ptr<Topology> Topology::discover(std::string& failure) {
   }
   // hwloc's allowed cpuset is the cgroup's; taskset and sched_setaffinity narrow the process's
   // binding (on Linux, the union of its threads' affinities) without changing it.
-  Bitmap bound;
-  if (hwloc_topology_is_thissystem(h.t) && hwloc_get_cpubind(h.t, bound.b, HWLOC_CPUBIND_PROCESS) == 0 &&
-      !hwloc_bitmap_iszero(bound.b) && !restrict_to(h.t, bound.b)) {
-    failure = "the process's CPU affinity names no PU hwloc found";
-    return nullptr;
-  }
-  Bitmap places;
-  if (omp_places_set(places) && !restrict_to(h.t, places.b)) {
-    failure = "OMP_PLACES names no PU this process may use";
-    return nullptr;
+  if (hwloc_topology_is_thissystem(h.t)) {
+    Bitmap usable;
+    const bool places = openmp_places(usable);
+    if (!places && (hwloc_get_cpubind(h.t, usable.b, HWLOC_CPUBIND_PROCESS) != 0 || hwloc_bitmap_iszero(usable.b)))
+      hwloc_bitmap_copy(usable.b, hwloc_topology_get_allowed_cpuset(h.t));
+    if (!restrict_to(h.t, usable.b)) {
+      failure = places ? "OpenMP's places name no PU this process may use"
+                       : "the process's CPU affinity names no PU hwloc found";
+      return nullptr;
+    }
   }
   if (hwloc_get_nbobjs_by_type(h.t, HWLOC_OBJ_PU) <= 0) {
     failure = "hwloc found no processing unit";

@@ -16,8 +16,8 @@ namespace hk::detail {
 class Topology {
  public:
   /// This machine as hwloc reports it, or the topology HWLOC_XMLFILE or HWLOC_SYNTHETIC
-  /// describes; limited to the allowed cpuset (cgroups), to the process's CPU affinity (taskset)
-  /// and, when OMP_PLACES is set, to the PUs of its places.
+  /// describes; on this machine limited to the allowed cpuset (cgroups) and to the process's CPU
+  /// affinity (taskset), or, when OpenMP binds its threads, to the PUs of OpenMP's places.
   /// Null, with `failure` saying why, when hwloc cannot load a topology.
   static std::unique_ptr<Topology> discover(std::string& failure);
 
