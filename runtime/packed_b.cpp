@@ -1,6 +1,7 @@
 // hk::pack_b: B of QuantizedLinearMatMul packed once for every later call.
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <cstring>
 #include <string>
 
@@ -44,7 +45,8 @@ PackedB pack_b(ConstTensor b) {
   // The team the operator's default schedule uses, pinned the same way: every page of the packed
   // form is first touched (zeroed) by the thread that packs it, so the pages are spread over the
   // team's NUMA nodes in column ranges instead of all landing on the caller's node.
-  if (tasks > 1) detail::bind_team(threads, default_pin_policy());
+  std::optional<detail::PinnedCall> pinned;
+  if (tasks > 1) pinned.emplace(threads, default_pin_policy());
 #pragma omp parallel for schedule(static) num_threads(threads) if (tasks > 1)
   for (std::int64_t i = 0; i < tasks; ++i) {
     const std::int64_t t = i / per_batch, p = (i % per_batch) * panels_per_task;

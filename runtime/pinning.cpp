@@ -90,6 +90,7 @@ struct TeamBinding {
   int threads = 0;
   PinPolicy policy = PinPolicy::none;
   bool bound = false;  // some thread of the team is bound to less than the allowed cpuset
+  int first_pu = -1;   // the calling thread's PU while a call runs (bound teams)
 };
 
 // Per calling thread: each thread that starts parallel regions has a team of its own.
@@ -114,7 +115,7 @@ void bind_team(int threads, PinPolicy policy) {
     // Without hwloc the discovery already warned; a synthetic topology deserves one notice.
     static std::atomic<bool> told{false};
     if (t && policy != PinPolicy::none && !t->this_system()) tell_once(told, "notice: " + reason);
-    current = {threads, policy, false};
+    current = {threads, policy, false, -1};
     return;
   }
   const BindingPlan plan = t->plan(threads, policy);
@@ -129,7 +130,23 @@ void bind_team(int threads, PinPolicy policy) {
     static std::atomic<bool> told{false};
     tell_once(told, "warning: the operating system refused to bind threads; they run unpinned");
   }
-  current = {threads, policy, policy != PinPolicy::none};
+  current = {threads, policy, policy != PinPolicy::none, plan.pus.empty() ? -1 : plan.pus[0]};
+}
+
+PinnedCall::PinnedCall(int threads, PinPolicy policy) {
+  if (omp_in_parallel()) return;
+  const bool was_bound = current.bound;
+  if (!was_bound && policy == PinPolicy::none) return;  // unpinned and staying so: nothing to do
+  CPU_ZERO(&callers_);
+  if (sched_getaffinity(0, sizeof callers_, &callers_) != 0) return;
+  bind_team(threads, policy);
+  // bind_team placed the calling thread only when it (re)bound or unbound the team.
+  restore_ = was_bound || current.bound;
+  if (current.first_pu >= 0) host_topology()->bind_this_thread(current.first_pu);
+}
+
+PinnedCall::~PinnedCall() {
+  if (restore_) sched_setaffinity(0, sizeof callers_, &callers_);
 }
 
 }  // namespace detail

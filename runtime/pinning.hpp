@@ -1,6 +1,8 @@
 // Binding the OpenMP team of a host-parallel schedule to the PUs its pinning policy plans.
 #pragma once
 
+#include <sched.h>
+
 #include "hetkern/topology.hpp"
 
 namespace hk::detail {
@@ -12,5 +14,21 @@ namespace hk::detail {
 /// call unbinds the team (back to the allowed cpuset). Without a usable topology, on a synthetic
 /// or XML one, or when OpenMP binds its threads itself, nothing is bound.
 void bind_team(int threads, PinPolicy policy);
+
+/// One host-parallel call: bind_team(threads, policy) for the workers, and the calling thread on
+/// its planned PU only while the call runs. The caller's own affinity comes back afterwards, so
+/// that threads it starts later do not inherit a single PU. Costs three system calls per call
+/// when the team is pinned, none otherwise.
+class PinnedCall {
+ public:
+  PinnedCall(int threads, PinPolicy policy);
+  ~PinnedCall();
+  PinnedCall(const PinnedCall&) = delete;
+  PinnedCall& operator=(const PinnedCall&) = delete;
+
+ private:
+  cpu_set_t callers_ = {};
+  bool restore_ = false;
+};
 
 }  // namespace hk::detail

@@ -8,6 +8,7 @@
 // the depth could overflow int32), then the epilogue requantizes it into the output.
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <new>
 #include <vector>
 
@@ -158,7 +159,8 @@ void run_packed_qmm(const QmmProblem& p, const QmmPlan& plan, const PackedPanels
   const std::int64_t batches = p.batch[0] * p.batch[1];
   const std::int64_t kp = packed_depth(p.K);
   const int threads = plan.kind == QmmPlan::Kind::parallel ? plan.threads : 1;
-  if (plan.kind == QmmPlan::Kind::parallel) bind_team(threads, plan.pin);
+  std::optional<PinnedCall> pinned;
+  if (plan.kind == QmmPlan::Kind::parallel) pinned.emplace(threads, plan.pin);
   Scratch& caller = Scratch::of_this_thread();
   const bool a_shared = batch_shared(p.a);
   std::vector<PackedRows>& a = caller.a;

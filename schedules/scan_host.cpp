@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -199,7 +200,8 @@ void run_scan(const CumulativeCall& call, const ScanPlan& plan) {
   const ScanLayout s = make_scan_layout(call);
   const ScanKernelSet& kernels = scan_kernels(active_isa());
   const bool stream = plan.stream && !call.in_place();
-  if (plan.kind == ScanPlan::Kind::parallel || plan.kind == ScanPlan::Kind::blocked) bind_team(plan.threads, plan.pin);
+  std::optional<PinnedCall> pinned;
+  if (plan.kind == ScanPlan::Kind::parallel || plan.kind == ScanPlan::Kind::blocked) pinned.emplace(plan.threads, plan.pin);
   visit_scan_type(call.input.desc.dtype(), [&](auto t) {
     using T = decltype(t);
     visit_combine(call.product, [&](auto op) {

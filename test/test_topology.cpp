@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <omp.h>
+
 #include "hetkern/hetkern.hpp"
 #include "runtime/topology.hpp"
 
@@ -275,29 +277,40 @@ void cumsum_with(std::vector<std::int32_t>& x, std::vector<std::int32_t>& y, con
   hk::cumulative_sum({d, x.data()}, {d, y.data()}, {}, hk::Schedule::parse(schedule));
 }
 
-TEST(Pinning, BindsTheCallingThreadAndUnbinds) {
+// The affinity of OpenMP thread `t` of the calling thread's team of `threads` (libomp reuses the
+// team hetkern bound: the same threads in the same order).
+std::set<int> affinity_of_team_thread(int threads, int t) {
+  std::set<int> out;
+#pragma omp parallel num_threads(threads)
+  if (omp_get_thread_num() == t) out = affinity_of_this_thread();
+  return out;
+}
+
+TEST(Pinning, BindsTheTeamOnceAndGivesTheCallerItsAffinityBack) {
   const hk::TopologyInfo info = hk::topology_info();
   if (!info.available || !info.this_system || hk::default_pin_policy() == PinPolicy::none)
     GTEST_SKIP() << "threads are not bound here: " << hk::binding_plan(1, PinPolicy::compact).note;
   std::vector<std::int32_t> x(1 << 16), y(x.size()), expected(x.size());
   std::iota(x.begin(), x.end(), -1000);
   std::partial_sum(x.begin(), x.end(), expected.begin());
-  // Unbound (whatever ran before in this process): the thread may run on every PU hwloc allows.
-  cumsum_with(x, y, "scan.blocked(block=1024, threads=1, pin=none)");
-  const std::set<int> allowed = affinity_of_this_thread();
+  // Unbound (whatever ran before in this process): threads may run on every PU hwloc allows.
+  cumsum_with(x, y, "scan.blocked(block=1024, threads=2, pin=none)");
+  const std::set<int> callers = affinity_of_this_thread();
   const BindingPlan every = hk::binding_plan(info.pus, PinPolicy::compact);
-  EXPECT_EQ(allowed, std::set<int>(every.pus.begin(), every.pus.end()));
+  const std::set<int> allowed(every.pus.begin(), every.pus.end());
+  EXPECT_EQ(affinity_of_team_thread(2, 1), allowed);
   for (PinPolicy policy : {PinPolicy::compact, PinPolicy::scatter, PinPolicy::numa}) {
-    const BindingPlan plan = hk::binding_plan(1, policy);
+    const BindingPlan plan = hk::binding_plan(2, policy);
     EXPECT_TRUE(plan.applied) << plan.note;
-    ASSERT_EQ(plan.pus.size(), 1u);
-    EXPECT_TRUE(allowed.count(plan.pus[0]));
-    cumsum_with(x, y, std::string("scan.blocked(block=1024, threads=1, pin=") + hk::name_of(policy) + ")");
+    ASSERT_EQ(plan.pus.size(), 2u);
+    cumsum_with(x, y, std::string("scan.blocked(block=1024, threads=2, pin=") + hk::name_of(policy) + ")");
     EXPECT_EQ(y, expected);
-    EXPECT_EQ(affinity_of_this_thread(), std::set<int>{plan.pus[0]}) << hk::name_of(policy);
-    cumsum_with(x, y, "scan.blocked(block=1024, threads=1, pin=none)");
+    EXPECT_EQ(affinity_of_this_thread(), callers) << "the caller keeps its affinity after pin=" << hk::name_of(policy);
+    EXPECT_EQ(affinity_of_team_thread(2, 1), std::set<int>{plan.pus[1]}) << hk::name_of(policy);
+    cumsum_with(x, y, "scan.blocked(block=1024, threads=2, pin=none)");
     EXPECT_EQ(y, expected);
-    EXPECT_EQ(affinity_of_this_thread(), allowed) << "pin=none after pin=" << hk::name_of(policy);
+    EXPECT_EQ(affinity_of_team_thread(2, 1), allowed) << "pin=none after pin=" << hk::name_of(policy);
+    EXPECT_EQ(affinity_of_this_thread(), callers);
   }
 }
 
