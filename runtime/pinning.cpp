@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "hetkern/error.hpp"
@@ -74,11 +76,31 @@ BindingPlan binding_plan(int threads, PinPolicy policy) {
   return plan;
 }
 
+namespace {
+
+// HETKERN_PIN, when set to a policy name.
+std::optional<PinPolicy> pin_from_environment() {
+  const char* text = std::getenv("HETKERN_PIN");
+  if (!text || !*text) return std::nullopt;
+  try {
+    return parse_pin_policy(text);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "hetkern: warning: HETKERN_PIN ignored: %s\n", e.what());
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
 // compact by default: under OpenMP's static schedules neighbouring threads take neighbouring
 // data, and compact keeps neighbours on one cache and NUMA domain (the numa split then holds
 // without asking for it), with one thread per core before any hyperthread; with every core busy
-// it uses the same PUs as scatter. none where nothing can be bound, so that schedules say what runs.
+// it uses the same PUs as scatter. none where nothing can be bound, so that schedules say what
+// runs. HETKERN_PIN overrides it (e.g. none on a machine shared with other busy processes, where a
+// pinned thread cannot move to an idle core).
 PinPolicy default_pin_policy() {
+  static const std::optional<PinPolicy> chosen = pin_from_environment();
+  if (chosen) return *chosen;
   const detail::Topology* t = detail::host_topology();
   return t && t->this_system() && !openmp_binds() ? PinPolicy::compact : PinPolicy::none;
 }

@@ -18,7 +18,7 @@ TWO_BY_TWO = "pack:2 numa:2 core:8 pu:2"  # PU p: core p//2, NUMA node p//16, pa
 
 
 def run(*args, env=None, cpus=None):
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("HWLOC_", "OMP_PLACES", "OMP_PROC_BIND"))}
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("HWLOC_", "OMP_PLACES", "OMP_PROC_BIND", "HETKERN_PIN"))}
     full_env.update(env or {})
     narrow = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
     return subprocess.run([HETKERN, *map(str, args)], capture_output=True, text=True, timeout=120, env=full_env,
@@ -105,6 +105,18 @@ class ThisMachine(unittest.TestCase):
         if d["topology_available"]:
             self.assertEqual(set(d["binding"]), allowed)
             self.assertEqual(d["pus"], len(allowed))
+
+
+class DefaultPolicy(unittest.TestCase):
+    def test_hetkern_pin_sets_the_default(self):
+        for pin in ("none", "compact", "scatter", "numa"):
+            d, err = info_json("--threads", 4, env={"HETKERN_PIN": pin, "HWLOC_SYNTHETIC": TWO_BY_TWO})
+            self.assertEqual(err, "")
+            self.assertEqual(d["pin"], pin)
+        d, err = info_json("--threads", 4, env={"HETKERN_PIN": "everywhere", "HWLOC_SYNTHETIC": TWO_BY_TWO})
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertIn("HETKERN_PIN", err)
+        self.assertIn(d["pin"], ("compact", "none"))
 
 
 class Fallback(unittest.TestCase):

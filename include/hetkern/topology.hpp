@@ -64,7 +64,10 @@ struct BindingPlan {
 
 BindingPlan binding_plan(int threads, PinPolicy policy);
 
-/// The policy a host-parallel schedule uses when it names none: see runtime/pinning.cpp.
+/// The policy a host-parallel schedule uses when it names none: the environment variable
+/// HETKERN_PIN when it names a policy (another value is reported once on stderr and ignored),
+/// else compact where hetkern can bind threads (a topology of this machine, OpenMP not binding
+/// its threads itself) and none elsewhere.
 PinPolicy default_pin_policy();
 
 }  // namespace hk
