@@ -92,17 +92,24 @@ std::optional<PinPolicy> pin_from_environment() {
 
 }  // namespace
 
-// compact by default: under OpenMP's static schedules neighbouring threads take neighbouring
-// data, and compact keeps neighbours on one cache and NUMA domain (the numa split then holds
-// without asking for it), with one thread per core before any hyperthread; with every core busy
-// it uses the same PUs as scatter. none where nothing can be bound, so that schedules say what
-// runs. HETKERN_PIN overrides it (e.g. none on a machine shared with other busy processes, where a
-// pinned thread cannot move to an idle core).
+// compact where the layout gives pinning something to keep: several packages or NUMA nodes, or
+// cores with several PUs. Under OpenMP's static schedules neighbouring threads take neighbouring
+// data, and compact keeps neighbours on one cache and NUMA domain (so the numa split holds
+// without asking for it) with one thread per core before any hyperthread. On a flat layout (one
+// NUMA node, one PU per core) the scheduler already gives each thread a core, and measured on such
+// a 16-core virtual machine pinning did not change medians but widened the run-to-run spread (a
+// pinned thread cannot move away from a CPU the host is busy with): none there, and none where
+// nothing can be bound. HETKERN_PIN overrides the choice.
 PinPolicy default_pin_policy() {
-  static const std::optional<PinPolicy> chosen = pin_from_environment();
-  if (chosen) return *chosen;
-  const detail::Topology* t = detail::host_topology();
-  return t && t->this_system() && !openmp_binds() ? PinPolicy::compact : PinPolicy::none;
+  static const PinPolicy chosen = [] {
+    if (const auto p = pin_from_environment()) return *p;
+    const detail::Topology* t = detail::host_topology();
+    if (!t || !t->this_system() || openmp_binds()) return PinPolicy::none;
+    const TopologyInfo info = t->info();
+    const bool layered = info.packages > 1 || info.numa_nodes > 1 || info.pus > info.cores;
+    return layered ? PinPolicy::compact : PinPolicy::none;
+  }();
+  return chosen;
 }
 
 namespace detail {

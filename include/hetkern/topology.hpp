@@ -67,7 +67,8 @@ BindingPlan binding_plan(int threads, PinPolicy policy);
 /// The policy a host-parallel schedule uses when it names none: the environment variable
 /// HETKERN_PIN when it names a policy (another value is reported once on stderr and ignored),
 /// else compact where hetkern can bind threads (a topology of this machine, OpenMP not binding
-/// its threads itself) and none elsewhere.
+/// its threads itself) and the layout has levels to respect (several packages or NUMA nodes, or
+/// several PUs per core), and none elsewhere.
 PinPolicy default_pin_policy();
 
 }  // namespace hk
