@@ -23,6 +23,9 @@ class Record {
   /// The field's value, or nullptr when the record has no such key.
   const Value* find(std::string_view key) const;
 
+  /// The fields in order.
+  const std::vector<std::pair<std::string, Value>>& fields() const noexcept { return fields_; }
+
   /// {"key": value, ...} on one line.
   std::string to_json() const;
 

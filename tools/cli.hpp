@@ -13,5 +13,7 @@ void add_info(CLI::App& app);
 void add_demo(CLI::App& app);
 /// `hetkern bench cumsum|cumprod|qlinear-matmul ...`: one case timed next to its baseline.
 void add_bench(CLI::App& app);
+/// `hetkern bench --sweep SPEC ...`: the sweep's options on the bench command (cli_sweep.cpp).
+void add_bench_sweep(CLI::App& bench);
 
 }  // namespace hk::cli

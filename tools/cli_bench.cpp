@@ -202,11 +202,13 @@ void add_qmm_bench(CLI::App& bench) {
 
 void add_bench(CLI::App& app) {
   CLI::App* bench = app.add_subcommand(
-      "bench", "time one operator case next to its baseline (a copy, oneDNN) in the same process");
+      "bench", "time one operator case next to its baseline (a copy, oneDNN) in the same process, or "
+               "a sweep of cases (--sweep) into tables and plots");
   bench->require_subcommand(0, 1);
   add_scan_bench(*bench, "cumsum", Operator::cumulative_sum);
   add_scan_bench(*bench, "cumprod", Operator::cumulative_product);
   add_qmm_bench(*bench);
+  add_bench_sweep(*bench);
 }
 
 }  // namespace hk::cli

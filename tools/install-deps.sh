@@ -11,6 +11,7 @@ packages=(
   python3-numpy              # independent oracle in the CLI tests (/usr/bin/python3)
   libdnnl-dev                # oneDNN: the int8 matmul baseline of the benchmarks only, never linked by the library
   libbenchmark-dev           # Google Benchmark: build/release/bin/hetkern-bench
+  python3-matplotlib         # the plots of `hetkern bench --sweep` (bench/plot.py)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -21,8 +21,9 @@ int main(int argc, char** argv) {
       throw CLI::ValidationError("a command is required: run, info, demo or bench");
     if (app.got_subcommand("run") && app.get_subcommand("run")->get_subcommands().empty())
       throw CLI::ValidationError("run needs an operator: cumsum, cumprod or qlinear-matmul");
-    if (app.got_subcommand("bench") && app.get_subcommand("bench")->get_subcommands().empty())
-      throw CLI::ValidationError("bench needs an operator: cumsum, cumprod or qlinear-matmul");
+    if (app.got_subcommand("bench") && app.get_subcommand("bench")->get_subcommands().empty() &&
+        app.get_subcommand("bench")->count("--sweep") == 0)
+      throw CLI::ValidationError("bench needs an operator (cumsum, cumprod or qlinear-matmul) or --sweep SPEC");
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

@@ -1,0 +1,211 @@
+#!/usr/bin/python3
+"""Peers of a hetkern benchmark sweep: numpy's cumsum/cumprod on the CPU, and PyTorch where it is
+importable (torch.cumsum on the CPU and on CUDA, torch._int_mm on CUDA), timed like hetkern: a
+warm-up, then repetitions until at least min_seconds passed and min_repetitions ran; the median and
+spread of the calls.
+
+Reads the sweep's cases as JSON on stdin ({"min_seconds", "min_repetitions", "cases": [...]}) and
+writes one line per result, a word and a JSON object: "peer {...}" for each library (available or
+why not), "record {...}" per measurement, "skip {...}" for a case a peer cannot run. A missing library
+is reported, not an error. `hetkern bench --sweep` runs it; it is not meant to be run by hand.
+"""
+import json
+import sys
+import time
+
+NUMPY_TYPES = {"float16", "float32", "int32", "uint32", "int64", "uint64"}
+
+
+def emit(kind, value):
+    sys.stdout.write(kind + " " + json.dumps(value) + "\n")
+    sys.stdout.flush()
+
+
+def stats(samples):
+    s = sorted(samples)
+
+    def quantile(q):
+        pos = q * (len(s) - 1)
+        lo = int(pos)
+        hi = min(lo + 1, len(s) - 1)
+        return s[lo] + (pos - lo) * (s[hi] - s[lo])
+
+    return {"median_ns": quantile(0.5), "min_ns": s[0], "q1_ns": quantile(0.25), "q3_ns": quantile(0.75),
+            "max_ns": s[-1], "repetitions": len(s)}
+
+
+def time_calls(call, timing, synchronize=None):
+    call()
+    if synchronize:
+        synchronize()
+    samples = []
+    start = time.perf_counter()
+    while len(samples) < timing["min_repetitions"] or time.perf_counter() - start < timing["min_seconds"]:
+        t0 = time.perf_counter_ns()
+        call()
+        if synchronize:
+            synchronize()
+        samples.append(float(time.perf_counter_ns() - t0))
+    return stats(samples)
+
+
+def scan_record(case, peer, schedule, device, threads, timing_stats, nbytes):
+    r = {"case": case["case"], "case_line": case["case_line"], "kind": "peer", "peer": peer,
+         "strategy": peer, "device": device, "pin": None}
+    for key in ("op", "shape", "dtype", "axis", "direction", "exclusive"):
+        r[key] = case[key]
+    r.update({"schedule": schedule, "threads": threads, "isa": None})
+    r.update(timing_stats)
+    r["bytes"] = nbytes
+    r["gbps"] = nbytes / timing_stats["median_ns"]
+    base = next((b for b in case["baselines"] if b["threads"] == threads), None)
+    for key in ("copy_method", "copy_median_ns", "copy_min_ns", "copy_max_ns", "copy_gbps"):
+        r[key] = base[key] if base else None
+    r["time_vs_baseline"] = timing_stats["median_ns"] / base["copy_median_ns"] if base else None
+    r["median_with_transfers_ns"] = None
+    r["median_without_transfers_ns"] = None
+    return r
+
+
+def scan_input(np, case):
+    rng = np.random.default_rng(20260301)
+    shape = tuple(case["shape"])
+    if case["dtype"].startswith("float"):
+        u = rng.uniform(-1, 1, size=shape)
+        x = 1 + u * 2.0 ** -10 if case["op"] == "cumprod" else u
+    else:
+        x = rng.integers(0, 2 ** 31, size=shape)
+    return x.astype(case["dtype"])
+
+
+def guarded(case, schedule, measure):
+    """Runs one peer measurement; a case the library refuses (a dtype it lacks, a shape its kernel
+    does not take, memory) is reported as skipped, so that the other measurements still count."""
+    try:
+        measure()
+    except Exception as e:  # the peer's own error, whatever its type, is the reason
+        emit("skip", {"case": case["case"], "schedule": schedule, "reason": f"{type(e).__name__}: {e}"})
+
+
+def numpy_peer(cases, timing):
+    try:
+        import numpy as np
+    except ImportError as e:
+        emit("peer", {"name": "numpy", "available": False, "version": None, "reason": str(e)})
+        return
+    emit("peer", {"name": "numpy", "available": True, "version": np.__version__, "reason": None})
+    for case in cases:
+        if case["op"] == "qlinear-matmul":
+            continue
+        if case["exclusive"]:
+            emit("skip", {"case": case["case"], "schedule": "numpy", "reason": "numpy has no exclusive scan"})
+            continue
+        guarded(case, "numpy", lambda: numpy_scan(np, case, timing))
+
+
+def numpy_scan(np, case, timing):
+    x = scan_input(np, case)
+    y = np.empty_like(x)
+    fn = np.cumprod if case["op"] == "cumprod" else np.cumsum
+    axis = case["axis"]
+    if case["direction"] == "decreasing":
+        xs, ys = np.flip(x, axis), np.flip(y, axis)
+    else:
+        xs, ys = x, y
+    s = time_calls(lambda: fn(xs, axis=axis, out=ys), timing)
+    emit("record", scan_record(case, "numpy", f"numpy.{fn.__name__}", "host", 1, s, 2 * x.nbytes))
+
+
+def torch_peer(cases, timing):
+    try:
+        import numpy as np
+        import torch
+    except ImportError as e:
+        emit("peer", {"name": "torch", "available": False, "version": None, "reason": str(e)})
+        return
+    cuda = torch.cuda.is_available()
+    emit("peer", {"name": "torch", "available": True, "version": torch.__version__,
+                  "reason": None if cuda else "no CUDA device: CPU only"})
+    sync = torch.cuda.synchronize if cuda else None
+    for case in cases:
+        if case["op"] == "qlinear-matmul":
+            if cuda:
+                guarded(case, "torch._int_mm", lambda: torch_int_mm(torch, case, timing, sync))
+            continue
+        if case["exclusive"] or case["direction"] == "decreasing":
+            emit("skip", {"case": case["case"], "schedule": "torch.cumsum",
+                          "reason": "torch has no exclusive or decreasing scan without extra copies"})
+            continue
+        guarded(case, "torch", lambda: torch_scan(np, torch, case, timing, cuda, sync))
+
+
+def torch_scan(np, torch, case, timing, cuda, sync):
+    x = torch.from_numpy(scan_input(np, case))
+    fn = torch.cumprod if case["op"] == "cumprod" else torch.cumsum
+    axis = case["axis"]
+    y = torch.empty_like(x)
+    s = time_calls(lambda: fn(x, axis, out=y), timing)
+    threads = torch.get_num_threads()
+    emit("record", scan_record(case, "torch", f"torch.{fn.__name__}", "host", threads, s,
+                               2 * x.numel() * x.element_size()))
+    if not cuda:
+        return
+    xd, yd = x.cuda(), torch.empty_like(x, device="cuda")
+    kernel = time_calls(lambda: fn(xd, axis, out=yd), timing, sync)
+    # With transfers: the input to the device, the scan, the output back to pinned host memory.
+    xh, yh = x.pin_memory(), torch.empty_like(x).pin_memory()
+
+    def round_trip():
+        xd.copy_(xh, non_blocking=True)
+        fn(xd, axis, out=yd)
+        yh.copy_(yd, non_blocking=True)
+
+    moved = time_calls(round_trip, timing, sync)
+    r = scan_record(case, "torch", f"torch.{fn.__name__}(cuda)", "gpu", threads, kernel,
+                    2 * x.numel() * x.element_size())
+    r["median_without_transfers_ns"] = kernel["median_ns"]
+    r["median_with_transfers_ns"] = moved["median_ns"]
+    emit("record", r)
+
+
+def torch_int_mm(torch, case, timing, sync):
+    m, n, k = case["shape"]
+    if m <= 16 or n % 8 or k % 8:
+        emit("skip", {"case": case["case"], "schedule": "torch._int_mm",
+                      "reason": "torch._int_mm needs M > 16 and N, K multiples of 8"})
+        return
+    gen = torch.Generator(device="cuda").manual_seed(20260302)
+    a = torch.randint(-128, 128, (m, k), dtype=torch.int8, device="cuda", generator=gen)
+    b = torch.randint(-128, 128, (k, n), dtype=torch.int8, device="cuda", generator=gen)
+    kernel = time_calls(lambda: torch._int_mm(a, b), timing, sync)
+    ah, bh = a.cpu().pin_memory(), b.cpu().pin_memory()
+    ch = torch.empty((m, n), dtype=torch.int32).pin_memory()
+
+    def round_trip():
+        a.copy_(ah, non_blocking=True)
+        b.copy_(bh, non_blocking=True)
+        ch.copy_(torch._int_mm(a, b), non_blocking=True)
+
+    moved = time_calls(round_trip, timing, sync)
+    ops = 2 * m * n * k
+    r = {"case": case["case"], "case_line": case["case_line"], "kind": "peer", "peer": "torch",
+         "strategy": "torch", "device": "gpu", "pin": None, "op": case["op"], "shape": case["shape"],
+         "dtype": "int8,int8,int32", "schedule": "torch._int_mm(cuda, s8 x s8 -> s32, no requantization)",
+         "threads": None, "isa": None}
+    r.update(kernel)
+    r.update({"ops": ops, "gops": ops / kernel["median_ns"], "time_vs_baseline": None,
+              "median_without_transfers_ns": kernel["median_ns"],
+              "median_with_transfers_ns": moved["median_ns"]})
+    emit("record", r)
+
+
+def main():
+    request = json.load(sys.stdin)
+    timing = {"min_seconds": request["min_seconds"], "min_repetitions": request["min_repetitions"]}
+    cases = [c for c in request["cases"] if c["op"] == "qlinear-matmul" or c["dtype"] in NUMPY_TYPES]
+    numpy_peer(cases, timing)
+    torch_peer(cases, timing)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,317 @@
+#!/usr/bin/python3
+"""`hetkern bench --sweep`: a tiny SPEC runs every applicable schedule at every thread count (the
+plan recomputed here from `hetkern info`), the records are complete and consistent (rates from
+times and sizes, spreads ordered, baselines present), results.csv holds exactly the records of
+results.json, numpy is measured as a peer, summary.md has a row per record, the plots are PNGs, bad
+SPEC lines are refused with their line number, and Ctrl-C keeps what finished.
+usage: test_sweep.py PATH/TO/hetkern
+"""
+import csv
+import json
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HETKERN = None
+QUICK = ["--min-time", "0", "--min-reps", "3"]
+SPEC = """# a tiny sweep
+cumsum 1000 float32 axis=0
+cumprod 8,300 float32 axis=1 exclusive   # a comment after a case
+qlinear-matmul 20,32,40 u8,s8,u8 b_range=-64,63
+"""
+SIZES = {"float16": 2, "float32": 4, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8}
+TIMING = ["median_ns", "min_ns", "q1_ns", "q3_ns", "max_ns", "repetitions"]
+SWEEP_FIELDS = ["case", "case_line", "kind", "peer", "strategy", "device", "pin", "op", "shape", "dtype",
+                "schedule", "threads", "isa", *TIMING, "time_vs_baseline", "median_with_transfers_ns",
+                "median_without_transfers_ns"]
+
+
+def strategies_from_info():
+    """{"scan": {strategy: [params]}, "qmm": {...}} as `hetkern info` lists them."""
+    text = subprocess.run([HETKERN, "info"], capture_output=True, text=True, check=True).stdout
+    out, family, name = {}, None, None
+    for line in text.splitlines():
+        if line.startswith("schedules of "):
+            family = "qmm" if "qlinear-matmul" in line else "scan"
+            out[family] = {}
+        elif family and re.match(r"^  [a-z][a-z0-9_.]*$", line):
+            name = line.strip()
+            out[family][name] = []
+        elif family and name and re.match(r"^      [a-z_]+ = ", line):
+            out[family][name].append(line.split()[0])
+    return out
+
+
+def sweep(spec_text, out, *args):
+    spec = os.path.join(out, "cases.txt")
+    with open(spec, "w") as f:
+        f.write(spec_text)
+    return subprocess.run([HETKERN, "bench", "--sweep", spec, "--out", os.path.join(out, "result"), *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+def cell(v):
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, list):
+        return "x".join(map(str, v))
+    return str(v)
+
+
+class Sweep(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.result = sweep(SPEC, cls.tmp.name, "--threads", "1,2", *QUICK)
+        cls.dir = os.path.join(cls.tmp.name, "result")
+        if cls.result.returncode == 0:
+            with open(os.path.join(cls.dir, "results.json")) as f:
+                cls.res = json.load(f)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def setUp(self):
+        self.assertEqual(self.result.returncode, 0, self.result.stderr)
+
+    def hetkern_records(self):
+        return [r for r in self.res["records"] if r["kind"] == "hetkern"]
+
+    def test_plan_is_every_applicable_schedule_at_every_thread_count(self):
+        info = strategies_from_info()
+        gpu = self.res["machine"]["gpu_devices"] > 0
+        expected = []
+        for line, family in ((2, "scan"), (3, "scan"), (4, "qmm")):
+            expected += [(line, "default", t) for t in (1, 2)]
+            for name, params in info[family].items():
+                if name == "reference" or ("offload" in name and not gpu):
+                    continue
+                counts = (1, 2) if "threads" in params and "offload" not in name else (1,)
+                expected += [(line, name, t) for t in counts]
+        got = [(r["case_line"], r["strategy"], r["threads"]) for r in self.hetkern_records()]
+        self.assertEqual(sorted(got), sorted(expected))
+        self.assertEqual(self.res["planned"], len(expected))
+        self.assertFalse(self.res["interrupted"])
+        for r in self.hetkern_records():
+            if r["strategy"] != "default":
+                self.assertTrue(r["schedule"].startswith(r["strategy"]), r)
+            if "threads=" in r["schedule"]:
+                self.assertIn(f"threads={r['threads']}", r["schedule"])
+
+    def test_records_are_complete_and_consistent(self):
+        for r in self.hetkern_records():
+            for key in SWEEP_FIELDS:
+                self.assertIn(key, r)
+            self.assertEqual(r["device"], "host")
+            self.assertIsNone(r["pin"])
+            self.assertLessEqual(r["min_ns"], r["q1_ns"])
+            self.assertLessEqual(r["q1_ns"], r["median_ns"])
+            self.assertLessEqual(r["median_ns"], r["q3_ns"])
+            self.assertLessEqual(r["q3_ns"], r["max_ns"])
+            self.assertGreaterEqual(r["repetitions"], 3)
+            if r["op"] == "qlinear-matmul":
+                m, n, k = r["shape"]
+                self.assertEqual(r["ops"], 2 * m * n * k)
+                self.assertAlmostEqual(r["gops"], r["ops"] / r["median_ns"], delta=1e-9 * r["gops"])
+                self.assertEqual(r["b_range"], [-64, 63])
+                if r["onednn_gops"] is not None:
+                    self.assertEqual(r["onednn_mismatches"], 0)
+                    self.assertAlmostEqual(r["time_vs_baseline"], r["median_ns"] / r["onednn_median_ns"])
+                self.assertIn("peak_gops", r)
+                peak = next(p for p in self.res["peaks"] if p["threads"] == r["threads"])
+                self.assertEqual(r["peak_gops"], peak["gops"])
+            else:
+                self.assertEqual(r["bytes"], 2 * math.prod(r["shape"]) * SIZES[r["dtype"]])
+                self.assertAlmostEqual(r["gbps"], r["bytes"] / r["median_ns"], delta=1e-9 * r["gbps"])
+                self.assertAlmostEqual(r["copy_gbps"], r["bytes"] / r["copy_median_ns"], delta=1e-9 * r["gbps"])
+                self.assertAlmostEqual(r["time_vs_baseline"], r["median_ns"] / r["copy_median_ns"])
+        self.assertGreater(self.res["machine"]["clock_ghz"], 0.1)
+
+    def test_numpy_is_a_peer(self):
+        numpy = next(p for p in self.res["peers"] if p["name"] == "numpy")
+        self.assertTrue(numpy["available"], numpy)
+        peers = [r for r in self.res["records"] if r["peer"] == "numpy"]
+        # The inclusive scan has a numpy record at one thread with the copy of that thread count;
+        # numpy has no exclusive scan, which is reported as skipped.
+        self.assertEqual([r["case_line"] for r in peers], [2])
+        r = peers[0]
+        self.assertEqual((r["kind"], r["threads"], r["device"]), ("peer", 1, "host"))
+        copy = [h["copy_median_ns"] for h in self.hetkern_records() if h["case_line"] == 2 and h["threads"] == 1]
+        self.assertIn(r["copy_median_ns"], copy)
+        self.assertTrue(any(s["schedule"] == "numpy" and "exclusive" in s["reason"] for s in self.res["skipped"]))
+        torch = next(p for p in self.res["peers"] if p["name"] == "torch")
+        self.assertTrue(torch["available"] or torch["reason"])
+
+    def test_csv_holds_the_records(self):
+        with open(os.path.join(self.dir, "results.csv")) as f:
+            rows = list(csv.DictReader(f))
+        records = self.res["records"]
+        self.assertEqual(len(rows), len(records))
+        for row, r in zip(rows, records):
+            for key, value in row.items():
+                expected = r.get(key)
+                if isinstance(expected, float):
+                    self.assertAlmostEqual(float(value), expected, delta=1e-12 * abs(expected))
+                else:
+                    self.assertEqual(value, cell(expected), key)
+            self.assertTrue(set(r) <= set(row), set(r) - set(row))
+
+    def test_summary_has_a_row_per_record(self):
+        with open(os.path.join(self.dir, "summary.md")) as f:
+            text = f.read()
+        rows = [line for line in text.splitlines() if line.startswith("| ") and " | host | " in line]
+        host = [r for r in self.res["records"] if r["device"] == "host"]
+        self.assertEqual(len(rows), len(host))
+        for r in host:
+            self.assertIn(f"| {r['case']} | {r['schedule']} | host |", text)
+        if self.res["machine"]["gpu_devices"] == 0:
+            self.assertIn("No GPU records", text)
+
+    def test_plots_are_pngs(self):
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            self.skipTest("matplotlib is not installed (python3-matplotlib): plots not checked")
+        for name in ("scans.png", "qmm.png", "scaling.png"):
+            with open(os.path.join(self.dir, name), "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n", name)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "cpu_gpu.png")))
+
+    def test_plot_works_standalone_and_draws_gpu_records(self):
+        """plot.py on a copy of results.json, to which records of a GPU peer were added (scaled
+        from the host's times: only the drawing is under test), writes the same CSV and adds the
+        CPU-against-GPU plot and table."""
+        plot = os.path.join(os.path.dirname(HETKERN), "..", "share", "hetkern", "bench", "plot.py")
+        res = json.loads(json.dumps(self.res))
+        for r in [r for r in res["records"] if r["case_line"] == 2 and r["strategy"] == "default"]:
+            res["records"].append(dict(r, kind="peer", peer="torch", strategy="torch", device="gpu",
+                                       schedule="torch.cumsum(cuda)", median_without_transfers_ns=r["median_ns"] / 4,
+                                       median_with_transfers_ns=r["median_ns"] * 4))
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(os.path.join(tmp, "results.json"), "w") as f:
+                json.dump(res, f)
+            result = subprocess.run([sys.executable, plot, os.path.join(tmp, "results.json")],
+                                    capture_output=True, text=True, timeout=120)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            with open(os.path.join(tmp, "results.csv")) as f:
+                rows = list(csv.DictReader(f))
+            self.assertEqual(len(rows), len(res["records"]))
+            with open(os.path.join(tmp, "summary.md")) as f:
+                summary = f.read()
+            # Each GPU record: a row of the scans' table and one of the CPU-against-GPU table.
+            added = sum(r["device"] == "gpu" for r in res["records"])
+            self.assertEqual(added, 2)
+            self.assertEqual(summary.count("| torch.cumsum(cuda) |"), 2 * added)
+            self.assertNotIn("No GPU records", summary)
+            try:
+                import matplotlib  # noqa: F401
+            except ImportError:
+                return
+            with open(os.path.join(tmp, "cpu_gpu.png"), "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+
+class Options(unittest.TestCase):
+    def test_fixed_schedule_and_pins(self):
+        info = strategies_from_info()
+        with tempfile.TemporaryDirectory() as tmp:
+            result = sweep("cumsum 5000 float32 axis=0\n", tmp, "--schedule", "scan.parallel(threads=1);scan.tiled",
+                           "--threads", "2", "--pin", "compact", "--no-peers", *QUICK)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            with open(os.path.join(tmp, "result", "results.json")) as f:
+                res = json.load(f)
+        got = sorted((r["strategy"], r["threads"], r["pin"]) for r in res["records"])
+        pin = lambda name: "compact" if "pin" in info["scan"][name] else None  # noqa: E731
+        self.assertEqual(got, sorted([("scan.parallel", 1, pin("scan.parallel")), ("scan.tiled", 1, pin("scan.tiled"))]))
+        self.assertEqual(res["peers"], [])
+
+    def test_a_schedule_illegal_for_a_case_is_skipped_with_the_reason(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            result = sweep("cumsum 5000 float32 axis=0\n", tmp, "--schedule", "scan.parallel(tile=99999);scan.tiled",
+                           "--threads", "1", "--no-peers", *QUICK)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertIn("1 skipped", result.stdout)
+            with open(os.path.join(tmp, "result", "results.json")) as f:
+                res = json.load(f)
+        self.assertEqual([r["strategy"] for r in res["records"]], ["scan.tiled"])
+        self.assertEqual(len(res["skipped"]), 1)
+        self.assertIn("tile=99999", res["skipped"][0]["reason"])
+
+    def test_bad_spec_lines_name_the_line(self):
+        cases = [("cumsum 100 float32\n", "1", "axis"),
+                 ("# fine\ncumsum 100 float32 axis=1\n", "2", "axis"),
+                 ("cumsum 100 float32 axis=0\nfrobnicate 3 float32\n", "2", "unknown operator"),
+                 ("\n\ncumsum 10,x float32 axis=0\n", "3", "integers"),
+                 ("qlinear-matmul 2,3 u8,s8,u8\n", "1", "M,N,K"),
+                 ("qlinear-matmul 2,3,4 u8,f32,u8\n", "1", "u8 or s8"),
+                 ("cumsum 100 int8 axis=0\n", "1", "scans take"),
+                 ("cumsum 100 float32 axis=0 sideways\n", "1", "unknown scan option"),
+                 ("# nothing\n", None, "no case")]
+        for text, line, words in cases:
+            with self.subTest(text=text), tempfile.TemporaryDirectory() as tmp:
+                result = sweep(text, tmp, *QUICK)
+                self.assertEqual(result.returncode, 2, result.stderr)
+                self.assertEqual(len(result.stderr.splitlines()), 1, result.stderr)
+                if line:
+                    self.assertIn(f"cases.txt:{line}:", result.stderr)
+                self.assertIn(words, result.stderr)
+                self.assertFalse(os.path.exists(os.path.join(tmp, "result")))
+
+    def test_bad_options(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for args in (["--sweep", "nonesuch"], ["--sweep", "small", "--schedule", "scan.nonesuch"],
+                         ["--sweep", "small", "--schedule", "scan.parallel("], ["--min-time", "1"],
+                         ["--sweep", "small", "--threads", "0"]):
+                with self.subTest(args=args):
+                    result = subprocess.run([HETKERN, "bench", *args, "--out", os.path.join(tmp, "x")],
+                                            capture_output=True, text=True, timeout=60)
+                    self.assertEqual(result.returncode, 2, result.stderr)
+                    self.assertEqual(len(result.stderr.splitlines()), 1, result.stderr)
+                    self.assertFalse(os.path.exists(os.path.join(tmp, "x")))
+
+    def test_sweep_and_an_operator_exclude_each_other(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            result = subprocess.run([HETKERN, "bench", "--sweep", "small", "--out", os.path.join(tmp, "x"),
+                                     "cumsum", "--shape", "10", "--dtype", "float32", "--axis", "0"],
+                                    capture_output=True, text=True, timeout=60)
+            self.assertEqual((result.returncode, result.stdout), (2, ""))
+            self.assertIn("--sweep", result.stderr)
+            self.assertFalse(os.path.exists(os.path.join(tmp, "x")))
+
+    def test_interrupt_keeps_what_finished(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            spec = os.path.join(tmp, "cases.txt")
+            with open(spec, "w") as f:
+                f.write("cumsum 4096 float32 axis=0\n" * 40)
+            out = os.path.join(tmp, "result")
+            proc = subprocess.Popen([HETKERN, "bench", "--sweep", spec, "--out", out, "--threads", "1",
+                                     "--min-time", "0.05", "--no-peers"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            seen = ""
+            while "[3/" not in seen:
+                line = proc.stderr.readline()
+                self.assertTrue(line, "sweep ended before its third measurement")
+                seen += line
+            proc.send_signal(signal.SIGINT)
+            stdout, _ = proc.communicate(timeout=60)
+            self.assertEqual(proc.returncode, 0)
+            self.assertIn("interrupted", stdout)
+            with open(os.path.join(out, "results.json")) as f:
+                res = json.load(f)
+            self.assertTrue(res["interrupted"])
+            self.assertGreaterEqual(len(res["records"]), 2)
+            self.assertLess(len(res["records"]), res["planned"])
+            self.assertTrue(os.path.exists(os.path.join(out, "summary.md")))
+
+
+if __name__ == "__main__":
+    HETKERN = sys.argv.pop(1)
+    unittest.main()
