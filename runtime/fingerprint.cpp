@@ -6,6 +6,7 @@
 #include <string>
 
 #include "hetkern/info.hpp"
+#include "hetkern/topology.hpp"
 #include "hetkern/tuning.hpp"
 
 #if defined(__x86_64__)
@@ -74,8 +75,8 @@ FingerprintParts current_fingerprint_parts() {
   p.isa = name_of(active_isa());
   p.version = HETKERN_VERSION;
   p.threads = default_threads();
-  p.pin = "none";
-  p.topology = "";
+  p.pin = name_of(default_pin_policy());
+  p.topology = topology_digest();
   return p;
 }
 

@@ -11,8 +11,8 @@ struct FingerprintParts {
   std::string isa;        // hk::active_isa() by name
   std::string version;    // library version
   int threads = 1;        // hk::default_threads()
-  std::string pin;        // thread pinning policy ("none": threads are not pinned)
-  std::string topology;   // digest of the hwloc topology; empty in builds without a topology module
+  std::string pin;        // the default thread pinning policy (hk::default_pin_policy())
+  std::string topology;   // hk::topology_digest(): the allowed hwloc topology
 };
 
 FingerprintParts current_fingerprint_parts();

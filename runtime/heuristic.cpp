@@ -28,6 +28,7 @@ ScanPlan default_scan_plan(const CumulativeCall& call) {
   if (threads <= 1 || elements < scan_parallel_min_elements) return plan;
   plan.stream = scan_streams_by_default(call);
   plan.threads = threads;
+  plan.pin = default_pin_policy();
   const std::int64_t wanted = scan_lines_per_thread * std::int64_t(threads);
   if (s.lines_are_rows()) {
     if (s.lines() >= wanted) {

@@ -9,6 +9,7 @@
 
 #include "hetkern/error.hpp"
 #include "hetkern/info.hpp"
+#include "hetkern/topology.hpp"
 #include "schedules/qmm_pack.hpp"
 #include "schedules/scan_layout.hpp"
 
@@ -45,6 +46,20 @@ struct Context {
   // matmul
   std::int64_t M = 1, N = 1, K = 1;
 };
+
+// The pinning policies worth timing: none of them (the default stays) where threads cannot be
+// bound; compact against
+// none elsewhere, and scatter and numa where there are packages or NUMA nodes to spread over.
+std::vector<std::string> pin_values(int threads) {
+  if (!binding_plan(threads, PinPolicy::compact).applied) return {};
+  std::vector<std::string> v = {name_of(PinPolicy::none), name_of(PinPolicy::compact)};
+  const TopologyInfo t = topology_info();
+  if (t.packages > 1 || t.numa_nodes > 1) {
+    v.push_back(name_of(PinPolicy::scatter));
+    v.push_back(name_of(PinPolicy::numa));
+  }
+  return v;
+}
 
 // The values a parameter takes in the space; empty: no rule, leave it to the library.
 std::vector<std::int64_t> values_for(const ParamSpec& p, const Context& c) {
@@ -103,10 +118,15 @@ std::vector<SpacePoint> enumerate_space(const TuneWorkload& w, std::span<const S
   for (std::size_t si = 0; si < specs.size(); ++si) {
     const StrategySpec& spec = specs[si];
     if (std::string(spec.name) == "reference") continue;
-    std::vector<std::pair<std::string, std::vector<std::int64_t>>> axes;
+    std::vector<std::pair<std::string, std::vector<std::string>>> axes;
     bool strategy_possible = true;
     for (const auto& p : spec.params) {
-      auto v = values_for(p, c);
+      std::vector<std::string> v;
+      if (std::string(p.key) == "pin") {
+        v = pin_values(c.threads);
+      } else {
+        for (const auto n : values_for(p, c)) v.push_back(std::to_string(n));
+      }
       if (std::string(p.key) == "threads" && v.empty()) strategy_possible = false;
       if (!v.empty()) axes.emplace_back(p.key, std::move(v));
     }

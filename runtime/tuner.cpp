@@ -1,5 +1,6 @@
 // The autotuner: measure candidates of a schedule space, keep the fastest.
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -86,23 +87,38 @@ void check(TuneWorkload& w, const Schedule& s) {
                 "the result differs from the reference: a kernel bug, please report it");
 }
 
-std::map<std::string, std::int64_t> numeric_params(const Schedule& s) {
+// Parameters as numbers for the neighbourhood: integers as they are, a named choice (pin=compact)
+// as 1 + its position among the parameter's choices, so that choices are neighbours in order.
+std::map<std::string, std::int64_t> numeric_params(const SpacePoint& point,
+                                                   std::span<const detail::StrategySpec> specs) {
   std::map<std::string, std::int64_t> out;
-  for (const auto& p : s.params()) out[p.key] = std::stoll(p.value);
+  for (const auto& p : point.schedule.params()) {
+    std::int64_t v = 0;
+    const char* end = p.value.data() + p.value.size();
+    if (std::from_chars(p.value.data(), end, v).ptr != end) {
+      for (const auto& spec : specs[std::size_t(point.strategy)].params) {
+        if (p.key != spec.key) continue;
+        const auto at = std::find(spec.choices.begin(), spec.choices.end(), p.value);
+        v = 1 + (at - spec.choices.begin());
+      }
+    }
+    out[p.key] = v;
+  }
   return out;
 }
 
 // Neighbours of `at`: within its strategy, for each parameter the nearest lower and higher value
 // among candidates equal in every other parameter; in each other strategy, the candidate whose
 // shared parameters are closest (log scale).
-std::vector<std::size_t> neighbours(const std::vector<SpacePoint>& space, std::size_t at) {
-  const auto here = numeric_params(space[at].schedule);
+std::vector<std::size_t> neighbours(const std::vector<SpacePoint>& space, std::size_t at,
+                                    std::span<const detail::StrategySpec> specs) {
+  const auto here = numeric_params(space[at], specs);
   std::vector<std::size_t> out;
   std::map<std::string, std::pair<std::ptrdiff_t, std::ptrdiff_t>> lower_higher;  // key -> (lo idx, hi idx)
   std::map<int, std::pair<double, std::size_t>> per_strategy;
   for (std::size_t i = 0; i < space.size(); ++i) {
     if (i == at) continue;
-    const auto there = numeric_params(space[i].schedule);
+    const auto there = numeric_params(space[i], specs);
     if (space[i].strategy == space[at].strategy) {
       std::string differing;
       int count = 0;
@@ -111,7 +127,7 @@ std::vector<std::size_t> neighbours(const std::vector<SpacePoint>& space, std::s
       if (count != 1 || !here.count(differing)) continue;
       auto& [lo, hi] = lower_higher.try_emplace(differing, -1, -1).first->second;
       const std::int64_t v = there.at(differing), mine = here.at(differing);
-      auto value_of = [&](std::ptrdiff_t j) { return numeric_params(space[std::size_t(j)].schedule).at(differing); };
+      auto value_of = [&](std::ptrdiff_t j) { return numeric_params(space[std::size_t(j)], specs).at(differing); };
       if (v < mine && (lo < 0 || v > value_of(lo))) lo = std::ptrdiff_t(i);
       if (v > mine && (hi < 0 || v < value_of(hi))) hi = std::ptrdiff_t(i);
     } else {
@@ -221,7 +237,7 @@ TuneResult tune(const TuneProblem& problem, const TuneOptions& options) {
     auto climb = [&] {
       for (bool improved = true; improved && within_budget();) {
         const std::size_t best = best_of();
-        for (const std::size_t n : neighbours(space, best))
+        for (const std::size_t n : neighbours(space, best, specs))
           if (within_budget()) try_point(n, screen_seconds, screen_repetitions, 0);
         improved = best_of() != best;
       }

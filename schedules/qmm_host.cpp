@@ -8,11 +8,13 @@
 // the depth could overflow int32), then the epilogue requantizes it into the output.
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <new>
 #include <vector>
 
 #include <omp.h>
 
+#include "runtime/pinning.hpp"
 #include "schedules/qmm_epilogue.hpp"
 #include "schedules/qmm_kernels.hpp"
 #include "schedules/qmm_pack.hpp"
@@ -157,6 +159,8 @@ void run_packed_qmm(const QmmProblem& p, const QmmPlan& plan, const PackedPanels
   const std::int64_t batches = p.batch[0] * p.batch[1];
   const std::int64_t kp = packed_depth(p.K);
   const int threads = plan.kind == QmmPlan::Kind::parallel ? plan.threads : 1;
+  std::optional<PinnedCall> pinned;
+  if (plan.kind == QmmPlan::Kind::parallel) pinned.emplace(threads, plan.pin);
   Scratch& caller = Scratch::of_this_thread();
   const bool a_shared = batch_shared(p.a);
   std::vector<PackedRows>& a = caller.a;

@@ -5,6 +5,7 @@
 #include <array>
 
 #include "hetkern/info.hpp"
+#include "runtime/topology.hpp"
 #include "schedules/qmm_pack.hpp"
 
 namespace hk::detail {
@@ -26,7 +27,8 @@ const std::array<StrategySpec, 3>& table() {
        {{"mc", 1, 4096, "rows of A per block"},
         {"nc", 1, 8192, "columns of B per block"},
         {"kc", 1, 65536, "depth per kernel call"},
-        {"threads", 1, 1024, "OpenMP threads"}}},
+        {"threads", 1, 1024, "OpenMP threads"},
+        pin_param()}},
   }};
   return specs;
 }
@@ -39,21 +41,22 @@ Schedule QmmPlan::to_schedule() const {
   if (kind == Kind::reference) return Schedule("reference");
   Schedule s(kind == Kind::tiled ? "qmm.tiled" : "qmm.parallel");
   s.set("mc", mc).set("nc", nc).set("kc", kc);
-  if (kind == Kind::parallel) s.set("threads", threads);
+  if (kind == Kind::parallel) s.set("threads", threads).set("pin", name_of(pin));
   return s;
 }
 
 QmmPlan default_qmm_blocking(const QmmProblem& problem, int threads) {
-  // Sizes from a 1 MiB L2. Columns are split so that every thread gets a block. With one block of
+  // Sizes from the L2 of a core. Columns are split so that every thread gets a block. With one block of
   // rows, B is packed a depth slice at a time and the slice (kc x nc bytes) stays in cache; with
   // several, a thread's whole column block of B (K x nc) should.
-  constexpr std::int64_t l2_bytes = std::int64_t(1) << 20;
+  const std::int64_t l2_bytes = host_data_cache_bytes(2, std::int64_t(1) << 20);
   const std::int64_t batches = problem.batch[0] * problem.batch[1];
   const std::int64_t blocks_wanted = (threads + batches - 1) / batches;
   const std::int64_t by_threads = round_up((problem.N + blocks_wanted - 1) / blocks_wanted, 16);
   const std::int64_t depth = round_up(problem.K, qmm_depth_align);
   QmmPlan plan;
   plan.threads = threads;
+  plan.pin = default_pin_policy();
   if (problem.M <= 256) {
     plan.mc = round_up(problem.M, qmm_row_align);
     plan.kc = std::min<std::int64_t>(depth, 1024);
@@ -78,6 +81,7 @@ QmmPlan plan_qmm(const QmmProblem& problem, const Schedule& schedule) {
   plan.mc = p.get(0, plan.mc);
   plan.nc = p.get(1, plan.nc);
   plan.kc = p.get(2, plan.kc);
+  plan.pin = PinPolicy(p.get(4, std::int64_t(plan.pin)));
   return plan;
 }
 

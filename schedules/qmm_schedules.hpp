@@ -4,6 +4,7 @@
 #include <span>
 
 #include "algorithms/quantized_matmul.hpp"
+#include "hetkern/topology.hpp"
 #include "schedules/strategy.hpp"
 
 namespace hk::detail {
@@ -13,6 +14,7 @@ struct QmmPlan {
   Kind kind = Kind::reference;
   std::int64_t mc = 0, nc = 0, kc = 0;  // rows of A, columns of B, depth per cache block
   int threads = 1;
+  PinPolicy pin = PinPolicy::none;  // parallel
 
   /// The schedule with every parameter explicit, e.g. "qmm.tiled(mc=64, nc=256, kc=256)".
   Schedule to_schedule() const;
@@ -20,7 +22,8 @@ struct QmmPlan {
 
 std::span<const StrategySpec> qmm_strategies();
 
-/// Block sizes for `threads` threads from the shape and the cache (kind left as reference).
+/// Block sizes for `threads` threads from the shape and the L2 cache (hwloc's, else 1 MiB); kind
+/// left as reference, pin as default_pin_policy().
 QmmPlan default_qmm_blocking(const QmmProblem& problem, int threads);
 
 /// Checks the schedule against the strategy table and fills the parameters it leaves out.

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "algorithms/scan_types.hpp"
+#include "runtime/pinning.hpp"
 #include "schedules/scan_kernels.hpp"
 #include "schedules/scan_layout.hpp"
 #include "schedules/scan_schedules.hpp"
@@ -198,6 +200,8 @@ void run_scan(const CumulativeCall& call, const ScanPlan& plan) {
   const ScanLayout s = make_scan_layout(call);
   const ScanKernelSet& kernels = scan_kernels(active_isa());
   const bool stream = plan.stream && !call.in_place();
+  std::optional<PinnedCall> pinned;
+  if (plan.kind == ScanPlan::Kind::parallel || plan.kind == ScanPlan::Kind::blocked) pinned.emplace(plan.threads, plan.pin);
   visit_scan_type(call.input.desc.dtype(), [&](auto t) {
     using T = decltype(t);
     visit_combine(call.product, [&](auto op) {
@@ -211,7 +215,7 @@ void run_scan(const CumulativeCall& call, const ScanPlan& plan) {
       switch (plan.kind) {
         case ScanPlan::Kind::tiled: h.tiled(plan.tile); break;
         case ScanPlan::Kind::parallel: h.parallel(plan.tile, plan.threads); break;
-        case ScanPlan::Kind::blocked: h.blocked(plan.block, plan.threads, scan_block_bytes); break;
+        case ScanPlan::Kind::blocked: h.blocked(plan.block, plan.threads, scan_block_bytes()); break;
         case ScanPlan::Kind::reference: break;
       }
     });

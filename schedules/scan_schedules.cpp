@@ -1,10 +1,12 @@
 // Strategy table and planning for the cumulative operators.
 #include "schedules/scan_schedules.hpp"
 
+#include <algorithm>
 #include <array>
 
 #include "algorithms/scan_types.hpp"
 #include "hetkern/info.hpp"
+#include "runtime/topology.hpp"
 #include "schedules/scan_kernels.hpp"
 #include "schedules/scan_layout.hpp"
 
@@ -13,7 +15,12 @@ namespace hk::detail {
 namespace {
 
 constexpr std::int64_t max_threads = 1024;
-constexpr std::int64_t l1_bytes = 32 * 1024;
+// Cache sizes when hwloc reports none.
+constexpr std::int64_t fallback_l1_bytes = 32 * 1024;
+constexpr std::int64_t fallback_l2_bytes = 1024 * 1024;
+// The block size measured best on the 16-core reference host; larger L2s keep it, smaller L2s
+// scale it down.
+constexpr std::int64_t max_block_bytes = 256 * 1024;
 
 // Outputs above this size stream past the cache. Fixed rather than read from the system: virtual
 // machines report the whole package's last-level cache, of which a process sees a fraction.
@@ -49,17 +56,19 @@ const std::array<StrategySpec, 4>& table() {
        "scan.tiled with the tiles of lines spread over OpenMP threads",
        {{"tile", 1, max_scan_tile, "lines processed together (default as scan.tiled)"},
         {"threads", 1, max_threads, "OpenMP threads"},
-        stream_param}},
+        stream_param,
+        pin_param()}},
       {"scan.blocked",
        "the lines cut into blocks handed out in rounds, one block per thread: each thread folds "
        "its block, a barrier, carries from the block totals, then each thread rescans its block "
        "from its carry while it is still in cache; memory sees one read and one write; for few "
        "long lines",
        {{"block", 16, std::int64_t(1) << 40,
-         "elements per block (default: 256 KiB of elements, so a block stays in L2 between its "
-         "two passes)"},
+         "elements per block (default: a quarter of the L2, at most 256 KiB, of elements, so a "
+         "block stays in L2 between its two passes)"},
         {"threads", 1, max_threads, "OpenMP threads"},
-        stream_param}},
+        stream_param,
+        pin_param()}},
   }};
   return specs;
 }
@@ -73,9 +82,11 @@ Schedule ScanPlan::to_schedule() const {
     case Kind::reference: return Schedule("reference");
     case Kind::tiled: return Schedule("scan.tiled").set("tile", tile).set("stream", std::int64_t(stream));
     case Kind::parallel:
-      return Schedule("scan.parallel").set("tile", tile).set("threads", threads).set("stream", std::int64_t(stream));
+      return Schedule("scan.parallel").set("tile", tile).set("threads", threads).set("stream", std::int64_t(stream))
+          .set("pin", name_of(pin));
     case Kind::blocked:
-      return Schedule("scan.blocked").set("block", block).set("threads", threads).set("stream", std::int64_t(stream));
+      return Schedule("scan.blocked").set("block", block).set("threads", threads).set("stream", std::int64_t(stream))
+          .set("pin", name_of(pin));
   }
   return {};
 }
@@ -95,11 +106,13 @@ ScanPlan plan_scan(const CumulativeCall& call, const Schedule& schedule) {
       plan.tile = p.get(0, scan_default_tile(call));
       plan.threads = int(p.get(1, default_threads()));
       plan.stream = p.get(2, scan_streams_by_default(call));
+      plan.pin = PinPolicy(p.get(3, std::int64_t(default_pin_policy())));
       break;
     case ScanPlan::Kind::blocked:
       plan.block = p.get(0, scan_default_block(call));
       plan.threads = int(p.get(1, default_threads()));
       plan.stream = p.get(2, scan_streams_by_default(call));
+      plan.pin = PinPolicy(p.get(3, std::int64_t(default_pin_policy())));
       break;
   }
   return plan;
@@ -110,13 +123,18 @@ bool scan_streams_by_default(const CumulativeCall& call) {
          call.output.desc.element_count() * element_bytes(call) > stream_min_bytes;
 }
 
+std::int64_t scan_block_bytes() {
+  return std::min(max_block_bytes, host_data_cache_bytes(2, fallback_l2_bytes) / 4);
+}
+
 std::int64_t scan_default_block(const CumulativeCall& call) {
-  return scan_block_bytes / element_bytes(call);
+  return std::max<std::int64_t>(16, scan_block_bytes() / element_bytes(call));
 }
 
 std::int64_t scan_default_tile(const CumulativeCall& call) {
   if (make_scan_layout(call).lines_are_rows()) return 256;
-  return l1_bytes / 2 / accumulator_bytes(call);
+  const std::int64_t l1 = host_data_cache_bytes(1, fallback_l1_bytes);
+  return std::clamp<std::int64_t>(l1 / 2 / accumulator_bytes(call), 1, max_scan_tile);
 }
 
 }  // namespace hk::detail

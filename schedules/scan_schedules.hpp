@@ -5,6 +5,7 @@
 
 #include "algorithms/cumulative.hpp"
 #include "hetkern/info.hpp"
+#include "hetkern/topology.hpp"
 #include "schedules/strategy.hpp"
 
 namespace hk::detail {
@@ -16,8 +17,10 @@ struct ScanPlan {
   std::int64_t block = 0;  // elements of a line per block (blocked)
   int threads = 1;
   bool stream = false;     // non-temporal stores (tiled, parallel, blocked; never in place)
+  PinPolicy pin = PinPolicy::none;  // parallel, blocked
 
-  /// The schedule with every parameter explicit, e.g. "scan.parallel(tile=256, threads=2, stream=0)".
+  /// The schedule with every parameter explicit, e.g.
+  /// "scan.parallel(tile=256, threads=2, stream=0, pin=compact)".
   Schedule to_schedule() const;
 };
 
@@ -35,14 +38,14 @@ void run_scan(const CumulativeCall& call, const ScanPlan& plan);
 bool scan_streams_by_default(const CumulativeCall& call);
 
 /// The lines a schedule walks side by side by default: for lines across the scanned axis, as
-/// many as keep their accumulators in half the L1 cache; 256 otherwise.
+/// many as keep their accumulators in half the L1 data cache (hwloc's, else 32 KiB); 256 otherwise.
 std::int64_t scan_default_tile(const CumulativeCall& call);
 
 /// Bytes of input a thread of scan.blocked takes per round: they stay in its L2 cache between
-/// the two passes.
-inline constexpr std::int64_t scan_block_bytes = 256 * 1024;
+/// the two passes. A quarter of the L2 (hwloc's, else 1 MiB), at most 256 KiB.
+std::int64_t scan_block_bytes();
 
-/// The elements per block of scan.blocked by default: scan_block_bytes of them.
+/// The elements per block of scan.blocked by default: scan_block_bytes() of them.
 std::int64_t scan_default_block(const CumulativeCall& call);
 
 /// The scan kernels used at a level, e.g. "avx512: 8 x f64 lanes, f16 via vcvtph2ps, streaming stores".

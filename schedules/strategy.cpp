@@ -25,6 +25,20 @@ int bind_schedule(const std::string& op, const Schedule& schedule,
                         (known.empty() ? " (it takes none)" : " (it takes " + known + ")"));
       }
       const ParamSpec& ps = spec.params[index];
+      if (!ps.choices.empty()) {
+        std::string names;
+        for (std::size_t c = 0; c < ps.choices.size(); ++c) {
+          if (p.value == ps.choices[c]) {
+            out.value[index] = std::int64_t(c);
+            out.given[index] = true;
+          }
+          names += (c ? ", " : "") + std::string(ps.choices[c]);
+        }
+        if (!out.given[index])
+          throw Error(Errc::invalid_schedule, op, schedule.to_string(),
+                      "parameter " + p.key + " must be one of " + names + ", not '" + p.value + "'");
+        continue;
+      }
       std::int64_t v = 0;
       const auto [end, ec] = std::from_chars(p.value.data(), p.value.data() + p.value.size(), v);
       if (ec != std::errc() || end != p.value.data() + p.value.size())
@@ -45,11 +59,20 @@ int bind_schedule(const std::string& op, const Schedule& schedule,
               "unknown strategy '" + schedule.strategy() + "' (this operator offers " + known + ")");
 }
 
+ParamSpec pin_param() {
+  return {"pin", 0, 3,
+          "where the threads run: compact (fill the cores of one cache/NUMA domain first), "
+          "scatter (alternate packages, NUMA nodes and caches), numa (a contiguous group of "
+          "threads per NUMA node), none (unbound); default: hk::default_pin_policy()",
+          {"none", "compact", "scatter", "numa"}};
+}
+
 std::vector<StrategyInfo> describe(std::span<const StrategySpec> specs) {
   std::vector<StrategyInfo> out;
   for (const auto& spec : specs) {
     StrategyInfo info{spec.name, spec.meaning, {}};
-    for (const auto& p : spec.params) info.params.push_back({p.key, p.min, p.max, p.meaning});
+    for (const auto& p : spec.params)
+      info.params.push_back({p.key, p.min, p.max, p.meaning, {p.choices.begin(), p.choices.end()}});
     out.push_back(std::move(info));
   }
   return out;

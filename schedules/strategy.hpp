@@ -11,14 +11,19 @@
 
 namespace hk::detail {
 
-inline constexpr int max_strategy_params = 4;
+inline constexpr int max_strategy_params = 6;
 
 struct ParamSpec {
   const char* key;
   std::int64_t min;
   std::int64_t max;
   const char* meaning;
+  /// Non-empty: the value is one of these names, bound as its index (min 0, max size - 1).
+  std::vector<const char*> choices = {};
 };
+
+/// `pin`, the pinning policy of a host-parallel strategy; bound as the hk::PinPolicy value.
+ParamSpec pin_param();
 
 struct StrategySpec {
   const char* name;
@@ -35,7 +40,7 @@ struct BoundParams {
 };
 
 /// Finds the schedule's strategy among `specs` and checks every parameter: a known key, an
-/// integer, within range. Throws hk::Error(Errc::invalid_schedule) naming `op` otherwise.
+/// integer within range or one of the parameter's choices. Throws hk::Error(Errc::invalid_schedule) naming `op` otherwise.
 /// Returns the index of the strategy in `specs`.
 int bind_schedule(const std::string& op, const Schedule& schedule,
                   std::span<const StrategySpec> specs, BoundParams& out);

@@ -341,13 +341,14 @@ inline Expected oracle(const Problem& p, bool tolerate_near_ties) {
 // Schedules
 
 /// Every strategy the library lists, bare (library-chosen parameters), with every parameter at its
-/// minimum, at its maximum (threads capped at 3: the test machine has 2 cores), and in `random_mixes`
+/// minimum, at its maximum (the first and last of a parameter's named choices) (threads capped at 3: the test machine has 2 cores), and in `random_mixes`
 /// random mixtures of small, odd, prime and oversized values; plus a few literal texts and the
 /// empty schedule (library's choice). Unknown strategies added later are picked up automatically.
 inline std::vector<hk::Schedule> test_schedules(std::mt19937_64& rng, int random_mixes = 4) {
   std::vector<hk::Schedule> out;
   out.emplace_back();  // empty: the heuristic
   const auto pick = [&](const hk::ParamInfo& p, int mode) -> i64 {
+    if (!p.choices.empty()) return mode < 2 ? (mode == 0 ? p.min : p.max) : p.min + i64(rng() % p.choices.size());
     if (p.key == "threads") {
       if (mode == 0) return std::max<i64>(p.min, 1);
       if (mode == 1) return std::min<i64>(p.max, 3);
@@ -365,7 +366,13 @@ inline std::vector<hk::Schedule> test_schedules(std::mt19937_64& rng, int random
     if (s.params.empty()) continue;
     for (int mode = 0; mode < 2 + random_mixes; ++mode) {
       hk::Schedule sc(s.name);
-      for (const auto& p : s.params) sc.set(p.key, pick(p, std::min(mode, 2)));
+      for (const auto& p : s.params) {
+        const i64 v = pick(p, std::min(mode, 2));
+        if (p.choices.empty())
+          sc.set(p.key, v);
+        else
+          sc.set(p.key, p.choices[std::size_t(v - p.min)]);
+      }
       out.push_back(sc);
     }
   }

@@ -479,7 +479,16 @@ TEST_F(QmmValidation, ParameterOutOfRange) {
   expect_rejected(Errc::invalid_schedule, sc.to_string(), "kc=70000 is outside 1 to 65536", sc);
   int checked = 0;
   for (const auto& s : hk::strategies(hk::Operator::quantized_linear_matmul))
-    for (const auto& p : s.params)
+    for (const auto& p : s.params) {
+      if (!p.choices.empty()) {
+        // A named parameter takes its names, not their positions, nor other names.
+        for (const auto& name : p.choices) expect_accepted(hk::Schedule(s.name).set(p.key, name));
+        for (const char* bad : {"0", "fastest"}) {
+          sc = hk::Schedule(s.name).set(p.key, bad);
+          expect_rejected(Errc::invalid_schedule, sc.to_string(), "must be one of", sc);
+        }
+        continue;
+      }
       for (i64 v : {p.min - 1, p.max + 1}) {
         if (v < 0) continue;  // the grammar has no negative numbers
         sc = hk::Schedule(s.name).set(p.key, v);
@@ -488,6 +497,7 @@ TEST_F(QmmValidation, ParameterOutOfRange) {
         sc = hk::Schedule(s.name).set(p.key, v == p.min - 1 ? p.min : p.max);  // the ends themselves
         if (p.key != "threads" || v == p.min - 1) expect_accepted(sc);
       }
+    }
   EXPECT_GE(checked, 7);
 }
 

@@ -1,5 +1,8 @@
-// `hetkern info`: what this build is, what the CPU offers, which schedules exist.
+// `hetkern info`: what this build is, what the CPU offers, the topology and binding plan, which
+// schedules exist.
+#include <cstdio>
 #include <iostream>
+#include <string>
 
 #include "hetkern/hetkern.hpp"
 #include "tools/cli.hpp"
@@ -7,16 +10,98 @@
 namespace hk::cli {
 namespace {
 
+struct InfoArgs {
+  bool json = false;
+  int threads = 0;
+  std::string pin;
+};
+
 void print_strategies(const char* title, Operator op) {
   std::cout << "\n" << title << "\n";
   for (const auto& s : strategies(op)) {
     std::cout << "  " << s.name << "\n      " << s.meaning << "\n";
-    for (const auto& p : s.params)
-      std::cout << "      " << p.key << " = " << p.min << ".." << p.max << "  " << p.meaning << "\n";
+    for (const auto& p : s.params) {
+      std::cout << "      " << p.key << " = ";
+      if (p.choices.empty()) std::cout << p.min << ".." << p.max;
+      for (std::size_t c = 0; c < p.choices.size(); ++c) std::cout << (c ? "|" : "") << p.choices[c];
+      std::cout << "  " << p.meaning << "\n";
+    }
   }
 }
 
-void print_info() {
+std::string size_text(std::int64_t bytes) {
+  if (bytes % (1 << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
+  if (bytes % (1 << 10) == 0) return std::to_string(bytes >> 10) + " KiB";
+  return std::to_string(bytes) + " B";
+}
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", unsigned(c));
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string int_list(const std::vector<int>& v) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+  return out + "]";
+}
+
+void print_topology(const TopologyInfo& t, const BindingPlan& plan) {
+  std::cout << "topology: ";
+  if (!t.available) {
+    std::cout << "unavailable (" << t.reason << ")\n";
+  } else {
+    std::cout << t.packages << " packages, " << t.numa_nodes << " NUMA nodes, " << t.cores << " cores, "
+              << t.pus << " PUs (" << t.source << ", " << t.digest << ")\n  caches:";
+    for (const auto& c : t.caches) std::cout << " " << c.count << " x L" << c.level << " " << size_text(c.size_bytes) << ",";
+    std::cout << "\n";
+  }
+  std::cout << "binding:  " << plan.threads << " threads, pin=" << name_of(plan.policy) << ":";
+  for (std::size_t i = 0; i < plan.pus.size(); ++i) std::cout << (i % 16 ? " " : "\n  ") << plan.pus[i];
+  if (!plan.note.empty()) std::cout << "\n  (" << plan.note << ")";
+  std::cout << "\n";
+}
+
+void print_json(const TopologyInfo& t, const BindingPlan& plan) {
+  std::string caches = "[";
+  for (std::size_t i = 0; i < t.caches.size(); ++i)
+    caches += std::string(i ? ", " : "") + "{\"level\": " + std::to_string(t.caches[i].level) +
+              ", \"size_bytes\": " + std::to_string(t.caches[i].size_bytes) +
+              ", \"count\": " + std::to_string(t.caches[i].count) + "}";
+  caches += "]";
+  std::cout << "{\"version\": " << quoted(build_info().version) << ", \"isa\": " << quoted(name_of(active_isa()))
+            << ", \"topology_available\": " << (t.available ? "true" : "false")
+            << ", \"source\": " << quoted(t.source) << ", \"reason\": " << quoted(t.reason)
+            << ", \"digest\": " << quoted(t.digest) << ", \"packages\": " << t.packages
+            << ", \"numa_nodes\": " << t.numa_nodes << ", \"cores\": " << t.cores << ", \"pus\": " << t.pus
+            << ", \"caches\": " << caches << ", \"threads\": " << plan.threads
+            << ", \"pin\": " << quoted(name_of(plan.policy)) << ", \"binding\": " << int_list(plan.pus)
+            << ", \"binding_numa_nodes\": " << int_list(plan.numa_nodes)
+            << ", \"binding_applied\": " << (plan.applied ? "true" : "false") << ", \"note\": " << quoted(plan.note)
+            << "}\n";
+}
+
+void print_info(const InfoArgs& args) {
+  const int threads = args.threads > 0 ? args.threads : default_threads();
+  const PinPolicy pin = args.pin.empty() ? default_pin_policy() : parse_pin_policy(args.pin);
+  const TopologyInfo topology = topology_info();
+  const BindingPlan plan = binding_plan(threads, pin);
+  if (args.json) {
+    print_json(topology, plan);
+    return;
+  }
   const BuildInfo b = build_info();
   std::cout << "hetkern " << b.version << "\n";
   std::cout << "build:    " << b.compiler << ", host OpenMP " << (b.openmp ? "on" : "off")
@@ -30,6 +115,7 @@ void print_info() {
   for (const auto& k : kernel_paths(active_isa()))
     std::cout << "  " << k.op << ": " << k.kernels << "\n";
   std::cout << "threads:  " << default_threads() << " (OpenMP default; set OMP_NUM_THREADS)\n";
+  print_topology(topology, plan);
   print_strategies("schedules of cumsum and cumprod:", Operator::cumulative_sum);
   print_strategies("schedules of qlinear-matmul:", Operator::quantized_linear_matmul);
   std::cout << "\nWithout --schedule, hetkern picks one from the shape and the thread count.\n";
@@ -38,8 +124,18 @@ void print_info() {
 }  // namespace
 
 void add_info(CLI::App& app) {
-  app.add_subcommand("info", "show the build, CPU features and available schedules")
-      ->callback(print_info);
+  auto args = std::make_shared<InfoArgs>();
+  auto* cmd = app.add_subcommand(
+      "info", "show the build, CPU features, topology and binding plan, and available schedules");
+  cmd->add_flag("--json", args->json,
+                "print the topology and the binding plan as one JSON object (packages, numa_nodes, "
+                "cores, pus, caches, binding, ...)");
+  cmd->add_option("--threads", args->threads, "threads of the binding plan; default: OpenMP's default")
+      ->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--pin", args->pin,
+                  "pinning policy of the binding plan: compact, scatter, numa or none; default: the "
+                  "library's default policy");
+  cmd->callback([args] { print_info(*args); });
 }
 
 }  // namespace hk::cli

@@ -7,6 +7,7 @@ packages=(
   libclang-rt-19-dev         # sanitizer runtimes (make test-asan)
   libcli11-dev               # command line parsing
   libsqlite3-dev             # the tuning database
+  libhwloc-dev               # topology, cache sizes and thread pinning
   libgtest-dev               # unit tests
   python3-numpy              # independent oracle in the CLI tests (/usr/bin/python3)
   libdnnl-dev                # oneDNN: the int8 matmul baseline of the benchmarks only, never linked by the library

@@ -8,3 +8,4 @@
 #include "hetkern/schedule.hpp"
 #include "hetkern/tensor.hpp"
 #include "hetkern/tuning.hpp"
+#include "hetkern/topology.hpp"

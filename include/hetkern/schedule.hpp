@@ -67,6 +67,9 @@ struct ParamInfo {
   std::int64_t min = 0;
   std::int64_t max = 0;
   std::string meaning;
+  /// Non-empty: the parameter takes one of these names (e.g. pin = none|compact|scatter|numa)
+  /// and min..max are their positions in this list; empty: an integer in min..max.
+  std::vector<std::string> choices = {};
 };
 
 /// One strategy an operator offers.
