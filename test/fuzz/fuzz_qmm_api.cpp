@@ -153,6 +153,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
 
   if (!small) {
+    // Validation copies the per-row and per-column parameters, memory in proportion to M + N that
+    // a real output of M x N bytes exceeds; only this harness's stand-in output makes it large.
+    const std::int64_t rows = a->desc.rank() >= 2 ? a->desc.size(a->desc.rank() - 2) : 1;
+    const std::int64_t cols = b->desc.rank() >= 1 ? b->desc.size(b->desc.rank() - 1) : 1;
+    if (!invalid && (rows > (1 << 20) || cols > (1 << 20))) return 0;
     try {
       default_schedule(q, {y->desc, y->bytes.data()});
     } catch (const Error&) {

@@ -14,7 +14,7 @@ mkdir -p "$findings"
 failed=0
 summary=()
 for t in "${targets[@]}"; do
-  rm -rf "${work:?}/$t"
+  rm -rf "${work:?}/$t" "$findings/$t"-*
   mkdir -p "$work/$t"
   cp "$here/corpus/$t"/* "$work/$t/"
   log=$work/$t.log
