@@ -3,7 +3,7 @@ PRESET ?= release
 BUILD  := build/$(PRESET)
 JOBS   ?= $(shell nproc)
 
-.PHONY: all deps configure build demo test test-asan clean
+.PHONY: all deps configure build demo test test-asan test-tsan fuzz clean
 
 all: build
 
@@ -25,6 +25,19 @@ test: build
 # The whole suite again under AddressSanitizer and UndefinedBehaviorSanitizer (build/asan).
 test-asan:
 	@$(MAKE) --no-print-directory test PRESET=asan
+
+# The whole suite again under ThreadSanitizer (build/tsan), with libomp's Archer tool so that
+# OpenMP's own synchronization is understood (the tsan test preset sets the environment).
+test-tsan:
+	@$(MAKE) --no-print-directory test PRESET=tsan
+
+# Every libFuzzer target of test/fuzz for FUZZ_SECONDS each (build/fuzz), starting from the seed
+# corpus in the repository; prints the executions each ran and fails on any finding.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@cmake --preset fuzz >/dev/null
+	@cmake --build --preset fuzz -j $(JOBS)
+	@test/fuzz/run.sh build/fuzz $(FUZZ_SECONDS)
 
 clean:
 	rm -rf build

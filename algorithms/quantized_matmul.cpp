@@ -13,6 +13,7 @@ namespace hk::detail {
 namespace {
 
 constexpr const char* op_name = "quantized_linear_matmul";
+constexpr std::int64_t max_exact_depth = std::int64_t(1) << 47;
 
 bool is_8bit(DataType t) { return t == DataType::int8 || t == DataType::uint8; }
 
@@ -155,6 +156,12 @@ QmmProblem validate(const QuantizedMatMulArgs& args, const Tensor& output) {
     throw Error(Errc::invalid_shape, op_name, "b",
                 "sizes " + b.to_string() + " need K = " + std::to_string(p.K) +
                     " rows to match a " + a.to_string());
+  // Each product (A - za)(B - zb) is below 2^16 in magnitude, so a sum of K of them fits the
+  // exact 64-bit accumulation only while K < 2^47.
+  if (p.K >= max_exact_depth)
+    throw Error(Errc::invalid_shape, op_name, "a",
+                "K = " + std::to_string(p.K) + " reaches 2^47, beyond which the exact sum over K "
+                "could overflow 64 bits");
   if (y.size(r - 2) != p.M || y.size(r - 1) != p.N)
     throw Error(Errc::invalid_shape, op_name, "output",
                 "sizes " + y.to_string() + " differ from {..., M, N} = {..., " +

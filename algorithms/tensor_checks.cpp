@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 
 #include "hetkern/error.hpp"
 
@@ -51,6 +52,13 @@ void check_tensor(std::string_view op, std::string_view name, const TensorDesc& 
   if (max_offset > int64_max / elem - 1)
     throw Error(Errc::invalid_stride, std::string(op), std::string(name), "byte offsets exceed 64 bits");
   if (data == nullptr) throw Error(Errc::invalid_parameter, std::string(op), std::string(name), "data pointer is null");
+  // The last byte must be addressable from the data pointer: a span that wraps around the address
+  // space cannot describe a buffer, and the overlap tests below add spans to addresses.
+  const auto bytes = std::uint64_t(max_offset + 1) * std::uint64_t(elem);
+  if (reinterpret_cast<std::uintptr_t>(data) > UINTPTR_MAX - bytes)
+    throw Error(Errc::invalid_stride, std::string(op), std::string(name),
+                "the " + std::to_string(bytes) + " bytes its strides span from the data pointer "
+                "run past the end of the address space");
 }
 
 void check_output(std::string_view op, std::string_view name, const TensorDesc& desc,

@@ -15,8 +15,9 @@ struct ByteSpan {
   std::int64_t hi = 0;
 };
 
-/// Rank within [min_rank, max_rank], sizes >= 1, strides >= 0, a data pointer, and element and
-/// byte offsets that fit in 64 bits. Throws hk::Error naming op and name.
+/// Rank within [min_rank, max_rank], sizes >= 1, strides >= 0, a data pointer, element and
+/// byte offsets that fit in 64 bits, and a byte span that does not wrap around the address space
+/// from the data pointer. Throws hk::Error naming op and name.
 void check_tensor(std::string_view op, std::string_view name, const TensorDesc& desc,
                   const void* data, int min_rank = 1, int max_rank_allowed = max_rank);
 

@@ -34,6 +34,7 @@ PackedB pack_b(ConstTensor b) {
   detail::batch_sizes(d, sizes_of_batch);
   const bool shared = v.batch_stride[0] == 0 && v.batch_stride[1] == 0;
   const std::int64_t batches = shared ? 1 : sizes_of_batch[0] * sizes_of_batch[1];
+  detail::check_packed_sizes("pack_b", 0, 0, batches, K, N);
   auto panels = std::make_shared<detail::PackedPanels>();
   detail::shape_panels(*panels, batches, K, N, d.dtype(), false);
   std::atomic<bool> fits{true};

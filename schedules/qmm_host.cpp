@@ -155,17 +155,19 @@ struct Job {
 };
 
 void run_packed_qmm(const QmmProblem& p, const QmmPlan& plan, const PackedPanels* prepacked) {
-  const Blocking g = blocking(p, plan);
   const std::int64_t batches = p.batch[0] * p.batch[1];
+  const bool a_shared = batch_shared(p.a);
+  const bool b_shared = prepacked ? prepacked->batches == 1 : batch_shared(p.b);
+  check_packed_sizes("quantized_linear_matmul", a_shared ? 1 : batches, p.M,
+                     prepacked ? 0 : b_shared ? 1 : batches, p.K, p.N);
+  const Blocking g = blocking(p, plan);
   const std::int64_t kp = packed_depth(p.K);
   const int threads = plan.kind == QmmPlan::Kind::parallel ? plan.threads : 1;
   std::optional<PinnedCall> pinned;
   if (plan.kind == QmmPlan::Kind::parallel) pinned.emplace(threads, plan.pin);
   Scratch& caller = Scratch::of_this_thread();
-  const bool a_shared = batch_shared(p.a);
   std::vector<PackedRows>& a = caller.a;
   if (a.size() < std::size_t(a_shared ? 1 : batches)) a.resize(std::size_t(a_shared ? 1 : batches));
-  const bool b_shared = prepacked ? prepacked->batches == 1 : batch_shared(p.b);
   const std::int64_t b_batches = b_shared ? 1 : batches;
   // Packing on the fly needs a column block per thread; otherwise B is packed up front.
   const bool pack_on_the_fly = !prepacked && batches * g.n_blocks >= threads;

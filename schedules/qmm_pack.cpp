@@ -6,7 +6,10 @@
 #include <emmintrin.h>
 #include <cstring>
 #include <new>
+#include <string>
 #include <vector>
+
+#include "hetkern/error.hpp"
 
 namespace hk::detail {
 namespace {
@@ -108,6 +111,31 @@ void AlignedBytes::ensure(std::int64_t bytes) {
   if (!p) throw std::bad_alloc();
   data = {p, free_aligned};
   size = rounded;
+}
+
+void check_packed_sizes(const char* op, std::int64_t a_batches, std::int64_t M,
+                        std::int64_t b_batches, std::int64_t K, std::int64_t N) {
+  // 128-bit arithmetic: the sizes were validated to fit 63 bits, their products need not.
+  using u128 = unsigned __int128;
+  const auto up = [](u128 v, u128 to) { return (v + to - 1) / to * to; };
+  const u128 kp = up(u128(K), qmm_depth_align);
+  const u128 sum_bytes = sizeof(std::int64_t);
+  const u128 b_bytes = u128(b_batches) * (up(u128(N), qmm_panel_cols) / qmm_panel_cols) *
+                       (kp * qmm_panel_cols + 64 + qmm_panel_cols * sum_bytes);
+  const u128 a_bytes = u128(a_batches) * up(u128(M) + 1, qmm_row_align) * (kp + sum_bytes);
+  const auto refuse = [&](const char* subject, u128 bytes, const std::string& what) {
+    // Beyond 2^64 the count itself is not printable; the bound is what matters.
+    const std::string amount = bytes >> 64 ? "more than 2^64" : std::to_string(std::uint64_t(bytes));
+    throw Error(Errc::invalid_shape, op, subject,
+                "packing " + what + " for the kernels needs " + amount + " bytes, beyond the " +
+                    std::to_string(max_packed_bytes) + " any machine can allocate");
+  };
+  if (b_bytes > u128(max_packed_bytes))
+    refuse("b", b_bytes, std::to_string(b_batches) + " matrices of K x N = " + std::to_string(K) +
+                             " x " + std::to_string(N));
+  if (a_bytes > u128(max_packed_bytes))
+    refuse("a", a_bytes, std::to_string(a_batches) + " matrices of M x K = " + std::to_string(M) +
+                             " x " + std::to_string(K));
 }
 
 void shape_panels(PackedPanels& out, std::int64_t batches, std::int64_t K, std::int64_t N,

@@ -38,6 +38,18 @@ struct AlignedBytes {
 
 inline std::int64_t round_up(std::int64_t v, std::int64_t to) { return (v + to - 1) / to * to; }
 
+/// Largest packed form hetkern attempts to allocate: the 47-bit user address space of x86-64
+/// Linux. Operands whose packed form is larger could never be allocated; sizes at this bound also
+/// keep every offset computed while packing far from 64-bit overflow.
+inline constexpr std::int64_t max_packed_bytes = std::int64_t(1) << 47;
+
+/// Refuses, before anything is allocated, operands whose packed form would exceed
+/// max_packed_bytes: B' for `b_batches` matrices of K x N and A' (with its spare ones row) for
+/// `a_batches` matrices of M x K; a count of 0 leaves that operand out. Throws
+/// hk::Error(Errc::invalid_shape, op, "a" or "b").
+void check_packed_sizes(const char* op, std::int64_t a_batches, std::int64_t M,
+                        std::int64_t b_batches, std::int64_t K, std::int64_t N);
+
 /// Depth after padding: what the kernels loop over.
 inline std::int64_t packed_depth(std::int64_t K) { return round_up(K, qmm_depth_align); }
 

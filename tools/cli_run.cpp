@@ -1,4 +1,6 @@
 // `hetkern run`: reads .npy inputs, runs one operator, writes the .npy output atomically.
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -76,7 +78,15 @@ void run_qmm(const QmmArgs& args) {
   std::vector<std::int64_t> sizes(a.desc.sizes().begin(), a.desc.sizes().end());
   if (!sizes.empty() && b.desc.rank() > 0) sizes.back() = b.desc.size(b.desc.rank() - 1);
   const TensorDesc out_desc(*out_type, sizes);
-  std::vector<std::byte> out(std::size_t(out_desc.element_count()) * size_of(*out_type));
+  // M x N can exceed both input files by far. The buffer is left uninitialized: its pages are
+  // first touched when the operator writes them, after it has validated everything, so a hostile
+  // pair of files that fails validation costs no memory.
+  std::uint64_t out_bytes = size_of(*out_type);
+  for (std::int64_t size : sizes)
+    if (__builtin_mul_overflow(out_bytes, std::uint64_t(size), &out_bytes))
+      throw Error(Errc::invalid_shape, "quantized_linear_matmul", "output",
+                  "byte size of " + out_desc.to_string() + " exceeds 64 bits");
+  const auto out = std::make_unique_for_overwrite<std::byte[]>(std::size_t(out_bytes));
 
   QuantizedMatMulArgs q;
   q.a = {a.desc, a.data()};
@@ -87,8 +97,8 @@ void run_qmm(const QmmArgs& args) {
   if (za) q.a_zero_point = as_parameter(*za);
   if (zb) q.b_zero_point = as_parameter(*zb);
   if (zy) q.output_zero_point = as_parameter(*zy);
-  quantized_linear_matmul(q, {out_desc, out.data()}, schedule_from(args.schedule));
-  npy::write(args.output, out_desc, out.data());
+  quantized_linear_matmul(q, {out_desc, out.get()}, schedule_from(args.schedule));
+  npy::write(args.output, out_desc, out.get());
 }
 
 void add_scan_command(CLI::App& run, const char* name, const char* help, bool product) {

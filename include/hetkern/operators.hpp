@@ -2,6 +2,7 @@
 //
 // Every call validates all arguments first and throws hk::Error without writing anything when
 // a rule is broken. With an empty schedule the library chooses one from the shape and the machine.
+// A failed allocation throws std::bad_alloc, also without writing anything.
 #pragma once
 
 #include <memory>
@@ -55,7 +56,8 @@ class PackedB {
 };
 
 /// Packs B ({[B],[C],K,N}, int8 or uint8, rank 2 to 4, any non-negative strides). Validates B
-/// like quantized_linear_matmul does and throws hk::Error the same way.
+/// like quantized_linear_matmul does and throws hk::Error the same way, and also when the packed
+/// form would exceed 2^47 bytes (Errc::invalid_shape: more than any machine can allocate).
 PackedB pack_b(ConstTensor b);
 
 /// Arguments of quantized_linear_matmul. A is {[B],[C],M,K}, B is {[B],[C],K,N}, all of rank 2 to 4
@@ -78,7 +80,9 @@ struct QuantizedMatMulArgs {
 };
 
 /// output = saturate(RNE(sum_k (A - za)(B - zb) * float32(float32(sa*sb)/sy)) + zy), exact integer
-/// accumulation for every K; output type int8 or uint8 (equal to the output zero point's type).
+/// accumulation for every K below 2^47 (larger K is refused: the exact sum could overflow 64 bits);
+/// output type int8 or uint8 (equal to the output zero point's type). Schedules other than
+/// `reference` pack A and B and refuse operands whose packed form would exceed 2^47 bytes.
 void quantized_linear_matmul(const QuantizedMatMulArgs& args, Tensor output,
                              const Schedule& schedule = {});
 
