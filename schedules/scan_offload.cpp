@@ -1,0 +1,422 @@
+// Offload lowering of the cumulative schedules: OpenMP `target` kernels for rows (a team per
+// line), columns (a thread per line and axis chunk) and one long line (single-pass chained scan
+// with look-back). Compiled with the offload flags; on the host fallback the same target regions
+// run on host threads, so nothing here assumes the teams or threads it asked for.
+#include "schedules/scan_offload.hpp"
+
+#include <omp.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "algorithms/scan_types.hpp"
+#include "hetkern/device.hpp"
+#include "hetkern/error.hpp"
+#include "algorithms/tensor_checks.hpp"
+#include "runtime/device_memory.hpp"
+#include "schedules/scan_kernels.hpp"
+#include "schedules/scan_layout.hpp"
+
+namespace hk::detail {
+namespace {
+
+constexpr std::int64_t default_teams_cap = 1056;  // 8 teams on each of an H100's 132 SMs
+constexpr std::int64_t column_lines_single_pass = 16384;
+constexpr std::int64_t column_target_threads = std::int64_t(1) << 18;
+constexpr std::int64_t column_min_chunk = 64;
+
+// Element offsets of line `line` (innermost line dimension fastest) for input and output.
+inline void line_offsets(const ScanLayout& s, std::int64_t line, std::int64_t& xo, std::int64_t& yo) {
+  xo = s.in_origin;
+  yo = s.out_origin;
+  for (int d = s.rank - 1; d >= 0; --d) {
+    const std::int64_t i = line % s.sizes[d];
+    line /= s.sizes[d];
+    xo += i * s.in_strides[d];
+    yo += i * s.out_strides[d];
+  }
+}
+
+inline std::int64_t padded(std::int64_t k) { return k + k / 32; }
+
+// The scan of one staged tile by the threads of a team, inside their parallel region. tile[]
+// holds m elements (padded positions); each thread owns a contiguous run of them; parts[] is
+// team-local scratch for one accumulator per thread. `carry` is the fold of everything before
+// the tile (line_start for the first); returns the tile's total fold (from inclusive_start),
+// which every thread receives. When `carry_of` is given, thread 0 calls it with the tile's fold
+// to obtain the carry (the chained scan's look-back) and the team waits for it.
+template <class T, class Op, class CarryOf>
+AccOf<T> scan_tile(T* tile, AccOf<T>* parts, AccOf<T>* shared_carry, std::int64_t m,
+                   AccOf<T> carry, bool exclusive, CarryOf&& carry_of) {
+  using Acc = AccOf<T>;
+  const int n = omp_get_num_threads(), t = omp_get_thread_num();
+  const std::int64_t per = (m + n - 1) / n;
+  const std::int64_t a = std::min<std::int64_t>(t * per, m), b = std::min(a + per, m);
+  Acc f = inclusive_start<Op, Acc>();
+  for (std::int64_t k = a; k < b; ++k) f = Op::apply(f, widen(tile[padded(k)]));
+  parts[t] = f;
+#pragma omp barrier
+  for (int off = 1; off < n; off <<= 1) {
+    const Acc v = t >= off ? Op::apply(parts[t - off], parts[t]) : parts[t];
+#pragma omp barrier
+    parts[t] = v;
+#pragma omp barrier
+  }
+  const Acc total = parts[n - 1];
+  if (carry_of(t, total, carry)) {
+    if (t == 0) *shared_carry = carry;
+#pragma omp barrier
+    carry = *shared_carry;
+  }
+  Acc c = t == 0 ? carry : Op::apply(carry, parts[t - 1]);
+  for (std::int64_t k = a; k < b; ++k) {
+    T& e = tile[padded(k)];
+    const Acc v = widen(e);
+    if (exclusive) {
+      e = narrow<T>(c);
+      c = Op::apply(c, v);
+    } else {
+      c = Op::apply(c, v);
+      e = narrow<T>(c);
+    }
+  }
+#pragma omp barrier
+  return total;
+}
+
+// Tile loads and stores: consecutive threads on consecutive elements.
+template <class T>
+void load_tile(T* tile, const T* x, std::int64_t step, std::int64_t m) {
+  const int n = omp_get_num_threads(), t = omp_get_thread_num();
+  for (std::int64_t k = t; k < m; k += n) tile[padded(k)] = x[k * step];
+#pragma omp barrier
+}
+
+template <class T>
+void store_tile(const T* tile, T* y, std::int64_t step, std::int64_t m) {
+  const int n = omp_get_num_threads(), t = omp_get_thread_num();
+  for (std::int64_t k = t; k < m; k += n) y[k * step] = tile[padded(k)];
+#pragma omp barrier
+}
+
+struct NoLookBack {
+  template <class Acc> bool operator()(int, Acc, Acc&) const { return false; }
+};
+
+template <class T, class Op>
+void rows(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const ScanPlan& plan) {
+  using Acc = AccOf<T>;
+  const std::int64_t lines = s.lines(), width = std::int64_t(plan.threads) * plan.items;
+  const int threads = plan.threads;
+#pragma omp target teams distribute num_teams(plan.teams) thread_limit(threads) device(dev) \
+    is_device_ptr(x, y) firstprivate(s, width, exclusive)
+  for (std::int64_t line = 0; line < lines; ++line) {
+    T tile[offload_tile_bytes / sizeof(T)];
+    Acc parts[offload_max_threads];
+    Acc shared_carry;
+    std::int64_t xo, yo;
+    line_offsets(s, line, xo, yo);
+#pragma omp parallel num_threads(threads)
+    {
+      Acc carry = line_start<Op, Acc>(exclusive);
+      for (std::int64_t q = 0; q < s.length; q += width) {
+        const std::int64_t m = std::min(width, s.length - q);
+        load_tile(tile, x + xo + q * s.in_step, s.in_step, m);
+        const Acc total =
+            scan_tile<T, Op>(tile, parts, &shared_carry, m, carry, exclusive, NoLookBack{});
+        carry = Op::apply(carry, total);
+        store_tile(tile, y + yo + q * s.out_step, s.out_step, m);
+      }
+    }
+  }
+}
+
+// Folds or scans `count` elements of a line from `acc`, issuing a batch of loads before using
+// them so that a thread keeps several requests in flight.
+template <class T, class Op, bool Scan>
+AccOf<T> column_run(const T* x, std::int64_t in_step, T* y, std::int64_t out_step,
+                    std::int64_t count, AccOf<T> acc, bool exclusive) {
+  using Acc = AccOf<T>;
+  for (std::int64_t q = 0; q < count; q += offload_column_batch) {
+    const int m = int(std::min<std::int64_t>(offload_column_batch, count - q));
+    T v[offload_column_batch];
+    for (int j = 0; j < offload_column_batch; ++j)
+      if (j < m) v[j] = x[(q + j) * in_step];
+    for (int j = 0; j < offload_column_batch; ++j) {
+      if (j >= m) break;
+      const Acc e = widen(v[j]);
+      if constexpr (Scan) {
+        if (exclusive) {
+          y[(q + j) * out_step] = narrow<T>(acc);
+          acc = Op::apply(acc, e);
+        } else {
+          acc = Op::apply(acc, e);
+          y[(q + j) * out_step] = narrow<T>(acc);
+        }
+      } else {
+        acc = Op::apply(acc, e);
+      }
+    }
+  }
+  return acc;
+}
+
+template <class T, class Op>
+void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const ScanPlan& plan) {
+  using Acc = AccOf<T>;
+  const std::int64_t lines = s.lines();
+  const std::int64_t chunks = std::min(plan.chunks, s.length);
+  const std::int64_t chunk = (s.length + chunks - 1) / chunks;
+  const int teams = plan.teams, threads = plan.threads;
+  if (chunks == 1) {
+#pragma omp target teams distribute parallel for num_teams(teams) thread_limit(threads) \
+    device(dev) is_device_ptr(x, y) firstprivate(s, exclusive)
+    for (std::int64_t line = 0; line < lines; ++line) {
+      std::int64_t xo, yo;
+      line_offsets(s, line, xo, yo);
+      column_run<T, Op, true>(x + xo, s.in_step, y + yo, s.out_step, s.length,
+                              line_start<Op, Acc>(exclusive), exclusive);
+    }
+    return;
+  }
+  // Work item i: chunk i / lines of line i % lines, so that neighbouring threads read
+  // neighbouring lines.
+  const std::int64_t items = lines * chunks;
+  ScratchLease scratch(dev, std::size_t(items) * sizeof(Acc));
+  Acc* carries = static_cast<Acc*>(scratch.data());
+#pragma omp target teams distribute parallel for num_teams(teams) thread_limit(threads) \
+    device(dev) is_device_ptr(x, carries) firstprivate(s, chunk)
+  for (std::int64_t i = 0; i < items; ++i) {
+    std::int64_t xo, yo;
+    line_offsets(s, i % lines, xo, yo);
+    const std::int64_t q = (i / lines) * chunk;
+    const std::int64_t count = std::max<std::int64_t>(0, std::min(chunk, s.length - q));
+    carries[i] = column_run<T, Op, false>(x + xo + q * s.in_step, s.in_step, nullptr, 0, count,
+                                          inclusive_start<Op, Acc>(), false);
+  }
+#pragma omp target teams distribute parallel for num_teams(teams) thread_limit(threads) \
+    device(dev) is_device_ptr(carries) firstprivate(exclusive)
+  for (std::int64_t line = 0; line < lines; ++line) {
+    Acc running = line_start<Op, Acc>(exclusive);
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      const Acc fold = carries[c * lines + line];
+      carries[c * lines + line] = running;
+      running = Op::apply(running, fold);
+    }
+  }
+#pragma omp target teams distribute parallel for num_teams(teams) thread_limit(threads) \
+    device(dev) is_device_ptr(x, y, carries) firstprivate(s, chunk, exclusive)
+  for (std::int64_t i = 0; i < items; ++i) {
+    std::int64_t xo, yo;
+    line_offsets(s, i % lines, xo, yo);
+    const std::int64_t q = (i / lines) * chunk;
+    const std::int64_t count = std::max<std::int64_t>(0, std::min(chunk, s.length - q));
+    column_run<T, Op, true>(x + xo + q * s.in_step, s.in_step, y + yo + q * s.out_step,
+                            s.out_step, count, carries[i], exclusive);
+  }
+}
+
+// Publication states of a chained tile.
+constexpr int tile_pending = 0, tile_folded = 1, tile_prefixed = 2;
+
+// The look-back of chained tile u, run by thread 0 of its team (scan_tile's carry_of): publish
+// the tile's fold, gather the carry from the predecessors' folds back to the nearest published
+// prefix, publish the inclusive prefix. Values first, then (after a fence) the state that
+// announces them; all through atomics, which bypass the GPU's incoherent L1.
+template <class Op, class Acc> struct ChainLink {
+  int* state;
+  Acc* folds;
+  Acc* prefixes;
+  std::int64_t u;
+  bool first;  // the first tile of its line
+  bool exclusive;
+  bool on_host;
+
+  bool operator()(int t, Acc total, Acc& carry) const {
+    if (t != 0) return true;
+    if (first) {
+      carry = line_start<Op, Acc>(exclusive);
+    } else {
+#pragma omp atomic write
+      folds[u] = total;
+#pragma omp flush
+#pragma omp atomic write
+      state[u] = tile_folded;
+      Acc acc = inclusive_start<Op, Acc>();
+      for (std::int64_t j = u - 1;;) {
+        int st;
+#pragma omp atomic read
+        st = state[j];
+        if (st == tile_pending) {
+          if (on_host) sched_yield();  // host teams share cores: let the predecessor run
+          continue;
+        }
+#pragma omp flush
+        Acc v;
+        if (st == tile_prefixed) {
+#pragma omp atomic read
+          v = prefixes[j];
+          acc = Op::apply(v, acc);
+          break;
+        }
+#pragma omp atomic read
+        v = folds[j];
+        acc = Op::apply(v, acc);
+        --j;
+      }
+      carry = acc;
+    }
+    const Acc prefix = Op::apply(carry, total);
+#pragma omp atomic write
+    prefixes[u] = prefix;
+#pragma omp flush
+#pragma omp atomic write
+    state[u] = tile_prefixed;
+    return true;
+  }
+};
+
+template <class T, class Op>
+void chained(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const ScanPlan& plan) {
+  using Acc = AccOf<T>;
+  const std::int64_t width = std::int64_t(plan.threads) * plan.items;
+  const std::int64_t tiles = (s.length + width - 1) / width;
+  const std::int64_t units = s.lines() * tiles;
+  // One ticket counter, then per tile its state, its fold and its inclusive prefix.
+  const std::size_t state_offset = 64, fold_offset = state_offset + std::size_t(units) * sizeof(int);
+  const std::size_t aligned_fold = (fold_offset + 15) / 16 * 16;
+  ScratchLease scratch(dev, aligned_fold + 2 * std::size_t(units) * sizeof(Acc));
+  char* base = static_cast<char*>(scratch.data());
+  auto* ticket = reinterpret_cast<unsigned long long*>(base);
+  int* state = reinterpret_cast<int*>(base + state_offset);
+  Acc* folds = reinterpret_cast<Acc*>(base + aligned_fold);
+  Acc* prefixes = folds + units;
+  const int threads = plan.threads;
+#pragma omp target teams distribute parallel for num_teams(plan.teams) thread_limit(threads) \
+    device(dev) is_device_ptr(ticket, state)
+  for (std::int64_t u = 0; u < units; ++u) {
+    state[u] = tile_pending;
+    if (u == 0) *ticket = 0;
+  }
+  const bool on_host = dev == omp_get_initial_device();
+#pragma omp target teams num_teams(plan.teams) thread_limit(threads) device(dev) \
+    is_device_ptr(x, y, ticket, state, folds, prefixes) firstprivate(s, width, tiles, units, exclusive, on_host)
+  {
+    T tile[offload_tile_bytes / sizeof(T)];
+    Acc parts[offload_max_threads];
+    Acc shared_carry;
+    for (;;) {
+      // Tickets go out in order, so every predecessor of a tile belongs to a team that runs.
+      std::int64_t u;
+#pragma omp atomic capture
+      u = (*ticket)++;
+      if (u >= units) break;
+      const std::int64_t line = u / tiles, b = u % tiles, q = b * width;
+      const std::int64_t m = std::min(width, s.length - q);
+      std::int64_t xo, yo;
+      line_offsets(s, line, xo, yo);
+      const ChainLink<Op, Acc> look_back{state, folds, prefixes, u, b == 0, exclusive, on_host};
+#pragma omp parallel num_threads(threads)
+      {
+        load_tile(tile, x + xo + q * s.in_step, s.in_step, m);
+        scan_tile<T, Op>(tile, parts, &shared_carry, m, Acc{}, exclusive, look_back);
+        store_tile(tile, y + yo + q * s.out_step, s.out_step, m);
+      }
+    }
+  }
+}
+
+std::int64_t elem_bytes(const CumulativeCall& call) {
+  return visit_scan_type(call.input.desc.dtype(), [](auto t) { return std::int64_t(sizeof(t)); });
+}
+
+int default_items(const CumulativeCall& call) { return elem_bytes(call) == 8 ? 8 : 16; }
+
+}  // namespace
+
+ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) {
+  const ScanLayout s = make_scan_layout(call);
+  ScanPlan plan;
+  plan.kind = kind;
+  plan.threads = 256;
+  plan.items = default_items(call);
+  const std::int64_t width = std::int64_t(plan.threads) * plan.items;
+  switch (kind) {
+    case ScanPlan::Kind::offload_rows:
+      plan.teams = int(std::clamp<std::int64_t>(s.lines(), 1, default_teams_cap));
+      break;
+    case ScanPlan::Kind::offload_columns: {
+      const std::int64_t lines = s.lines();
+      plan.chunks = lines >= column_lines_single_pass
+                        ? 1
+                        : std::clamp<std::int64_t>(column_target_threads / lines, 1,
+                                                   std::max<std::int64_t>(1, s.length / column_min_chunk));
+      plan.teams = int(std::clamp<std::int64_t>((lines * plan.chunks + plan.threads - 1) / plan.threads,
+                                                1, std::int64_t(1) << 20));
+      break;
+    }
+    default:
+      plan.teams = int(std::clamp<std::int64_t>(s.lines() * ((s.length + width - 1) / width), 1,
+                                                default_teams_cap));
+      break;
+  }
+  return plan;
+}
+
+ScanPlan default_offload_scan_plan(const CumulativeCall& call) {
+  const ScanLayout s = make_scan_layout(call);
+  if (!s.lines_are_rows()) return offload_scan_defaults(call, ScanPlan::Kind::offload_columns);
+  // Enough lines to give every team its own: a team per line; otherwise tiles of a few long lines.
+  if (s.lines() >= default_teams_cap) return offload_scan_defaults(call, ScanPlan::Kind::offload_rows);
+  return offload_scan_defaults(call, ScanPlan::Kind::offload_chained);
+}
+
+void run_scan_offload(const CumulativeCall& call, const ScanPlan& plan, int device) {
+  const ScanLayout s = make_scan_layout(call);
+  visit_scan_type(call.input.desc.dtype(), [&](auto t) {
+    using T = decltype(t);
+    visit_combine(call.product, [&](auto op) {
+      using Op = decltype(op);
+      const T* x = static_cast<const T*>(call.input.data);
+      T* y = static_cast<T*>(call.output.data);
+      const bool ex = call.options.exclusive;
+      switch (plan.kind) {
+        case ScanPlan::Kind::offload_rows: rows<T, Op>(device, s, x, y, ex, plan); break;
+        case ScanPlan::Kind::offload_columns: columns<T, Op>(device, s, x, y, ex, plan); break;
+        case ScanPlan::Kind::offload_chained: chained<T, Op>(device, s, x, y, ex, plan); break;
+        default:
+          throw Error(Errc::invalid_schedule, call.op_name(), plan.to_schedule().to_string(),
+                      "internal: not an offload schedule");
+      }
+    });
+  });
+}
+
+void run_scan_offload_host(const CumulativeCall& call, const ScanPlan& plan) {
+  const int dev = offload_device();
+  if (offload_on_host()) {
+    run_scan_offload(call, plan, dev);
+    return;
+  }
+  // Device copies of the tensors' spans (strides are non-negative: spans start at the pointer).
+  const std::size_t in_bytes = std::size_t(byte_span(call.input.desc).hi);
+  const std::size_t out_bytes = std::size_t(byte_span(call.output.desc).hi);
+  DeviceBuffer out(out_bytes);
+  // Gaps between the output's elements must come back unchanged: upload them too.
+  if (call.in_place() || !call.output.desc.is_packed()) out.upload(call.output.data, out_bytes);
+  CumulativeCall on_device = call;
+  on_device.output.data = out.data();
+  if (call.in_place()) {
+    on_device.input.data = out.data();
+    run_scan_offload(on_device, plan, dev);
+  } else {
+    DeviceBuffer in(in_bytes);
+    in.upload(call.input.data, in_bytes);
+    on_device.input.data = in.data();
+    run_scan_offload(on_device, plan, dev);
+  }
+  out.download(call.output.data, out_bytes);
+}
+
+}  // namespace hk::detail
