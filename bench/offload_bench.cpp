@@ -126,7 +126,7 @@ template <class T> void run_scan_case(const ScanCase& c, std::mt19937_64& rng) {
          gb / (ms * 1e-3), "GB/s", verdict);
   }
   // The copy canary over the same bytes, at the teams x threads that matter.
-  const int configs[][2] = {{1056, 256}, {2112, 128}, {4224, 128}, {528, 512}, {132, 1024}};
+  const int configs[][2] = {{1056, 256}, {2112, 128}, {528, 512}, {264, 1024}, {2112, 256}, {4224, 256}};
   for (const auto& tc : configs) {
     const double ms = median_ms([&] { device_copy(dx.data(), dy.data(), bytes, tc[0], tc[1]); });
     emit("scan", name,
@@ -159,15 +159,16 @@ int main(int argc, char** argv) {
                offload_on_host() ? "host fallback" : "GPU", omp_get_num_devices());
   const std::int64_t long_line = quick ? std::int64_t(1) << 20 : std::int64_t(1) << 28;
   const std::int64_t side = quick ? 1024 : 16384;
-  const std::vector<std::string> rows = {"", "scan.offload_rows(threads=256, items=8)",
-                                         "scan.offload_rows(threads=512, items=8)",
-                                         "scan.offload_rows(threads=128, items=16)"};
-  const std::vector<std::string> cols = {"", "scan.offload_columns(threads=256, chunks=1)",
-                                         "scan.offload_columns(threads=128, chunks=2)",
+  const std::vector<std::string> rows = {"", "scan.offload_rows(threads=128, items=8)",
+                                         "scan.offload_rows(threads=256, items=4)",
+                                         "scan.offload_rows(threads=256, items=16)",
+                                         "scan.offload_rows(teams=2112, threads=256, items=8)"};
+  const std::vector<std::string> cols = {"", "scan.offload_columns(threads=32, chunks=1)",
+                                         "scan.offload_columns(threads=128, chunks=1)",
                                          "scan.offload_columns(threads=256, chunks=4)"};
-  const std::vector<std::string> chain = {"", "scan.offload_chained(threads=256, items=8)",
-                                          "scan.offload_chained(threads=512, items=8)",
-                                          "scan.offload_chained(threads=256, items=24)"};
+  const std::vector<std::string> chain = {"", "scan.offload_chained(threads=128, items=48)",
+                                          "scan.offload_chained(threads=512, items=12)",
+                                          "scan.offload_chained(teams=660, threads=256, items=24)"};
   std::mt19937_64 rng(1);
   try {
     for (DataType t : {DataType::float32, DataType::int32, DataType::float16}) {

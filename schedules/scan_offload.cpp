@@ -8,6 +8,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "algorithms/scan_types.hpp"
@@ -25,6 +26,7 @@ constexpr std::int64_t default_teams_cap = 1056;  // 8 teams on each of an H100'
 constexpr std::int64_t column_lines_single_pass = 16384;
 constexpr std::int64_t column_target_threads = std::int64_t(1) << 18;
 constexpr std::int64_t column_min_chunk = 64;
+constexpr std::int64_t columns_teams_min = 264;  // 2 teams on each of an H100's 132 SMs
 
 // Element offsets of line `line` (innermost line dimension fastest) for input and output.
 inline void line_offsets(const ScanLayout& s, std::int64_t line, std::int64_t& xo, std::int64_t& yo) {
@@ -85,11 +87,20 @@ AccOf<T> scan_tile(T* tile, AccOf<T>* parts, AccOf<T>* shared_carry, std::int64_
   return total;
 }
 
-// Tile loads and stores: consecutive threads on consecutive elements.
+// Tile loads and stores: consecutive threads on consecutive elements. A thread issues a batch of
+// loads before it writes any to team memory, so that it keeps several requests in flight.
+constexpr int tile_load_batch = 8;
+
 template <class T>
 void load_tile(T* tile, const T* x, std::int64_t step, std::int64_t m) {
   const int n = omp_get_num_threads(), t = omp_get_thread_num();
-  for (std::int64_t k = t; k < m; k += n) tile[padded(k)] = x[k * step];
+  for (std::int64_t k0 = t; k0 < m; k0 += std::int64_t(tile_load_batch) * n) {
+    T v[tile_load_batch];
+    for (int j = 0; j < tile_load_batch; ++j)
+      if (k0 + j * n < m) v[j] = x[(k0 + j * n) * step];
+    for (int j = 0; j < tile_load_batch; ++j)
+      if (k0 + j * n < m) tile[padded(k0 + j * n)] = v[j];
+  }
 #pragma omp barrier
 }
 
@@ -132,20 +143,25 @@ void rows(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const S
   }
 }
 
-// Folds or scans `count` elements of a line from `acc`, issuing a batch of loads before using
-// them so that a thread keeps several requests in flight.
+// Folds or scans `count` elements of a line from `acc`. Loads go out a batch ahead of their use:
+// the next batch is requested before the current one is combined and stored, so that a thread
+// keeps two batches of requests in flight. Reading ahead is safe in place too: a thread reads
+// and writes only its own line.
 template <class T, class Op, bool Scan>
 AccOf<T> column_run(const T* x, std::int64_t in_step, T* y, std::int64_t out_step,
                     std::int64_t count, AccOf<T> acc, bool exclusive) {
   using Acc = AccOf<T>;
-  for (std::int64_t q = 0; q < count; q += offload_column_batch) {
-    const int m = int(std::min<std::int64_t>(offload_column_batch, count - q));
-    T v[offload_column_batch];
-    for (int j = 0; j < offload_column_batch; ++j)
-      if (j < m) v[j] = x[(q + j) * in_step];
-    for (int j = 0; j < offload_column_batch; ++j) {
-      if (j >= m) break;
-      const Acc e = widen(v[j]);
+  constexpr int batch = offload_column_batch;
+  T cur[batch], next[batch];
+  for (int j = 0; j < batch; ++j)
+    if (j < count) cur[j] = x[j * in_step];
+  for (std::int64_t q = 0; q < count; q += batch) {
+    const std::int64_t ahead = q + batch;
+    for (int j = 0; j < batch; ++j)
+      if (ahead + j < count) next[j] = x[(ahead + j) * in_step];
+    for (int j = 0; j < batch; ++j) {
+      if (q + j >= count) break;
+      const Acc e = widen(cur[j]);
       if constexpr (Scan) {
         if (exclusive) {
           y[(q + j) * out_step] = narrow<T>(acc);
@@ -158,6 +174,7 @@ AccOf<T> column_run(const T* x, std::int64_t in_step, T* y, std::int64_t out_ste
         acc = Op::apply(acc, e);
       }
     }
+    for (int j = 0; j < batch; ++j) cur[j] = next[j];
   }
   return acc;
 }
@@ -220,59 +237,93 @@ void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
 // Publication states of a chained tile.
 constexpr int tile_pending = 0, tile_folded = 1, tile_prefixed = 2;
 
-// The look-back of chained tile u, run by thread 0 of its team (scan_tile's carry_of): publish
-// the tile's fold, gather the carry from the predecessors' folds back to the nearest published
-// prefix, publish the inclusive prefix. Values first, then (after a fence) the state that
-// announces them; all through atomics, which bypass the GPU's incoherent L1.
+// Predecessors a team examines at once in the look-back (its first threads, one each).
+constexpr int look_back_window = 256;
+
+// The look-back of chained tile u by its whole team (scan_tile's carry_of): thread 0 publishes
+// the tile's fold; then the team reads a window of predecessors at once, thread i tile u-1-i
+// (waiting until it has published at least its fold), and thread 0 combines the window's folds
+// back to the nearest published prefix, moving the window further back when there is none.
+// Thread 0 then publishes the tile's inclusive prefix. Values first, then (after a fence) the
+// state that announces them; all through atomics, which bypass the GPU's incoherent L1.
 template <class Op, class Acc> struct ChainLink {
   int* state;
   Acc* folds;
   Acc* prefixes;
   std::int64_t u;
-  bool first;  // the first tile of its line
+  std::int64_t line_first;  // the first tile of u's line: always ends a look-back
   bool exclusive;
   bool on_host;
+  // Team memory: the window's states and values, and thread 0's decisions.
+  int* window_state;
+  Acc* window_value;
+  std::int64_t* next_end;  // the tile the next window starts from; -1 once the carry is known
 
   bool operator()(int t, Acc total, Acc& carry) const {
-    if (t != 0) return true;
-    if (first) {
-      carry = line_start<Op, Acc>(exclusive);
+    const int n = omp_get_num_threads(), w = n < look_back_window ? n : look_back_window;
+    if (u == line_first) {
+      if (t == 0) carry = line_start<Op, Acc>(exclusive);
     } else {
+      if (t == 0) {
 #pragma omp atomic write
-      folds[u] = total;
+        folds[u] = total;
 #pragma omp flush
 #pragma omp atomic write
-      state[u] = tile_folded;
-      Acc acc = inclusive_start<Op, Acc>();
-      for (std::int64_t j = u - 1;;) {
-        int st;
-#pragma omp atomic read
-        st = state[j];
-        if (st == tile_pending) {
-          if (on_host) sched_yield();  // host teams share cores: let the predecessor run
-          continue;
-        }
-#pragma omp flush
-        Acc v;
-        if (st == tile_prefixed) {
-#pragma omp atomic read
-          v = prefixes[j];
-          acc = Op::apply(v, acc);
-          break;
-        }
-#pragma omp atomic read
-        v = folds[j];
-        acc = Op::apply(v, acc);
-        --j;
+        state[u] = tile_folded;
+        *next_end = u - 1;
       }
-      carry = acc;
+      Acc acc = inclusive_start<Op, Acc>();
+#pragma omp barrier
+      for (;;) {
+        const std::int64_t end = *next_end;
+        if (end < 0) break;
+        const std::int64_t j = end - t;
+        if (t < w && j >= line_first) {
+          int st;
+          for (;;) {
+#pragma omp atomic read
+            st = state[j];
+            if (st != tile_pending) break;
+#ifndef __NVPTX__  // the GPU has no scheduler to yield to
+            if (on_host) sched_yield();  // host teams share cores: let the predecessor run
+#endif
+          }
+#pragma omp flush
+          Acc v;
+          if (st == tile_prefixed) {
+#pragma omp atomic read
+            v = prefixes[j];
+          } else {
+#pragma omp atomic read
+            v = folds[j];
+          }
+          window_state[t] = st;
+          window_value[t] = v;
+        }
+#pragma omp barrier
+        if (t == 0) {
+          std::int64_t next = end - w;
+          for (int i = 0; i < w && end - i >= line_first; ++i) {
+            acc = Op::apply(window_value[i], acc);
+            if (window_state[i] == tile_prefixed) {
+              next = -1;
+              break;
+            }
+          }
+          *next_end = next;
+        }
+#pragma omp barrier
+      }
+      if (t == 0) carry = acc;
     }
-    const Acc prefix = Op::apply(carry, total);
+    if (t == 0) {
+      const Acc prefix = Op::apply(carry, total);
 #pragma omp atomic write
-    prefixes[u] = prefix;
+      prefixes[u] = prefix;
 #pragma omp flush
 #pragma omp atomic write
-    state[u] = tile_prefixed;
+      state[u] = tile_prefixed;
+    }
     return true;
   }
 };
@@ -306,6 +357,9 @@ void chained(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
     T tile[offload_tile_bytes / sizeof(T)];
     Acc parts[offload_max_threads];
     Acc shared_carry;
+    int window_state[look_back_window];
+    Acc window_value[look_back_window];
+    std::int64_t next_end;
     for (;;) {
       // Tickets go out in order, so every predecessor of a tile belongs to a team that runs.
       std::int64_t u;
@@ -316,7 +370,8 @@ void chained(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
       const std::int64_t m = std::min(width, s.length - q);
       std::int64_t xo, yo;
       line_offsets(s, line, xo, yo);
-      const ChainLink<Op, Acc> look_back{state, folds, prefixes, u, b == 0, exclusive, on_host};
+      const ChainLink<Op, Acc> look_back{state,     folds,         prefixes,      u,         u - b,
+                                         exclusive, on_host,       window_state, window_value, &next_end};
 #pragma omp parallel num_threads(threads)
       {
         load_tile(tile, x + xo + q * s.in_step, s.in_step, m);
@@ -331,7 +386,11 @@ std::int64_t elem_bytes(const CumulativeCall& call) {
   return visit_scan_type(call.input.desc.dtype(), [](auto t) { return std::int64_t(sizeof(t)); });
 }
 
-int default_items(const CumulativeCall& call) { return elem_bytes(call) == 8 ? 8 : 16; }
+// Tiles of 8 KiB for rows (lines are often short) and 24 KiB for chained tiles (fewer look-backs),
+// both measured best among the sizes tried on an H100.
+int default_items(const CumulativeCall& call, ScanPlan::Kind kind) {
+  return int((kind == ScanPlan::Kind::offload_rows ? 32 : 96) / elem_bytes(call));
+}
 
 }  // namespace
 
@@ -339,8 +398,9 @@ ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) 
   const ScanLayout s = make_scan_layout(call);
   ScanPlan plan;
   plan.kind = kind;
-  plan.threads = 256;
-  plan.items = default_items(call);
+  // Chained tiles of 4- and 8-byte elements: 128 threads with more items each measured faster.
+  plan.threads = kind == ScanPlan::Kind::offload_chained && elem_bytes(call) >= 4 ? 128 : 256;
+  plan.items = default_items(call, kind) * (256 / plan.threads);
   const std::int64_t width = std::int64_t(plan.threads) * plan.items;
   switch (kind) {
     case ScanPlan::Kind::offload_rows:
@@ -352,8 +412,10 @@ ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) 
                         ? 1
                         : std::clamp<std::int64_t>(column_target_threads / lines, 1,
                                                    std::max<std::int64_t>(1, s.length / column_min_chunk));
-      plan.teams = int(std::clamp<std::int64_t>((lines * plan.chunks + plan.threads - 1) / plan.threads,
-                                                1, std::int64_t(1) << 20));
+      // Small teams when there are few threads in all, so that every SM gets some.
+      const std::int64_t work = lines * plan.chunks;
+      plan.threads = int(std::clamp<std::int64_t>(std::bit_floor(std::uint64_t(std::max<std::int64_t>(work / columns_teams_min, 1))), 32, 256));
+      plan.teams = int(std::clamp<std::int64_t>((work + plan.threads - 1) / plan.threads, 1, std::int64_t(1) << 20));
       break;
     }
     default:
@@ -374,7 +436,13 @@ ScanPlan default_offload_scan_plan(const CumulativeCall& call) {
 
 void run_scan_offload(const CumulativeCall& call, const ScanPlan& plan, int device) {
   const ScanLayout s = make_scan_layout(call);
-  visit_scan_type(call.input.desc.dtype(), [&](auto t) {
+  // Unsigned integers run the kernels of their signed twins: both accumulate in the same unsigned
+  // type and store its bits, so the results are identical, and the device image holds half the
+  // integer kernels.
+  DataType kernel_type = call.input.desc.dtype();
+  if (kernel_type == DataType::uint32) kernel_type = DataType::int32;
+  if (kernel_type == DataType::uint64) kernel_type = DataType::int64;
+  visit_scan_type(kernel_type, [&](auto t) {
     using T = decltype(t);
     visit_combine(call.product, [&](auto op) {
       using Op = decltype(op);

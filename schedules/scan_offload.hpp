@@ -19,7 +19,7 @@ inline constexpr std::int64_t offload_max_threads = 1024;
 constexpr std::int64_t offload_padded_tile(std::int64_t width) { return width + width / 32; }
 
 /// Loads a thread of scan.offload_columns issues before it combines them.
-inline constexpr int offload_column_batch = 16;
+inline constexpr int offload_column_batch = 32;
 
 /// Runs a validated call with an offload plan; the data pointers are addresses on `device` (an
 /// OpenMP device number, or the initial device for the host fallback). No transfers.

@@ -73,15 +73,16 @@ const std::vector<StrategySpec>& table() {
         {"threads", 32, offload_max_threads, "threads per team (default 256)"},
         {"items", 1, 64,
          "elements per thread in a tile; threads x items (plus 1/32 padding) fits 32 KiB "
-         "(default: 16 for 2- and 4-byte types, 8 for 8-byte ones)"}}},
+         "(default: 8 KiB tiles, e.g. 8 for 4-byte types)"}}},
       {"scan.offload_columns",
        "GPU (OpenMP target): one thread per line and axis chunk, consecutive threads on "
-       "neighbouring lines (coalesced), each issuing 16 loads along the axis before combining "
+       "neighbouring lines (coalesced), each issuing 32 loads along the axis before combining "
        "them; with chunks > 1 the axis is cut into chunks: their folds, the carries, then each "
        "chunk rescanned from its carry; for the scanned axis outside the contiguous one",
        {{"teams", 1, std::int64_t(1) << 20,
          "OpenMP teams (default: enough for one thread per line and chunk)"},
-        {"threads", 32, offload_max_threads, "threads per team (default 256)"},
+        {"threads", 32, offload_max_threads,
+         "threads per team (default: 256, fewer when that leaves under 264 teams)"},
         {"chunks", 1, std::int64_t(1) << 20,
          "chunks of the scanned axis (default: 1 when there are at least 16384 lines, else "
          "enough for about 2^18 threads, each chunk at least 64 long)"}}},
@@ -91,8 +92,11 @@ const std::vector<StrategySpec>& table() {
        "their predecessors' published folds and prefixes for the carry, then rescan the tile "
        "from it: memory sees one read and one write; for few long lines",
        {{"teams", 1, 65536, "OpenMP teams (default: the tiles, at most 1056)"},
-        {"threads", 32, offload_max_threads, "threads per team (default 256)"},
-        {"items", 1, 64, "elements per thread in a tile, as scan.offload_rows"}}},
+        {"threads", 32, offload_max_threads,
+         "threads per team (default: 128 for 4- and 8-byte types, 256 for float16)"},
+        {"items", 1, 64,
+         "elements per thread in a tile, as scan.offload_rows (default: 24 KiB tiles, e.g. 48 "
+         "for 4-byte types)"}}},
 #endif
   };
   return specs;

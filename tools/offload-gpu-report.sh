@@ -21,13 +21,15 @@ command -v ptxas >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
 command -v ptxas >/dev/null || echo "warning: no ptxas on PATH: kernels cannot be compiled for the GPU" >&2
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null
 status=0
-echo "== tests (OMP_TARGET_OFFLOAD=MANDATORY)"
-OMP_TARGET_OFFLOAD=MANDATORY timeout "$LIMIT" "$BIN/hetkern_tests" --gtest_brief=1 2>&1 | grep -v '^OMP: ' | tail -15
-((PIPESTATUS[0] == 0)) || status=1
+echo "== tests (OMP_TARGET_OFFLOAD=MANDATORY), log in $OUT/tests.log"
+OMP_TARGET_OFFLOAD=MANDATORY timeout "$LIMIT" "$BIN/hetkern_tests" --gtest_brief=1 > "$OUT/tests.log" 2>&1 || status=1
+tests=$(grep -E '^\[  (PASSED|FAILED)  \]|tests? from .* ran' "$OUT/tests.log" | tr '\n' ' ')
+((status == 0)) || { grep -E '^\[  FAILED  \]|Failure|error' "$OUT/tests.log" | head -20; tests="FAILED (exit status) $tests"; }
 echo "== benchmarks"
 for bench in "$BIN"/hetkern-offload-bench*; do
   OMP_TARGET_OFFLOAD=MANDATORY timeout "$LIMIT" "$bench" "$@" > "$OUT/$(basename "$bench").jsonl" || status=1
 done
 timeout "$LIMIT" python3 bench/offload_torch.py "$@" > "$OUT/torch.jsonl" || echo "no PyTorch rows" >&2
+echo "== tests: $tests"
 python3 bench/offload_report.py "$OUT"/*.jsonl
 exit $status
