@@ -9,12 +9,11 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstring>
 
 #include "algorithms/scan_types.hpp"
+#include "algorithms/tensor_checks.hpp"
 #include "hetkern/device.hpp"
 #include "hetkern/error.hpp"
-#include "algorithms/tensor_checks.hpp"
 #include "runtime/device_memory.hpp"
 #include "schedules/scan_kernels.hpp"
 #include "schedules/scan_layout.hpp"
