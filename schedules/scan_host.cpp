@@ -13,6 +13,9 @@
 #include "schedules/scan_kernels.hpp"
 #include "schedules/scan_layout.hpp"
 #include "schedules/scan_schedules.hpp"
+#ifdef HETKERN_OFFLOAD
+#include "schedules/scan_offload.hpp"
+#endif
 
 namespace hk::detail {
 namespace {
@@ -197,6 +200,12 @@ void run_scan(const CumulativeCall& call, const ScanPlan& plan) {
     reference_cumulative(call);
     return;
   }
+#ifdef HETKERN_OFFLOAD
+  if (plan.offload()) {
+    run_scan_offload_host(call, plan);
+    return;
+  }
+#endif
   const ScanLayout s = make_scan_layout(call);
   const ScanKernelSet& kernels = scan_kernels(active_isa());
   const bool stream = plan.stream && !call.in_place();
@@ -216,7 +225,10 @@ void run_scan(const CumulativeCall& call, const ScanPlan& plan) {
         case ScanPlan::Kind::tiled: h.tiled(plan.tile); break;
         case ScanPlan::Kind::parallel: h.parallel(plan.tile, plan.threads); break;
         case ScanPlan::Kind::blocked: h.blocked(plan.block, plan.threads, scan_block_bytes()); break;
-        case ScanPlan::Kind::reference: break;
+        case ScanPlan::Kind::reference:
+        case ScanPlan::Kind::offload_rows:
+        case ScanPlan::Kind::offload_columns:
+        case ScanPlan::Kind::offload_chained: break;
       }
     });
   });

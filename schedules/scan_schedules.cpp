@@ -9,7 +9,10 @@
 #include "runtime/topology.hpp"
 #include "schedules/scan_kernels.hpp"
 #include "schedules/scan_layout.hpp"
-
+#ifdef HETKERN_OFFLOAD
+#include "hetkern/error.hpp"
+#include "schedules/scan_offload.hpp"
+#endif
 
 namespace hk::detail {
 namespace {
@@ -40,8 +43,8 @@ const ParamSpec stream_param = {
     "1: non-temporal stores past the cache (ignored in place), 0: regular stores; default 1 when "
     "the output exceeds 32 MiB"};
 
-const std::array<StrategySpec, 4>& table() {
-  static const std::array<StrategySpec, 4> specs = {{
+const std::vector<StrategySpec>& table() {
+  static const std::vector<StrategySpec> specs = {
       {"reference", "the specification executed line by line, single thread", {}},
       {"scan.tiled",
        "single thread; a contiguous line is scanned in registers, a vector at a time (log-step "
@@ -69,9 +72,57 @@ const std::array<StrategySpec, 4>& table() {
         {"threads", 1, max_threads, "OpenMP threads"},
         stream_param,
         pin_param()}},
-  }};
+#ifdef HETKERN_OFFLOAD
+      {"scan.offload_rows",
+       "GPU (OpenMP target): each team scans whole lines, one at a time, a tile of threads x items "
+       "elements at a time staged in team-local memory (coalesced loads, per-thread folds, a "
+       "log-step scan of the thread totals, the carry kept across tiles); for many lines along "
+       "the contiguous axis",
+       {{"teams", 1, 65536, "OpenMP teams (default: the lines, at most 1056)"},
+        {"threads", 32, offload_max_threads, "threads per team (default 256)"},
+        {"items", 1, 64,
+         "elements per thread in a tile; threads x items (plus 1/32 padding) fits 32 KiB "
+         "(default: 8 KiB tiles, e.g. 8 for 4-byte types)"}}},
+      {"scan.offload_columns",
+       "GPU (OpenMP target): one thread per line and axis chunk, consecutive threads on "
+       "neighbouring lines (coalesced), each issuing 32 loads along the axis before combining "
+       "them; with chunks > 1 the axis is cut into chunks: their folds, the carries, then each "
+       "chunk rescanned from its carry; for the scanned axis outside the contiguous one",
+       {{"teams", 1, std::int64_t(1) << 20,
+         "OpenMP teams (default: enough for one thread per line and chunk)"},
+        {"threads", 32, offload_max_threads,
+         "threads per team (default: 256, fewer when that leaves under 264 teams)"},
+        {"chunks", 1, std::int64_t(1) << 20,
+         "chunks of the scanned axis (default: 1 when there are at least 16384 lines, else "
+         "enough for about 2^18 threads, each chunk at least 64 long)"}}},
+      {"scan.offload_chained",
+       "GPU (OpenMP target): single-pass chained scan; persistent teams take tiles of threads x "
+       "items elements in order from an atomic ticket, publish each tile's fold, look back over "
+       "their predecessors' published folds and prefixes for the carry, then rescan the tile "
+       "from it: memory sees one read and one write; for few long lines",
+       {{"teams", 1, 65536, "OpenMP teams (default: the tiles, at most 1056)"},
+        {"threads", 32, offload_max_threads,
+         "threads per team (default: 128 for 4- and 8-byte types, 256 for float16)"},
+        {"items", 1, 64,
+         "elements per thread in a tile, as scan.offload_rows (default: 24 KiB tiles, e.g. 48 "
+         "for 4-byte types)"}}},
+#endif
+  };
   return specs;
 }
+
+#ifdef HETKERN_OFFLOAD
+// A tile of threads x items elements must fit the team-local memory of the tile kernels.
+void check_offload_tile(const CumulativeCall& call, const Schedule& schedule, const ScanPlan& plan) {
+  const std::int64_t bytes = offload_padded_tile(std::int64_t(plan.threads) * plan.items) * element_bytes(call);
+  if (bytes > offload_tile_bytes)
+    throw Error(Errc::invalid_schedule, call.op_name(), schedule.to_string(),
+                "threads x items = " + std::to_string(std::int64_t(plan.threads) * plan.items) +
+                    " elements of " + std::to_string(element_bytes(call)) +
+                    " bytes exceed the team-local tile of " + std::to_string(offload_tile_bytes) +
+                    " bytes (with 1/32 padding)");
+}
+#endif
 
 }  // namespace
 
@@ -87,6 +138,12 @@ Schedule ScanPlan::to_schedule() const {
     case Kind::blocked:
       return Schedule("scan.blocked").set("block", block).set("threads", threads).set("stream", std::int64_t(stream))
           .set("pin", name_of(pin));
+    case Kind::offload_rows:
+      return Schedule("scan.offload_rows").set("teams", teams).set("threads", threads).set("items", items);
+    case Kind::offload_columns:
+      return Schedule("scan.offload_columns").set("teams", teams).set("threads", threads).set("chunks", chunks);
+    case Kind::offload_chained:
+      return Schedule("scan.offload_chained").set("teams", teams).set("threads", threads).set("items", items);
   }
   return {};
 }
@@ -113,6 +170,22 @@ ScanPlan plan_scan(const CumulativeCall& call, const Schedule& schedule) {
       plan.threads = int(p.get(1, default_threads()));
       plan.stream = p.get(2, scan_streams_by_default(call));
       plan.pin = PinPolicy(p.get(3, std::int64_t(default_pin_policy())));
+      break;
+    case ScanPlan::Kind::offload_rows:
+    case ScanPlan::Kind::offload_columns:
+    case ScanPlan::Kind::offload_chained:
+#ifdef HETKERN_OFFLOAD
+    {
+      plan = offload_scan_defaults(call, plan.kind);
+      plan.teams = int(p.get(0, plan.teams));
+      plan.threads = int(p.get(1, plan.threads));
+      if (plan.kind == ScanPlan::Kind::offload_columns)
+        plan.chunks = p.get(2, plan.chunks);
+      else
+        plan.items = int(p.get(2, plan.items));
+      if (plan.kind != ScanPlan::Kind::offload_columns) check_offload_tile(call, schedule, plan);
+    }
+#endif
       break;
   }
   return plan;

@@ -11,13 +11,19 @@
 namespace hk::detail {
 
 struct ScanPlan {
-  enum class Kind { reference, tiled, parallel, blocked };
+  // The offload kinds exist in offload builds only (HETKERN_OFFLOAD): scan_offload.hpp.
+  enum class Kind { reference, tiled, parallel, blocked, offload_rows, offload_columns, offload_chained };
   Kind kind = Kind::reference;
   std::int64_t tile = 0;   // lines walked together (tiled, parallel)
   std::int64_t block = 0;  // elements of a line per block (blocked)
   int threads = 1;
   bool stream = false;     // non-temporal stores (tiled, parallel, blocked; never in place)
   PinPolicy pin = PinPolicy::none;  // parallel, blocked
+  int teams = 0;           // OpenMP teams asked for (offload)
+  int items = 0;           // elements per thread in a team's tile (offload rows, chained)
+  std::int64_t chunks = 1; // pieces the scanned axis is cut into, carries between them (offload columns)
+
+  bool offload() const { return kind >= Kind::offload_rows; }
 
   /// The schedule with every parameter explicit, e.g.
   /// "scan.parallel(tile=256, threads=2, stream=0, pin=compact)".

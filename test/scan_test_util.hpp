@@ -25,6 +25,16 @@ inline std::vector<Schedule> all_scan_schedules() {
                            "scan.parallel(tile=2, threads=2, stream=1)",
                            "scan.blocked(block=33, threads=2, stream=1)"})
     out.push_back(Schedule::parse(text));
+#ifdef HETKERN_OFFLOAD
+  // Few teams and threads, one or a few items: many tiles, chunks and look-backs per line.
+  for (const char* text : {"scan.offload_rows(teams=3, threads=32, items=1)",
+                           "scan.offload_rows(teams=2, threads=64, items=3)",
+                           "scan.offload_columns(teams=2, threads=32, chunks=1)",
+                           "scan.offload_columns(teams=3, threads=32, chunks=5)",
+                           "scan.offload_chained(teams=3, threads=32, items=1)",
+                           "scan.offload_chained(teams=4, threads=32, items=3)"})
+    out.push_back(Schedule::parse(text));
+#endif
   return out;
 }
 

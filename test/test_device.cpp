@@ -1,0 +1,222 @@
+// Device memory, transfers, the copy canary and the cumulative operators on device tensors
+// (offload builds; on a machine without a GPU the device is the host fallback).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "hetkern/device.hpp"
+#include "scan_test_util.hpp"
+
+namespace {
+
+using namespace hk;
+
+std::vector<std::string> offload_schedules() {
+  std::vector<std::string> out;
+  for (const auto& s : hk::test::all_scan_schedules())
+    if (s.strategy().rfind("scan.offload", 0) == 0) out.push_back(s.to_string());
+  return out;
+}
+
+TEST(DeviceBuffer, RoundTripCountsEveryTransfer) {
+  std::vector<std::uint8_t> host(1000), back(1000, 0);
+  std::iota(host.begin(), host.end(), std::uint8_t(3));
+  DeviceBuffer buf(1000);
+  reset_transfer_counters();
+  buf.upload(host.data(), 600);
+  buf.upload(host.data() + 600, 400, 600);
+  buf.download(back.data(), 1000);
+  EXPECT_EQ(back, host);
+  const TransferCounters c = transfer_counters();
+  EXPECT_EQ(c.to_device_bytes, 1000);
+  EXPECT_EQ(c.to_device_copies, 2);
+  EXPECT_EQ(c.to_host_bytes, 1000);
+  EXPECT_EQ(c.to_host_copies, 1);
+  EXPECT_EQ(buf.device(), offload_device());
+}
+
+TEST(DeviceBuffer, RefusesRangesBeyondItsEnd) {
+  DeviceBuffer buf(64);
+  std::vector<char> host(128);
+  reset_transfer_counters();
+  try {
+    buf.upload(host.data(), 65);
+    FAIL() << "upload past the end accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::invalid_parameter);
+  }
+  EXPECT_THROW(buf.download(host.data(), 8, 60), Error);
+  EXPECT_EQ(transfer_counters().to_device_copies + transfer_counters().to_host_copies, 0);
+}
+
+TEST(DeviceBuffer, MovesOwnership) {
+  DeviceBuffer a(256);
+  void* p = a.data();
+  DeviceBuffer b(std::move(a));
+  EXPECT_EQ(b.data(), p);
+  EXPECT_EQ(a.data(), nullptr);
+  EXPECT_EQ(b.bytes(), 256u);
+}
+
+TEST(DeviceCopy, CopiesEveryByteAlignedOrNot) {
+  std::mt19937_64 rng(7);
+  for (std::size_t bytes : {std::size_t(1), std::size_t(16), std::size_t(4099), std::size_t(65536)}) {
+    std::vector<std::uint8_t> host(bytes + 1), back(bytes, 0);
+    for (auto& v : host) v = std::uint8_t(rng());
+    DeviceBuffer src(bytes + 1), dst(bytes);
+    src.upload(host.data(), bytes + 1);
+    // From offset 0 (16-byte path when the size allows) and from offset 1 (byte path).
+    for (std::size_t off : {std::size_t(0), std::size_t(1)}) {
+      device_copy(static_cast<char*>(src.data()) + off, dst.data(), bytes, 5, 64);
+      dst.download(back.data(), bytes);
+      EXPECT_EQ(0, std::memcmp(back.data(), host.data() + off, bytes)) << bytes << " bytes from " << off;
+    }
+  }
+  DeviceBuffer a(16), b(16);
+  EXPECT_THROW(device_copy(a.data(), b.data(), 16, 0, 64), Error);
+}
+
+// Device tensors against the reference run on host copies: integers exactly, float32 within the
+// spec's bound for a float64 accumulation in any order.
+TEST(DeviceTensors, EveryOffloadScheduleMatchesTheReference) {
+  struct Shape {
+    std::vector<std::int64_t> sizes;
+    int axis;
+  };
+  const Shape shapes[] = {{{5000}, 0}, {{37, 129}, 1}, {{129, 37}, 0}, {{3, 1, 7, 11}, 2}, {{1}, 0}};
+  std::mt19937_64 rng(11);
+  for (const auto& shape : shapes)
+    for (DataType type : {DataType::int32, DataType::uint64, DataType::float32})
+      for (const std::string& text : offload_schedules())
+        for (bool exclusive : {false, true}) {
+          const TensorDesc desc(type, shape.sizes);
+          const std::size_t n = std::size_t(desc.element_count()), bytes = n * size_of(type);
+          std::vector<std::uint8_t> x(bytes), want(bytes), got(bytes);
+          for (std::size_t i = 0; i < n; ++i) {
+            if (type == DataType::float32) {
+              const float v = float(int(rng() % 2001) - 1000) / 256.0f;
+              std::memcpy(&x[i * 4], &v, 4);
+            } else {
+              for (std::size_t b = 0; b < size_of(type); ++b) x[i * size_of(type) + b] = std::uint8_t(rng());
+            }
+          }
+          const CumulativeOptions options{.axis = shape.axis,
+                                          .direction = exclusive ? Direction::decreasing : Direction::increasing,
+                                          .exclusive = exclusive};
+          cumulative_sum(ConstTensor{desc, x.data()}, Tensor{desc, want.data()}, options,
+                         Schedule("reference"));
+          DeviceBuffer dx(bytes), dy(bytes);
+          dx.upload(x.data(), bytes);
+          reset_transfer_counters();
+          cumulative_sum(DeviceConstTensor{desc, &dx}, DeviceTensor{desc, &dy}, options,
+                         Schedule::parse(text));
+          const TransferCounters c = transfer_counters();
+          EXPECT_EQ(c.to_device_copies + c.to_host_copies, 0) << text;
+          dy.download(got.data(), bytes);
+          SCOPED_TRACE(desc.to_string() + " " + text + (exclusive ? " exclusive decreasing" : ""));
+          if (type != DataType::float32) {
+            EXPECT_EQ(0, std::memcmp(got.data(), want.data(), bytes));
+            continue;
+          }
+          for (std::size_t i = 0; i < n; ++i) {
+            float g, w;
+            std::memcpy(&g, &got[i * 4], 4);
+            std::memcpy(&w, &want[i * 4], 4);
+            // Every partial sum is a multiple of 2^-8 below 2^24 here: exact in float64, so the
+            // rounding to float32 is the only error, in any order of accumulation.
+            ASSERT_EQ(g, w) << "element " << i;
+          }
+        }
+}
+
+TEST(DeviceTensors, DefaultScheduleAndInPlace) {
+  const TensorDesc desc(DataType::int64, {300, 70});
+  std::vector<std::int64_t> x(21000), want(21000), got(21000);
+  std::iota(x.begin(), x.end(), -5000);
+  for (int axis : {0, 1}) {
+    cumulative_product(ConstTensor{desc, x.data()}, Tensor{desc, want.data()}, {.axis = axis},
+                       Schedule("reference"));
+    DeviceBuffer d(x.size() * 8);
+    d.upload(x.data(), x.size() * 8);
+    cumulative_product(DeviceConstTensor{desc, &d}, DeviceTensor{desc, &d}, {.axis = axis});
+    d.download(got.data(), got.size() * 8);
+    EXPECT_EQ(got, want) << "axis " << axis;
+  }
+}
+
+TEST(DeviceTensors, RefuseHostSchedules) {
+  const TensorDesc desc(DataType::float32, {4, 4});
+  DeviceBuffer a(64), b(64);
+  try {
+    cumulative_sum(DeviceConstTensor{desc, &a}, DeviceTensor{desc, &b}, {.axis = 1},
+                   Schedule::parse("scan.tiled"));
+    FAIL() << "a host schedule ran on device tensors";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::invalid_schedule);
+  }
+}
+
+TEST(DeviceTensors, MustLieInsideTheirBuffers) {
+  const TensorDesc desc(DataType::float32, {4, 4});
+  DeviceBuffer small(60), big(64), out(64);
+  const struct {
+    DeviceConstTensor in;
+    Errc code;
+  } cases[] = {{{desc, nullptr}, Errc::invalid_parameter},
+               {{desc, &small}, Errc::invalid_shape},
+               {{desc, &big, 4}, Errc::invalid_shape}};
+  for (const auto& c : cases) {
+    try {
+      cumulative_sum(c.in, DeviceTensor{desc, &out}, {.axis = 0});
+      FAIL() << "accepted a tensor outside its buffer";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), c.code) << e.what();
+      EXPECT_EQ(e.subject(), "input");
+    }
+  }
+  // A view at an offset inside a larger buffer works: the second row of a {2,4,4} tensor.
+  std::vector<std::int32_t> x(32), got(16);
+  std::iota(x.begin(), x.end(), 1);
+  DeviceBuffer two(128), one(64);
+  two.upload(x.data(), 128);
+  cumulative_sum(DeviceConstTensor{TensorDesc(DataType::int32, {4, 4}), &two, 64},
+                 DeviceTensor{TensorDesc(DataType::int32, {4, 4}), &one}, {.axis = 1});
+  one.download(got.data(), 64);
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0, acc = 0; c < 4; ++c) EXPECT_EQ(got[r * 4 + c], acc += x[16 + r * 4 + c]);
+}
+
+TEST(OffloadSchedules, RefuseTilesBeyondTeamMemory) {
+  const TensorDesc desc(DataType::float32, {8, 8});
+  std::vector<float> x(64), y(64);
+  for (const char* text : {"scan.offload_rows(threads=1024, items=64)", "scan.offload_chained(threads=512, items=16)"}) {
+    try {
+      cumulative_sum({desc, x.data()}, {desc, y.data()}, {.axis = 1}, Schedule::parse(text));
+      FAIL() << text << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::invalid_schedule) << text;
+    }
+  }
+}
+
+// Host tensors with an offload schedule: transfers counted on a GPU, none on the host fallback.
+TEST(OffloadSchedules, HostTensorsCountTheirTransfers) {
+  const TensorDesc desc(DataType::uint32, {1000});
+  std::vector<std::uint32_t> x(1000, 3), y(1000);
+  reset_transfer_counters();
+  cumulative_sum({desc, x.data()}, {desc, y.data()}, {.axis = 0}, Schedule::parse("scan.offload_chained"));
+  for (std::size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], 3 * (i + 1));
+  const TransferCounters c = transfer_counters();
+  if (offload_on_host()) {
+    EXPECT_EQ(c.to_device_bytes + c.to_host_bytes, 0);
+  } else {
+    EXPECT_EQ(c.to_device_bytes, 4000);
+    EXPECT_EQ(c.to_host_bytes, 4000);
+  }
+}
+
+}  // namespace
