@@ -2,7 +2,7 @@
 //
 // Workspace: A' = A (^ 0x80 when int8) as u8 rows of kp bytes, B' = B (^ 0x80 when uint8) as s8
 // columns of kp bytes (k contiguous in both), zero-padded to whole 128 x 128 output tiles and to
-// kp = K rounded up to 64, plus the int64 row sums of A' and column sums of B'. Every product
+// kp = K rounded up to 128, plus the int64 row sums of A' and column sums of B'. Every product
 // kernel computes int32 dot(A', B') over depth slices of at most 65536 (|a'b'| <= 255 * 128, so a
 // slice cannot overflow), adds the slices in int64 when the depth is larger, and its epilogue
 // folds the zero points back exactly (qmm_pack.hpp) and requantizes with requantize()'s semantics.
@@ -22,7 +22,8 @@ namespace hk::detail {
 namespace {
 
 constexpr std::int64_t tile_rows = 128, tile_cols = 128;  // outputs per team tile
-constexpr std::int64_t depth_step = 64;                     // k per staged slice / mma pair
+constexpr std::int64_t depth_step = 64;                     // k per packing chunk / mma pair
+constexpr std::int64_t stage_depth = 128;                   // k per dp4a slice in team memory
 constexpr std::int64_t int32_depth = 65536;                 // deepest int32-safe slice
 constexpr std::int64_t workspace_align = 256;
 constexpr int default_threads_per_team = 256;
@@ -137,7 +138,7 @@ WorkspaceLayout workspace_layout(const OffloadQmmArgs& x) {
   w.b_batches = batch_shared(x.b) ? 1 : batches;
   w.Mp = round_up(x.M, tile_rows);
   w.Np = round_up(x.N, tile_cols);
-  w.kp = round_up(x.K, depth_step);
+  w.kp = round_up(x.K, stage_depth);
   w.ap = 0;
   w.bp = align_up(w.ap + w.a_batches * w.Mp * w.kp);
   w.row_sums = align_up(w.bp + w.b_batches * w.Np * w.kp);
@@ -146,59 +147,71 @@ WorkspaceLayout workspace_layout(const OffloadQmmArgs& x) {
   return w;
 }
 
-// A' and B' into the workspace, then their sums. The index order follows the source's smaller
-// stride so that neighbouring threads read neighbouring bytes.
+// One 64-deep chunk of a row of A' or a column of B' (r: its row or column, kk0: its first k):
+// gathered from the source through its strides, stored as four 16-byte words, its sum returned.
+inline i64 pack_chunk(const u8* src, i64 k_stride, i64 kk0, i64 K, bool inside, u8 flip, bool is_a,
+                      u8* dst) {
+  u32 words[16];
+  i64 sum = 0;
+#pragma unroll
+  for (int w = 0; w < 16; ++w) {
+    u32 word = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const i64 kk = kk0 + 4 * w + j;
+      if (inside && kk < K) word |= u32(u8(src[kk * k_stride] ^ flip)) << (8 * j);
+    }
+    words[w] = word;
+    // dp4a takes its first operand unsigned: A' bytes times ones, ones times B' bytes.
+    sum += is_a ? dot4(word, 0x01010101u, 0) : dot4(0x01010101u, word, 0);
+  }
+#pragma unroll
+  for (int v = 0; v < 4; ++v)
+    reinterpret_cast<u32x4*>(dst)[v] = u32x4{words[4 * v], words[4 * v + 1], words[4 * v + 2], words[4 * v + 3]};
+  return sum;
+}
+
+// A' and B' into the workspace with their sums: a thread per 64-deep chunk of a row of A' (a
+// column of B'), its sum added atomically. Neighbouring threads take neighbouring chunks when the
+// source's k stride is the smaller one, neighbouring rows (columns) otherwise, so that they read
+// neighbouring bytes.
 void pack(const Kernel k, int device) {
-  const i64 words = k.kp / 4;
+  const i64 chunks = k.kp / depth_step;
   const i64 a_batches = k.a_shared ? 1 : k.batches, b_batches = k.b_shared ? 1 : k.batches;
-  const bool a_k_inner = k.a_cs <= k.a_rs, b_n_inner = k.b_cs <= k.b_rs;
-  const i64 a_count = a_batches * k.Mp * words, b_count = b_batches * k.Np * words;
-#pragma omp target teams distribute parallel for device(device) firstprivate(k)
-  for (i64 i = 0; i < a_count; ++i) {
-    const i64 t = i / (k.Mp * words), rest = i % (k.Mp * words);
-    const i64 r = a_k_inner ? rest / words : rest % k.Mp, w = a_k_inner ? rest % words : rest / k.Mp;
-    const u8* src = k.a + (t / k.batch1) * k.a_bs[0] + (t % k.batch1) * k.a_bs[1] + r * k.a_rs;
-    u32 word = 0;
-    for (int j = 0; j < 4; ++j) {
-      const i64 kk = 4 * w + j;
-      if (r < k.M && kk < k.K) word |= u32(u8(src[kk * k.a_cs] ^ k.a_flip)) << (8 * j);
-    }
-    reinterpret_cast<u32*>(k.ap)[(t * k.Mp + r) * words + w] = word;
-  }
-#pragma omp target teams distribute parallel for device(device) firstprivate(k)
-  for (i64 i = 0; i < b_count; ++i) {
-    const i64 t = i / (k.Np * words), rest = i % (k.Np * words);
-    const i64 n = b_n_inner ? rest % k.Np : rest / words, w = b_n_inner ? rest / k.Np : rest % words;
-    const u8* src = k.b + (t / k.batch1) * k.b_bs[0] + (t % k.batch1) * k.b_bs[1] + n * k.b_cs;
-    u32 word = 0;
-    for (int j = 0; j < 4; ++j) {
-      const i64 kk = 4 * w + j;
-      if (n < k.N && kk < k.K) word |= u32(u8(src[kk * k.b_rs] ^ k.b_flip)) << (8 * j);
-    }
-    reinterpret_cast<u32*>(k.bp)[(t * k.Np + n) * words + w] = word;
-  }
   const i64 a_rows = a_batches * k.M, b_cols = b_batches * k.N;
 #pragma omp target teams distribute parallel for device(device) firstprivate(k)
-  for (i64 i = 0; i < a_rows + b_cols; ++i) {
-    const bool is_row = i < a_rows;
-    const i64 j = is_row ? i : i - a_rows, t = j / (is_row ? k.M : k.N), e = j % (is_row ? k.M : k.N);
-    const u32* src = is_row ? reinterpret_cast<const u32*>(k.ap + (t * k.Mp + e) * k.kp)
-                            : reinterpret_cast<const u32*>(k.bp + (t * k.Np + e) * k.kp);
-    // dp4a takes its first operand unsigned: ones times B' bytes, A' bytes times ones.
-    i64 sum = 0;
-    for (i64 w = 0; w < words; ++w)
-      sum += is_row ? dot4(src[w], 0x01010101u, 0) : dot4(0x01010101u, src[w], 0);
-    (is_row ? k.row_sums : k.col_sums)[j] = sum;
+  for (i64 i = 0; i < a_rows + b_cols; ++i) (i < a_rows ? k.row_sums[i] : k.col_sums[i - a_rows]) = 0;
+
+  const bool a_chunk_inner = k.a_cs <= k.a_rs, b_chunk_inner = k.b_rs <= k.b_cs;
+  const i64 a_count = a_batches * k.Mp * chunks, b_count = b_batches * k.Np * chunks;
+#pragma omp target teams distribute parallel for device(device) firstprivate(k)
+  for (i64 i = 0; i < a_count + b_count; ++i) {
+    const bool is_a = i < a_count;
+    const i64 j = is_a ? i : i - a_count, lines = is_a ? k.Mp : k.Np, count = is_a ? k.M : k.N;
+    const bool chunk_inner = is_a ? a_chunk_inner : b_chunk_inner;
+    const i64 t = j / (lines * chunks), rest = j % (lines * chunks);
+    const i64 r = chunk_inner ? rest / chunks : rest % lines, c = chunk_inner ? rest % chunks : rest / lines;
+    const i64 b0 = t / k.batch1, b1 = t % k.batch1;
+    const u8* src = is_a ? k.a + b0 * k.a_bs[0] + b1 * k.a_bs[1] + r * k.a_rs
+                         : k.b + b0 * k.b_bs[0] + b1 * k.b_bs[1] + r * k.b_cs;
+    u8* dst = (is_a ? k.ap : reinterpret_cast<u8*>(k.bp)) + (t * lines + r) * k.kp + c * depth_step;
+    const i64 sum = pack_chunk(src, is_a ? k.a_cs : k.b_rs, c * depth_step, k.K, r < count,
+                               is_a ? k.a_flip : k.b_flip, is_a, dst);
+    if (r < count) {
+      i64& total = is_a ? k.row_sums[t * k.M + r] : k.col_sums[t * k.N + r];
+#pragma omp atomic update
+      total += sum;
+    }
   }
 }
 
-// dp4a product: one 128 x 128 tile per team at a time, depth slices of 64 staged in team-local
+// dp4a product: one 128 x 128 tile per team at a time, depth slices of 128 staged in team-local
 // memory, each thread an 8 x 8 block of outputs (rows tr + 16i, columns tc + 16j). With fewer
 // threads than the 256 blocks, the threads take the blocks in rounds; blocks wholly past the
 // matrix's edge only help staging.
 template <bool Deep>
 void product_dp4a(const Kernel k, int device, int teams, int threads) {
-  constexpr int words = int(depth_step / 4), blocks = 256;
+  constexpr int words = int(stage_depth / 4), blocks = 256;
   const i64 tiles = k.batches * k.tiles_m * k.tiles_n;
 #pragma omp target teams distribute num_teams(teams) thread_limit(threads) device(device) firstprivate(k)
   for (i64 tile = 0; tile < tiles; ++tile) {
@@ -219,7 +232,7 @@ void product_dp4a(const Kernel k, int device, int teams, int threads) {
         const bool active = block < blocks && i0 + tr < k.M && j0 + tc < k.N;
         i32 acc[8][8] = {};
         i64 wide[Deep ? 8 : 1][Deep ? 8 : 1] = {};
-        for (i64 k0 = 0; k0 < k.kp; k0 += depth_step) {
+        for (i64 k0 = 0; k0 < k.kp; k0 += stage_depth) {
           for (int e = tid; e < int(tile_rows) * words; e += nth) {
             const int r = e / words, w = e % words;
             sa[w][r] = a_src[r * row_words + k0 / 4 + w];
@@ -241,7 +254,7 @@ void product_dp4a(const Kernel k, int device, int teams, int threads) {
           }
 #pragma omp barrier
           if constexpr (Deep) {
-            if ((k0 + depth_step) % int32_depth == 0 || k0 + depth_step == k.kp)
+            if ((k0 + stage_depth) % int32_depth == 0 || k0 + stage_depth == k.kp)
 #pragma unroll
               for (int i = 0; i < 8; ++i)
 #pragma unroll
@@ -292,8 +305,8 @@ inline void block_mma(const Kernel& k, i64 t, i64 r0, i64 c0, int lane) {
   i64 wide[Deep ? 4 : 1][Deep ? 4 : 1][Deep ? 4 : 1] = {};
   const u8* a_base = k.a_rows(t, r0 + g) + 16 * q;
   const u8* b_base = reinterpret_cast<const u8*>(k.b_cols(t, c0 + g)) + 16 * q;
-  for (i64 k0 = 0; k0 < k.kp; k0 += depth_step) {
-    u32x4 lo[4], hi[4], bw[4];
+  // The next slice's fragments are loaded before this slice's mma run, hiding their latency.
+  const auto load = [&](i64 k0, u32x4(&lo)[4], u32x4(&hi)[4], u32x4(&bw)[4]) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       lo[i] = *reinterpret_cast<const u32x4*>(a_base + (16 * i) * k.kp + k0);
@@ -301,6 +314,12 @@ inline void block_mma(const Kernel& k, i64 t, i64 r0, i64 c0, int lane) {
     }
 #pragma unroll
     for (int j = 0; j < 4; ++j) bw[j] = *reinterpret_cast<const u32x4*>(b_base + (8 * j) * k.kp + k0);
+  };
+  u32x4 lo[4], hi[4], bw[4];
+  load(0, lo, hi, bw);
+  for (i64 k0 = 0; k0 < k.kp; k0 += depth_step) {
+    u32x4 next_lo[4], next_hi[4], next_bw[4];
+    load(k0 + depth_step < k.kp ? k0 + depth_step : k0, next_lo, next_hi, next_bw);
 #pragma unroll
     for (int i = 0; i < 4; ++i)
 #pragma unroll
@@ -308,6 +327,8 @@ inline void block_mma(const Kernel& k, i64 t, i64 r0, i64 c0, int lane) {
         mma_u8s8(c[i][j], lo[i].x, hi[i].x, lo[i].y, hi[i].y, bw[j].x, bw[j].y);
         mma_u8s8(c[i][j], lo[i].z, hi[i].z, lo[i].w, hi[i].w, bw[j].z, bw[j].w);
       }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) lo[i] = next_lo[i], hi[i] = next_hi[i], bw[i] = next_bw[i];
     if constexpr (Deep) {
       if ((k0 + depth_step) % int32_depth == 0 || k0 + depth_step == k.kp)
 #pragma unroll

@@ -30,7 +30,7 @@ const std::vector<StrategySpec>& table() {
 #ifdef HETKERN_OFFLOAD
       {"qmm.offload",
        "OpenMP target device (the host without one): A and B packed there as u8 x s8, 128 x 128 "
-       "output tiles dealt out to teams, depth slices of 64 staged in team-local memory, dp4a, "
+       "output tiles dealt out to teams, depth slices of 128 staged in team-local memory, dp4a, "
        "requantized exactly in the epilogue",
        {{"teams", 1, 65536, "teams at most (default: one per tile)"},
         {"threads", 1, 1024, "threads per team (default 256: one 8 x 8 block of outputs each)"}}},
