@@ -17,6 +17,7 @@
 #include "runtime/pinning.hpp"
 #include "schedules/qmm_epilogue.hpp"
 #include "schedules/qmm_kernels.hpp"
+#include "schedules/qmm_offload.hpp"
 #include "schedules/qmm_pack.hpp"
 #include "schedules/qmm_schedules.hpp"
 
@@ -249,16 +250,7 @@ void run_packed_qmm(const QmmProblem& p, const QmmPlan& plan, const PackedPanels
 // The reference reads B element by element: recover it from a caller's packed copy.
 void reference_from_packed(const QmmProblem& problem) {
   const PackedPanels& b = *problem.packed_b;
-  std::vector<std::uint8_t> plain(std::size_t(b.batches * b.K * b.N));
-  const std::uint8_t flip = b.source == DataType::uint8 ? 0x80 : 0x00;
-  for (std::int64_t t = 0; t < b.batches; ++t)
-    for (std::int64_t k = 0; k < b.K; ++k)
-      for (std::int64_t n = 0; n < b.N; ++n) {
-        const std::int8_t v = b.panel(t, n / qmm_panel_cols)[(k / qmm_group_depth) * 64 +
-                                                             (n % qmm_panel_cols) * qmm_group_depth +
-                                                             k % qmm_group_depth];
-        plain[std::size_t((t * b.K + k) * b.N + n)] = std::uint8_t(v) ^ flip;
-      }
+  const std::vector<std::uint8_t> plain = unpack_panels(b);
   QmmProblem p = problem;
   p.b.data = plain.data();
   p.b.row_stride = b.N;
@@ -271,6 +263,12 @@ void reference_from_packed(const QmmProblem& problem) {
 }  // namespace
 
 void run_qmm(const QmmProblem& problem, const QmmPlan& plan) {
+#ifdef HETKERN_OFFLOAD
+  if (plan.kind == QmmPlan::Kind::offload || plan.kind == QmmPlan::Kind::offload_mma) {
+    run_qmm_offload(problem, plan);
+    return;
+  }
+#endif
   if (plan.kind != QmmPlan::Kind::reference)
     run_packed_qmm(problem, plan, problem.packed_b);
   else if (problem.packed_b)

@@ -161,6 +161,20 @@ void shape_panels(PackedPanels& out, std::int64_t batches, std::int64_t K, std::
   }
 }
 
+std::vector<std::uint8_t> unpack_panels(const PackedPanels& b) {
+  std::vector<std::uint8_t> plain(std::size_t(b.batches * b.K * b.N));
+  const std::uint8_t flip = b.source == DataType::uint8 ? 0x80 : 0x00;
+  for (std::int64_t t = 0; t < b.batches; ++t)
+    for (std::int64_t k = 0; k < b.K; ++k)
+      for (std::int64_t n = 0; n < b.N; ++n) {
+        const std::int8_t v = b.panel(t, n / qmm_panel_cols)[(k / qmm_group_depth) * 64 +
+                                                             (n % qmm_panel_cols) * qmm_group_depth +
+                                                             k % qmm_group_depth];
+        plain[std::size_t((t * b.K + k) * b.N + n)] = std::uint8_t(v) ^ flip;
+      }
+  return plain;
+}
+
 bool pack_panels(PackedPanels& out, std::int64_t batch, const void* data, std::int64_t row_stride,
                  std::int64_t col_stride, std::int64_t p0, std::int64_t p1, bool with_sums) {
   bool fits = true;

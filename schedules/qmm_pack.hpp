@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "algorithms/quantized_matmul.hpp"
 
@@ -80,6 +81,9 @@ struct PackedPanels {
 /// the kernels read is written by pack_panels (the depth padding included).
 void shape_panels(PackedPanels& out, std::int64_t batches, std::int64_t K, std::int64_t N,
                   DataType source, bool zeroed);
+
+/// B back in its source type from packed panels: [batches][K][N], row-major.
+std::vector<std::uint8_t> unpack_panels(const PackedPanels& b);
 
 /// Packs panels [p0, p1) of matrix `batch`, whose element (k, n) is element
 /// k*row_stride + n*col_stride of `data`. Returns whether every pair fits int16 (see above).

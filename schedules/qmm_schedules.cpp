@@ -2,7 +2,7 @@
 #include "schedules/qmm_schedules.hpp"
 
 #include <algorithm>
-#include <array>
+#include <vector>
 
 #include "hetkern/info.hpp"
 #include "runtime/topology.hpp"
@@ -11,8 +11,8 @@
 namespace hk::detail {
 namespace {
 
-const std::array<StrategySpec, 3>& table() {
-  static const std::array<StrategySpec, 3> specs = {{
+const std::vector<StrategySpec>& table() {
+  static const std::vector<StrategySpec> specs = {
       {"reference", "the specification executed one output at a time, 64-bit accumulation", {}},
       {"qmm.tiled",
        "single thread; A and B packed as u8 x s8 with row and column sums, the fastest exact "
@@ -29,7 +29,20 @@ const std::array<StrategySpec, 3>& table() {
         {"kc", 1, 65536, "depth per kernel call"},
         {"threads", 1, 1024, "OpenMP threads"},
         pin_param()}},
-  }};
+#ifdef HETKERN_OFFLOAD
+      {"qmm.offload",
+       "OpenMP target device (the host without one): A and B packed there as u8 x s8, 128 x 128 "
+       "output tiles dealt out to teams, depth slices of 128 staged in team-local memory, dp4a, "
+       "requantized exactly in the epilogue",
+       {{"teams", 1, 65536, "teams at most (default: one per tile)"},
+        {"threads", 1, 1024, "threads per team (default 256: one 8 x 8 block of outputs each)"}}},
+      {"qmm.offload_mma",
+       "qmm.offload with tensor cores: each warp computes 64 x 32 outputs with mma.sync "
+       "m16n8k32 u8 x s8 in an SPMD kernel, requantized exactly in the epilogue",
+       {{"teams", 1, 65536, "teams at most (default: one per tile)"},
+        {"threads", 1, 1024, "threads per team (default 256: 8 warps)"}}},
+#endif
+  };
   return specs;
 }
 
@@ -39,6 +52,11 @@ std::span<const StrategySpec> qmm_strategies() { return table(); }
 
 Schedule QmmPlan::to_schedule() const {
   if (kind == Kind::reference) return Schedule("reference");
+  if (kind == Kind::offload || kind == Kind::offload_mma) {
+    Schedule s(kind == Kind::offload ? "qmm.offload" : "qmm.offload_mma");
+    s.set("teams", teams).set("threads", threads);
+    return s;
+  }
   Schedule s(kind == Kind::tiled ? "qmm.tiled" : "qmm.parallel");
   s.set("mc", mc).set("nc", nc).set("kc", kc);
   if (kind == Kind::parallel) s.set("threads", threads).set("pin", name_of(pin));
@@ -75,6 +93,16 @@ QmmPlan plan_qmm(const QmmProblem& problem, const Schedule& schedule) {
   const int index = bind_schedule("quantized_linear_matmul", schedule, table(), p);
   const auto kind = static_cast<QmmPlan::Kind>(index);
   if (kind == QmmPlan::Kind::reference) return QmmPlan{};
+  if (kind == QmmPlan::Kind::offload || kind == QmmPlan::Kind::offload_mma) {
+    // Teams take 128 x 128 output tiles in turn; more teams than tiles would idle.
+    const std::int64_t tiles = problem.batch[0] * problem.batch[1] * ((problem.M + 127) / 128) *
+                               ((problem.N + 127) / 128);
+    QmmPlan plan;
+    plan.kind = kind;
+    plan.teams = int(std::min(p.get(0, tiles), tiles));
+    plan.threads = int(p.get(1, 256));
+    return plan;
+  }
   const int threads = kind == QmmPlan::Kind::parallel ? int(p.get(3, default_threads())) : 1;
   QmmPlan plan = default_qmm_blocking(problem, threads);
   plan.kind = kind;

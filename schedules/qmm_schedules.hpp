@@ -10,11 +10,13 @@
 namespace hk::detail {
 
 struct QmmPlan {
-  enum class Kind { reference, tiled, parallel };
+  // In the order of the strategy table; the offload kinds exist in offload builds only.
+  enum class Kind { reference, tiled, parallel, offload, offload_mma };
   Kind kind = Kind::reference;
   std::int64_t mc = 0, nc = 0, kc = 0;  // rows of A, columns of B, depth per cache block
-  int threads = 1;
+  int threads = 1;  // host threads, or threads per team on a device
   PinPolicy pin = PinPolicy::none;  // parallel
+  int teams = 0;    // device teams (offload kinds)
 
   /// The schedule with every parameter explicit, e.g. "qmm.tiled(mc=64, nc=256, kc=256)".
   Schedule to_schedule() const;

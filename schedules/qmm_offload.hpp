@@ -1,0 +1,59 @@
+// QuantizedLinearMatMul on an OpenMP target device (offload builds only: HETKERN_OFFLOAD).
+//
+// The device lowering works on device pointers: the caller's A, B and output stay where they are
+// (any strides, batch broadcasting through stride 0), the quantization parameters are device
+// arrays of one value or one per row / column. A workspace on the same device receives A and B
+// packed as u8 x s8 (signedness folded as in qmm_pack.hpp) with their row and column sums; the
+// product kernel then requantizes each output exactly in its epilogue. Two product kernels:
+//   dp4a  tiles of 128 x 128 outputs per team, A and B staged through team-local memory, dp4a
+//   mma   tensor cores (mma.sync m16n8k32 u8 x s8) in an SPMD kernel, 64 x 32 outputs per warp
+// Without a device (or with OMP_TARGET_OFFLOAD=DISABLED) every kernel runs on the host with the
+// same results.
+#pragma once
+
+#include <cstdint>
+
+#include "algorithms/quantized_matmul.hpp"
+#include "schedules/qmm_schedules.hpp"
+
+namespace hk::detail {
+
+enum class OffloadQmmKernel { dp4a, mma };
+
+/// One call on device data. Matrix views hold device pointers and element strides; parameter
+/// arrays hold one value (count 1) or one per row of A / column of B.
+struct OffloadQmmArgs {
+  int device = 0;  // an OpenMP device number, or omp_get_initial_device() for the host
+  std::int64_t batch[2] = {1, 1};
+  std::int64_t M = 0, N = 0, K = 0;
+  MatrixView a, b;
+  DataType out_type = DataType::uint8;
+  void* out = nullptr;
+  std::int64_t out_batch_stride[2] = {0, 0};
+  std::int64_t out_row_stride = 0, out_col_stride = 0;
+  const float* a_scale = nullptr;        // 1 or M values
+  const float* b_scale = nullptr;        // 1 or N values
+  const float* out_scale = nullptr;      // 1 or M values
+  const std::int32_t* a_zero = nullptr;  // 1 or M values
+  const std::int32_t* b_zero = nullptr;  // 1 or N values
+  const std::int32_t* out_zero = nullptr;  // 1 or M values
+  bool a_scale_per_row = false, b_scale_per_column = false, out_scale_per_row = false;
+  bool a_zero_per_row = false, b_zero_per_column = false, out_zero_per_row = false;
+  OffloadQmmKernel kernel = OffloadQmmKernel::dp4a;
+  int teams = 0;    // 0: one team per output tile
+  int threads = 0;  // threads per team; 0: the kernel's default
+  void* workspace = nullptr;  // device memory of qmm_offload_workspace_bytes(*this) bytes
+};
+
+/// Bytes of device workspace a call needs (packed A and B and their sums).
+std::int64_t qmm_offload_workspace_bytes(const OffloadQmmArgs& args);
+
+/// Runs the call on args.device. Every pointer must be valid there.
+void qmm_offload(const OffloadQmmArgs& args);
+
+/// The host-tensor entry of the qmm.offload / qmm.offload_mma schedules: copies the spans of the
+/// inputs to the default device (the host when there is none), runs qmm_offload, copies the output
+/// back. Throws std::bad_alloc when device memory runs out (the output is then untouched).
+void run_qmm_offload(const QmmProblem& problem, const QmmPlan& plan);
+
+}  // namespace hk::detail
