@@ -1,7 +1,8 @@
 // Many threads calling every operator at once, with different shapes, types and schedules: each
 // result must equal, byte for byte, what the same call computed alone on one thread beforehand.
 // Run under ThreadSanitizer by `make test-tsan`, which also reports any data race in the library
-// (scratch kept per thread, shared packed B, OpenMP teams started from several threads).
+// (scratch kept per thread, shared packed B, OpenMP teams started and pinned from several threads,
+// dispatch decisions made and forgotten).
 //
 // The calls are a list of self-contained jobs, so that other load (more threads, another process
 // working on shared state) can be started alongside them in run_concurrently without changing the
@@ -130,14 +131,15 @@ std::vector<Job> all_jobs() {
   std::vector<Job> jobs;
   unsigned seed = 1;
   for (const char* s : {"", "reference", "scan.tiled(tile=5)", "scan.parallel(tile=3, threads=2)",
-                        "scan.blocked(block=16, threads=2)", "scan.blocked(block=40, threads=3, stream=1)"}) {
+                        "scan.blocked(block=16, threads=2)", "scan.blocked(block=40, threads=3, stream=1)",
+                        "scan.parallel(tile=4, threads=2, pin=compact)"}) {
     jobs.push_back(scan_job(false, D::float32, {37, 129}, 1, false, false, s, seed++));
     jobs.push_back(scan_job(false, D::float16, {9, 70, 3}, 1, true, true, s, seed++));
     jobs.push_back(scan_job(true, D::int32, {200, 11}, 0, false, true, s, seed++));
     jobs.push_back(scan_job(true, D::uint64, {3, 5, 61}, 2, true, false, s, seed++));
   }
   for (const char* s : {"", "reference", "qmm.tiled(mc=16, nc=32, kc=64)", "qmm.parallel(threads=2)",
-                        "qmm.parallel(mc=32, nc=16, kc=128, threads=3)"}) {
+                        "qmm.parallel(mc=32, nc=16, kc=128, threads=3)", "qmm.parallel(threads=2, pin=scatter)"}) {
     jobs.push_back(qmm_job({}, 33, 70, 41, D::uint8, D::int8, D::uint8, false, s, seed++));
     jobs.push_back(qmm_job({2}, 17, 200, 24, D::int8, D::uint8, D::int8, true, s, seed++));
     jobs.push_back(qmm_job({2, 3}, 5, 9, 50, D::int8, D::int8, D::uint8, false, s, seed++));
