@@ -1,6 +1,7 @@
 // Shape text and the JSON export/import of tuning records.
 #include <cctype>
 #include <charconv>
+#include <cstdint>
 #include <cmath>
 #include <cstring>
 #include <cstdio>
@@ -69,6 +70,9 @@ std::string number(double v) {
 using Value = std::variant<std::string, double, bool, std::vector<std::int64_t>>;
 using Object = std::map<std::string, Value>;
 
+// Integers beyond 2^53 do not survive the trip through a double.
+constexpr std::int64_t max_exact_integer = std::int64_t(1) << 53;
+
 class Parser {
  public:
   explicit Parser(const std::string& text) : s_(text) {}
@@ -130,6 +134,8 @@ class Parser {
           default: fail("unknown escape");
         }
       }
+      // SQLite keeps text up to its first NUL: a record holding one would be stored changed.
+      if (c == '\0') fail("NUL character in a string");
       out += c;
     }
     expect('"');
@@ -153,7 +159,7 @@ class Parser {
       if (peek() == ']') { ++i_; return out; }
       for (;;) {
         const double v = num();
-        if (v != std::floor(v) || std::fabs(v) > 9.0e15) fail("list element is not an integer");
+        if (v != std::floor(v) || std::fabs(v) > double(max_exact_integer)) fail("list element is not an integer");
         out.push_back(std::int64_t(v));
         if (peek() == ',') { ++i_; continue; }
         expect(']');
@@ -195,6 +201,19 @@ template <class T> T optional_field(const Object& o, const char* key, std::size_
   return o.count(key) ? field<T>(o, key, index) : fallback;
 }
 
+// A number field that must be a whole number in [lo, hi] (converting any other double to an
+// integer type would be undefined behaviour).
+std::int64_t integer_field(const Object& o, const char* key, std::size_t index, std::int64_t fallback,
+                           std::int64_t lo, std::int64_t hi) {
+  if (!o.count(key)) return fallback;
+  const double v = field<double>(o, key, index);
+  if (!(v == std::floor(v) && v >= double(lo) && v <= double(hi)))
+    throw Error(Errc::invalid_file, "tuning records", "record " + std::to_string(index),
+                std::string("field '") + key + "' must be a whole number from " + std::to_string(lo) + " to " +
+                    std::to_string(hi));
+  return std::int64_t(v);
+}
+
 }  // namespace
 
 std::string records_to_json(const std::vector<TuningRecord>& records) {
@@ -224,7 +243,7 @@ std::vector<TuningRecord> records_from_json(const std::string& text) {
     const Object& o = objects[i];
     TuningRecord r;
     r.op = field<std::string>(o, "op", i);
-    r.algorithm_version = int(optional_field<double>(o, "algorithm_version", i, 1));
+    r.algorithm_version = int(integer_field(o, "algorithm_version", i, 1, 0, INT32_MAX));
     r.dtype = field<std::string>(o, "dtype", i);
     r.shape = field<std::vector<std::int64_t>>(o, "shape", i);
     if (!detail::shape_from_text(detail::shape_to_text(r.shape)))
@@ -238,14 +257,20 @@ std::vector<TuningRecord> records_from_json(const std::string& text) {
     if (!(r.median_ns > 0))
       throw Error(Errc::invalid_file, "tuning records", "record " + std::to_string(i), "median_ns must be positive");
     r.spread_ns = optional_field<double>(o, "spread_ns", i, 0);
-    r.repetitions = std::int64_t(optional_field<double>(o, "repetitions", i, 0));
+    r.repetitions = integer_field(o, "repetitions", i, 0, 0, max_exact_integer);
     r.transfers = optional_field<bool>(o, "transfers", i, false);
-    r.candidates = std::int64_t(optional_field<double>(o, "candidates", i, 0));
+    r.candidates = integer_field(o, "candidates", i, 0, 0, max_exact_integer);
     r.default_ns = optional_field<double>(o, "default_ns", i, 0);
     r.fingerprint = field<std::string>(o, "fingerprint", i);
     out.push_back(std::move(r));
   }
   return out;
+}
+
+std::vector<TuningRecord> import_records(TuningDb& db, const std::string& json) {
+  std::vector<TuningRecord> records = records_from_json(json);
+  db.put_all(records);
+  return records;
 }
 
 }  // namespace hk

@@ -1,18 +1,30 @@
 // Many threads calling every operator at once, with different shapes, types and schedules: each
 // result must equal, byte for byte, what the same call computed alone on one thread beforehand.
 // Run under ThreadSanitizer by `make test-tsan`, which also reports any data race in the library
-// (scratch kept per thread, shared packed B, OpenMP teams started from several threads).
+// (scratch kept per thread, shared packed B, OpenMP teams started and pinned from several threads,
+// dispatch decisions made and forgotten).
 //
 // The calls are a list of self-contained jobs, so that other load (more threads, another process
 // working on shared state) can be started alongside them in run_concurrently without changing the
-// jobs or their check.
+// jobs or their check. One such load is a `hetkern tune` process writing records into the very
+// database the threads' unscheduled calls dispatch from.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <barrier>
+#include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -119,14 +131,15 @@ std::vector<Job> all_jobs() {
   std::vector<Job> jobs;
   unsigned seed = 1;
   for (const char* s : {"", "reference", "scan.tiled(tile=5)", "scan.parallel(tile=3, threads=2)",
-                        "scan.blocked(block=16, threads=2)", "scan.blocked(block=40, threads=3, stream=1)"}) {
+                        "scan.blocked(block=16, threads=2)", "scan.blocked(block=40, threads=3, stream=1)",
+                        "scan.parallel(tile=4, threads=2, pin=compact)"}) {
     jobs.push_back(scan_job(false, D::float32, {37, 129}, 1, false, false, s, seed++));
     jobs.push_back(scan_job(false, D::float16, {9, 70, 3}, 1, true, true, s, seed++));
     jobs.push_back(scan_job(true, D::int32, {200, 11}, 0, false, true, s, seed++));
     jobs.push_back(scan_job(true, D::uint64, {3, 5, 61}, 2, true, false, s, seed++));
   }
   for (const char* s : {"", "reference", "qmm.tiled(mc=16, nc=32, kc=64)", "qmm.parallel(threads=2)",
-                        "qmm.parallel(mc=32, nc=16, kc=128, threads=3)"}) {
+                        "qmm.parallel(mc=32, nc=16, kc=128, threads=3)", "qmm.parallel(threads=2, pin=scatter)"}) {
     jobs.push_back(qmm_job({}, 33, 70, 41, D::uint8, D::int8, D::uint8, false, s, seed++));
     jobs.push_back(qmm_job({2}, 17, 200, 24, D::int8, D::uint8, D::int8, true, s, seed++));
     jobs.push_back(qmm_job({2, 3}, 5, 9, 50, D::int8, D::int8, D::uint8, false, s, seed++));
@@ -183,5 +196,123 @@ TEST_F(ConcurrentOperators, EveryOperatorAndScheduleFromManyThreadsMatchesItsLon
   });
   for (const auto& name : mismatches) ADD_FAILURE() << name << " differs from its lone run";
 }
+
+#ifdef HETKERN_CLI_PATH
+extern "C" char** environ;
+
+// Points HETKERN_TUNING_DB at `path` for this process (and the children it starts) and puts back
+// what was there before, each time forgetting the dispatch decisions made under the other.
+class TuningDbEnvironment {
+ public:
+  explicit TuningDbEnvironment(const std::string& path) {
+    if (const char* old = std::getenv("HETKERN_TUNING_DB")) old_ = old;
+    setenv("HETKERN_TUNING_DB", path.c_str(), 1);
+    hk::reset_dispatch();
+  }
+  ~TuningDbEnvironment() {
+    if (old_)
+      setenv("HETKERN_TUNING_DB", old_->c_str(), 1);
+    else
+      unsetenv("HETKERN_TUNING_DB");
+    hk::reset_dispatch();
+  }
+  TuningDbEnvironment(const TuningDbEnvironment&) = delete;
+  TuningDbEnvironment& operator=(const TuningDbEnvironment&) = delete;
+
+ private:
+  std::optional<std::string> old_;
+};
+
+// `hetkern tune --shapes shapes --db db --threads T`, its output going to `log`; the pid.
+pid_t start_tuner(const std::string& shapes, const std::string& db, const std::string& log) {
+  const std::string threads = std::to_string(hk::default_threads());
+  std::vector<std::string> args = {HETKERN_CLI_PATH, "tune",    "--shapes", shapes, "--db",
+                                   db,               "--budget", "0.05",    "--threads", threads};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&files, STDOUT_FILENO, STDERR_FILENO);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, argv[0], &files, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&files);
+  return rc == 0 ? pid : -1;
+}
+
+// The unscheduled jobs of all_jobs() that the tuner can tune (packed operands, one matrix).
+const char* const tunable_shapes =
+    "cumsum --shape 37,129 --dtype float32 --axis 1\n"
+    "cumsum --shape 9,70,3 --dtype float16 --axis 1 --direction decreasing --exclusive\n"
+    "cumprod --shape 200,11 --dtype int32 --axis 0 --direction decreasing\n"
+    "cumprod --shape 3,5,61 --dtype uint64 --axis 2 --exclusive\n"
+    "qlinear-matmul --shape 33,41,70 --types u8,s8,u8\n";
+
+std::vector<hk::TuneProblem> tunable_problems() {
+  using D = DataType;
+  using hk::Direction;
+  using hk::Operator;
+  return {{Operator::cumulative_sum, {D::float32}, {37, 129}, {1, Direction::increasing, false}},
+          {Operator::cumulative_sum, {D::float16}, {9, 70, 3}, {1, Direction::decreasing, true}},
+          {Operator::cumulative_product, {D::int32}, {200, 11}, {0, Direction::decreasing, false}},
+          {Operator::cumulative_product, {D::uint64}, {3, 5, 61}, {2, Direction::increasing, true}},
+          {Operator::quantized_linear_matmul, {D::uint8, D::int8, D::uint8}, {33, 41, 70}, {}}};
+}
+
+TEST_F(ConcurrentOperators, ResultsHoldWhileAnotherProcessTunesTheDatabaseTheCallsDispatchFrom) {
+  namespace fs = std::filesystem;
+  std::string tmpl = (fs::path(::testing::TempDir()) / "hetkern-concurrent-tune-XXXXXX").string();
+  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+  const fs::path dir = tmpl;
+  const std::string db = (dir / "tuning.sqlite").string(), shapes = (dir / "shapes.txt").string(),
+                    log = (dir / "tune.log").string();
+  std::ofstream(shapes) << tunable_shapes;
+  const TuningDbEnvironment env(db);
+
+  int status = 0;
+  int passes = 0;
+  const auto mismatches = run_concurrently(4, 2, [&] {
+    const pid_t tuner = start_tuner(shapes, db, log);
+    ASSERT_GT(tuner, 0) << "cannot start " << HETKERN_CLI_PATH;
+    // Until the tuner is done, the calling thread forgets every dispatch decision and runs the jobs
+    // again, so that the threads' unscheduled calls keep reading the database as records appear.
+    for (;;) {
+      const pid_t done = waitpid(tuner, &status, WNOHANG);
+      if (done == tuner) break;
+      ASSERT_TRUE(done == 0 || errno == EINTR) << "waitpid: " << std::strerror(errno);
+      hk::reset_dispatch();
+      for (auto j = jobs_.rbegin(); j != jobs_.rend(); ++j) {
+        std::vector<unsigned char> out(j->out_bytes, 0);
+        j->run(out);
+        EXPECT_EQ(out, j->expected) << j->name << " on the calling thread while tuning";
+      }
+      ++passes;
+    }
+  });
+  for (const auto& name : mismatches) ADD_FAILURE() << name << " differs from its lone run";
+  std::ifstream log_in(log);
+  const std::string tuner_output{std::istreambuf_iterator<char>(log_in), std::istreambuf_iterator<char>()};
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the tuner failed:\n" << tuner_output;
+  EXPECT_GT(passes, 0);
+
+  // Every tuned shape is now found under this process's own key, so that the calls below run the
+  // tuned schedules, not the heuristic's.
+  {
+    const hk::TuningDb records(db, false);
+    for (const auto& p : tunable_problems())
+      EXPECT_TRUE(records.find(hk::tuning_key(p)).has_value())
+          << "no record for " << hk::tuning_key(p).op << " " << hk::tuning_key(p).params << "\n" << tuner_output;
+  }
+  hk::reset_dispatch();
+  for (const Job& j : jobs_) {
+    std::vector<unsigned char> out(j.out_bytes, 0);
+    j.run(out);
+    EXPECT_EQ(out, j.expected) << j.name << " with every record present";
+  }
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+#endif
 
 }  // namespace

@@ -276,6 +276,40 @@ TEST_F(Tuning, ExportImportRoundTrip) {
     EXPECT_THROW(hk::records_from_json(bad), hk::Error) << bad;
 }
 
+TEST_F(Tuning, ImportRefusesUnrepresentableFieldsAndLeavesTheDatabaseUnchanged) {
+  ScanCase c({64, 7}, 1);
+  hk::TuningDb db(path_, true);
+  db.put(record_for(c.problem(), "scan.tiled(tile=3, stream=0)", 500));
+  const auto before = db.all();
+  hk::TuningRecord other = record_for(ScanCase({32, 9}, 0).problem(), "reference", 80);
+  const std::string good = hk::records_to_json({other});
+  const auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    const auto at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return text.replace(at, from.size(), to);
+  };
+  // Each would be undefined behaviour converted to an integer, or stored cut at the NUL.
+  for (const std::string& bad :
+       {replaced("\"algorithm_version\": 1", "\"algorithm_version\": 1e300"),
+        replaced("\"algorithm_version\": 1", "\"algorithm_version\": 2.5"),
+        replaced("\"algorithm_version\": 1", "\"algorithm_version\": -1"),
+        replaced("\"candidates\": 3", "\"candidates\": 1e19"),
+        replaced("\"repetitions\": 7", "\"repetitions\": -3"),
+        replaced("\"fingerprint\": \"", "\"fingerprint\": \"a\\u0000"),
+        // A valid record before a broken one: neither is written.
+        good.substr(0, good.rfind(']')) + ", {\"op\": 1}]"}) {
+    EXPECT_THROW(hk::import_records(db, bad), hk::Error) << bad;
+    const auto after = db.all();
+    ASSERT_EQ(after.size(), before.size()) << bad;
+    for (std::size_t i = 0; i < after.size(); ++i) expect_same(after[i], before[i]);
+  }
+  const auto imported = hk::import_records(db, good);
+  ASSERT_EQ(imported.size(), 1u);
+  expect_same(imported[0], other);
+  EXPECT_EQ(db.all().size(), before.size() + 1);
+}
+
 // Records written by `writer` in child `id`: a checkable function of the id and the index.
 hk::TuningRecord child_record(int id, int i) {
   hk::TuningRecord r;

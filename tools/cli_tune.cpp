@@ -297,9 +297,8 @@ void import_records(const TuneArgs& args) {
   if (!in) throw Error(Errc::invalid_file, "tune", args.import_file, "cannot be read");
   std::ostringstream text;
   text << in.rdbuf();
-  const auto records = records_from_json(text.str());
   TuningDb db(db_path(args), true);
-  db.put_all(records);
+  const auto records = hk::import_records(db, text.str());
   const std::string here = machine_fingerprint();
   const auto foreign = std::count_if(records.begin(), records.end(), [&](const auto& r) { return r.fingerprint != here; });
   std::printf("imported %zu records into %s (%lld measured elsewhere: kept, but not used on this machine)\n",

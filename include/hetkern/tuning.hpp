@@ -80,6 +80,9 @@ class TuningDb {
 std::string records_to_json(const std::vector<TuningRecord>& records);
 /// The inverse of records_to_json; throws hk::Error(Errc::invalid_file) naming what is wrong.
 std::vector<TuningRecord> records_from_json(const std::string& text);
+/// `hetkern tune --import`: parses `json` (records_from_json) and writes every record into `db`
+/// in one transaction. Any error throws hk::Error with the database unchanged; returns the records.
+std::vector<TuningRecord> import_records(TuningDb& db, const std::string& json);
 
 /// A shape to tune, with packed row-major tensors and per-tensor quantization.
 struct TuneProblem {

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Runs every fuzz target of a fuzz build for a bounded time, starting from the seed corpus in the
 # repository (copied, so the seeds stay as committed), and prints the executions each ran.
-# Usage: test/fuzz/run.sh BUILD_DIR SECONDS. Exit status 1 when any target finds something; the
+# Usage: test/fuzz/run.sh BUILD_DIR SECONDS [TARGET...] (default: every target). Exit status 1 when any target finds something; the
 # input that triggered it is kept in BUILD_DIR/fuzz-findings/.
 set -euo pipefail
 build=$1
 seconds=$2
 here=$(cd "$(dirname "$0")" && pwd)
-targets=(npy schedule_text scan_api qmm_api)
+targets=(npy schedule_text scan_api qmm_api tuning_import)
+if (($# > 2)); then targets=("${@:3}"); fi
 work=$build/fuzz-work
 findings=$build/fuzz-findings
 mkdir -p "$findings"
