@@ -2,27 +2,11 @@
 
 #include <charconv>
 #include <cmath>
-#include <cstdio>
+
+#include "runtime/json_text.hpp"
 
 namespace hk::bench {
 namespace {
-
-void append_string(std::string& out, std::string_view s) {
-  out += '"';
-  for (const char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", unsigned(c));
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-}
 
 template <class Number>
 void append_number(std::string& out, Number x) {
@@ -42,7 +26,7 @@ struct ValueWriter {
     else
       out += "null";
   }
-  void operator()(const std::string& s) const { append_string(out, s); }
+  void operator()(const std::string& s) const { out += hk::detail::json_quoted(s); }
   void operator()(const std::vector<std::int64_t>& list) const {
     out += '[';
     for (std::size_t i = 0; i < list.size(); ++i) {
@@ -75,7 +59,7 @@ std::string Record::to_json() const {
   std::string out = "{";
   for (std::size_t i = 0; i < fields_.size(); ++i) {
     if (i) out += ", ";
-    append_string(out, fields_[i].first);
+    out += hk::detail::json_quoted(fields_[i].first);
     out += ": ";
     std::visit(ValueWriter{out}, fields_[i].second);
   }

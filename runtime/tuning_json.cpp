@@ -10,6 +10,7 @@
 
 #include "hetkern/error.hpp"
 #include "hetkern/tuning.hpp"
+#include "runtime/json_text.hpp"
 #include "runtime/tuning_text.hpp"
 
 namespace hk {
@@ -41,23 +42,6 @@ std::optional<std::vector<std::int64_t>> shape_from_text(const std::string& text
 }  // namespace detail
 
 namespace {
-
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", unsigned(c));
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
 
 std::string number(double v) {
   char buf[32];
@@ -223,15 +207,15 @@ std::string records_to_json(const std::vector<TuningRecord>& records) {
     std::string shape = "[";
     for (std::size_t d = 0; d < r.shape.size(); ++d) shape += (d ? ", " : "") + std::to_string(r.shape[d]);
     shape += "]";
-    out += std::string(i ? ",\n " : "\n ") + "{\"op\": " + quoted(r.op) +
-           ", \"algorithm_version\": " + std::to_string(r.algorithm_version) + ", \"dtype\": " + quoted(r.dtype) +
-           ", \"shape\": " + shape + ", \"stride_class\": " + quoted(r.stride_class) +
-           ", \"params\": " + quoted(r.params) + ", \"schedule\": " + quoted(r.schedule) +
+    out += std::string(i ? ",\n " : "\n ") + "{\"op\": " + detail::json_quoted(r.op) +
+           ", \"algorithm_version\": " + std::to_string(r.algorithm_version) + ", \"dtype\": " + detail::json_quoted(r.dtype) +
+           ", \"shape\": " + shape + ", \"stride_class\": " + detail::json_quoted(r.stride_class) +
+           ", \"params\": " + detail::json_quoted(r.params) + ", \"schedule\": " + detail::json_quoted(r.schedule) +
            ", \"median_ns\": " + number(r.median_ns) + ", \"spread_ns\": " + number(r.spread_ns) +
            ", \"repetitions\": " + std::to_string(r.repetitions) +
            ", \"transfers\": " + (r.transfers ? "true" : "false") +
            ", \"candidates\": " + std::to_string(r.candidates) + ", \"default_ns\": " + number(r.default_ns) +
-           ", \"fingerprint\": " + quoted(r.fingerprint) + "}";
+           ", \"fingerprint\": " + detail::json_quoted(r.fingerprint) + "}";
   }
   return out + (records.empty() ? "]\n" : "\n]\n");
 }

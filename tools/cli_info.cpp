@@ -1,10 +1,10 @@
 // `hetkern info`: what this build is, what the CPU offers, the topology and binding plan, which
 // schedules exist.
-#include <cstdio>
 #include <iostream>
 #include <string>
 
 #include "hetkern/hetkern.hpp"
+#include "runtime/json_text.hpp"
 #include "tools/cli.hpp"
 
 namespace hk::cli {
@@ -33,23 +33,6 @@ std::string size_text(std::int64_t bytes) {
   if (bytes % (1 << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
   if (bytes % (1 << 10) == 0) return std::to_string(bytes >> 10) + " KiB";
   return std::to_string(bytes) + " B";
-}
-
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", unsigned(c));
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 std::string int_list(const std::vector<int>& v) {
@@ -81,15 +64,15 @@ void print_json(const TopologyInfo& t, const BindingPlan& plan) {
               ", \"size_bytes\": " + std::to_string(t.caches[i].size_bytes) +
               ", \"count\": " + std::to_string(t.caches[i].count) + "}";
   caches += "]";
-  std::cout << "{\"version\": " << quoted(build_info().version) << ", \"isa\": " << quoted(name_of(active_isa()))
+  std::cout << "{\"version\": " << detail::json_quoted(build_info().version) << ", \"isa\": " << detail::json_quoted(name_of(active_isa()))
             << ", \"topology_available\": " << (t.available ? "true" : "false")
-            << ", \"source\": " << quoted(t.source) << ", \"reason\": " << quoted(t.reason)
-            << ", \"digest\": " << quoted(t.digest) << ", \"packages\": " << t.packages
+            << ", \"source\": " << detail::json_quoted(t.source) << ", \"reason\": " << detail::json_quoted(t.reason)
+            << ", \"digest\": " << detail::json_quoted(t.digest) << ", \"packages\": " << t.packages
             << ", \"numa_nodes\": " << t.numa_nodes << ", \"cores\": " << t.cores << ", \"pus\": " << t.pus
             << ", \"caches\": " << caches << ", \"threads\": " << plan.threads
-            << ", \"pin\": " << quoted(name_of(plan.policy)) << ", \"binding\": " << int_list(plan.pus)
+            << ", \"pin\": " << detail::json_quoted(name_of(plan.policy)) << ", \"binding\": " << int_list(plan.pus)
             << ", \"binding_numa_nodes\": " << int_list(plan.numa_nodes)
-            << ", \"binding_applied\": " << (plan.applied ? "true" : "false") << ", \"note\": " << quoted(plan.note)
+            << ", \"binding_applied\": " << (plan.applied ? "true" : "false") << ", \"note\": " << detail::json_quoted(plan.note)
             << "}\n";
 }
 
