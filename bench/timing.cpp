@@ -4,24 +4,17 @@
 #include <chrono>
 
 #include "hetkern/info.hpp"
+#include "runtime/quantile.hpp"
 
 namespace hk::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Linear interpolation between the order statistics around fraction q of the sorted samples.
-double quantile(const std::vector<double>& sorted, double q) {
-  const double pos = q * double(sorted.size() - 1);
-  const auto lo = std::size_t(pos);
-  const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (pos - double(lo)) * (sorted[hi] - sorted[lo]);
-}
-
 TimingStats summarize(std::vector<double> samples) {
   std::sort(samples.begin(), samples.end());
-  return {quantile(samples, 0.5), samples.front(), samples.back(), quantile(samples, 0.25),
-          quantile(samples, 0.75), std::int64_t(samples.size())};
+  return {detail::quantile(samples, 0.5), samples.front(), samples.back(), detail::quantile(samples, 0.25),
+          detail::quantile(samples, 0.75), std::int64_t(samples.size())};
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "hetkern/error.hpp"
 #include "hetkern/tuning.hpp"
 #include "runtime/dispatch.hpp"
+#include "runtime/quantile.hpp"
 #include "runtime/schedule_space.hpp"
 
 namespace hk {
@@ -40,16 +41,9 @@ struct Stats {
   double relative_spread() const { return median > 0 ? (q3 - q1) / median : 0; }
 };
 
-double quantile(const std::vector<double>& sorted, double q) {
-  const double pos = q * double(sorted.size() - 1);
-  const auto lo = std::size_t(pos);
-  const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (pos - double(lo)) * (sorted[hi] - sorted[lo]);
-}
-
 Stats summarize(std::vector<double> samples) {
   std::sort(samples.begin(), samples.end());
-  return {quantile(samples, 0.5), quantile(samples, 0.25), quantile(samples, 0.75), std::int64_t(samples.size())};
+  return {detail::quantile(samples, 0.5), detail::quantile(samples, 0.25), detail::quantile(samples, 0.75), std::int64_t(samples.size())};
 }
 
 // Interleaved rounds over the given schedules (already checked and warmed up).
