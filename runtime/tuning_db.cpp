@@ -11,8 +11,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "hetkern/error.hpp"
 #include "hetkern/tuning.hpp"
@@ -65,6 +67,20 @@ struct TuningDb::Impl {
 
   void exec(const char* sql, const char* what) {
     if (sqlite3_exec(db, sql, nullptr, nullptr, nullptr) != SQLITE_OK) fail(what);
+  }
+
+  // Switching to write-ahead logging needs the file to itself, and SQLite answers SQLITE_BUSY at
+  // once, without calling the busy handler, while another process opens the same file (two
+  // tuners creating a new database together): retry for as long as the busy timeout allows.
+  void switch_to_wal() {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms);
+    for (;;) {
+      const int rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);
+      if (rc == SQLITE_OK) return;
+      if ((rc & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() > give_up)
+        fail("cannot switch to write-ahead logging");
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
   }
 
   // A prepared statement, finalized on scope exit.
@@ -186,7 +202,7 @@ struct TuningDb::Impl {
       if (version == current_schema_version) return;
     }
     if (write_access) {
-      exec("PRAGMA journal_mode=WAL", "cannot switch to write-ahead logging");
+      switch_to_wal();
       exec("PRAGMA synchronous=NORMAL", "cannot set the sync mode");
       prepare_schema();
     } else {

@@ -1,4 +1,5 @@
 // The tuning database, the dispatch of unscheduled calls and the tuner.
+#include <cstdio>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -337,7 +338,8 @@ pid_t spawn_writer(const std::string& path, int id, int count, int batch) {
       for (int j = 0; j < batch; ++j) records.push_back(child_record(id, i + j));
       db.put_all(records);
     }
-  } catch (...) {
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "writer %d: %s\n", id, e.what());  // the parent's failure then says why
     status = 1;
   }
   _exit(status);
