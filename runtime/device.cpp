@@ -35,6 +35,13 @@ int offload_device() {
 
 bool offload_on_host() { return offload_device() == omp_get_initial_device(); }
 
+void warm_up_offload() {
+  const int dev = offload_device();
+#pragma omp target device(dev)
+  {
+  }
+}
+
 DeviceBuffer::DeviceBuffer(std::size_t bytes)
     : data_(detail::device_alloc(bytes, offload_device(), "buffer")), bytes_(bytes),
       device_(offload_device()) {}

@@ -18,6 +18,12 @@ int offload_device();
 /// True when offload_device() is the host.
 bool offload_on_host();
 
+/// Starts the offload runtime on offload_device() now: its first target region compiles every
+/// kernel of the library for the GPU found (tens of seconds), which would otherwise land on the
+/// first offload call. Timing code (benchmarks, the tuner) calls it before its clock starts.
+/// Nothing to do on the host fallback; later calls return at once.
+void warm_up_offload();
+
 /// Copies between host and device memory that hetkern made, since the last reset (all threads).
 struct TransferCounters {
   std::int64_t to_device_bytes = 0;
