@@ -62,15 +62,11 @@ void quantized_linear_matmul(const DeviceQuantizedMatMulArgs& args, DeviceTensor
   constexpr const char* op = "quantized_linear_matmul";
   // Validation sees the device addresses as tensors: it checks descriptors and reads only the
   // quantization parameters, which are host tensors.
-  QuantizedMatMulArgs host_view;
-  host_view.a = {args.a.desc, device_address(op, "a", args.a.desc, args.a.buffer, args.a.offset)};
-  host_view.b = {args.b.desc, device_address(op, "b", args.b.desc, args.b.buffer, args.b.offset)};
-  host_view.a_scale = args.a_scale;
-  host_view.a_zero_point = args.a_zero_point;
-  host_view.b_scale = args.b_scale;
-  host_view.b_zero_point = args.b_zero_point;
-  host_view.output_scale = args.output_scale;
-  host_view.output_zero_point = args.output_zero_point;
+  const QuantizedMatMulArgs host_view{
+      {args.a.desc, device_address(op, "a", args.a.desc, args.a.buffer, args.a.offset)},
+      args.a_scale, args.a_zero_point,
+      {args.b.desc, device_address(op, "b", args.b.desc, args.b.buffer, args.b.offset)},
+      args.b_scale, args.b_zero_point, args.output_scale, args.output_zero_point};
   const Tensor out{output.desc, const_cast<void*>(device_address(op, "output", output.desc,
                                                                  output.buffer, output.offset))};
   const detail::QmmProblem problem = detail::validate(host_view, out);

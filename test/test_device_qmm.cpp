@@ -30,17 +30,9 @@ struct OnDevice {
 };
 
 hk::DeviceQuantizedMatMulArgs device_args(const Problem& p, const OnDevice& a, const OnDevice& b) {
-  const hk::QuantizedMatMulArgs host = p.args();
-  hk::DeviceQuantizedMatMulArgs x;
-  x.a = a.cview();
-  x.b = b.cview();
-  x.a_scale = host.a_scale;
-  x.a_zero_point = host.a_zero_point;
-  x.b_scale = host.b_scale;
-  x.b_zero_point = host.b_zero_point;
-  x.output_scale = host.output_scale;
-  x.output_zero_point = host.output_zero_point;
-  return x;
+  const hk::QuantizedMatMulArgs h = p.args();
+  return {a.cview(), h.a_scale, h.a_zero_point, b.cview(), h.b_scale, h.b_zero_point, h.output_scale,
+          h.output_zero_point};
 }
 
 // Batched, strided and broadcast problems of both signednesses, with per-row and per-column
