@@ -7,11 +7,11 @@
 // slice cannot overflow), adds the slices in int64 when the depth is larger, and its epilogue
 // folds the zero points back exactly (qmm_pack.hpp) and requantizes with requantize()'s semantics.
 //
-// On a GPU the kernels are SPMD target regions with dynamic team memory: the product kernels
-// copy each 64-deep slice of a 128 x 128 tile's A' rows and B' columns into team memory with
-// cp.async while the team computes on the previous slice (double buffering, 32 KiB), then read
-// 16-byte fragments from there. Without team memory (the host fallback) or with a thread count
-// the staged code is not written for, the same regions run a plain per-output loop.
+// On a GPU the kernels are SPMD target regions with static team memory: the product kernels copy
+// each 64-deep slice of a 128 x 128 tile's A' rows and B' columns into team memory (fetched into
+// registers while the team computes on the previous slice; double buffering, 32 KiB), then read
+// 16-byte fragments from there. On the host fallback, or with a thread count the staged code is
+// not written for, the same regions run a plain per-output loop.
 #include "schedules/qmm_offload.hpp"
 
 #include <omp.h>
@@ -34,8 +34,8 @@ constexpr std::int64_t workspace_align = 256;
 constexpr int default_threads_per_team = 256;
 constexpr int panel_bytes = int(tile_rows * depth_step);  // one stage of A' rows (or B' columns)
 constexpr int stage_bytes = 2 * panel_bytes;               // A' and B' of one stage
-constexpr int staged_bytes = 2 * stage_bytes;              // double buffer: 32 KiB of team memory
-constexpr int pack_pitch = int(depth_step) + 4;            // team-memory row of the packing kernel
+[[maybe_unused]] constexpr int staged_bytes = 2 * stage_bytes;              // double buffer: 32 KiB of team memory
+[[maybe_unused]] constexpr int pack_pitch = int(depth_step) + 4;            // team-memory row of the packing kernel
 constexpr int pack_threads = 256;
 
 using u8 = std::uint8_t;
@@ -164,45 +164,14 @@ WorkspaceLayout workspace_layout(const OffloadQmmArgs& x) {
 }
 
 #ifdef __NVPTX__
-// Team-memory and warp primitives (inline PTX; clang 19 has no builtins for them).
-inline u32 shared_address(const void* p) {
-  u32 a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
-}
-inline void copy16_async(u32 dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
-}
-inline void commit_copies() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-inline void wait_copies() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+// A barrier of the team's threads (the kernels are SPMD: every thread of the block runs the region).
 inline void team_barrier() { asm volatile("bar.sync 0;" ::: "memory"); }
-inline u32x4 load_shared16(u32 a) {
-  u32x4 v;
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "r"(a)
-               : "memory");
-  return v;
-}
-inline u32 load_shared4(u32 a) {
-  u32 v;
-  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(a) : "memory");
-  return v;
-}
-inline void store_shared1(u32 a, u8 v) {
-  asm volatile("st.shared.u8 [%0], %1;" ::"r"(a), "r"(u32(v)) : "memory");
-}
-inline i32 shuffle_xor(i32 v, int mask) {
-  i32 r;
-  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(v), "r"(mask));
-  return r;
-}
 #endif
 
 // Packing: blocks of 64 lines (rows of A', columns of B') x 64 k. A GPU team of 256 threads reads
 // a block from the source in the order of its smaller stride (neighbouring threads, neighbouring
-// bytes) into team memory, then writes it as 16-byte words, each line's sum reduced over its
-// four threads and added atomically. The host fallback packs chunk by chunk.
+// bytes) into team memory, then writes it as 16-byte words, each thread adding its words' sum to
+// the line's atomically. The host fallback packs line by line.
 struct PackBlocks {
   i64 a_count, b_count;  // blocks of A' then of B'
   i64 chunks;            // 64-deep chunks per line
@@ -276,18 +245,19 @@ void pack(const Kernel k, int device) {
   const i64 blocks = pb.a_count + pb.b_count;
   // The host fallback runs one team of the host's threads; a GPU a team per block, up to 2^16.
   const int teams = device == omp_get_initial_device() ? 1 : int(std::min<i64>(blocks, 1 << 16));
-#pragma omp target teams num_teams(teams) thread_limit(pack_threads) device(device) firstprivate(k, pb) \
-    ompx_dyn_cgroup_mem(64 * pack_pitch)
+#pragma omp target teams num_teams(teams) thread_limit(pack_threads) device(device) firstprivate(k, pb)
 #pragma omp parallel
   {
     const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
     const i64 team = omp_get_team_num(), team_count = omp_get_num_teams();
     bool staged = false;
 #ifdef __NVPTX__
-    if (void* smem = llvm_omp_target_dynamic_shared_alloc(); smem && nth == pack_threads) {
+    if (nth == pack_threads) {
+      static u32x4 team_block[64 * pack_pitch / 16];
+#pragma omp allocate(team_block) allocator(omp_pteam_mem_alloc)
       staged = true;
-      const u32 base = shared_address(smem);
-      const int line = tid / 4, word0 = tid % 4 * 4;  // the 16 bytes this thread writes
+      u8* block = reinterpret_cast<u8*>(team_block);
+      const int line = tid / 4, first = tid % 4 * 16;  // the 16 bytes this thread writes
       for (i64 blk = team; blk < blocks; blk += team_count) {
         const PackBlock p = pack_block(k, pb, blk);
         const bool k_inner = p.k_stride <= p.line_stride;
@@ -296,27 +266,20 @@ void pack(const Kernel k, int device) {
           const int idx = tid + pack_threads * e;
           const int l = k_inner ? idx / 64 : idx % 64, kk = k_inner ? idx % 64 : idx / 64;
           const i64 kg = p.k0 + kk;
-          const u8 v = l < p.lines_valid && kg < k.K
-                           ? u8(p.src[(p.line0 + l) * p.line_stride + kg * p.k_stride] ^ p.flip)
-                           : u8(0);
-          store_shared1(base + u32(l * pack_pitch + kk), v);
+          block[l * pack_pitch + kk] = l < p.lines_valid && kg < k.K
+                                           ? u8(p.src[(p.line0 + l) * p.line_stride + kg * p.k_stride] ^ p.flip)
+                                           : u8(0);
         }
         team_barrier();
-        u32x4 words;
-        i32 sum = 0;
-        words.x = load_shared4(base + u32(line * pack_pitch + 4 * word0));
-        words.y = load_shared4(base + u32(line * pack_pitch + 4 * word0 + 4));
-        words.z = load_shared4(base + u32(line * pack_pitch + 4 * word0 + 8));
-        words.w = load_shared4(base + u32(line * pack_pitch + 4 * word0 + 12));
-        sum = word_sum(words.x, p.is_a) + word_sum(words.y, p.is_a) + word_sum(words.z, p.is_a) +
-              word_sum(words.w, p.is_a);
-        *reinterpret_cast<u32x4*>(p.dst + line * k.kp + 4 * word0) = words;
-        sum += shuffle_xor(sum, 1);
-        sum += shuffle_xor(sum, 2);
-        if (tid % 4 == 0 && line < p.lines_valid) {
+        const u32* row = reinterpret_cast<const u32*>(block + line * pack_pitch + first);
+        const u32x4 words = {row[0], row[1], row[2], row[3]};
+        *reinterpret_cast<u32x4*>(p.dst + line * k.kp + first) = words;
+        if (line < p.lines_valid) {
+          const i64 sum = word_sum(words.x, p.is_a) + word_sum(words.y, p.is_a) + word_sum(words.z, p.is_a) +
+                          word_sum(words.w, p.is_a);
           i64& total = p.sums[line];
 #pragma omp atomic update
-          total += i64(sum);
+          total += sum;
         }
         team_barrier();  // the next block overwrites team memory
       }
@@ -363,15 +326,18 @@ inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
 // Byte offset of the 16-byte chunk c (0-3) of row r in a staged panel [128 rows][64 bytes]: the
 // chunk index is XORed with bits 1-2 of the row, so that eight consecutive rows' chunk c (the
 // dp4a kernel's reads) and two rows' four chunks (the mma fragments) fall in distinct banks.
+[[gnu::always_inline]] inline u32x4 load16(const u8* p) { return *reinterpret_cast<const u32x4*>(p); }
+
 [[gnu::always_inline]] inline u32 swizzled(int r, int c) { return u32(r * 64 + ((c ^ ((r >> 1) & 3)) << 4)); }
 
 // Copies of one stage: Threads threads move the 1024 16-byte chunks of 128 rows of A' and 128
-// columns of B', 64 deep.
+// columns of B', 64 deep, through registers (fetch while the team computes, store after).
 template <int Threads>
 struct Stager {
   static constexpr int copies = 1024 / Threads;
   const u8* src[copies];
   u32 dst[copies];
+  u32x4 held[copies];
   [[gnu::always_inline]] Stager(const Kernel& k, i64 t, i64 i0, i64 j0, int tid) {
 #pragma unroll
     for (int l = 0; l < copies; ++l) {
@@ -380,25 +346,33 @@ struct Stager {
       dst[l] = (e < 512 ? 0 : panel_bytes) + swizzled(r, c);
     }
   }
-  [[gnu::always_inline]] void issue(u32 stage, i64 k0) const {
+  [[gnu::always_inline]] void fetch(i64 k0) {
 #pragma unroll
-    for (int l = 0; l < copies; ++l) copy16_async(stage + dst[l], src[l] + k0);
-    commit_copies();
+    for (int l = 0; l < copies; ++l) held[l] = *reinterpret_cast<const u32x4*>(src[l] + k0);
+  }
+  [[gnu::always_inline]] void store(u8* stage) const {
+#pragma unroll
+    for (int l = 0; l < copies; ++l) *reinterpret_cast<u32x4*>(stage + dst[l]) = held[l];
   }
 };
 
-// The k loop of one tile: stage s + 1 is copied while stage s is computed (compute(stage, k0)).
+// The k loop of one tile, double-buffered: stage s + 1 is fetched from global memory into
+// registers while stage s is computed (compute(stage, k0)), then stored to the other buffer.
 template <int Threads, class Compute>
-[[gnu::always_inline]] inline void staged_depth(const Kernel& k, u32 smem, const Stager<Threads>& stager, Compute&& compute) {
+[[gnu::always_inline]] inline void staged_depth(const Kernel& k, u8* tiles, Stager<Threads>& stager,
+                                                Compute&& compute) {
   const i64 steps = k.kp / depth_step;
-  stager.issue(smem, 0);
+  stager.fetch(0);
+  stager.store(tiles);
+  team_barrier();
   for (i64 s = 0; s < steps; ++s) {
-    wait_copies();
-    team_barrier();  // stage s is in team memory, and nobody still reads stage s - 1's buffer
-    if (s + 1 < steps) stager.issue(smem + u32((s + 1) & 1) * stage_bytes, (s + 1) * depth_step);
-    compute(smem + u32(s & 1) * stage_bytes, s * depth_step);
+    const bool more = s + 1 < steps;
+    if (more) stager.fetch((s + 1) * depth_step);
+    compute(tiles + (s & 1) * stage_bytes, s * depth_step);
+    // Buffer (s + 1) & 1 was last read in step s - 1, which every thread has finished.
+    if (more) stager.store(tiles + ((s + 1) & 1) * stage_bytes);
+    team_barrier();
   }
-  team_barrier();  // the next tile's first copies overwrite buffer 0
 }
 
 // Whether the int32 accumulators end a slice after the stage at k0.
@@ -409,23 +383,23 @@ template <int Threads, class Compute>
 // dp4a product, 256 threads: each an 8 x 8 block of the tile's outputs (rows tr + 16i, columns
 // tc + 16j), four k words at a time from 16-byte team-memory reads.
 template <bool Deep>
-[[gnu::always_inline]] inline void tiles_dp4a(const Kernel& k, u32 smem, int tid, i64 team, i64 team_count) {
+[[gnu::always_inline]] inline void tiles_dp4a(const Kernel& k, u8* team_tiles, int tid, i64 team, i64 team_count) {
   const int tr = tid / 16, tc = tid % 16;
   const i64 tiles = k.batches * k.tiles_m * k.tiles_n;
   for (i64 tile = team; tile < tiles; tile += team_count) {
     i64 t, i0, j0;
     k.tile_origin(tile, t, i0, j0);
-    const Stager<256> stager(k, t, i0, j0, tid);
+    Stager<256> stager(k, t, i0, j0, tid);
     i32 acc[8][8] = {};
     i64 wide[Deep ? 8 : 1][Deep ? 8 : 1] = {};
-    staged_depth(k, smem, stager, [&](u32 stage, i64 k0) __attribute__((always_inline)) {
+    staged_depth(k, team_tiles, stager, [&](const u8* stage, i64 k0) __attribute__((always_inline)) {
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         u32x4 x[8], y[8];
 #pragma unroll
-        for (int i = 0; i < 8; ++i) x[i] = load_shared16(stage + swizzled(tr + 16 * i, c));
+        for (int i = 0; i < 8; ++i) x[i] = load16(stage + swizzled(tr + 16 * i, c));
 #pragma unroll
-        for (int j = 0; j < 8; ++j) y[j] = load_shared16(stage + panel_bytes + swizzled(tc + 16 * j, c));
+        for (int j = 0; j < 8; ++j) y[j] = load16(stage + panel_bytes + swizzled(tc + 16 * j, c));
 #pragma unroll
         for (int i = 0; i < 8; ++i)
 #pragma unroll
@@ -466,7 +440,7 @@ template <bool Deep>
 // lane (bytes 0-7 in the first mma of a stage's 32-deep halves, 8-15 in the second), identically
 // for A' and B'.
 template <int Threads, bool Deep>
-[[gnu::always_inline]] inline void tiles_mma(const Kernel& k, u32 smem, int tid, i64 team, i64 team_count) {
+[[gnu::always_inline]] inline void tiles_mma(const Kernel& k, u8* team_tiles, int tid, i64 team, i64 team_count) {
   constexpr int NJ = Threads == 256 ? 4 : 8;
   constexpr int warps_n = int(tile_cols) / (8 * NJ);
   const int warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
@@ -477,18 +451,18 @@ template <int Threads, bool Deep>
   for (i64 tile = team; tile < tiles; tile += team_count) {
     i64 t, i0, j0;
     k.tile_origin(tile, t, i0, j0);
-    const Stager<Threads> stager(k, t, i0, j0, tid);
+    Stager<Threads> stager(k, t, i0, j0, tid);
     i32 c[4][NJ][4] = {};
     i64 wide[Deep ? 4 : 1][Deep ? NJ : 1][Deep ? 4 : 1] = {};
-    staged_depth(k, smem, stager, [&](u32 stage, i64 k0) __attribute__((always_inline)) {
+    staged_depth(k, team_tiles, stager, [&](const u8* stage, i64 k0) __attribute__((always_inline)) {
       // B' fragments for the whole stage, A' fragments row tile by row tile (fewer live registers).
       u32x4 bw[NJ];
 #pragma unroll
-      for (int j = 0; j < NJ; ++j) bw[j] = load_shared16(stage + b_lane + u32(8 * j * 64));
+      for (int j = 0; j < NJ; ++j) bw[j] = load16(stage + b_lane + 8 * j * 64);
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const u32x4 lo = load_shared16(stage + a_lane + u32(16 * i * 64));
-        const u32x4 hi = load_shared16(stage + a_lane + u32((16 * i + 8) * 64));
+        const u32x4 lo = load16(stage + a_lane + 16 * i * 64);
+        const u32x4 hi = load16(stage + a_lane + (16 * i + 8) * 64);
 #pragma unroll
         for (int j = 0; j < NJ; ++j) {
           mma_u8s8(c[i][j], lo.x, hi.x, lo.y, hi.y, bw[j].x, bw[j].y);
@@ -526,8 +500,7 @@ enum class Staged { none, dp4a, mma };
 template <Staged Kind, int Threads, bool Deep>
 void product(const Kernel k, int device, int teams, int threads) {
   const i64 tiles = k.batches * k.tiles_m * k.tiles_n;
-#pragma omp target teams num_teams(teams) thread_limit(threads) device(device) firstprivate(k) \
-    ompx_dyn_cgroup_mem(Kind == Staged::none ? 0 : staged_bytes)
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(device) firstprivate(k)
 #pragma omp parallel
   {
     const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
@@ -535,13 +508,14 @@ void product(const Kernel k, int device, int teams, int threads) {
     bool staged = false;
 #ifdef __NVPTX__
     if constexpr (Kind != Staged::none) {
-      void* smem = llvm_omp_target_dynamic_shared_alloc();
-      if (smem && nth == Threads) {
+      if (nth == Threads) {
+        static u32x4 team_tiles[staged_bytes / 16];
+#pragma omp allocate(team_tiles) allocator(omp_pteam_mem_alloc)
         staged = true;
         if constexpr (Kind == Staged::dp4a)
-          tiles_dp4a<Deep>(k, shared_address(smem), tid, team, team_count);
+          tiles_dp4a<Deep>(k, reinterpret_cast<u8*>(team_tiles), tid, team, team_count);
         else
-          tiles_mma<Threads, Deep>(k, shared_address(smem), tid, team, team_count);
+          tiles_mma<Threads, Deep>(k, reinterpret_cast<u8*>(team_tiles), tid, team, team_count);
       }
     }
 #endif
