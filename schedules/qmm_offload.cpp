@@ -183,8 +183,8 @@ PackBlocks pack_blocks(const Kernel& k) {
   return {a_batches * (k.Mp / 64) * chunks, b_batches * (k.Np / 64) * chunks, chunks};
 }
 
-// Block number -> source line pointer data for one block: returns the source, its strides along
-// lines and along k, the first line and chunk, and where the packed block starts.
+// Where packing block blk reads (the source matrix, its strides along lines and along k, its first
+// line and k) and writes (the packed block and the sums of its lines).
 struct PackBlock {
   const u8* src;
   i64 line_stride, k_stride, line0, k0, lines_valid;
@@ -323,11 +323,11 @@ inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
 }
 
 #ifdef __NVPTX__
+[[gnu::always_inline]] inline u32x4 load16(const u8* p) { return *reinterpret_cast<const u32x4*>(p); }
+
 // Byte offset of the 16-byte chunk c (0-3) of row r in a staged panel [128 rows][64 bytes]: the
 // chunk index is XORed with bits 1-2 of the row, so that eight consecutive rows' chunk c (the
 // dp4a kernel's reads) and two rows' four chunks (the mma fragments) fall in distinct banks.
-[[gnu::always_inline]] inline u32x4 load16(const u8* p) { return *reinterpret_cast<const u32x4*>(p); }
-
 [[gnu::always_inline]] inline u32 swizzled(int r, int c) { return u32(r * 64 + ((c ^ ((r >> 1) & 3)) << 4)); }
 
 // Copies of one stage: Threads threads move the 1024 16-byte chunks of 128 rows of A' and 128

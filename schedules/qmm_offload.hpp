@@ -5,8 +5,8 @@
 // arrays of one value or one per row / column. A workspace on the same device receives A and B
 // packed as u8 x s8 (signedness folded as in qmm_pack.hpp) with their row and column sums; the
 // product kernel then requantizes each output exactly in its epilogue. Both product kernels give
-// each team 128 x 128 output tiles in turn, copying 64-deep slices of A' and B' into team memory
-// with cp.async, double-buffered (SPMD kernels, 32 KiB of dynamic team memory):
+// each team 128 x 128 output tiles in turn, copying 64-deep slices of A' and B' into team memory,
+// double-buffered through registers (SPMD kernels, 32 KiB of static team memory):
 //   dp4a  256 threads, each 8 x 8 outputs, dp4a on 16-byte team-memory reads
 //   mma   tensor cores (mma.sync m16n8k32 u8 x s8): 256 threads = 8 warps of 64 x 32 outputs,
 //         or 128 threads = 4 warps of 64 x 64
