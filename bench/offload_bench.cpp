@@ -5,7 +5,9 @@
 // rate is GB/s of input read plus output written. Every timed schedule's output is checked against
 // the host's result first.
 //
-// usage: hetkern-offload-bench [--quick]   (--quick: small shapes, for a smoke test)
+// usage: hetkern-offload-bench [--quick] [--sweep]
+//   --quick  small shapes, for a smoke test
+//   --sweep  every case also with a sweep of teams, threads and items (chunks for columns)
 #include <omp.h>
 
 #include <algorithm>
@@ -29,7 +31,7 @@ using float16_t = _Float16;
 
 // Median milliseconds of fn over repetitions lasting at least min_seconds (after two warm-ups:
 // the first target region of a kernel JIT-compiles it).
-double median_ms(const std::function<void()>& fn, double min_seconds = 0.25, int min_reps = 5) {
+double median_ms(const std::function<void()>& fn, double min_seconds = 0.15, int min_reps = 5) {
   fn();
   fn();
   std::vector<double> t;
@@ -74,6 +76,7 @@ std::string check(const std::vector<T>& got, const std::vector<T>& want, double 
     return std::memcmp(got.data(), want.data(), got.size() * sizeof(T)) == 0 ? "exact" : "MISMATCH";
   } else {
     double worst = 0;
+#pragma omp parallel for reduction(max : worst)
     for (std::size_t i = 0; i < got.size(); ++i) {
       const double g = double(got[i]), w = double(want[i]);
       const double bound = std::is_same_v<T, float>
@@ -126,7 +129,7 @@ template <class T> void run_scan_case(const ScanCase& c, std::mt19937_64& rng) {
          gb / (ms * 1e-3), "GB/s", verdict);
   }
   // The copy canary over the same bytes, at the teams x threads that matter.
-  const int configs[][2] = {{1056, 256}, {2112, 128}, {528, 512}, {264, 1024}, {2112, 256}, {4224, 256}};
+  const int configs[][2] = {{1056, 256}, {2112, 256}, {528, 512}, {264, 1024}, {4224, 256}, {1056, 1024}};
   for (const auto& tc : configs) {
     const double ms = median_ms([&] { device_copy(dx.data(), dy.data(), bytes, tc[0], tc[1]); });
     emit("scan", name,
@@ -154,25 +157,49 @@ void small_latency() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::string_view(argv[1]) == "--quick";
+  auto has = [&](std::string_view flag) {
+    return std::find_if(argv + 1, argv + argc, [&](const char* a) { return flag == a; }) != argv + argc;
+  };
+  const bool quick = has("--quick"), sweep = has("--sweep");
   std::fprintf(stderr, "offload device %d (%s), %d OpenMP devices\n", offload_device(),
                offload_on_host() ? "host fallback" : "GPU", omp_get_num_devices());
   const std::int64_t long_line = quick ? std::int64_t(1) << 20 : std::int64_t(1) << 28;
   const std::int64_t side = quick ? 1024 : 16384;
-  const std::vector<std::string> rows = {"", "scan.offload_rows(threads=128, items=8)",
-                                         "scan.offload_rows(threads=256, items=4)",
-                                         "scan.offload_rows(threads=256, items=16)",
-                                         "scan.offload_rows(teams=2112, threads=256, items=8)"};
-  const std::vector<std::string> cols = {"", "scan.offload_columns(threads=32, chunks=1)",
-                                         "scan.offload_columns(threads=128, chunks=1)",
-                                         "scan.offload_columns(threads=256, chunks=4)"};
-  const std::vector<std::string> chain = {"", "scan.offload_chained(threads=128, items=48)",
-                                          "scan.offload_chained(threads=512, items=12)",
-                                          "scan.offload_chained(teams=660, threads=256, items=24)"};
+  // Items as bytes per thread, so that one list serves every element size.
+  auto items = [](DataType t, int bytes) { return std::to_string(bytes / int(size_of(t))); };
+  auto chain = [&](DataType t) {
+    std::vector<std::string> v = {""};
+    if (sweep) {
+      for (int threads : {128, 256, 512})
+        for (int bytes : {32, 64, 128})
+          v.push_back("scan.offload_chained(threads=" + std::to_string(threads) + ", items=" + items(t, bytes) + ")");
+      for (int teams : {264, 528, 2112, 4224}) v.push_back("scan.offload_chained(teams=" + std::to_string(teams) + ")");
+    }
+    return v;
+  };
+  auto rows = [&](DataType t) {
+    std::vector<std::string> v = {""};
+    if (sweep) {
+      for (int threads : {128, 256, 512})
+        for (int bytes : {32, 64, 128})
+          v.push_back("scan.offload_rows(threads=" + std::to_string(threads) + ", items=" + items(t, bytes) + ")");
+      for (int teams : {528, 2112, 4224, 16384}) v.push_back("scan.offload_rows(teams=" + std::to_string(teams) + ")");
+      v.push_back("scan.offload_chained");
+    }
+    return v;
+  };
+  auto cols = [&](DataType) {
+    std::vector<std::string> v = {""};
+    if (sweep) {
+      for (int threads : {64, 128, 256, 512}) v.push_back("scan.offload_columns(threads=" + std::to_string(threads) + ")");
+      for (int chunks : {2, 4, 16}) v.push_back("scan.offload_columns(chunks=" + std::to_string(chunks) + ")");
+    }
+    return v;
+  };
   std::mt19937_64 rng(1);
   try {
     for (DataType t : {DataType::float32, DataType::int32, DataType::float16}) {
-      const ScanCase cases[] = {{t, {long_line}, 0, chain}, {t, {side, side}, 1, rows}, {t, {side, side}, 0, cols}};
+      const ScanCase cases[] = {{t, {long_line}, 0, chain(t)}, {t, {side, side}, 1, rows(t)}, {t, {side, side}, 0, cols(t)}};
       for (const auto& c : cases) {
         switch (t) {
           case DataType::float32: run_scan_case<float>(c, rng); break;

@@ -9,17 +9,18 @@
 
 namespace hk::detail {
 
-/// Team-local memory of the tile kernels (rows, chained): the staged tile takes this much, the
-/// per-thread partial folds up to offload_max_threads accumulators more; 48 KB per team in all.
-inline constexpr std::int64_t offload_tile_bytes = 32 * 1024;
+/// The tile kernels (rows, chained) keep each thread's run of `items` consecutive elements in
+/// registers: at most this many bytes of them per thread.
+inline constexpr std::int64_t offload_max_item_bytes = 128;
 inline constexpr std::int64_t offload_max_threads = 1024;
 
-/// Elements a tile of threads x items occupies once padded against shared-memory bank conflicts
-/// (one spare element per 32).
-constexpr std::int64_t offload_padded_tile(std::int64_t width) { return width + width / 32; }
-
-/// Loads a thread of scan.offload_columns issues before it combines them.
-inline constexpr int offload_column_batch = 32;
+/// scan.offload_columns: a team's threads form row groups of this many lanes, each lane holding
+/// 16 bytes of neighbouring lines (4 float32, 8 float16), so that a group reads 128 contiguous
+/// bytes of a row; each thread takes this many rows of a step; the team's column carries in
+/// team-local memory cap its threads.
+inline constexpr int offload_column_lanes = 8;
+inline constexpr int offload_column_rows = 8;
+inline constexpr std::int64_t offload_columns_max_threads = 512;
 
 /// Runs a validated call with an offload plan; the data pointers are addresses on `device` (an
 /// OpenMP device number, or the initial device for the host fallback). No transfers.
