@@ -8,6 +8,8 @@
 // usage: hetkern-offload-bench [--quick] [--sweep]
 //   --quick  small shapes, for a smoke test
 //   --sweep  every case also with a sweep of teams, threads and items (chunks for columns)
+//   --case chained|rows|columns  only the one long line, the lines along the contiguous axis, or
+//            the scanned axis outside it
 #include <omp.h>
 
 #include <algorithm>
@@ -129,7 +131,7 @@ template <class T> void run_scan_case(const ScanCase& c, std::mt19937_64& rng) {
          gb / (ms * 1e-3), "GB/s", verdict);
   }
   // The copy canary over the same bytes, at the teams x threads that matter.
-  const int configs[][2] = {{1056, 256}, {2112, 256}, {528, 512}, {264, 1024}, {4224, 256}, {1056, 1024}};
+  const int configs[][2] = {{65536, 256}, {32768, 512}, {131072, 128}, {16384, 256}, {2112, 256}, {1056, 256}};
   for (const auto& tc : configs) {
     const double ms = median_ms([&] { device_copy(dx.data(), dy.data(), bytes, tc[0], tc[1]); });
     emit("scan", name,
@@ -161,6 +163,8 @@ int main(int argc, char** argv) {
     return std::find_if(argv + 1, argv + argc, [&](const char* a) { return flag == a; }) != argv + argc;
   };
   const bool quick = has("--quick"), sweep = has("--sweep");
+  const char* const* only = std::find_if(argv + 1, argv + argc, [](const char* a) { return std::string_view(a) == "--case"; });
+  const std::string_view only_case = only != argv + argc && only + 1 != argv + argc ? only[1] : "";
   std::fprintf(stderr, "offload device %d (%s), %d OpenMP devices\n", offload_device(),
                offload_on_host() ? "host fallback" : "GPU", omp_get_num_devices());
   const std::int64_t long_line = quick ? std::int64_t(1) << 20 : std::int64_t(1) << 28;
@@ -200,7 +204,10 @@ int main(int argc, char** argv) {
   try {
     for (DataType t : {DataType::float32, DataType::int32, DataType::float16}) {
       const ScanCase cases[] = {{t, {long_line}, 0, chain(t)}, {t, {side, side}, 1, rows(t)}, {t, {side, side}, 0, cols(t)}};
-      for (const auto& c : cases) {
+      const char* const case_names[] = {"chained", "rows", "columns"};
+      for (int i = 0; i < 3; ++i) {
+        if (!only_case.empty() && only_case != case_names[i]) continue;
+        const ScanCase& c = cases[i];
         switch (t) {
           case DataType::float32: run_scan_case<float>(c, rng); break;
           case DataType::int32: run_scan_case<std::int32_t>(c, rng); break;

@@ -45,12 +45,33 @@ inline void line_offsets(const ScanLayout& s, std::int64_t line, std::int64_t& x
   }
 }
 
+// Everything a kernel reads, handed to its target region as one firstprivate value (the pointers
+// are addresses on the device).
+template <class T> struct KernelArgs {
+  ScanLayout s;
+  const T* x = nullptr;
+  T* y = nullptr;
+  bool exclusive = false;
+  bool vec = false;                     // 16-byte accesses allowed (see *_vectorizable)
+  int items = 1;                        // rows: elements per thread in a tile
+  std::int64_t chunks = 1;              // columns: chunks of the scanned axis
+  std::int64_t width = 1, tiles = 1;    // chained: elements per tile, tiles per line
+  AccOf<T>* folds = nullptr;            // columns: chunk folds and carries; chained: tile folds
+  AccOf<T>* prefixes = nullptr;         // chained: tile prefixes
+  int* state = nullptr;                 // chained: tile states
+  unsigned long long* ticket = nullptr; // chained: the next tile
+};
+
 // The host fallback's body of every kernel (and the device's where a team's threads cannot hold
 // the tiles): the lines cut into one contiguous range per team, each line scanned in order by one
 // thread of its team (the reference's arithmetic).
 template <class T, class Op>
-void serial_lines(const ScanLayout& s, const T* x, T* y, bool exclusive) {
+void serial_lines(const KernelArgs<T>& a) {
   using Acc = AccOf<T>;
+  const ScanLayout& s = a.s;
+  const T* const x = a.x;
+  T* const y = a.y;
+  const bool exclusive = a.exclusive;
   const std::int64_t lines = line_count(s), teams = omp_get_num_teams(), team = omp_get_team_num();
   const std::int64_t first = lines * team / teams, last = lines * (team + 1) / teams;
   for (std::int64_t line = first + omp_get_thread_num(); line < last; line += omp_get_num_threads()) {
@@ -253,13 +274,22 @@ void tile_block_scan(const Acc* warp_total, int threads, u32 lane, u32 mask, Acc
 }
 
 template <class T, class Op>
-void gpu_rows(const ScanLayout& s, const T* x, T* y, bool exclusive, int items, bool vec_layout) {
+void gpu_rows(const KernelArgs<T>& a) {
   using Acc = AccOf<T>;
+  const ScanLayout& s = a.s;
+  const T* const x = a.x;
+  T* const y = a.y;
+  const bool exclusive = a.exclusive;
+  const int items = a.items;
   auto* sh = static_cast<TileShared<Acc>*>(llvm_omp_target_dynamic_shared_alloc());
+  if (!sh) {  // no team-local memory granted: the serial body
+    serial_lines<T, Op>(a);
+    return;
+  }
   const int n = omp_get_num_threads(), t = omp_get_thread_num();
   const u32 lane = lane_id(), mask = warp_mask(n);
   const std::int64_t width = std::int64_t(n) * items, lines = line_count(s);
-  const bool vec = vec_layout && items % vec_elems<T> == 0;
+  const bool vec = a.vec && items % vec_elems<T> == 0;
   int buf = 0;
   for (std::int64_t line = omp_get_team_num(); line < lines; line += omp_get_num_teams()) {
     std::int64_t xo, yo;
@@ -286,17 +316,18 @@ void gpu_rows(const ScanLayout& s, const T* x, T* y, bool exclusive, int items, 
 
 template <class T, class Op>
 void rows(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const ScanPlan& plan) {
-  const int items = plan.items;
-  const bool vec = rows_vectorizable(s, x, y);
+  KernelArgs<T> a{.s = s, .x = x, .y = y, .exclusive = exclusive};
+  a.vec = rows_vectorizable(s, x, y);
+  a.items = plan.items;
   const std::size_t shared = sizeof(TileShared<AccOf<T>>);
-#pragma omp target teams num_teams(plan.teams) thread_limit(plan.threads) device(dev) \
-    is_device_ptr(x, y) firstprivate(s, exclusive, items, vec) ompx_dyn_cgroup_mem(shared)
+#pragma omp target teams num_teams(plan.teams) thread_limit(plan.threads) device(dev) firstprivate(a) \
+    ompx_dyn_cgroup_mem(shared)
 #pragma omp parallel
   {
 #ifdef __NVPTX__
-    gpu_rows<T, Op>(s, x, y, exclusive, items, vec);
+    gpu_rows<T, Op>(a);
 #else
-    serial_lines<T, Op>(s, x, y, exclusive);
+    serial_lines<T, Op>(a);
 #endif
   }
 }
@@ -311,13 +342,22 @@ void rows(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const S
 enum class ColumnPass { scan, fold, scan_from_carries };
 
 template <class T, class Op, ColumnPass Pass>
-void gpu_columns(const ScanLayout& s, const T* x, T* y, AccOf<T>* carries, std::int64_t chunks,
-                 bool exclusive, bool vec_layout) {
+void gpu_columns(const KernelArgs<T>& a) {
   using Acc = AccOf<T>;
+  const ScanLayout& s = a.s;
+  const T* const x = a.x;
+  T* const y = a.y;
+  Acc* const carries = a.folds;
+  const std::int64_t chunks = a.chunks;
+  const bool exclusive = a.exclusive;
   constexpr int V = vec_elems<T>, L = offload_column_lanes, R = offload_column_rows;
   const int n = omp_get_num_threads(), t = omp_get_thread_num();
   // Team-local: the block's line carries, then two sets of per-thread folds used alternately.
   auto* carry = static_cast<Acc*>(llvm_omp_target_dynamic_shared_alloc());
+  if (!carry) {  // no team-local memory granted: the serial body does the scanning passes' work
+    if constexpr (Pass != ColumnPass::fold) serial_lines<T, Op>(a);
+    return;
+  }
   Acc* const fold_sets = carry + L * V;
   const int groups = n / L, g = t / L, l = t % L, width = L * V;  // lines per block
   const bool active = g < groups;
@@ -334,7 +374,7 @@ void gpu_columns(const ScanLayout& s, const T* x, T* y, AccOf<T>* carries, std::
 #pragma unroll
     for (int j = 0; j < V; ++j) line_offsets(s, std::min(first_line + j, lines - 1), xo[j], yo[j]);
     const int present = int(std::clamp<std::int64_t>(lines - first_line, 0, V));
-    const bool vec = vec_layout && present == V;
+    const bool vec = a.vec && present == V;
     // Threads t, t + n, ... keep the carries of the block's lines t, t + n, ...
     for (int c = t; c < width; c += n) {
       const std::int64_t line = block * width + c;
@@ -426,61 +466,60 @@ template <class T, class Op>
 void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const ScanPlan& plan) {
   using Acc = AccOf<T>;
   const std::int64_t lines = s.lines();
-  const std::int64_t chunks = std::min(plan.chunks, s.length);
-  const bool vec = columns_vectorizable(s, x, y);
+  KernelArgs<T> a{.s = s, .x = x, .y = y, .exclusive = exclusive};
+  a.vec = columns_vectorizable(s, x, y);
+  a.chunks = std::min(plan.chunks, s.length);
   const int teams = plan.teams, threads = plan.threads;
   // The block's carries and two sets of per-thread folds (vec_elems lines each).
   const std::size_t shared =
       (offload_column_lanes + 2 * std::size_t(threads)) * vec_elems<T> * sizeof(Acc);
-  if (chunks == 1) {
-    Acc* none = nullptr;
-#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) is_device_ptr(x, y, none) \
-    firstprivate(s, exclusive, vec) ompx_dyn_cgroup_mem(shared)
+  if (a.chunks == 1) {
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) firstprivate(a) \
+    ompx_dyn_cgroup_mem(shared)
 #pragma omp parallel
     {
 #ifdef __NVPTX__
-      gpu_columns<T, Op, ColumnPass::scan>(s, x, y, none, 1, exclusive, vec);
+      gpu_columns<T, Op, ColumnPass::scan>(a);
 #else
-      serial_lines<T, Op>(s, x, y, exclusive);
+      serial_lines<T, Op>(a);
 #endif
     }
     return;
   }
   // Chunk folds, then each line's carries from them in order, then every chunk rescanned from its
-  // carry. carries[k * lines + line] holds chunk k's fold of the line, then its carry.
+  // carry. a.folds[k * lines + line] holds chunk k's fold of the line, then its carry.
   if (dev == omp_get_initial_device()) {
-#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) is_device_ptr(x, y) \
-    firstprivate(s, exclusive)
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) firstprivate(a)
 #pragma omp parallel
-    serial_lines<T, Op>(s, x, y, exclusive);
+    serial_lines<T, Op>(a);
     return;
   }
-  ScratchLease scratch(dev, std::size_t(lines * chunks) * sizeof(Acc));
-  Acc* carries = static_cast<Acc*>(scratch.data());
-#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) is_device_ptr(x, y, carries) \
-    firstprivate(s, chunks, exclusive, vec) ompx_dyn_cgroup_mem(shared)
+  ScratchLease scratch(dev, std::size_t(lines * a.chunks) * sizeof(Acc));
+  a.folds = static_cast<Acc*>(scratch.data());
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) firstprivate(a) \
+    ompx_dyn_cgroup_mem(shared)
 #pragma omp parallel
   {
 #ifdef __NVPTX__
-    gpu_columns<T, Op, ColumnPass::fold>(s, x, y, carries, chunks, exclusive, vec);
+    gpu_columns<T, Op, ColumnPass::fold>(a);
 #endif
   }
 #pragma omp target teams distribute parallel for num_teams(teams) thread_limit(threads) \
-    device(dev) is_device_ptr(carries) firstprivate(exclusive, chunks)
+    device(dev) firstprivate(a, lines)
   for (std::int64_t line = 0; line < lines; ++line) {
-    Acc running = line_start<Op, Acc>(exclusive);
-    for (std::int64_t c = 0; c < chunks; ++c) {
-      const Acc fold = carries[c * lines + line];
-      carries[c * lines + line] = running;
+    Acc running = line_start<Op, Acc>(a.exclusive);
+    for (std::int64_t c = 0; c < a.chunks; ++c) {
+      const Acc fold = a.folds[c * lines + line];
+      a.folds[c * lines + line] = running;
       running = Op::apply(running, fold);
     }
   }
-#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) is_device_ptr(x, y, carries) \
-    firstprivate(s, chunks, exclusive, vec) ompx_dyn_cgroup_mem(shared)
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) firstprivate(a) \
+    ompx_dyn_cgroup_mem(shared)
 #pragma omp parallel
   {
 #ifdef __NVPTX__
-    gpu_columns<T, Op, ColumnPass::scan_from_carries>(s, x, y, carries, chunks, exclusive, vec);
+    gpu_columns<T, Op, ColumnPass::scan_from_carries>(a);
 #endif
   }
 }
@@ -499,10 +538,17 @@ constexpr int tile_folded = 1, tile_prefixed = 2;
 // prefix and hands the carry to the team. Values first, then (after a fence) the state that
 // announces them; all through atomics, which bypass the GPU's incoherent L1.
 template <class T, class Op>
-void gpu_chained(const ScanLayout& s, const T* x, T* y, bool exclusive, std::int64_t width,
-                 std::int64_t tiles, unsigned long long* ticket, int* state, AccOf<T>* folds,
-                 AccOf<T>* prefixes, bool vec_layout) {
+void gpu_chained(const KernelArgs<T>& a) {
   using Acc = AccOf<T>;
+  const ScanLayout& s = a.s;
+  const T* const x = a.x;
+  T* const y = a.y;
+  const bool exclusive = a.exclusive;
+  const std::int64_t width = a.width, tiles = a.tiles;
+  unsigned long long* const ticket = a.ticket;
+  int* const state = a.state;
+  Acc* const folds = a.folds;
+  Acc* const prefixes = a.prefixes;
   auto* sh = static_cast<TileShared<Acc>*>(llvm_omp_target_dynamic_shared_alloc());
   const int n = omp_get_num_threads(), t = omp_get_thread_num();
   const u32 lane = lane_id(), mask = warp_mask(n);
@@ -510,11 +556,11 @@ void gpu_chained(const ScanLayout& s, const T* x, T* y, bool exclusive, std::int
   // The tile is threads x per elements; per exceeds items only where the team got fewer threads
   // than asked for (then the team's runs are too long for registers: see chained()).
   const int per = int((width + n - 1) / n);
-  if (per > max_items<T>) {
-    serial_lines<T, Op>(s, x, y, exclusive);
+  if (per > max_items<T> || !sh) {
+    serial_lines<T, Op>(a);
     return;
   }
-  const bool vec = vec_layout && per % vec_elems<T> == 0 && width % vec_elems<T> == 0;
+  const bool vec = a.vec && per % vec_elems<T> == 0 && width % vec_elems<T> == 0;
   if (t == 0) {
     std::int64_t u;
 #pragma omp atomic capture
@@ -603,14 +649,16 @@ void gpu_chained(const ScanLayout& s, const T* x, T* y, bool exclusive, std::int
 template <class T, class Op>
 void chained(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const ScanPlan& plan) {
   using Acc = AccOf<T>;
-  const std::int64_t width = std::int64_t(plan.threads) * plan.items;
-  const std::int64_t tiles = (s.length + width - 1) / width;
-  const std::int64_t units = s.lines() * tiles;
+  KernelArgs<T> a{.s = s, .x = x, .y = y, .exclusive = exclusive};
+  a.vec = rows_vectorizable(s, x, y);
+  a.width = std::int64_t(plan.threads) * plan.items;
+  a.tiles = (s.length + a.width - 1) / a.width;
+  const std::int64_t units = s.lines() * a.tiles;
+  const int teams = plan.teams, threads = plan.threads;
   if (dev == omp_get_initial_device()) {
-#pragma omp target teams num_teams(plan.teams) thread_limit(plan.threads) device(dev) is_device_ptr(x, y) \
-    firstprivate(s, exclusive)
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) firstprivate(a)
 #pragma omp parallel
-    serial_lines<T, Op>(s, x, y, exclusive);
+    serial_lines<T, Op>(a);
     return;
   }
   // One ticket counter, then per tile its state, its fold and its inclusive prefix.
@@ -618,26 +666,23 @@ void chained(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
   const std::size_t aligned_fold = (fold_offset + 15) / 16 * 16;
   ScratchLease scratch(dev, aligned_fold + 2 * std::size_t(units) * sizeof(Acc));
   char* base = static_cast<char*>(scratch.data());
-  auto* ticket = reinterpret_cast<unsigned long long*>(base);
-  int* state = reinterpret_cast<int*>(base + state_offset);
-  Acc* folds = reinterpret_cast<Acc*>(base + aligned_fold);
-  Acc* prefixes = folds + units;
-  const int threads = plan.threads;
-  const bool vec = rows_vectorizable(s, x, y);
+  a.ticket = reinterpret_cast<unsigned long long*>(base);
+  a.state = reinterpret_cast<int*>(base + state_offset);
+  a.folds = reinterpret_cast<Acc*>(base + aligned_fold);
+  a.prefixes = a.folds + units;
   const std::size_t shared = sizeof(TileShared<Acc>);
-#pragma omp target teams distribute parallel for num_teams(plan.teams) thread_limit(threads) \
-    device(dev) is_device_ptr(ticket, state)
+#pragma omp target teams distribute parallel for num_teams(teams) thread_limit(threads) \
+    device(dev) firstprivate(a)
   for (std::int64_t u = 0; u < units; ++u) {
-    state[u] = tile_pending;
-    if (u == 0) *ticket = 0;
+    a.state[u] = tile_pending;
+    if (u == 0) *a.ticket = 0;
   }
-#pragma omp target teams num_teams(plan.teams) thread_limit(threads) device(dev) \
-    is_device_ptr(x, y, ticket, state, folds, prefixes) \
-    firstprivate(s, width, tiles, exclusive, vec) ompx_dyn_cgroup_mem(shared)
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) firstprivate(a) \
+    ompx_dyn_cgroup_mem(shared)
 #pragma omp parallel
   {
 #ifdef __NVPTX__
-    gpu_chained<T, Op>(s, x, y, exclusive, width, tiles, ticket, state, folds, prefixes, vec);
+    gpu_chained<T, Op>(a);
 #endif
   }
 }
