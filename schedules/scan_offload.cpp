@@ -480,20 +480,12 @@ void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
     {
 #ifdef __NVPTX__
       gpu_columns<T, Op, ColumnPass::scan>(a);
-#else
-      serial_lines<T, Op>(a);
 #endif
     }
     return;
   }
   // Chunk folds, then each line's carries from them in order, then every chunk rescanned from its
   // carry. a.folds[k * lines + line] holds chunk k's fold of the line, then its carry.
-  if (dev == omp_get_initial_device()) {
-#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) firstprivate(a)
-#pragma omp parallel
-    serial_lines<T, Op>(a);
-    return;
-  }
   ScratchLease scratch(dev, std::size_t(lines * a.chunks) * sizeof(Acc));
   a.folds = static_cast<Acc*>(scratch.data());
 #pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) firstprivate(a) \
@@ -655,12 +647,6 @@ void chained(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
   a.tiles = (s.length + a.width - 1) / a.width;
   const std::int64_t units = s.lines() * a.tiles;
   const int teams = plan.teams, threads = plan.threads;
-  if (dev == omp_get_initial_device()) {
-#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) firstprivate(a)
-#pragma omp parallel
-    serial_lines<T, Op>(a);
-    return;
-  }
   // One ticket counter, then per tile its state, its fold and its inclusive prefix.
   const std::size_t state_offset = 64, fold_offset = state_offset + std::size_t(units) * sizeof(int);
   const std::size_t aligned_fold = (fold_offset + 15) / 16 * 16;
@@ -739,29 +725,43 @@ ScanPlan default_offload_scan_plan(const CumulativeCall& call) {
   return offload_scan_defaults(call, ScanPlan::Kind::offload_chained);
 }
 
+// Calls f(T{}) with the storage type whose kernels run `type`: unsigned integers run the kernels
+// of their signed twins (both accumulate in the same unsigned type and store its bits, so the
+// results are identical), which keeps the device image, and its compile time at the first call,
+// smaller.
+template <class F> void visit_kernel_type(DataType type, F&& f) {
+  switch (type) {
+    case DataType::float32: return f(float{});
+    case DataType::float16: return f(float16_t{});
+    case DataType::int32:
+    case DataType::uint32: return f(std::int32_t{});
+    case DataType::int64:
+    case DataType::uint64: return f(std::int64_t{});
+    default: break;
+  }
+  throw Error(Errc::invalid_type, "scan", "input", "internal: not a scan type");
+}
+
 void run_scan_offload(const CumulativeCall& call, const ScanPlan& plan, int device) {
   const ScanLayout s = make_scan_layout(call);
-  // Unsigned integers run the kernels of their signed twins: both accumulate in the same unsigned
-  // type and store its bits, so the results are identical, and the device image holds half the
-  // integer kernels.
-  DataType kernel_type = call.input.desc.dtype();
-  if (kernel_type == DataType::uint32) kernel_type = DataType::int32;
-  if (kernel_type == DataType::uint64) kernel_type = DataType::int64;
-  visit_scan_type(kernel_type, [&](auto t) {
+  if (!plan.offload())
+    throw Error(Errc::invalid_schedule, call.op_name(), plan.to_schedule().to_string(),
+                "internal: not an offload schedule");
+  visit_kernel_type(call.input.desc.dtype(), [&](auto t) {
     using T = decltype(t);
     visit_combine(call.product, [&](auto op) {
       using Op = decltype(op);
       const T* x = static_cast<const T*>(call.input.data);
       T* y = static_cast<T*>(call.output.data);
       const bool ex = call.options.exclusive;
-      switch (plan.kind) {
-        case ScanPlan::Kind::offload_rows: rows<T, Op>(device, s, x, y, ex, plan); break;
-        case ScanPlan::Kind::offload_columns: columns<T, Op>(device, s, x, y, ex, plan); break;
-        case ScanPlan::Kind::offload_chained: chained<T, Op>(device, s, x, y, ex, plan); break;
-        default:
-          throw Error(Errc::invalid_schedule, call.op_name(), plan.to_schedule().to_string(),
-                      "internal: not an offload schedule");
-      }
+      // The host fallback scans every line serially whatever the strategy: the rows region's
+      // host body (the others' device-only regions then never run on the host).
+      if (device == omp_get_initial_device() || plan.kind == ScanPlan::Kind::offload_rows)
+        rows<T, Op>(device, s, x, y, ex, plan);
+      else if (plan.kind == ScanPlan::Kind::offload_columns)
+        columns<T, Op>(device, s, x, y, ex, plan);
+      else
+        chained<T, Op>(device, s, x, y, ex, plan);
     });
   });
 }
