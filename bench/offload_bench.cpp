@@ -174,30 +174,29 @@ int main(int argc, char** argv) {
   auto chain = [&](DataType t) {
     std::vector<std::string> v = {""};
     if (sweep) {
-      for (int threads : {128, 256, 512})
-        for (int bytes : {32, 64, 128})
+      for (int threads : {64, 128, 256})
+        for (int bytes : {64, 128})
           v.push_back("scan.offload_chained(threads=" + std::to_string(threads) + ", items=" + items(t, bytes) + ")");
-      for (int teams : {264, 528, 2112, 4224}) v.push_back("scan.offload_chained(teams=" + std::to_string(teams) + ")");
+      for (int teams : {528, 2112}) v.push_back("scan.offload_chained(teams=" + std::to_string(teams) + ")");
     }
     return v;
   };
   auto rows = [&](DataType t) {
     std::vector<std::string> v = {""};
     if (sweep) {
-      for (int threads : {128, 256, 512})
-        for (int bytes : {32, 64, 128})
+      for (int threads : {64, 128, 256})
+        for (int bytes : {32, 64})
           v.push_back("scan.offload_rows(threads=" + std::to_string(threads) + ", items=" + items(t, bytes) + ")");
-      for (int teams : {528, 2112, 4224, 16384}) v.push_back("scan.offload_rows(teams=" + std::to_string(teams) + ")");
-      v.push_back("scan.offload_chained");
+      for (int teams : {528, 2112}) v.push_back("scan.offload_rows(teams=" + std::to_string(teams) + ")");
     }
     return v;
   };
   auto cols = [&](DataType) {
     std::vector<std::string> v = {""};
-    if (sweep) {
-      for (int threads : {64, 128, 256, 512}) v.push_back("scan.offload_columns(threads=" + std::to_string(threads) + ")");
-      for (int chunks : {2, 4, 16}) v.push_back("scan.offload_columns(chunks=" + std::to_string(chunks) + ")");
-    }
+    if (sweep)
+      for (const char* text : {"scan.offload_columns(threads=32, chunks=1)", "scan.offload_columns(threads=128, chunks=1)",
+                               "scan.offload_columns(threads=256, chunks=4)"})
+        v.push_back(text);
     return v;
   };
   std::mt19937_64 rng(1);

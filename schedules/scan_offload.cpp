@@ -24,7 +24,10 @@ namespace hk::detail {
 namespace {
 
 constexpr std::int64_t default_teams_cap = 1056;  // 8 teams on each of an H100's 132 SMs
-constexpr std::int64_t gpu_sms = 132;             // an H100's multiprocessors: grid sizes below
+constexpr std::int64_t column_lines_single_pass = 16384;
+constexpr std::int64_t column_target_threads = std::int64_t(1) << 18;
+constexpr std::int64_t column_min_chunk = 64;
+constexpr std::int64_t columns_teams_min = 264;  // 2 teams on each of an H100's 132 SMs
 
 // ScanLayout::lines() for device code (the member is compiled for the host only).
 inline std::int64_t line_count(const ScanLayout& s) {
@@ -92,7 +95,6 @@ void serial_lines(const KernelArgs<T>& a) {
 }
 
 template <class T> constexpr int vec_elems = 16 / int(sizeof(T));           // one 16-byte access
-template <class T> constexpr int max_items = int(offload_max_item_bytes / sizeof(T));
 
 // Whether every line of the layout starts 16-byte aligned in both tensors and runs forward
 // contiguously: the tile kernels then load and store 16 bytes at a time.
@@ -101,19 +103,6 @@ template <class T> bool rows_vectorizable(const ScanLayout& s, const T* x, const
   if (s.in_step != 1 || s.out_step != 1 || s.in_origin % v || s.out_origin % v) return false;
   if (reinterpret_cast<std::uintptr_t>(x) % 16 || reinterpret_cast<std::uintptr_t>(y) % 16) return false;
   for (int d = 0; d < s.rank; ++d)
-    if ((s.sizes[d] > 1) && (s.in_strides[d] % v || s.out_strides[d] % v)) return false;
-  return true;
-}
-
-// Whether vec_elems<T> neighbouring lines of the layout sit side by side in 16 aligned bytes at
-// every step of the scanned axis, in both tensors: scan.offload_columns then moves 16 bytes at once.
-template <class T> bool columns_vectorizable(const ScanLayout& s, const T* x, const T* y) {
-  constexpr std::int64_t v = vec_elems<T>;
-  const int inner = s.rank - 1;
-  if (s.in_strides[inner] != 1 || s.out_strides[inner] != 1 || s.sizes[inner] % v) return false;
-  if (s.in_step % v || s.out_step % v || s.in_origin % v || s.out_origin % v) return false;
-  if (reinterpret_cast<std::uintptr_t>(x) % 16 || reinterpret_cast<std::uintptr_t>(y) % 16) return false;
-  for (int d = 0; d < inner; ++d)
     if ((s.sizes[d] > 1) && (s.in_strides[d] % v || s.out_strides[d] % v)) return false;
   return true;
 }
@@ -180,23 +169,24 @@ template <class Op, class A> A warp_inclusive(A v, u32 lane, u32 mask) {
   return v;
 }
 
-// A thread's run of up to max_items<T> consecutive elements, kept in registers.
-template <class T> struct Run {
-  T v[max_items<T>];
+// A thread's run of up to `cap` consecutive elements (MaxBytes of them), kept in registers.
+template <class T, std::int64_t MaxBytes> struct Run {
+  static constexpr int cap = int(MaxBytes / sizeof(T));
+  T v[cap];
 
   // count elements from p (element step `step`); 16-byte accesses when `vec` (then p is 16-byte
   // aligned, step is 1 and count a multiple of vec_elems<T>).
   void load(const T* p, std::int64_t step, int count, bool vec) {
     if (vec) {
 #pragma unroll
-      for (int j = 0; j < max_items<T> / vec_elems<T>; ++j)
+      for (int j = 0; j < cap / vec_elems<T>; ++j)
         if (j * vec_elems<T> < count) {
           const u32x4 w = *reinterpret_cast<const u32x4*>(p + j * vec_elems<T>);
           __builtin_memcpy(&v[j * vec_elems<T>], &w, 16);
         }
     } else {
 #pragma unroll
-      for (int i = 0; i < max_items<T>; ++i)
+      for (int i = 0; i < cap; ++i)
         if (i < count) v[i] = p[i * step];
     }
   }
@@ -204,7 +194,7 @@ template <class T> struct Run {
   template <class Op> AccOf<T> fold(int count) const {
     AccOf<T> f = inclusive_start<Op, AccOf<T>>();
 #pragma unroll
-    for (int i = 0; i < max_items<T>; ++i)
+    for (int i = 0; i < cap; ++i)
       if (i < count) f = Op::apply(f, widen(v[i]));
     return f;
   }
@@ -212,7 +202,7 @@ template <class T> struct Run {
   // Replaces the run by its scan from carry c, then stores it as load() read it.
   template <class Op> void scan_store(T* p, std::int64_t step, int count, bool vec, AccOf<T> c, bool exclusive) {
 #pragma unroll
-    for (int i = 0; i < max_items<T>; ++i)
+    for (int i = 0; i < cap; ++i)
       if (i < count) {
         const AccOf<T> e = widen(v[i]);
         if (exclusive) {
@@ -225,7 +215,7 @@ template <class T> struct Run {
       }
     if (vec) {
 #pragma unroll
-      for (int j = 0; j < max_items<T> / vec_elems<T>; ++j)
+      for (int j = 0; j < cap / vec_elems<T>; ++j)
         if (j * vec_elems<T> < count) {
           u32x4 w;
           __builtin_memcpy(&w, &v[j * vec_elems<T>], 16);
@@ -233,7 +223,7 @@ template <class T> struct Run {
         }
     } else {
 #pragma unroll
-      for (int i = 0; i < max_items<T>; ++i)
+      for (int i = 0; i < cap; ++i)
         if (i < count) p[i * step] = v[i];
     }
   }
@@ -242,8 +232,8 @@ template <class T> struct Run {
 // One tile of threads x items elements by the whole team, first half: each thread folds its run,
 // the warps scan their threads' folds and publish their totals. Returns the thread's exclusive
 // prefix inside its warp.
-template <class T, class Op>
-AccOf<T> tile_warp_scan(const Run<T>& run, int count, AccOf<T>* warp_total, u32 lane, u32 mask) {
+template <class T, class Op, class R>
+AccOf<T> tile_warp_scan(const R& run, int count, AccOf<T>* warp_total, u32 lane, u32 mask) {
   using Acc = AccOf<T>;
   const Acc f = run.template fold<Op>(count);
   const Acc inc = warp_inclusive<Op>(f, lane, mask);
@@ -299,7 +289,7 @@ void gpu_rows(const KernelArgs<T>& a) {
       const std::int64_t start = q + std::int64_t(t) * items;
       const int count = int(std::clamp<std::int64_t>(s.length - start, 0, items));
       const bool v = vec && count == items;
-      Run<T> run;
+      Run<T, offload_rows_max_item_bytes> run;
       run.load(x + xo + start * s.in_step, s.in_step, count, v);
       const Acc lane_before = tile_warp_scan<T, Op>(run, count, sh->warp_total[buf], lane, mask);
 #pragma omp barrier
@@ -332,187 +322,94 @@ void rows(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const S
   }
 }
 
-#ifdef __NVPTX__
-// scan.offload_columns on the device. A work item is a block of lanes x vec_elems neighbouring
-// lines and one chunk of the scanned axis; thread (g, l) of the team (l = thread % lanes) holds
-// vec_elems lines of the block and `rows` consecutive steps of row group g. Per step of groups x
-// rows steps: each thread folds its rows, the folds go to team-local memory, a thread per line of
-// the block turns them into carries (in order of the groups) and every thread rescans its rows
-// from its carry. ColumnPass::fold only writes the chunk's folds to `carries`.
-enum class ColumnPass { scan, fold, scan_from_carries };
-
-template <class T, class Op, ColumnPass Pass>
-void gpu_columns(const KernelArgs<T>& a) {
+// Folds or scans `count` elements of a line from `acc`. Loads go out a batch ahead of their use:
+// the next batch is requested before the current one is combined and stored, so that a thread
+// keeps two batches of requests in flight. Reading ahead is safe in place too: a thread reads
+// and writes only its own line.
+template <class T, class Op, bool Scan>
+AccOf<T> column_run(const T* x, std::int64_t in_step, T* y, std::int64_t out_step,
+                    std::int64_t count, AccOf<T> acc, bool exclusive) {
   using Acc = AccOf<T>;
-  const ScanLayout& s = a.s;
-  const T* const x = a.x;
-  T* const y = a.y;
-  Acc* const carries = a.folds;
-  const std::int64_t chunks = a.chunks;
-  const bool exclusive = a.exclusive;
-  constexpr int V = vec_elems<T>, L = offload_column_lanes, R = offload_column_rows;
-  const int n = omp_get_num_threads(), t = omp_get_thread_num();
-  // Team-local: the block's line carries, then two sets of per-thread folds used alternately.
-  auto* carry = static_cast<Acc*>(llvm_omp_target_dynamic_shared_alloc());
-  if (!carry) {  // no team-local memory granted: the serial body does the scanning passes' work
-    if constexpr (Pass != ColumnPass::fold) serial_lines<T, Op>(a);
-    return;
-  }
-  Acc* const fold_sets = carry + L * V;
-  const int groups = n / L, g = t / L, l = t % L, width = L * V;  // lines per block
-  const bool active = g < groups;
-  const std::int64_t lines = line_count(s), blocks = (lines + width - 1) / width;
-  const std::int64_t chunk = (s.length + chunks - 1) / chunks, items = blocks * chunks;
-  const int per_step = groups * R;
-  int buf = 0;
-  for (std::int64_t item = omp_get_team_num(); item < items; item += omp_get_num_teams()) {
-    const std::int64_t block = item % blocks, k = item / blocks;
-    const std::int64_t first_line = block * width + l * V;
-    const std::int64_t r0 = k * chunk, r1 = std::min(s.length, r0 + chunk);
-    // This thread's lines, and the vector path when all of them exist.
-    std::int64_t xo[V], yo[V];
-#pragma unroll
-    for (int j = 0; j < V; ++j) line_offsets(s, std::min(first_line + j, lines - 1), xo[j], yo[j]);
-    const int present = int(std::clamp<std::int64_t>(lines - first_line, 0, V));
-    const bool vec = a.vec && present == V;
-    // Threads t, t + n, ... keep the carries of the block's lines t, t + n, ...
-    for (int c = t; c < width; c += n) {
-      const std::int64_t line = block * width + c;
-      if constexpr (Pass == ColumnPass::scan)
-        carry[c] = line_start<Op, Acc>(exclusive);
-      else if constexpr (Pass == ColumnPass::fold)
-        carry[c] = inclusive_start<Op, Acc>();
-      else
-        carry[c] = line < lines ? carries[k * lines + line] : inclusive_start<Op, Acc>();
+  constexpr int batch = offload_column_batch;
+  T cur[batch], next[batch];
+  for (int j = 0; j < batch; ++j)
+    if (j < count) cur[j] = x[j * in_step];
+  for (std::int64_t q = 0; q < count; q += batch) {
+    const std::int64_t ahead = q + batch;
+    for (int j = 0; j < batch; ++j)
+      if (ahead + j < count) next[j] = x[(ahead + j) * in_step];
+    for (int j = 0; j < batch; ++j) {
+      if (q + j >= count) break;
+      const Acc e = widen(cur[j]);
+      if constexpr (Scan) {
+        if (exclusive) {
+          y[(q + j) * out_step] = narrow<T>(acc);
+          acc = Op::apply(acc, e);
+        } else {
+          acc = Op::apply(acc, e);
+          y[(q + j) * out_step] = narrow<T>(acc);
+        }
+      } else {
+        acc = Op::apply(acc, e);
+      }
     }
-    for (std::int64_t r = r0; r < r1; r += per_step) {
-      const std::int64_t row0 = r + std::int64_t(g) * R;
-      const int count = active ? int(std::clamp<std::int64_t>(r1 - row0, 0, R)) : 0;
-      T v[R][V];
-#pragma unroll
-      for (int i = 0; i < R; ++i)
-        if (i < count) {
-          if (vec) {
-            const u32x4 w = *reinterpret_cast<const u32x4*>(x + xo[0] + (row0 + i) * s.in_step);
-            __builtin_memcpy(v[i], &w, 16);
-          } else {
-#pragma unroll
-            for (int j = 0; j < V; ++j) v[i][j] = j < present ? x[xo[j] + (row0 + i) * s.in_step] : T(0);
-          }
-        }
-      Acc* folds = fold_sets + buf * (n * V);
-      if (active) {
-#pragma unroll
-        for (int j = 0; j < V; ++j) {
-          Acc f = inclusive_start<Op, Acc>();
-#pragma unroll
-          for (int i = 0; i < R; ++i)
-            if (i < count) f = Op::apply(f, widen(v[i][j]));
-          folds[g * width + l * V + j] = f;
-        }
-      }
-#pragma omp barrier
-      for (int c = t; c < width; c += n) {
-        Acc running = carry[c];
-        for (int gg = 0; gg < groups; ++gg) {
-          const Acc f = folds[gg * width + c];
-          folds[gg * width + c] = running;
-          running = Op::apply(running, f);
-        }
-        carry[c] = running;
-      }
-#pragma omp barrier
-      if (Pass != ColumnPass::fold && active && count > 0) {
-#pragma unroll
-        for (int j = 0; j < V; ++j) {
-          Acc c = folds[g * width + l * V + j];
-#pragma unroll
-          for (int i = 0; i < R; ++i)
-            if (i < count) {
-              const Acc e = widen(v[i][j]);
-              if (exclusive) {
-                v[i][j] = narrow<T>(c);
-                c = Op::apply(c, e);
-              } else {
-                c = Op::apply(c, e);
-                v[i][j] = narrow<T>(c);
-              }
-            }
-        }
-#pragma unroll
-        for (int i = 0; i < R; ++i)
-          if (i < count) {
-            if (vec) {
-              u32x4 w;
-              __builtin_memcpy(&w, v[i], 16);
-              *reinterpret_cast<u32x4*>(y + yo[0] + (row0 + i) * s.out_step) = w;
-            } else {
-#pragma unroll
-              for (int j = 0; j < V; ++j)
-                if (j < present) y[yo[j] + (row0 + i) * s.out_step] = v[i][j];
-            }
-          }
-      }
-      buf ^= 1;
-    }
-    if constexpr (Pass == ColumnPass::fold)
-      for (int c = t; c < width; c += n)
-        if (block * width + c < lines) carries[k * lines + block * width + c] = carry[c];
+    for (int j = 0; j < batch; ++j) cur[j] = next[j];
   }
+  return acc;
 }
-#endif
 
 template <class T, class Op>
 void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const ScanPlan& plan) {
   using Acc = AccOf<T>;
   const std::int64_t lines = s.lines();
-  KernelArgs<T> a{.s = s, .x = x, .y = y, .exclusive = exclusive};
-  a.vec = columns_vectorizable(s, x, y);
-  a.chunks = std::min(plan.chunks, s.length);
+  const std::int64_t chunks = std::min(plan.chunks, s.length);
+  const std::int64_t chunk = (s.length + chunks - 1) / chunks;
   const int teams = plan.teams, threads = plan.threads;
-  // The block's carries and two sets of per-thread folds (vec_elems lines each).
-  const std::size_t shared =
-      (offload_column_lanes + 2 * std::size_t(threads)) * vec_elems<T> * sizeof(Acc);
-  if (a.chunks == 1) {
-#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) firstprivate(a) \
-    ompx_dyn_cgroup_mem(shared)
-#pragma omp parallel
-    {
-#ifdef __NVPTX__
-      gpu_columns<T, Op, ColumnPass::scan>(a);
-#endif
+  if (chunks == 1) {
+#pragma omp target teams distribute parallel for num_teams(teams) thread_limit(threads) \
+    device(dev) is_device_ptr(x, y) firstprivate(s, exclusive)
+    for (std::int64_t line = 0; line < lines; ++line) {
+      std::int64_t xo, yo;
+      line_offsets(s, line, xo, yo);
+      column_run<T, Op, true>(x + xo, s.in_step, y + yo, s.out_step, s.length,
+                              line_start<Op, Acc>(exclusive), exclusive);
     }
     return;
   }
-  // Chunk folds, then each line's carries from them in order, then every chunk rescanned from its
-  // carry. a.folds[k * lines + line] holds chunk k's fold of the line, then its carry.
-  ScratchLease scratch(dev, std::size_t(lines * a.chunks) * sizeof(Acc));
-  a.folds = static_cast<Acc*>(scratch.data());
-#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) firstprivate(a) \
-    ompx_dyn_cgroup_mem(shared)
-#pragma omp parallel
-  {
-#ifdef __NVPTX__
-    gpu_columns<T, Op, ColumnPass::fold>(a);
-#endif
+  // Work item i: chunk i / lines of line i % lines, so that neighbouring threads read
+  // neighbouring lines.
+  const std::int64_t items = lines * chunks;
+  ScratchLease scratch(dev, std::size_t(items) * sizeof(Acc));
+  Acc* carries = static_cast<Acc*>(scratch.data());
+#pragma omp target teams distribute parallel for num_teams(teams) thread_limit(threads) \
+    device(dev) is_device_ptr(x, carries) firstprivate(s, chunk)
+  for (std::int64_t i = 0; i < items; ++i) {
+    std::int64_t xo, yo;
+    line_offsets(s, i % lines, xo, yo);
+    const std::int64_t q = (i / lines) * chunk;
+    const std::int64_t count = std::max<std::int64_t>(0, std::min(chunk, s.length - q));
+    carries[i] = column_run<T, Op, false>(x + xo + q * s.in_step, s.in_step, nullptr, 0, count,
+                                          inclusive_start<Op, Acc>(), false);
   }
 #pragma omp target teams distribute parallel for num_teams(teams) thread_limit(threads) \
-    device(dev) firstprivate(a, lines)
+    device(dev) is_device_ptr(carries) firstprivate(exclusive)
   for (std::int64_t line = 0; line < lines; ++line) {
-    Acc running = line_start<Op, Acc>(a.exclusive);
-    for (std::int64_t c = 0; c < a.chunks; ++c) {
-      const Acc fold = a.folds[c * lines + line];
-      a.folds[c * lines + line] = running;
+    Acc running = line_start<Op, Acc>(exclusive);
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      const Acc fold = carries[c * lines + line];
+      carries[c * lines + line] = running;
       running = Op::apply(running, fold);
     }
   }
-#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) firstprivate(a) \
-    ompx_dyn_cgroup_mem(shared)
-#pragma omp parallel
-  {
-#ifdef __NVPTX__
-    gpu_columns<T, Op, ColumnPass::scan_from_carries>(a);
-#endif
+#pragma omp target teams distribute parallel for num_teams(teams) thread_limit(threads) \
+    device(dev) is_device_ptr(x, y, carries) firstprivate(s, chunk, exclusive)
+  for (std::int64_t i = 0; i < items; ++i) {
+    std::int64_t xo, yo;
+    line_offsets(s, i % lines, xo, yo);
+    const std::int64_t q = (i / lines) * chunk;
+    const std::int64_t count = std::max<std::int64_t>(0, std::min(chunk, s.length - q));
+    column_run<T, Op, true>(x + xo + q * s.in_step, s.in_step, y + yo + q * s.out_step,
+                            s.out_step, count, carries[i], exclusive);
   }
 }
 
@@ -548,7 +445,7 @@ void gpu_chained(const KernelArgs<T>& a) {
   // The tile is threads x per elements; per exceeds items only where the team got fewer threads
   // than asked for (then the team's runs are too long for registers: see chained()).
   const int per = int((width + n - 1) / n);
-  if (per > max_items<T> || !sh) {
+  if (per > int(offload_chained_max_item_bytes / sizeof(T)) || !sh) {
     serial_lines<T, Op>(a);
     return;
   }
@@ -569,7 +466,7 @@ void gpu_chained(const KernelArgs<T>& a) {
     const std::int64_t end = std::min(s.length, q + width);
     const int count = int(std::clamp<std::int64_t>(end - start, 0, per));
     const bool v = vec && count == per;
-    Run<T> run;
+    Run<T, offload_chained_max_item_bytes> run;
     run.load(x + xo + start * s.in_step, s.in_step, count, v);
     const Acc lane_before = tile_warp_scan<T, Op>(run, count, sh->warp_total[0], lane, mask);
 #pragma omp barrier
@@ -677,37 +574,37 @@ std::int64_t elem_bytes(const CumulativeCall& call) {
   return visit_scan_type(call.input.desc.dtype(), [](auto t) { return std::int64_t(sizeof(t)); });
 }
 
-// 64 bytes of elements per thread (16 float32, 32 float16) in the tile kernels.
-int default_items(const CumulativeCall& call) { return int(64 / elem_bytes(call)); }
-
 }  // namespace
 
 ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) {
   const ScanLayout s = make_scan_layout(call);
   ScanPlan plan;
   plan.kind = kind;
-  plan.threads = 256;
-  plan.items = default_items(call);
+  // Measured on an H100 ({16384,16384} rows and a 2^28 line; float32, int32, float16): 128
+  // threads with runs of 64 bytes (rows) or 128 bytes (chained) were the fastest.
+  plan.threads = 128;
   switch (kind) {
     case ScanPlan::Kind::offload_rows:
+      plan.items = int(offload_rows_max_item_bytes / elem_bytes(call));
       // Short lines: fewer threads, so that a tile is not mostly idle lanes.
       plan.threads = int(std::clamp<std::int64_t>(
-          std::int64_t(std::bit_ceil(std::uint64_t((s.length + plan.items - 1) / plan.items))), 32, 256));
+          std::int64_t(std::bit_ceil(std::uint64_t((s.length + plan.items - 1) / plan.items))), 32, 128));
       plan.teams = int(std::clamp<std::int64_t>(s.lines(), 1, default_teams_cap));
       break;
     case ScanPlan::Kind::offload_columns: {
-      // One pass when there are blocks of lines for every SM; otherwise chunks of the axis (each
-      // at least a step of the team long) until there are about default_teams_cap work items.
-      const std::int64_t block_lines = offload_column_lanes * (16 / elem_bytes(call));
-      const std::int64_t blocks = (s.lines() + block_lines - 1) / block_lines;
-      const std::int64_t step = plan.threads / offload_column_lanes * offload_column_rows;
-      plan.chunks = blocks >= gpu_sms ? 1
-                                      : std::clamp<std::int64_t>(default_teams_cap / blocks, 1,
-                                                                 std::max<std::int64_t>(1, s.length / step));
-      plan.teams = int(std::clamp<std::int64_t>(blocks * plan.chunks, 1, std::int64_t(1) << 20));
+      const std::int64_t lines = s.lines();
+      plan.chunks = lines >= column_lines_single_pass
+                        ? 1
+                        : std::clamp<std::int64_t>(column_target_threads / lines, 1,
+                                                   std::max<std::int64_t>(1, s.length / column_min_chunk));
+      // Small teams when there are few threads in all, so that every SM gets some.
+      const std::int64_t work = lines * plan.chunks;
+      plan.threads = int(std::clamp<std::int64_t>(std::bit_floor(std::uint64_t(std::max<std::int64_t>(work / columns_teams_min, 1))), 32, 256));
+      plan.teams = int(std::clamp<std::int64_t>((work + plan.threads - 1) / plan.threads, 1, std::int64_t(1) << 20));
       break;
     }
     default: {
+      plan.items = int(offload_chained_max_item_bytes / elem_bytes(call));
       const std::int64_t width = std::int64_t(plan.threads) * plan.items;
       plan.teams = int(std::clamp<std::int64_t>(s.lines() * ((s.length + width - 1) / width), 1,
                                                 default_teams_cap));

@@ -9,18 +9,15 @@
 
 namespace hk::detail {
 
-/// The tile kernels (rows, chained) keep each thread's run of `items` consecutive elements in
-/// registers: at most this many bytes of them per thread.
-inline constexpr std::int64_t offload_max_item_bytes = 128;
+/// The tile kernels keep each thread's run of `items` consecutive elements in registers: at most
+/// this many bytes of them per thread (rows: fewer, so that more teams fit an SM; chained: more,
+/// for larger tiles and fewer look-backs).
+inline constexpr std::int64_t offload_rows_max_item_bytes = 64;
+inline constexpr std::int64_t offload_chained_max_item_bytes = 128;
 inline constexpr std::int64_t offload_max_threads = 1024;
 
-/// scan.offload_columns: a team's threads form row groups of this many lanes, each lane holding
-/// 16 bytes of neighbouring lines (4 float32, 8 float16), so that a group reads 128 contiguous
-/// bytes of a row; each thread takes this many rows of a step; the team's column carries in
-/// team-local memory cap its threads.
-inline constexpr int offload_column_lanes = 8;
-inline constexpr int offload_column_rows = 8;
-inline constexpr std::int64_t offload_columns_max_threads = 512;
+/// Loads a thread of scan.offload_columns issues before it combines them.
+inline constexpr int offload_column_batch = 32;
 
 /// Runs a validated call with an offload plan; the data pointers are addresses on `device` (an
 /// OpenMP device number, or the initial device for the host fallback). No transfers.

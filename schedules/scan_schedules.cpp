@@ -81,22 +81,22 @@ const std::vector<StrategySpec>& table() {
        "for many lines along the contiguous axis",
        {{"teams", 1, 65536, "OpenMP teams (default: the lines, at most 1056)"},
         {"threads", 32, offload_max_threads,
-         "threads per team (default 256, fewer for lines shorter than 256 runs)"},
+         "threads per team (default 128, fewer for lines shorter than 128 runs)"},
         {"items", 1, 64,
-         "consecutive elements per thread in a tile, at most 128 bytes of them (default: 64 "
+         "consecutive elements per thread in a tile, at most 64 bytes of them (default: 64 "
          "bytes, e.g. 16 for 4-byte types)"}}},
       {"scan.offload_columns",
-       "GPU (OpenMP target): a team walks a block of neighbouring lines (8 lanes x 16 bytes of "
-       "them per row) down the axis, its threads in row groups of 8 lanes, each thread 8 steps of "
-       "its group's rows at a time; the team turns the groups' folds into carries in team-local "
-       "memory; with chunks > 1 the axis is cut into chunks: their folds, the carries, then each "
+       "GPU (OpenMP target): one thread per line and axis chunk, consecutive threads on "
+       "neighbouring lines (coalesced), each issuing 32 loads along the axis before combining "
+       "them; with chunks > 1 the axis is cut into chunks: their folds, the carries, then each "
        "chunk rescanned from its carry; for the scanned axis outside the contiguous one",
        {{"teams", 1, std::int64_t(1) << 20,
-         "OpenMP teams (default: one per block of lines and chunk)"},
-        {"threads", 32, offload_columns_max_threads, "threads per team (default 256)"},
+         "OpenMP teams (default: enough for one thread per line and chunk)"},
+        {"threads", 32, offload_max_threads,
+         "threads per team (default: 256, fewer when that leaves under 264 teams)"},
         {"chunks", 1, std::int64_t(1) << 20,
-         "chunks of the scanned axis (default: 1 when there are at least 132 blocks of lines, "
-         "else enough for about 1056 work items, each chunk at least a step of the team long)"}}},
+         "chunks of the scanned axis (default: 1 when there are at least 16384 lines, else "
+         "enough for about 2^18 threads, each chunk at least 64 long)"}}},
       {"scan.offload_chained",
        "GPU (OpenMP target): single-pass chained scan; persistent teams take tiles of threads x "
        "items elements in order from an atomic ticket, scan them as scan.offload_rows does, "
@@ -104,8 +104,10 @@ const std::vector<StrategySpec>& table() {
        "prefixes (a warp, 32 tiles at a time) for the carry: memory sees one read and one write; "
        "for few long lines",
        {{"teams", 1, 65536, "OpenMP teams (default: the tiles, at most 1056)"},
-        {"threads", 32, offload_max_threads, "threads per team (default 256)"},
-        {"items", 1, 64, "elements per thread in a tile, as scan.offload_rows (default 64 bytes)"}}},
+        {"threads", 32, offload_max_threads, "threads per team (default 128)"},
+        {"items", 1, 64,
+         "consecutive elements per thread in a tile, at most 128 bytes of them (default: 128 "
+         "bytes, e.g. 32 for 4-byte types)"}}},
 #endif
   };
   return specs;
@@ -115,10 +117,12 @@ const std::vector<StrategySpec>& table() {
 // A thread's run of items elements must fit the registers the tile kernels give it.
 void check_offload_tile(const CumulativeCall& call, const Schedule& schedule, const ScanPlan& plan) {
   const std::int64_t bytes = std::int64_t(plan.items) * element_bytes(call);
-  if (bytes > offload_max_item_bytes)
+  const std::int64_t max_bytes = plan.kind == ScanPlan::Kind::offload_rows ? offload_rows_max_item_bytes
+                                                                           : offload_chained_max_item_bytes;
+  if (bytes > max_bytes)
     throw Error(Errc::invalid_schedule, call.op_name(), schedule.to_string(),
                 "items = " + std::to_string(plan.items) + " elements of " + std::to_string(element_bytes(call)) +
-                    " bytes exceed the " + std::to_string(offload_max_item_bytes) +
+                    " bytes exceed the " + std::to_string(max_bytes) +
                     " bytes a thread holds in registers");
 }
 #endif
