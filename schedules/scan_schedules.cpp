@@ -81,7 +81,7 @@ const std::vector<StrategySpec>& table() {
        "for many lines along the contiguous axis",
        {{"teams", 1, 65536, "OpenMP teams (default: the lines, at most 1056)"},
         {"threads", 32, offload_max_threads,
-         "threads per team (default 128, fewer for lines shorter than 128 runs)"},
+         "threads per team (default 64, 32 for lines shorter than 64 runs)"},
         {"items", 1, 64,
          "consecutive elements per thread in a tile, at most 64 bytes of them (default: 64 "
          "bytes, e.g. 16 for 4-byte types)"}}},
