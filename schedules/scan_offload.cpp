@@ -1,10 +1,10 @@
 // Offload lowering of the cumulative schedules: OpenMP `target` kernels for rows (a team per
-// line), columns (row groups of a team walking a block of neighbouring lines) and one long line
-// (single-pass chained scan with look-back). Compiled with the offload flags. Each kernel is one
-// SPMD target region (`target teams` with a directly nested `parallel`) with two bodies: on an
-// NVPTX device the tile algorithm (16-byte loads, warp shuffles, team-local memory through
-// ompx_dyn_cgroup_mem), on the host fallback every line scanned by one host thread. The device
-// bodies take the team and thread counts they got, never the ones asked for.
+// line), columns (a thread per line and axis chunk) and one long line (single-pass chained scan
+// with look-back). Compiled with the offload flags. The rows and chained kernels are SPMD target
+// regions (`target teams` with a directly nested `parallel`) whose device body is a tile
+// algorithm (16-byte loads, warp shuffles, team-local memory through ompx_dyn_cgroup_mem); on the
+// host fallback every strategy runs the rows region, whose host body scans each line on one host
+// thread. The kernels take the team and thread counts they got, never the ones asked for.
 #include "schedules/scan_offload.hpp"
 
 #include <omp.h>
@@ -55,11 +55,10 @@ template <class T> struct KernelArgs {
   const T* x = nullptr;
   T* y = nullptr;
   bool exclusive = false;
-  bool vec = false;                     // 16-byte accesses allowed (see *_vectorizable)
+  bool vec = false;                     // 16-byte accesses allowed (rows_vectorizable)
   int items = 1;                        // rows: elements per thread in a tile
-  std::int64_t chunks = 1;              // columns: chunks of the scanned axis
   std::int64_t width = 1, tiles = 1;    // chained: elements per tile, tiles per line
-  AccOf<T>* folds = nullptr;            // columns: chunk folds and carries; chained: tile folds
+  AccOf<T>* folds = nullptr;            // chained: tile folds
   AccOf<T>* prefixes = nullptr;         // chained: tile prefixes
   int* state = nullptr;                 // chained: tile states
   unsigned long long* ticket = nullptr; // chained: the next tile
