@@ -1,14 +1,16 @@
-// Device scratch memory reused across calls (the offload kernels' carries and tile states), so
-// that a call does not pay for an allocation on the device.
+// Device memory that hetkern manages for its own calls: scratch blocks reused across calls (the
+// kernels' carries and workspaces, the device copies of host tensors) and the counted copies
+// between host and device. Offload builds only.
 #pragma once
 
 #include <cstddef>
 
 namespace hk::detail {
 
-/// Scratch memory of at least `bytes` on OpenMP device `device` for the lifetime of the lease;
-/// leases held at the same time get distinct memory. Throws hk::Error(Errc::invalid_parameter)
-/// when the device cannot allocate it.
+/// Memory of at least `bytes` on OpenMP device `device` for the lifetime of the lease; leases held
+/// at the same time get distinct memory. Blocks come from a cache of freed blocks when one fits
+/// (hk::release_cached_device_memory empties it). Throws hk::Error(Errc::invalid_parameter) when
+/// the device cannot allocate it.
 class ScratchLease {
  public:
   ScratchLease(int device, std::size_t bytes);
@@ -22,5 +24,17 @@ class ScratchLease {
   void* data_;
   std::size_t bytes_;
 };
+
+/// `bytes` from host memory to device memory on `device` (offsets in bytes), counted in
+/// hk::transfer_counters(). Throws hk::Error(Errc::invalid_parameter) when the copy fails.
+void copy_to_device(void* device_dst, std::size_t dst_offset, const void* host_src,
+                    std::size_t bytes, int device);
+/// `bytes` from device memory on `device` to host memory, counted.
+void copy_to_host(void* host_dst, const void* device_src, std::size_t src_offset,
+                  std::size_t bytes, int device);
+
+/// omp_target_alloc on `device`, never null: throws hk::Error(Errc::invalid_parameter) naming
+/// `what` when the device cannot allocate `bytes`.
+void* device_alloc(std::size_t bytes, int device, const char* what);
 
 }  // namespace hk::detail

@@ -2,12 +2,16 @@
 #include "runtime/fingerprint.hpp"
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "hetkern/info.hpp"
 #include "hetkern/topology.hpp"
 #include "hetkern/tuning.hpp"
+#ifdef HETKERN_OFFLOAD
+#include "hetkern/device.hpp"
+#endif
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -49,6 +53,23 @@ std::string read_cpu_model() {
   return "unknown";
 }
 
+// Records tuned with a GPU name offload schedules, which mean something else without one (or
+// with another GPU). The NVIDIA driver names its GPUs in /proc; other devices go by number.
+std::string offload_device_model() {
+#ifdef HETKERN_OFFLOAD
+  if (offload_on_host()) return "none";
+  std::error_code ec;
+  for (const auto& gpu : std::filesystem::directory_iterator("/proc/driver/nvidia/gpus", ec)) {
+    std::ifstream info(gpu.path() / "information");
+    for (std::string line; std::getline(info, line);)
+      if (line.rfind("Model:", 0) == 0) return trimmed(line.substr(6));
+  }
+  return "openmp-device-" + std::to_string(offload_device());
+#else
+  return "none";
+#endif
+}
+
 // ';' and '=' separate the fields, so they may not appear inside one.
 std::string field_value(std::string v) {
   for (char& c : v)
@@ -66,7 +87,8 @@ const std::string& cpu_model() {
 std::string fingerprint_text(const FingerprintParts& p) {
   return "cpu=" + field_value(p.cpu_model) + ";isa=" + field_value(p.isa) +
          ";version=" + field_value(p.version) + ";threads=" + std::to_string(p.threads) +
-         ";pin=" + field_value(p.pin) + ";topology=" + field_value(p.topology);
+         ";pin=" + field_value(p.pin) + ";topology=" + field_value(p.topology) +
+         ";device=" + field_value(p.device);
 }
 
 FingerprintParts current_fingerprint_parts() {
@@ -77,6 +99,7 @@ FingerprintParts current_fingerprint_parts() {
   p.threads = default_threads();
   p.pin = name_of(default_pin_policy());
   p.topology = topology_digest();
+  p.device = offload_device_model();
   return p;
 }
 

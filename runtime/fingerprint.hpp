@@ -13,6 +13,7 @@ struct FingerprintParts {
   int threads = 1;        // hk::default_threads()
   std::string pin;        // the default thread pinning policy (hk::default_pin_policy())
   std::string topology;   // hk::topology_digest(): the allowed hwloc topology
+  std::string device;     // the offload device the schedules may use: "none", or the GPU's model
 };
 
 FingerprintParts current_fingerprint_parts();

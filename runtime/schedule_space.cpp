@@ -6,8 +6,12 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
 
 #include "hetkern/error.hpp"
+#ifdef HETKERN_OFFLOAD
+#include "hetkern/device.hpp"
+#endif
 #include "hetkern/info.hpp"
 #include "hetkern/topology.hpp"
 #include "schedules/qmm_pack.hpp"
@@ -88,6 +92,16 @@ std::vector<std::int64_t> values_for(const ParamSpec& p, const Context& c) {
   return {};
 }
 
+bool is_offload_strategy(std::string_view name) { return name.find(".offload") != std::string_view::npos; }
+
+bool gpu_present() {
+#ifdef HETKERN_OFFLOAD
+  return !offload_on_host();
+#else
+  return false;
+#endif
+}
+
 }  // namespace
 
 std::vector<SpacePoint> enumerate_space(const TuneWorkload& w, std::span<const StrategySpec> specs) {
@@ -118,12 +132,20 @@ std::vector<SpacePoint> enumerate_space(const TuneWorkload& w, std::span<const S
   for (std::size_t si = 0; si < specs.size(); ++si) {
     const StrategySpec& spec = specs[si];
     if (std::string(spec.name) == "reference") continue;
+    const bool on_device = is_offload_strategy(spec.name);
+    // Offload strategies on host tensors are timed with their transfers, which is what decides
+    // between the GPU and the host; without a GPU they are host code in disguise: left out.
+    if (on_device && !gpu_present()) continue;
     std::vector<std::pair<std::string, std::vector<std::string>>> axes;
     bool strategy_possible = true;
     for (const auto& p : spec.params) {
       std::vector<std::string> v;
       if (std::string(p.key) == "pin") {
         v = pin_values(c.threads);
+      } else if (on_device) {
+        // Team sizes of whole warps that measured best on an H100; teams, items and chunks
+        // keep the library's shape-derived defaults.
+        if (std::string(p.key) == "threads") v = {"128", "256"};
       } else {
         for (const auto n : values_for(p, c)) v.push_back(std::to_string(n));
       }

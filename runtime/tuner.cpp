@@ -11,6 +11,9 @@
 #include "runtime/dispatch.hpp"
 #include "runtime/quantile.hpp"
 #include "runtime/schedule_space.hpp"
+#ifdef HETKERN_OFFLOAD
+#include "hetkern/device.hpp"
+#endif
 
 namespace hk {
 namespace {
@@ -167,6 +170,10 @@ std::vector<double> time_schedules(const TuneProblem& problem, const std::vector
 }
 
 TuneResult tune(const TuneProblem& problem, const TuneOptions& options) {
+#ifdef HETKERN_OFFLOAD
+  // The kernels' JIT compilation belongs to the process, not to this shape's budget.
+  warm_up_offload();
+#endif
   const auto start = Clock::now();
   TuneWorkload w(problem);
   const auto specs = w.is_scan() ? detail::scan_strategies() : detail::qmm_strategies();

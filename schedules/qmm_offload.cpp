@@ -408,30 +408,6 @@ Kernel make_kernel(const OffloadQmmArgs& x, const WorkspaceLayout& w) {
   return k;
 }
 
-// Device memory freed when it goes out of scope.
-struct DeviceBytes {
-  void* data = nullptr;
-  int device = 0;
-  DeviceBytes(i64 bytes, int dev) : device(dev) {
-    data = omp_target_alloc(std::size_t(std::max<i64>(bytes, 1)), dev);
-    if (!data) throw std::bad_alloc();
-  }
-  DeviceBytes(const DeviceBytes&) = delete;
-  DeviceBytes& operator=(const DeviceBytes&) = delete;
-  ~DeviceBytes() { omp_target_free(data, device); }
-};
-
-// Elements from a tensor's first to its last, inclusive (strides are non-negative).
-i64 span_elements(const std::int64_t (&batch)[2], const std::int64_t (&batch_stride)[2], i64 rows,
-                  i64 row_stride, i64 cols, i64 col_stride) {
-  return (batch[0] - 1) * batch_stride[0] + (batch[1] - 1) * batch_stride[1] +
-         (rows - 1) * row_stride + (cols - 1) * col_stride + 1;
-}
-
-void to_device(DeviceBytes& d, const void* host, i64 bytes) {
-  omp_target_memcpy(d.data, host, std::size_t(bytes), 0, 0, d.device, omp_get_initial_device());
-}
-
 }  // namespace
 
 std::int64_t qmm_offload_workspace_bytes(const OffloadQmmArgs& args) {
@@ -451,68 +427,6 @@ void qmm_offload(const OffloadQmmArgs& x) {
     deep ? product_mma<true>(k, x.device, teams, threads) : product_mma<false>(k, x.device, teams, threads);
   else
     deep ? product_dp4a<true>(k, x.device, teams, threads) : product_dp4a<false>(k, x.device, teams, threads);
-}
-
-void run_qmm_offload(const QmmProblem& p, const QmmPlan& plan) {
-  const int device = omp_get_num_devices() > 0 ? omp_get_default_device() : omp_get_initial_device();
-  const i64 batches = p.batch[0] * p.batch[1];
-
-  // B from a caller's packed copy: back to plain K x N matrices of its source type.
-  std::vector<u8> plain_b;
-  MatrixView b = p.b;
-  if (p.packed_b) {
-    plain_b = unpack_panels(*p.packed_b);
-    const i64 kn = p.packed_b->K * p.packed_b->N;
-    b = {p.packed_b->source, plain_b.data(), {p.packed_b->batches == 1 ? 0 : p.batch[1] * kn,
-                                              p.packed_b->batches == 1 ? 0 : kn}, p.N, 1};
-  }
-  const i64 a_span = span_elements(p.batch, p.a.batch_stride, p.M, p.a.row_stride, p.K, p.a.col_stride);
-  const i64 b_span = span_elements(p.batch, b.batch_stride, p.K, b.row_stride, p.N, b.col_stride);
-  const i64 out_span = span_elements(p.batch, p.out_batch_stride, p.M, p.out_row_stride, p.N, p.out_col_stride);
-
-  const QuantParams& q = p.q;
-  const i64 floats = i64(q.a_scale.size() + q.b_scale.size() + q.out_scale.size());
-  const i64 ints = i64(q.a_zero.size() + q.b_zero.size() + q.out_zero.size());
-  std::vector<std::byte> params(std::size_t((floats + ints) * 4));
-  std::byte* cursor = params.data();
-  for (const auto* v : {&q.a_scale, &q.b_scale, &q.out_scale})
-    cursor = static_cast<std::byte*>(std::memcpy(cursor, v->data(), v->size() * 4)) + v->size() * 4;
-  for (const auto* v : {&q.a_zero, &q.b_zero, &q.out_zero})
-    cursor = static_cast<std::byte*>(std::memcpy(cursor, v->data(), v->size() * 4)) + v->size() * 4;
-
-  DeviceBytes d_a(a_span, device), d_b(b_span, device), d_out(out_span, device);
-  DeviceBytes d_params(i64(params.size()), device);
-  OffloadQmmArgs x;
-  x.device = device;
-  x.batch[0] = p.batch[0], x.batch[1] = p.batch[1];
-  x.M = p.M, x.N = p.N, x.K = p.K;
-  x.a = p.a, x.a.data = d_a.data;
-  x.b = b, x.b.data = d_b.data;
-  x.out_type = p.out_type;
-  x.out = d_out.data;
-  x.out_batch_stride[0] = p.out_batch_stride[0], x.out_batch_stride[1] = p.out_batch_stride[1];
-  x.out_row_stride = p.out_row_stride, x.out_col_stride = p.out_col_stride;
-  const auto* f = static_cast<const float*>(d_params.data);
-  x.a_scale = f, x.b_scale = f + q.a_scale.size(), x.out_scale = x.b_scale + q.b_scale.size();
-  const auto* z = reinterpret_cast<const i32*>(f + floats);
-  x.a_zero = z, x.b_zero = z + q.a_zero.size(), x.out_zero = x.b_zero + q.b_zero.size();
-  x.a_scale_per_row = q.a_scale.size() > 1, x.b_scale_per_column = q.b_scale.size() > 1;
-  x.out_scale_per_row = q.out_scale.size() > 1;
-  x.a_zero_per_row = q.a_zero.size() > 1, x.b_zero_per_column = q.b_zero.size() > 1;
-  x.out_zero_per_row = q.out_zero.size() > 1;
-  x.kernel = plan.kind == QmmPlan::Kind::offload_mma ? OffloadQmmKernel::mma : OffloadQmmKernel::dp4a;
-  x.teams = plan.teams;
-  x.threads = plan.threads;
-  DeviceBytes workspace(qmm_offload_workspace_bytes(x), device);
-  x.workspace = workspace.data;
-
-  to_device(d_a, p.a.data, a_span);
-  to_device(d_b, b.data, b_span);
-  to_device(d_params, params.data(), i64(params.size()));
-  // Bytes between output elements must come back unchanged.
-  if (out_span != batches * p.M * p.N) to_device(d_out, p.out, out_span);
-  qmm_offload(x);
-  omp_target_memcpy(p.out, d_out.data, std::size_t(out_span), 0, 0, omp_get_initial_device(), device);
 }
 
 }  // namespace hk::detail

@@ -51,9 +51,18 @@ std::int64_t qmm_offload_workspace_bytes(const OffloadQmmArgs& args);
 /// Runs the call on args.device. Every pointer must be valid there.
 void qmm_offload(const OffloadQmmArgs& args);
 
-/// The host-tensor entry of the qmm.offload / qmm.offload_mma schedules: copies the spans of the
-/// inputs to the default device (the host when there is none), runs qmm_offload, copies the output
-/// back. Throws std::bad_alloc when device memory runs out (the output is then untouched).
+/// A validated problem whose A, B and output are addresses on `device` (an OpenMP device number,
+/// or the initial device for the host fallback): the quantization parameters are copied there
+/// (counted transfers), the workspace comes from the device scratch cache, and qmm_offload runs.
+void run_qmm_offload_on_device(const QmmProblem& problem, const QmmPlan& plan, int device);
+
+/// The host-tensor entry of the qmm.offload / qmm.offload_mma schedules: on a GPU, copies the
+/// spans of the inputs to device scratch, runs there and copies the output back (counted
+/// transfers); on the host fallback runs on the host memory directly. Throws
+/// hk::Error(Errc::invalid_parameter) when device memory runs out (the output is then untouched).
 void run_qmm_offload(const QmmProblem& problem, const QmmPlan& plan);
+
+/// The offload plan a call on device tensors gets without a schedule.
+QmmPlan default_offload_qmm_plan(const QmmProblem& problem);
 
 }  // namespace hk::detail

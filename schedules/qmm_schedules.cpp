@@ -7,6 +7,9 @@
 #include "hetkern/info.hpp"
 #include "runtime/topology.hpp"
 #include "schedules/qmm_pack.hpp"
+#ifdef HETKERN_OFFLOAD
+#include "schedules/qmm_offload.hpp"
+#endif
 
 namespace hk::detail {
 namespace {
@@ -35,12 +38,12 @@ const std::vector<StrategySpec>& table() {
        "output tiles dealt out to teams, depth slices of 128 staged in team-local memory, dp4a, "
        "requantized exactly in the epilogue",
        {{"teams", 1, 65536, "teams at most (default: one per tile)"},
-        {"threads", 1, 1024, "threads per team (default 256: one 8 x 8 block of outputs each)"}}},
+        {"threads", 32, 1024, "threads per team (default 256: one 8 x 8 block of outputs each)"}}},
       {"qmm.offload_mma",
        "qmm.offload with tensor cores: each warp computes 64 x 32 outputs with mma.sync "
        "m16n8k32 u8 x s8 in an SPMD kernel, requantized exactly in the epilogue",
        {{"teams", 1, 65536, "teams at most (default: one per tile)"},
-        {"threads", 1, 1024, "threads per team (default 256: 8 warps)"}}},
+        {"threads", 32, 1024, "threads per team (default 256: 8 warps)"}}},
 #endif
   };
   return specs;
@@ -112,5 +115,11 @@ QmmPlan plan_qmm(const QmmProblem& problem, const Schedule& schedule) {
   plan.pin = PinPolicy(p.get(4, std::int64_t(plan.pin)));
   return plan;
 }
+
+#ifdef HETKERN_OFFLOAD
+QmmPlan default_offload_qmm_plan(const QmmProblem& problem) {
+  return plan_qmm(problem, Schedule("qmm.offload_mma"));
+}
+#endif
 
 }  // namespace hk::detail

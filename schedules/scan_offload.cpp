@@ -663,30 +663,4 @@ void run_scan_offload(const CumulativeCall& call, const ScanPlan& plan, int devi
   });
 }
 
-void run_scan_offload_host(const CumulativeCall& call, const ScanPlan& plan) {
-  const int dev = offload_device();
-  if (offload_on_host()) {
-    run_scan_offload(call, plan, dev);
-    return;
-  }
-  // Device copies of the tensors' spans (strides are non-negative: spans start at the pointer).
-  const std::size_t in_bytes = std::size_t(byte_span(call.input.desc).hi);
-  const std::size_t out_bytes = std::size_t(byte_span(call.output.desc).hi);
-  DeviceBuffer out(out_bytes);
-  // Gaps between the output's elements must come back unchanged: upload them too.
-  if (call.in_place() || !call.output.desc.is_packed()) out.upload(call.output.data, out_bytes);
-  CumulativeCall on_device = call;
-  on_device.output.data = out.data();
-  if (call.in_place()) {
-    on_device.input.data = out.data();
-    run_scan_offload(on_device, plan, dev);
-  } else {
-    DeviceBuffer in(in_bytes);
-    in.upload(call.input.data, in_bytes);
-    on_device.input.data = in.data();
-    run_scan_offload(on_device, plan, dev);
-  }
-  out.download(call.output.data, out_bytes);
-}
-
 }  // namespace hk::detail

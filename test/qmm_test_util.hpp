@@ -349,10 +349,11 @@ inline std::vector<hk::Schedule> test_schedules(std::mt19937_64& rng, int random
   out.emplace_back();  // empty: the heuristic
   const auto pick = [&](const hk::ParamInfo& p, int mode) -> i64 {
     if (!p.choices.empty()) return mode < 2 ? (mode == 0 ? p.min : p.max) : p.min + i64(rng() % p.choices.size());
+    // Few threads: many blocks per thread. Offload strategies start at a warp (32).
     if (p.key == "threads") {
       if (mode == 0) return std::max<i64>(p.min, 1);
-      if (mode == 1) return std::min<i64>(p.max, 3);
-      return std::clamp<i64>(i64(1 + rng() % 3), p.min, p.max);
+      if (mode == 1) return std::clamp<i64>(3, p.min, p.max);
+      return std::clamp<i64>(i64(1 + rng() % 3), p.min, p.max) + (p.min > 3 ? i64(rng() % 3) * 32 : 0);
     }
     if (mode == 0) return p.min;
     if (mode == 1) return p.max;

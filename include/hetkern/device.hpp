@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "hetkern/operators.hpp"
 #include "hetkern/tensor.hpp"
@@ -16,6 +17,12 @@ namespace hk {
 int offload_device();
 /// True when offload_device() is the host.
 bool offload_on_host();
+
+/// Starts the offload runtime on offload_device() now: its first target region compiles every
+/// kernel of the library for the GPU found (tens of seconds), which would otherwise land on the
+/// first offload call. Timing code (benchmarks, the tuner) calls it before its clock starts.
+/// Nothing to do on the host fallback; later calls return at once.
+void warm_up_offload();
 
 /// Copies between host and device memory that hetkern made, since the last reset (all threads).
 struct TransferCounters {
@@ -81,6 +88,34 @@ void cumulative_sum(DeviceConstTensor input, DeviceTensor output, const Cumulati
                     const Schedule& schedule = {});
 void cumulative_product(DeviceConstTensor input, DeviceTensor output,
                         const CumulativeOptions& options, const Schedule& schedule = {});
+
+/// Arguments of quantized_linear_matmul with A, B and the output in device memory (rules as for
+/// QuantizedMatMulArgs). The quantization parameters stay host tensors: they are validated on the
+/// host as for host calls, and copied to the device with each call (counted transfers, a few
+/// bytes per row or column).
+struct DeviceQuantizedMatMulArgs {
+  DeviceConstTensor a;
+  ConstTensor a_scale;
+  std::optional<ConstTensor> a_zero_point;
+  DeviceConstTensor b;
+  ConstTensor b_scale;
+  std::optional<ConstTensor> b_zero_point;
+  ConstTensor output_scale;
+  std::optional<ConstTensor> output_zero_point;
+};
+
+/// QuantizedLinearMatMul on device-resident A, B and output. The schedule must be qmm.offload or
+/// qmm.offload_mma (empty: qmm.offload_mma with its defaults); anything else is
+/// hk::Error(Errc::invalid_schedule). Validation as for host tensors, plus: buffers are given
+/// (Errc::invalid_parameter) and hold every element (Errc::invalid_shape).
+void quantized_linear_matmul(const DeviceQuantizedMatMulArgs& args, DeviceTensor output,
+                             const Schedule& schedule = {});
+
+/// Offload calls on host tensors copy them into device scratch blocks that hetkern keeps after
+/// the call for the next one (up to 16 blocks and 2 GiB), and the kernels' workspaces come from
+/// the same cache. This frees the cached blocks now and returns their bytes; blocks in use by
+/// running calls are unaffected.
+std::size_t release_cached_device_memory();
 
 /// The copy canary: `bytes` from device address src to dst, both on offload_device(), by an
 /// OpenMP target kernel with `teams` x `threads` (an SPMD kernel of 16-byte elements, several

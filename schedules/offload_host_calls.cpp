@@ -1,0 +1,140 @@
+// The offload schedules called with host tensors, and QuantizedLinearMatMul on device data:
+// on a GPU, the spans of the host tensors are copied into cached device scratch (counted
+// transfers), the kernels run there and the output's span comes back; on the host fallback the
+// kernels run on the host memory directly.
+#include <omp.h>
+
+#include <cstddef>
+#include <cstring>
+#include <vector>
+
+#include "algorithms/tensor_checks.hpp"
+#include "hetkern/device.hpp"
+#include "runtime/device_memory.hpp"
+#include "schedules/qmm_offload.hpp"
+#include "schedules/qmm_pack.hpp"
+#include "schedules/scan_offload.hpp"
+
+namespace hk::detail {
+namespace {
+
+using i64 = std::int64_t;
+
+// Bytes from a matrix's first element to its last, inclusive (strides are non-negative).
+i64 span_bytes(const std::int64_t (&batch)[2], const std::int64_t (&batch_stride)[2], i64 rows,
+               i64 row_stride, i64 cols, i64 col_stride) {
+  return (batch[0] - 1) * batch_stride[0] + (batch[1] - 1) * batch_stride[1] +
+         (rows - 1) * row_stride + (cols - 1) * col_stride + 1;
+}
+
+// The quantization parameters in one array: the floats (sa, sb, sy), then the int32 zero points
+// (za, zb, zy), each of one value or one per row / column.
+std::vector<std::byte> parameter_block(const QuantParams& q) {
+  const std::size_t floats = q.a_scale.size() + q.b_scale.size() + q.out_scale.size();
+  const std::size_t ints = q.a_zero.size() + q.b_zero.size() + q.out_zero.size();
+  std::vector<std::byte> block((floats + ints) * 4);
+  std::byte* cursor = block.data();
+  for (const auto* v : {&q.a_scale, &q.b_scale, &q.out_scale})
+    cursor = static_cast<std::byte*>(std::memcpy(cursor, v->data(), v->size() * 4)) + v->size() * 4;
+  for (const auto* v : {&q.a_zero, &q.b_zero, &q.out_zero})
+    cursor = static_cast<std::byte*>(std::memcpy(cursor, v->data(), v->size() * 4)) + v->size() * 4;
+  return block;
+}
+
+}  // namespace
+
+void run_scan_offload_host(const CumulativeCall& call, const ScanPlan& plan) {
+  const int dev = offload_device();
+  if (offload_on_host()) {
+    run_scan_offload(call, plan, dev);
+    return;
+  }
+  // Device copies of the tensors' spans (strides are non-negative: spans start at the pointer).
+  const std::size_t in_bytes = std::size_t(byte_span(call.input.desc).hi);
+  const std::size_t out_bytes = std::size_t(byte_span(call.output.desc).hi);
+  ScratchLease out(dev, out_bytes);
+  // Gaps between the output's elements must come back unchanged: upload them too.
+  if (call.in_place() || !call.output.desc.is_packed())
+    copy_to_device(out.data(), 0, call.output.data, out_bytes, dev);
+  CumulativeCall on_device = call;
+  on_device.output.data = out.data();
+  if (call.in_place()) {
+    on_device.input.data = out.data();
+    run_scan_offload(on_device, plan, dev);
+  } else {
+    ScratchLease in(dev, in_bytes);
+    copy_to_device(in.data(), 0, call.input.data, in_bytes, dev);
+    on_device.input.data = in.data();
+    run_scan_offload(on_device, plan, dev);
+  }
+  copy_to_host(call.output.data, out.data(), 0, out_bytes, dev);
+}
+
+void run_qmm_offload_on_device(const QmmProblem& p, const QmmPlan& plan, int device) {
+  if (p.M == 0 || p.N == 0 || p.batch[0] * p.batch[1] == 0) return;
+  const QuantParams& q = p.q;
+  const std::vector<std::byte> params = parameter_block(q);
+  ScratchLease d_params(device, params.size());
+  copy_to_device(d_params.data(), 0, params.data(), params.size(), device);
+
+  OffloadQmmArgs x;
+  x.device = device;
+  x.batch[0] = p.batch[0], x.batch[1] = p.batch[1];
+  x.M = p.M, x.N = p.N, x.K = p.K;
+  x.a = p.a;
+  x.b = p.b;
+  x.out_type = p.out_type;
+  x.out = p.out;
+  x.out_batch_stride[0] = p.out_batch_stride[0], x.out_batch_stride[1] = p.out_batch_stride[1];
+  x.out_row_stride = p.out_row_stride, x.out_col_stride = p.out_col_stride;
+  const auto* f = static_cast<const float*>(d_params.data());
+  x.a_scale = f, x.b_scale = f + q.a_scale.size(), x.out_scale = x.b_scale + q.b_scale.size();
+  const auto* z = reinterpret_cast<const std::int32_t*>(x.out_scale + q.out_scale.size());
+  x.a_zero = z, x.b_zero = z + q.a_zero.size(), x.out_zero = x.b_zero + q.b_zero.size();
+  x.a_scale_per_row = q.a_scale.size() > 1, x.b_scale_per_column = q.b_scale.size() > 1;
+  x.out_scale_per_row = q.out_scale.size() > 1;
+  x.a_zero_per_row = q.a_zero.size() > 1, x.b_zero_per_column = q.b_zero.size() > 1;
+  x.out_zero_per_row = q.out_zero.size() > 1;
+  x.kernel = plan.kind == QmmPlan::Kind::offload_mma ? OffloadQmmKernel::mma : OffloadQmmKernel::dp4a;
+  x.teams = plan.teams;
+  x.threads = plan.threads;
+  ScratchLease workspace(device, std::size_t(qmm_offload_workspace_bytes(x)));
+  x.workspace = workspace.data();
+  qmm_offload(x);
+}
+
+void run_qmm_offload(const QmmProblem& problem, const QmmPlan& plan) {
+  const int device = offload_device();
+  QmmProblem p = problem;
+  // B from a caller's packed copy: back to plain K x N matrices of its source type.
+  std::vector<std::uint8_t> plain_b;
+  if (p.packed_b) {
+    plain_b = unpack_panels(*p.packed_b);
+    const i64 kn = p.packed_b->K * p.packed_b->N;
+    const bool shared = p.packed_b->batches == 1;
+    p.b = {p.packed_b->source, plain_b.data(), {shared ? 0 : p.batch[1] * kn, shared ? 0 : kn}, p.N, 1};
+    p.packed_b = nullptr;
+  }
+  if (offload_on_host()) {
+    run_qmm_offload_on_device(p, plan, device);
+    return;
+  }
+  if (p.M == 0 || p.N == 0 || p.batch[0] * p.batch[1] == 0) return;
+  const auto a_bytes = std::size_t(span_bytes(p.batch, p.a.batch_stride, p.M, p.a.row_stride, p.K, p.a.col_stride));
+  const auto b_bytes = std::size_t(span_bytes(p.batch, p.b.batch_stride, p.K, p.b.row_stride, p.N, p.b.col_stride));
+  const auto out_bytes = std::size_t(
+      span_bytes(p.batch, p.out_batch_stride, p.M, p.out_row_stride, p.N, p.out_col_stride));
+  ScratchLease d_a(device, a_bytes), d_b(device, b_bytes), d_out(device, out_bytes);
+  copy_to_device(d_a.data(), 0, p.a.data, a_bytes, device);
+  copy_to_device(d_b.data(), 0, p.b.data, b_bytes, device);
+  // Bytes between output elements must come back unchanged.
+  if (i64(out_bytes) != p.batch[0] * p.batch[1] * p.M * p.N) copy_to_device(d_out.data(), 0, p.out, out_bytes, device);
+  void* host_out = p.out;
+  p.a.data = d_a.data();
+  p.b.data = d_b.data();
+  p.out = d_out.data();
+  run_qmm_offload_on_device(p, plan, device);
+  copy_to_host(host_out, d_out.data(), 0, out_bytes, device);
+}
+
+}  // namespace hk::detail

@@ -1,0 +1,148 @@
+// QuantizedLinearMatMul on device-resident tensors, and the device scratch cache (offload builds;
+// on a machine without a GPU the device is the host fallback).
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "hetkern/device.hpp"
+#include "hetkern/error.hpp"
+#include "qmm_test_util.hpp"
+
+namespace {
+
+using qmmt::Buffer;
+using qmmt::DataType;
+using qmmt::i64;
+using qmmt::Layout;
+using qmmt::Problem;
+
+// A Buffer's bytes (guards included) in device memory, and the device tensor over them.
+struct OnDevice {
+  hk::DeviceBuffer memory;
+  hk::TensorDesc desc;
+  explicit OnDevice(const Buffer& b) : memory(b.bytes.size()), desc(b.desc()) {
+    memory.upload(b.bytes.data(), b.bytes.size());
+  }
+  hk::DeviceConstTensor cview() const { return {desc, &memory, std::size_t(Buffer::guard)}; }
+  hk::DeviceTensor view() { return {desc, &memory, std::size_t(Buffer::guard)}; }
+};
+
+hk::DeviceQuantizedMatMulArgs device_args(const Problem& p, const OnDevice& a, const OnDevice& b) {
+  const hk::QuantizedMatMulArgs h = p.args();
+  return {a.cview(), h.a_scale, h.a_zero_point, b.cview(), h.b_scale, h.b_zero_point, h.output_scale,
+          h.output_zero_point};
+}
+
+// Batched, strided and broadcast problems of both signednesses, with per-row and per-column
+// parameters, sized across the kernels' 128 x 128 tiles.
+Problem random_problem(std::mt19937_64& rng, int variant) {
+  const DataType ta = variant % 2 ? DataType::int8 : DataType::uint8;
+  const DataType tb = variant % 3 ? DataType::int8 : DataType::uint8;
+  const DataType ty = variant % 4 < 2 ? DataType::uint8 : DataType::int8;
+  Problem p;
+  p.M = i64(1 + rng() % 140), p.N = i64(1 + rng() % 140), p.K = i64(1 + rng() % 300);
+  p.batch = variant % 2 ? std::vector<i64>{2} : std::vector<i64>{};
+  auto with = [&](std::vector<i64> tail) {
+    std::vector<i64> s = p.batch;
+    s.insert(s.end(), tail.begin(), tail.end());
+    return s;
+  };
+  const std::vector<i64> sa = with({p.M, p.K}), sb = with({p.K, p.N}), sy = with({p.M, p.N});
+  std::vector<i64> stb = qmmt::make_strides(sb, variant % 3 ? Layout::transposed_padded : Layout::packed, rng);
+  if (!p.batch.empty() && variant % 4 == 3) stb[0] = 0;  // B broadcast over the batch
+  p.a = Buffer(ta, sa, qmmt::make_strides(sa, Layout::random, rng), rng);
+  p.b = Buffer(tb, sb, stb, rng);
+  p.y = Buffer(ty, sy, qmmt::make_strides(sy, variant % 2 ? Layout::padded : Layout::packed, rng), rng);
+  p.a_zero = qmmt::literal_q(ta, {p.M, 1}, {3, -7, 100, 0}, rng);
+  p.b_zero = qmmt::literal_q(tb, {1, p.N}, {1, 9, -128, 127}, rng);
+  p.y_zero = qmmt::literal_q(ty, {1}, {ty == DataType::int8 ? -5 : 120}, rng);
+  p.a_scale = qmmt::literal_f({1}, {0.05f}, rng);
+  p.b_scale = qmmt::literal_f({1, p.N}, {0.01f, 0.02f, 0.004f}, rng);
+  p.y_scale = qmmt::literal_f({p.M, 1}, {0.6f, 1.1f, 2.0f}, rng);
+  return p;
+}
+
+TEST(DeviceQmm, EveryOffloadScheduleMatchesTheOracle) {
+  std::mt19937_64 rng(4242);
+  for (int variant = 0; variant < 8; ++variant) {
+    Problem p = random_problem(rng, variant);
+    const qmmt::Expected e = qmmt::oracle(p, true);
+    for (const char* text : {"", "qmm.offload", "qmm.offload_mma", "qmm.offload(teams=1, threads=33)",
+                             "qmm.offload_mma(teams=2, threads=64)"}) {
+      const std::string where = std::string("schedule '") + text + "', " + p.describe();
+      OnDevice a(p.a), b(p.b), y(p.y);
+      hk::reset_transfer_counters();
+      hk::quantized_linear_matmul(device_args(p, a, b), y.view(),
+                                  text[0] ? hk::Schedule::parse(text) : hk::Schedule());
+      // Only the quantization parameters travel.
+      const hk::TransferCounters c = hk::transfer_counters();
+      EXPECT_EQ(c.to_device_copies, 1) << where;
+      EXPECT_EQ(c.to_host_copies, 0) << where;
+      std::vector<unsigned char> got(p.y.bytes.size());
+      y.memory.download(got.data(), got.size());
+      const std::vector<bool> mask = p.y.element_mask();
+      for (std::size_t k = 0; k < got.size(); ++k)
+        if (!mask[k]) ASSERT_EQ(got[k], p.y.bytes[k]) << "byte " << k << " outside the output written; " << where;
+      Buffer out = p.y;
+      out.bytes = got;
+      std::size_t i = 0;
+      int reported = 0;
+      qmmt::for_each_index(out.sizes, [&](const std::vector<i64>& idx) {
+        const int v = out.q(idx);
+        if ((v < e.lo[i] || v > e.hi[i]) && reported++ < 5)
+          ADD_FAILURE() << "output" << qmmt::dims(idx) << " = " << v << ", expected " << e.lo[i] << "; " << where;
+        ++i;
+      });
+    }
+  }
+}
+
+TEST(DeviceQmm, RefusesHostSchedulesShortBuffersAndBadParameters) {
+  std::mt19937_64 rng(7);
+  Problem p = random_problem(rng, 0);
+  OnDevice a(p.a), b(p.b), y(p.y);
+  const auto code_of = [&](auto&& call) {
+    try {
+      call();
+    } catch (const hk::Error& e) {
+      return e.code();
+    }
+    return hk::Errc(-1);
+  };
+  EXPECT_EQ(code_of([&] { hk::quantized_linear_matmul(device_args(p, a, b), y.view(), hk::Schedule::parse("qmm.tiled")); }),
+            hk::Errc::invalid_schedule);
+  hk::DeviceQuantizedMatMulArgs no_buffer = device_args(p, a, b);
+  no_buffer.b.buffer = nullptr;
+  EXPECT_EQ(code_of([&] { hk::quantized_linear_matmul(no_buffer, y.view()); }), hk::Errc::invalid_parameter);
+  hk::DeviceQuantizedMatMulArgs past_end = device_args(p, a, b);
+  past_end.a.offset = a.memory.bytes() - 1;
+  EXPECT_EQ(code_of([&] { hk::quantized_linear_matmul(past_end, y.view()); }), hk::Errc::invalid_shape);
+  // A negative scale is refused on the host, before anything reaches the device.
+  p.a_scale = qmmt::literal_f({1}, {-0.5f}, rng);
+  const std::vector<unsigned char> before = p.y.bytes;
+  hk::reset_transfer_counters();
+  EXPECT_THROW(hk::quantized_linear_matmul(device_args(p, a, b), y.view()), hk::Error);
+  EXPECT_EQ(hk::transfer_counters().to_device_copies, 0);
+  std::vector<unsigned char> got(before.size());
+  y.memory.download(got.data(), got.size());
+  EXPECT_EQ(got, before);
+}
+
+TEST(DeviceScratch, CachedBlocksAreReusedAndReleased) {
+  // scan.offload_chained keeps its tile states in device scratch, on the host fallback too.
+  std::vector<float> x(100000, 1.0f), y(x.size());
+  const hk::TensorDesc d(DataType::float32, {i64(x.size())});
+  const hk::Schedule chained = hk::Schedule::parse("scan.offload_chained(teams=4, threads=32, items=4)");
+  hk::cumulative_sum({d, x.data()}, {d, y.data()}, {}, chained);
+  EXPECT_EQ(y.back(), float(x.size()));
+  const std::size_t cached = hk::release_cached_device_memory();
+  EXPECT_GT(cached, std::size_t(0));
+  EXPECT_EQ(hk::release_cached_device_memory(), std::size_t(0));
+  hk::cumulative_sum({d, x.data()}, {d, y.data()}, {}, chained);
+  EXPECT_EQ(y[12345], 12346.0f);
+  EXPECT_GT(hk::release_cached_device_memory(), std::size_t(0));
+}
+
+}  // namespace
