@@ -441,8 +441,9 @@ void gpu_chained(const KernelArgs<T>& a) {
   const int n = omp_get_num_threads(), t = omp_get_thread_num();
   const u32 lane = lane_id(), mask = warp_mask(n);
   const std::int64_t units = line_count(s) * tiles;
-  // The tile is threads x per elements; per exceeds items only where the team got fewer threads
-  // than asked for (then the team's runs are too long for registers: see chained()).
+  // The tile is threads x per elements; per exceeds items only where the teams got fewer threads
+  // than asked for. When the runs no longer fit the registers (or no team memory was granted),
+  // every team scans its lines serially: the same decision in all teams of one launch.
   const int per = int((width + n - 1) / n);
   if (per > int(offload_chained_max_item_bytes / sizeof(T)) || !sh) {
     serial_lines<T, Op>(a);
