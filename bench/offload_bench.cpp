@@ -5,7 +5,11 @@
 // rate is GB/s of input read plus output written. Every timed schedule's output is checked against
 // the host's result first.
 //
-// usage: hetkern-offload-bench [--quick]   (--quick: small shapes, for a smoke test)
+// usage: hetkern-offload-bench [--quick] [--sweep]
+//   --quick  small shapes, for a smoke test
+//   --sweep  every case also with a sweep of teams, threads and items (chunks for columns)
+//   --case chained|rows|columns  only the one long line, the lines along the contiguous axis, or
+//            the scanned axis outside it
 #include <omp.h>
 
 #include <algorithm>
@@ -29,7 +33,7 @@ using float16_t = _Float16;
 
 // Median milliseconds of fn over repetitions lasting at least min_seconds (after two warm-ups:
 // the first target region of a kernel JIT-compiles it).
-double median_ms(const std::function<void()>& fn, double min_seconds = 0.25, int min_reps = 5) {
+double median_ms(const std::function<void()>& fn, double min_seconds = 0.15, int min_reps = 5) {
   fn();
   fn();
   std::vector<double> t;
@@ -74,6 +78,7 @@ std::string check(const std::vector<T>& got, const std::vector<T>& want, double 
     return std::memcmp(got.data(), want.data(), got.size() * sizeof(T)) == 0 ? "exact" : "MISMATCH";
   } else {
     double worst = 0;
+#pragma omp parallel for reduction(max : worst)
     for (std::size_t i = 0; i < got.size(); ++i) {
       const double g = double(got[i]), w = double(want[i]);
       const double bound = std::is_same_v<T, float>
@@ -126,7 +131,7 @@ template <class T> void run_scan_case(const ScanCase& c, std::mt19937_64& rng) {
          gb / (ms * 1e-3), "GB/s", verdict);
   }
   // The copy canary over the same bytes, at the teams x threads that matter.
-  const int configs[][2] = {{1056, 256}, {2112, 128}, {528, 512}, {264, 1024}, {2112, 256}, {4224, 256}};
+  const int configs[][2] = {{65536, 256}, {32768, 512}, {131072, 128}, {16384, 256}, {2112, 256}, {1056, 256}};
   for (const auto& tc : configs) {
     const double ms = median_ms([&] { device_copy(dx.data(), dy.data(), bytes, tc[0], tc[1]); });
     emit("scan", name,
@@ -154,30 +159,60 @@ void small_latency() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::string_view(argv[1]) == "--quick";
+  auto has = [&](std::string_view flag) {
+    return std::find_if(argv + 1, argv + argc, [&](const char* a) { return flag == a; }) != argv + argc;
+  };
+  const bool quick = has("--quick"), sweep = has("--sweep");
+  const char* const* only = std::find_if(argv + 1, argv + argc, [](const char* a) { return std::string_view(a) == "--case"; });
+  const std::string_view only_case = only != argv + argc && only + 1 != argv + argc ? only[1] : "";
   std::fprintf(stderr, "offload device %d (%s), %d OpenMP devices\n", offload_device(),
                offload_on_host() ? "host fallback" : "GPU", omp_get_num_devices());
   const std::int64_t long_line = quick ? std::int64_t(1) << 20 : std::int64_t(1) << 28;
   const std::int64_t side = quick ? 1024 : 16384;
-  const std::vector<std::string> rows = {"", "scan.offload_rows(threads=128, items=8)",
-                                         "scan.offload_rows(threads=256, items=4)",
-                                         "scan.offload_rows(threads=256, items=16)",
-                                         "scan.offload_rows(teams=2112, threads=256, items=8)"};
-  const std::vector<std::string> cols = {"", "scan.offload_columns(threads=32, chunks=1)",
-                                         "scan.offload_columns(threads=128, chunks=1)",
-                                         "scan.offload_columns(threads=256, chunks=4)"};
-  const std::vector<std::string> chain = {"", "scan.offload_chained(threads=128, items=48)",
-                                          "scan.offload_chained(threads=512, items=12)",
-                                          "scan.offload_chained(teams=660, threads=256, items=24)"};
+  // Items as bytes per thread, so that one list serves every element size.
+  auto items = [](DataType t, int bytes) { return std::to_string(bytes / int(size_of(t))); };
+  auto chain = [&](DataType t) {
+    std::vector<std::string> v = {""};
+    if (sweep) {
+      for (int threads : {64, 128, 256})
+        for (int bytes : {64, 128})
+          v.push_back("scan.offload_chained(threads=" + std::to_string(threads) + ", items=" + items(t, bytes) + ")");
+      for (int teams : {528, 2112}) v.push_back("scan.offload_chained(teams=" + std::to_string(teams) + ")");
+    }
+    return v;
+  };
+  auto rows = [&](DataType t) {
+    std::vector<std::string> v = {""};
+    if (sweep) {
+      for (int threads : {64, 128, 256})
+        for (int bytes : {32, 64})
+          v.push_back("scan.offload_rows(threads=" + std::to_string(threads) + ", items=" + items(t, bytes) + ")");
+      for (int teams : {528, 2112}) v.push_back("scan.offload_rows(teams=" + std::to_string(teams) + ")");
+    }
+    return v;
+  };
+  auto cols = [&](DataType) {
+    std::vector<std::string> v = {""};
+    if (sweep)
+      for (const char* text : {"scan.offload_columns(threads=32, chunks=1)", "scan.offload_columns(threads=128, chunks=1)",
+                               "scan.offload_columns(threads=256, chunks=4)"})
+        v.push_back(text);
+    return v;
+  };
   std::mt19937_64 rng(1);
+  const double start = omp_get_wtime();
   try {
-    for (DataType t : {DataType::float32, DataType::int32, DataType::float16}) {
-      const ScanCase cases[] = {{t, {long_line}, 0, chain}, {t, {side, side}, 1, rows}, {t, {side, side}, 0, cols}};
-      for (const auto& c : cases) {
+    // Case by case, each for every type: a case that fails leaves the others' records.
+    const char* const case_names[] = {"rows", "columns", "chained"};
+    for (int i = 0; i < 3; ++i) {
+      if (!only_case.empty() && only_case != case_names[i]) continue;
+      for (DataType t : {DataType::float32, DataType::int32, DataType::float16}) {
+        const ScanCase cases[] = {{t, {side, side}, 1, rows(t)}, {t, {side, side}, 0, cols(t)}, {t, {long_line}, 0, chain(t)}};
+        std::fprintf(stderr, "%.1f s: %s %s\n", omp_get_wtime() - start, case_names[i], std::string(name_of(t)).c_str());
         switch (t) {
-          case DataType::float32: run_scan_case<float>(c, rng); break;
-          case DataType::int32: run_scan_case<std::int32_t>(c, rng); break;
-          default: run_scan_case<float16_t>(c, rng); break;
+          case DataType::float32: run_scan_case<float>(cases[i], rng); break;
+          case DataType::int32: run_scan_case<std::int32_t>(cases[i], rng); break;
+          default: run_scan_case<float16_t>(cases[i], rng); break;
         }
       }
     }

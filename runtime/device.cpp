@@ -80,22 +80,36 @@ void DeviceBuffer::download(void* host, std::size_t bytes, std::size_t offset) c
   detail::copy_to_host(host, data_, offset, bytes, device_);
 }
 
+// Loads a thread of the 16-byte copy issues before it stores any.
+constexpr int copy_loads_in_flight = 4;
+
 void device_copy(const void* src, void* dst, std::size_t bytes, int teams, int threads) {
   if (teams < 1 || threads < 1)
     throw Error(Errc::invalid_parameter, "device_copy", teams < 1 ? "teams" : "threads",
                 "must be at least 1");
   const int dev = offload_device();
-  struct alignas(16) Vec16 {
-    std::uint64_t lo, hi;
-  };
+  using Vec16 = unsigned __attribute__((ext_vector_type(4)));
   if (reinterpret_cast<std::uintptr_t>(src) % 16 == 0 &&
       reinterpret_cast<std::uintptr_t>(dst) % 16 == 0 && bytes % 16 == 0) {
     const auto* s = static_cast<const Vec16*>(src);
     auto* d = static_cast<Vec16*>(dst);
     const std::int64_t n = std::int64_t(bytes / 16);
-#pragma omp target teams distribute parallel for num_teams(teams) thread_limit(threads) \
-    device(dev) is_device_ptr(s, d)
-    for (std::int64_t i = 0; i < n; ++i) d[i] = s[i];
+    // SPMD kernel: each team copies one contiguous range, its threads side by side (coalesced),
+    // each thread several loads in flight before it stores; counts as the region got them.
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) is_device_ptr(s, d)
+#pragma omp parallel
+    {
+      const std::int64_t team_count = omp_get_num_teams(), team = omp_get_team_num();
+      const std::int64_t first = n * team / team_count, last = n * (team + 1) / team_count;
+      const std::int64_t step = omp_get_num_threads();
+      std::int64_t i = first + omp_get_thread_num();
+      for (; i + (copy_loads_in_flight - 1) * step < last; i += copy_loads_in_flight * step) {
+        Vec16 v[copy_loads_in_flight];
+        for (int k = 0; k < copy_loads_in_flight; ++k) v[k] = s[i + k * step];
+        for (int k = 0; k < copy_loads_in_flight; ++k) d[i + k * step] = v[k];
+      }
+      for (; i < last; i += step) d[i] = s[i];
+    }
     return;
   }
   const auto* s = static_cast<const unsigned char*>(src);

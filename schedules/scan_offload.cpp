@@ -1,11 +1,13 @@
 // Offload lowering of the cumulative schedules: OpenMP `target` kernels for rows (a team per
 // line), columns (a thread per line and axis chunk) and one long line (single-pass chained scan
-// with look-back). Compiled with the offload flags; on the host fallback the same target regions
-// run on host threads, so nothing here assumes the teams or threads it asked for.
+// with look-back). Compiled with the offload flags. The rows and chained kernels are SPMD target
+// regions (`target teams` with a directly nested `parallel`) whose device body is a tile
+// algorithm (16-byte loads, warp shuffles, team-local memory through ompx_dyn_cgroup_mem); on the
+// host fallback every strategy runs the rows region, whose host body scans each line on one host
+// thread. The kernels take the team and thread counts they got, never the ones asked for.
 #include "schedules/scan_offload.hpp"
 
 #include <omp.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <bit>
@@ -27,6 +29,13 @@ constexpr std::int64_t column_target_threads = std::int64_t(1) << 18;
 constexpr std::int64_t column_min_chunk = 64;
 constexpr std::int64_t columns_teams_min = 264;  // 2 teams on each of an H100's 132 SMs
 
+// ScanLayout::lines() for device code (the member is compiled for the host only).
+inline std::int64_t line_count(const ScanLayout& s) {
+  std::int64_t n = 1;
+  for (int d = 0; d < s.rank; ++d) n *= s.sizes[d];
+  return n;
+}
+
 // Element offsets of line `line` (innermost line dimension fastest) for input and output.
 inline void line_offsets(const ScanLayout& s, std::int64_t line, std::int64_t& xo, std::int64_t& yo) {
   xo = s.in_origin;
@@ -39,106 +48,276 @@ inline void line_offsets(const ScanLayout& s, std::int64_t line, std::int64_t& x
   }
 }
 
-inline std::int64_t padded(std::int64_t k) { return k + k / 32; }
+// Everything a kernel reads, handed to its target region as one firstprivate value (the pointers
+// are addresses on the device).
+template <class T> struct KernelArgs {
+  ScanLayout s;
+  const T* x = nullptr;
+  T* y = nullptr;
+  bool exclusive = false;
+  bool vec = false;                     // 16-byte accesses allowed (rows_vectorizable)
+  int items = 1;                        // rows: elements per thread in a tile
+  std::int64_t width = 1, tiles = 1;    // chained: elements per tile, tiles per line
+  AccOf<T>* folds = nullptr;            // chained: tile folds
+  AccOf<T>* prefixes = nullptr;         // chained: tile prefixes
+  int* state = nullptr;                 // chained: tile states
+  unsigned long long* ticket = nullptr; // chained: the next tile
+};
 
-// The scan of one staged tile by the threads of a team, inside their parallel region. tile[]
-// holds m elements (padded positions); each thread owns a contiguous run of them; parts[] is
-// team-local scratch for one accumulator per thread. `carry` is the fold of everything before
-// the tile (line_start for the first); returns the tile's total fold (from inclusive_start),
-// which every thread receives. When `carry_of` is given, thread 0 calls it with the tile's fold
-// to obtain the carry (the chained scan's look-back) and the team waits for it.
-template <class T, class Op, class CarryOf>
-AccOf<T> scan_tile(T* tile, AccOf<T>* parts, AccOf<T>* shared_carry, std::int64_t m,
-                   AccOf<T> carry, bool exclusive, CarryOf&& carry_of) {
+// The host fallback's body of every kernel (and the device's where a team's threads cannot hold
+// the tiles): the lines cut into one contiguous range per team, each line scanned in order by one
+// thread of its team (the reference's arithmetic).
+template <class T, class Op>
+void serial_lines(const KernelArgs<T>& a) {
   using Acc = AccOf<T>;
-  const int n = omp_get_num_threads(), t = omp_get_thread_num();
-  const std::int64_t per = (m + n - 1) / n;
-  const std::int64_t a = std::min<std::int64_t>(t * per, m), b = std::min(a + per, m);
-  Acc f = inclusive_start<Op, Acc>();
-  for (std::int64_t k = a; k < b; ++k) f = Op::apply(f, widen(tile[padded(k)]));
-  parts[t] = f;
-#pragma omp barrier
-  for (int off = 1; off < n; off <<= 1) {
-    const Acc v = t >= off ? Op::apply(parts[t - off], parts[t]) : parts[t];
-#pragma omp barrier
-    parts[t] = v;
-#pragma omp barrier
-  }
-  const Acc total = parts[n - 1];
-  if (carry_of(t, total, carry)) {
-    if (t == 0) *shared_carry = carry;
-#pragma omp barrier
-    carry = *shared_carry;
-  }
-  Acc c = t == 0 ? carry : Op::apply(carry, parts[t - 1]);
-  for (std::int64_t k = a; k < b; ++k) {
-    T& e = tile[padded(k)];
-    const Acc v = widen(e);
-    if (exclusive) {
-      e = narrow<T>(c);
-      c = Op::apply(c, v);
-    } else {
-      c = Op::apply(c, v);
-      e = narrow<T>(c);
+  const ScanLayout& s = a.s;
+  const T* const x = a.x;
+  T* const y = a.y;
+  const bool exclusive = a.exclusive;
+  const std::int64_t lines = line_count(s), teams = omp_get_num_teams(), team = omp_get_team_num();
+  const std::int64_t first = lines * team / teams, last = lines * (team + 1) / teams;
+  for (std::int64_t line = first + omp_get_thread_num(); line < last; line += omp_get_num_threads()) {
+    std::int64_t xo, yo;
+    line_offsets(s, line, xo, yo);
+    Acc c = line_start<Op, Acc>(exclusive);
+    for (std::int64_t q = 0; q < s.length; ++q) {
+      const Acc v = widen(x[xo + q * s.in_step]);
+      if (exclusive) {
+        y[yo + q * s.out_step] = narrow<T>(c);
+        c = Op::apply(c, v);
+      } else {
+        c = Op::apply(c, v);
+        y[yo + q * s.out_step] = narrow<T>(c);
+      }
     }
   }
-#pragma omp barrier
-  return total;
 }
 
-// Tile loads and stores: consecutive threads on consecutive elements. A thread issues a batch of
-// loads before it writes any to team memory, so that it keeps several requests in flight.
-constexpr int tile_load_batch = 8;
+template <class T> constexpr int vec_elems = 16 / int(sizeof(T));           // one 16-byte access
 
-template <class T>
-void load_tile(T* tile, const T* x, std::int64_t step, std::int64_t m) {
-  const int n = omp_get_num_threads(), t = omp_get_thread_num();
-  for (std::int64_t k0 = t; k0 < m; k0 += std::int64_t(tile_load_batch) * n) {
-    T v[tile_load_batch];
-    for (int j = 0; j < tile_load_batch; ++j)
-      if (k0 + j * n < m) v[j] = x[(k0 + j * n) * step];
-    for (int j = 0; j < tile_load_batch; ++j)
-      if (k0 + j * n < m) tile[padded(k0 + j * n)] = v[j];
-  }
-#pragma omp barrier
+// Whether every line of the layout starts 16-byte aligned in both tensors and runs forward
+// contiguously: the tile kernels then load and store 16 bytes at a time.
+template <class T> bool rows_vectorizable(const ScanLayout& s, const T* x, const T* y) {
+  constexpr std::int64_t v = vec_elems<T>;
+  if (s.in_step != 1 || s.out_step != 1 || s.in_origin % v || s.out_origin % v) return false;
+  if (reinterpret_cast<std::uintptr_t>(x) % 16 || reinterpret_cast<std::uintptr_t>(y) % 16) return false;
+  for (int d = 0; d < s.rank; ++d)
+    if ((s.sizes[d] > 1) && (s.in_strides[d] % v || s.out_strides[d] % v)) return false;
+  return true;
 }
 
-template <class T>
-void store_tile(const T* tile, T* y, std::int64_t step, std::int64_t m) {
-  const int n = omp_get_num_threads(), t = omp_get_thread_num();
-  for (std::int64_t k = t; k < m; k += n) y[k * step] = tile[padded(k)];
-#pragma omp barrier
-}
-
-struct NoLookBack {
-  template <class Acc> bool operator()(int, Acc, Acc&) const { return false; }
+// Team-local memory of the tile kernels: the warps' folds (two sets, used alternately, so that
+// one barrier per tile suffices) and the chained scan's carry and next ticket.
+template <class Acc> struct TileShared {
+  Acc warp_total[2][32];
+  Acc carry;
+  std::int64_t ticket;
 };
+
+#ifdef __NVPTX__
+// Warp primitives through inline PTX (SPMD kernels only: every lane of `mask` executes them).
+using u32 = unsigned;
+using u32x4 = unsigned __attribute__((ext_vector_type(4)));
+
+inline u32 lane_id() { return u32(omp_get_thread_num()) & 31u; }
+
+// The lanes of the calling thread's warp that exist: all 32 but in a last, partial warp.
+inline u32 warp_mask(int threads) {
+  const int rest = threads - (omp_get_thread_num() & ~31);
+  return rest >= 32 ? ~0u : (1u << rest) - 1u;
+}
+
+inline u32 shfl_up_b32(u32 v, u32 delta, u32 mask) {
+  u32 r;
+  asm volatile("shfl.sync.up.b32 %0, %1, %2, 0, %3;" : "=r"(r) : "r"(v), "r"(delta), "r"(mask));
+  return r;
+}
+
+inline u32 shfl_idx_b32(u32 v, u32 src, u32 mask) {
+  u32 r;
+  asm volatile("shfl.sync.idx.b32 %0, %1, %2, 31, %3;" : "=r"(r) : "r"(v), "r"(src), "r"(mask));
+  return r;
+}
+
+inline u32 ballot(bool p, u32 mask) {
+  u32 r;
+  asm volatile("{ .reg .pred q; setp.ne.u32 q, %1, 0; vote.sync.ballot.b32 %0, q, %2; }"
+               : "=r"(r) : "r"(u32(p)), "r"(mask));
+  return r;
+}
+
+template <class A, class Shfl> A shfl(A v, u32 arg, u32 mask, Shfl op) {
+  if constexpr (sizeof(A) == 4) {
+    return std::bit_cast<A>(op(std::bit_cast<u32>(v), arg, mask));
+  } else {
+    const auto w = std::bit_cast<unsigned long long>(v);
+    const u32 lo = op(u32(w), arg, mask), hi = op(u32(w >> 32), arg, mask);
+    return std::bit_cast<A>((static_cast<unsigned long long>(hi) << 32) | lo);
+  }
+}
+template <class A> A shfl_up(A v, u32 d, u32 mask) { return shfl(v, d, mask, shfl_up_b32); }
+template <class A> A shfl_idx(A v, u32 src, u32 mask) { return shfl(v, src, mask, shfl_idx_b32); }
+
+// Inclusive scan across the lanes of `mask` (its lowest lanes).
+template <class Op, class A> A warp_inclusive(A v, u32 lane, u32 mask) {
+#pragma unroll
+  for (u32 d = 1; d < 32; d <<= 1) {
+    const A u = shfl_up(v, d, mask);
+    if (lane >= d) v = Op::apply(u, v);
+  }
+  return v;
+}
+
+// A thread's run of up to `cap` consecutive elements (MaxBytes of them), kept in registers.
+template <class T, std::int64_t MaxBytes> struct Run {
+  static constexpr int cap = int(MaxBytes / sizeof(T));
+  T v[cap];
+
+  // count elements from p (element step `step`); 16-byte accesses when `vec` (then p is 16-byte
+  // aligned, step is 1 and count a multiple of vec_elems<T>).
+  void load(const T* p, std::int64_t step, int count, bool vec) {
+    if (vec) {
+#pragma unroll
+      for (int j = 0; j < cap / vec_elems<T>; ++j)
+        if (j * vec_elems<T> < count) {
+          const u32x4 w = *reinterpret_cast<const u32x4*>(p + j * vec_elems<T>);
+          __builtin_memcpy(&v[j * vec_elems<T>], &w, 16);
+        }
+    } else {
+#pragma unroll
+      for (int i = 0; i < cap; ++i)
+        if (i < count) v[i] = p[i * step];
+    }
+  }
+
+  template <class Op> AccOf<T> fold(int count) const {
+    AccOf<T> f = inclusive_start<Op, AccOf<T>>();
+#pragma unroll
+    for (int i = 0; i < cap; ++i)
+      if (i < count) f = Op::apply(f, widen(v[i]));
+    return f;
+  }
+
+  // Replaces the run by its scan from carry c, then stores it as load() read it.
+  template <class Op> void scan_store(T* p, std::int64_t step, int count, bool vec, AccOf<T> c, bool exclusive) {
+#pragma unroll
+    for (int i = 0; i < cap; ++i)
+      if (i < count) {
+        const AccOf<T> e = widen(v[i]);
+        if (exclusive) {
+          v[i] = narrow<T>(c);
+          c = Op::apply(c, e);
+        } else {
+          c = Op::apply(c, e);
+          v[i] = narrow<T>(c);
+        }
+      }
+    if (vec) {
+#pragma unroll
+      for (int j = 0; j < cap / vec_elems<T>; ++j)
+        if (j * vec_elems<T> < count) {
+          u32x4 w;
+          __builtin_memcpy(&w, &v[j * vec_elems<T>], 16);
+          *reinterpret_cast<u32x4*>(p + j * vec_elems<T>) = w;
+        }
+    } else {
+#pragma unroll
+      for (int i = 0; i < cap; ++i)
+        if (i < count) p[i * step] = v[i];
+    }
+  }
+};
+
+// One tile of threads x items elements by the whole team, first half: each thread folds its run,
+// the warps scan their threads' folds and publish their totals. Returns the thread's exclusive
+// prefix inside its warp.
+template <class T, class Op, class R>
+AccOf<T> tile_warp_scan(const R& run, int count, AccOf<T>* warp_total, u32 lane, u32 mask) {
+  using Acc = AccOf<T>;
+  const Acc f = run.template fold<Op>(count);
+  const Acc inc = warp_inclusive<Op>(f, lane, mask);
+  const Acc before = shfl_up(inc, 1, mask);
+  if (lane == 31u - u32(__builtin_clz(mask))) warp_total[omp_get_thread_num() >> 5] = inc;
+  return lane == 0 ? inclusive_start<Op, Acc>() : before;
+}
+
+// Second half, after a barrier: the exclusive prefix of the thread's warp inside the tile, and
+// the tile's total. A whole warp scans the warp totals with shuffles; a partial last warp reads
+// them one by one.
+template <class Op, class Acc>
+void tile_block_scan(const Acc* warp_total, int threads, u32 lane, u32 mask, Acc& warp_before, Acc& total) {
+  const int warps = (threads + 31) / 32, w = omp_get_thread_num() >> 5;
+  if (mask == ~0u) {
+    const Acc mine = int(lane) < warps ? warp_total[lane] : inclusive_start<Op, Acc>();
+    const Acc inc = warp_inclusive<Op>(mine, lane, mask);
+    warp_before = w == 0 ? inclusive_start<Op, Acc>() : shfl_idx(inc, u32(w - 1), mask);
+    total = shfl_idx(inc, u32(warps - 1), mask);
+  } else {
+    Acc c = inclusive_start<Op, Acc>();
+    for (int i = 0; i < warps; ++i) {
+      if (i == w) warp_before = c;
+      c = Op::apply(c, warp_total[i]);
+    }
+    total = c;
+  }
+}
+
+template <class T, class Op>
+void gpu_rows(const KernelArgs<T>& a) {
+  using Acc = AccOf<T>;
+  const ScanLayout& s = a.s;
+  const T* const x = a.x;
+  T* const y = a.y;
+  const bool exclusive = a.exclusive;
+  const int items = a.items;
+  auto* sh = static_cast<TileShared<Acc>*>(llvm_omp_target_dynamic_shared_alloc());
+  if (!sh) {  // no team-local memory granted: the serial body
+    serial_lines<T, Op>(a);
+    return;
+  }
+  const int n = omp_get_num_threads(), t = omp_get_thread_num();
+  const u32 lane = lane_id(), mask = warp_mask(n);
+  const std::int64_t width = std::int64_t(n) * items, lines = line_count(s);
+  const bool vec = a.vec && items % vec_elems<T> == 0;
+  int buf = 0;
+  for (std::int64_t line = omp_get_team_num(); line < lines; line += omp_get_num_teams()) {
+    std::int64_t xo, yo;
+    line_offsets(s, line, xo, yo);
+    Acc carry = line_start<Op, Acc>(exclusive);
+    for (std::int64_t q = 0; q < s.length; q += width) {
+      const std::int64_t start = q + std::int64_t(t) * items;
+      const int count = int(std::clamp<std::int64_t>(s.length - start, 0, items));
+      const bool v = vec && count == items;
+      Run<T, offload_rows_max_item_bytes> run;
+      run.load(x + xo + start * s.in_step, s.in_step, count, v);
+      const Acc lane_before = tile_warp_scan<T, Op>(run, count, sh->warp_total[buf], lane, mask);
+#pragma omp barrier
+      Acc warp_before, total;
+      tile_block_scan<Op>(sh->warp_total[buf], n, lane, mask, warp_before, total);
+      run.template scan_store<Op>(y + yo + start * s.out_step, s.out_step, count, v,
+                                  Op::apply(Op::apply(carry, warp_before), lane_before), exclusive);
+      carry = Op::apply(carry, total);
+      buf ^= 1;
+    }
+  }
+}
+#endif
 
 template <class T, class Op>
 void rows(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const ScanPlan& plan) {
-  using Acc = AccOf<T>;
-  const std::int64_t lines = s.lines(), width = std::int64_t(plan.threads) * plan.items;
-  const int threads = plan.threads;
-#pragma omp target teams distribute num_teams(plan.teams) thread_limit(threads) device(dev) \
-    is_device_ptr(x, y) firstprivate(s, width, exclusive)
-  for (std::int64_t line = 0; line < lines; ++line) {
-    T tile[offload_tile_bytes / sizeof(T)];
-    Acc parts[offload_max_threads];
-    Acc shared_carry;
-    std::int64_t xo, yo;
-    line_offsets(s, line, xo, yo);
-#pragma omp parallel num_threads(threads)
-    {
-      Acc carry = line_start<Op, Acc>(exclusive);
-      for (std::int64_t q = 0; q < s.length; q += width) {
-        const std::int64_t m = std::min(width, s.length - q);
-        load_tile(tile, x + xo + q * s.in_step, s.in_step, m);
-        const Acc total =
-            scan_tile<T, Op>(tile, parts, &shared_carry, m, carry, exclusive, NoLookBack{});
-        carry = Op::apply(carry, total);
-        store_tile(tile, y + yo + q * s.out_step, s.out_step, m);
-      }
-    }
+  KernelArgs<T> a{.s = s, .x = x, .y = y, .exclusive = exclusive};
+  a.vec = rows_vectorizable(s, x, y);
+  a.items = plan.items;
+  const std::size_t shared = sizeof(TileShared<AccOf<T>>);
+#pragma omp target teams num_teams(plan.teams) thread_limit(plan.threads) device(dev) firstprivate(a) \
+    ompx_dyn_cgroup_mem(shared)
+#pragma omp parallel
+  {
+#ifdef __NVPTX__
+    gpu_rows<T, Op>(a);
+#else
+    serial_lines<T, Op>(a);
+#endif
   }
 }
 
@@ -234,161 +413,165 @@ void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
 }
 
 // Publication states of a chained tile.
-constexpr int tile_pending = 0, tile_folded = 1, tile_prefixed = 2;
+constexpr int tile_pending = 0;
 
-// Predecessors a team examines at once in the look-back (its first threads, one each).
-constexpr int look_back_window = 256;
+#ifdef __NVPTX__
+constexpr int tile_folded = 1, tile_prefixed = 2;
 
-// The look-back of chained tile u by its whole team (scan_tile's carry_of): thread 0 publishes
-// the tile's fold; then the team reads a window of predecessors at once, thread i tile u-1-i
-// (waiting until it has published at least its fold), and thread 0 combines the window's folds
-// back to the nearest published prefix, moving the window further back when there is none.
-// Thread 0 then publishes the tile's inclusive prefix. Values first, then (after a fence) the
-// state that announces them; all through atomics, which bypass the GPU's incoherent L1.
-template <class Op, class Acc> struct ChainLink {
-  int* state;
-  Acc* folds;
-  Acc* prefixes;
-  std::int64_t u;
-  std::int64_t line_first;  // the first tile of u's line: always ends a look-back
-  bool exclusive;
-  bool on_host;
-  // Team memory: the window's states and values, and thread 0's decisions.
-  int* window_state;
-  Acc* window_value;
-  std::int64_t* next_end;  // the tile the next window starts from; -1 once the carry is known
-
-  bool operator()(int t, Acc total, Acc& carry) const {
-    const int n = omp_get_num_threads(), w = n < look_back_window ? n : look_back_window;
-    if (u == line_first) {
-      if (t == 0) carry = line_start<Op, Acc>(exclusive);
-    } else {
-      if (t == 0) {
-#pragma omp atomic write
-        folds[u] = total;
-#pragma omp flush
-#pragma omp atomic write
-        state[u] = tile_folded;
-        *next_end = u - 1;
-      }
-      Acc acc = inclusive_start<Op, Acc>();
+// Chained tiles (decoupled look-back): a team takes tiles of width elements in order from an
+// atomic ticket, so that every predecessor of its tile belongs to a team that runs. After the
+// block scan, warp 0 publishes the tile's fold, reads 32 predecessors at once (lane i tile
+// u-1-i, waiting until it has published at least its fold), combines them back to the nearest
+// published prefix (moving 32 further back when there is none), publishes the tile's inclusive
+// prefix and hands the carry to the team. Values first, then (after a fence) the state that
+// announces them; all through atomics, which bypass the GPU's incoherent L1.
+template <class T, class Op>
+void gpu_chained(const KernelArgs<T>& a) {
+  using Acc = AccOf<T>;
+  const ScanLayout& s = a.s;
+  const T* const x = a.x;
+  T* const y = a.y;
+  const bool exclusive = a.exclusive;
+  const std::int64_t width = a.width, tiles = a.tiles;
+  unsigned long long* const ticket = a.ticket;
+  int* const state = a.state;
+  Acc* const folds = a.folds;
+  Acc* const prefixes = a.prefixes;
+  auto* sh = static_cast<TileShared<Acc>*>(llvm_omp_target_dynamic_shared_alloc());
+  const int n = omp_get_num_threads(), t = omp_get_thread_num();
+  const u32 lane = lane_id(), mask = warp_mask(n);
+  const std::int64_t units = line_count(s) * tiles;
+  // The tile is threads x per elements; per exceeds items only where the teams got fewer threads
+  // than asked for. When the runs no longer fit the registers (or no team memory was granted),
+  // every team scans its lines serially: the same decision in all teams of one launch.
+  const int per = int((width + n - 1) / n);
+  if (per > int(offload_chained_max_item_bytes / sizeof(T)) || !sh) {
+    serial_lines<T, Op>(a);
+    return;
+  }
+  const bool vec = a.vec && per % vec_elems<T> == 0 && width % vec_elems<T> == 0;
+  if (t == 0) {
+    std::int64_t u;
+#pragma omp atomic capture
+    u = (*ticket)++;
+    sh->ticket = u;
+  }
 #pragma omp barrier
-      for (;;) {
-        const std::int64_t end = *next_end;
-        if (end < 0) break;
-        const std::int64_t j = end - t;
-        if (t < w && j >= line_first) {
-          int st;
-          for (;;) {
-#pragma omp atomic read
-            st = state[j];
-            if (st != tile_pending) break;
-#ifndef __NVPTX__  // the GPU has no scheduler to yield to
-            if (on_host) sched_yield();  // host teams share cores: let the predecessor run
-#endif
-          }
-#pragma omp flush
-          Acc v;
-          if (st == tile_prefixed) {
-#pragma omp atomic read
-            v = prefixes[j];
-          } else {
-#pragma omp atomic read
-            v = folds[j];
-          }
-          window_state[t] = st;
-          window_value[t] = v;
-        }
+  std::int64_t u = sh->ticket;
+  while (u < units) {
+    const std::int64_t line = u / tiles, b = u % tiles, q = b * width;
+    std::int64_t xo, yo;
+    line_offsets(s, line, xo, yo);
+    const std::int64_t start = q + std::int64_t(t) * per;
+    const std::int64_t end = std::min(s.length, q + width);
+    const int count = int(std::clamp<std::int64_t>(end - start, 0, per));
+    const bool v = vec && count == per;
+    Run<T, offload_chained_max_item_bytes> run;
+    run.load(x + xo + start * s.in_step, s.in_step, count, v);
+    const Acc lane_before = tile_warp_scan<T, Op>(run, count, sh->warp_total[0], lane, mask);
 #pragma omp barrier
+    Acc warp_before, total;
+    tile_block_scan<Op>(sh->warp_total[0], n, lane, mask, warp_before, total);
+    if (t < 32) {
+      Acc carry = line_start<Op, Acc>(exclusive);
+      if (b > 0) {
         if (t == 0) {
-          std::int64_t next = end - w;
-          for (int i = 0; i < w && end - i >= line_first; ++i) {
-            acc = Op::apply(window_value[i], acc);
-            if (window_state[i] == tile_prefixed) {
-              next = -1;
-              break;
+#pragma omp atomic write
+          folds[u] = total;
+#pragma omp flush
+#pragma omp atomic write
+          state[u] = tile_folded;
+        }
+        Acc acc = inclusive_start<Op, Acc>();
+        const std::int64_t line_first = u - b;
+        for (std::int64_t last = u - 1;; last -= 32) {
+          const std::int64_t j = last - std::int64_t(lane);
+          int st = tile_prefixed;
+          Acc val = inclusive_start<Op, Acc>();
+          if (j >= line_first) {
+            do {
+#pragma omp atomic read
+              st = state[j];
+            } while (st == tile_pending);
+#pragma omp flush
+            if (st == tile_prefixed) {
+#pragma omp atomic read
+              val = prefixes[j];
+            } else {
+#pragma omp atomic read
+              val = folds[j];
             }
           }
-          *next_end = next;
+          // Lanes up to the first one holding a prefix (or past the line's start) count.
+          const u32 stops = ballot(st == tile_prefixed, mask);
+          const u32 upto = stops ? u32(__builtin_ctz(stops)) : 31u;
+          if (lane > upto) val = inclusive_start<Op, Acc>();
+          const Acc window = shfl_idx(warp_inclusive<Op>(val, lane, mask), upto, mask);
+          acc = Op::apply(window, acc);
+          if (stops) break;
         }
-#pragma omp barrier
+        carry = acc;
       }
-      if (t == 0) carry = acc;
-    }
-    if (t == 0) {
-      const Acc prefix = Op::apply(carry, total);
+      if (t == 0) {
+        const Acc prefix = Op::apply(carry, total);
 #pragma omp atomic write
-      prefixes[u] = prefix;
+        prefixes[u] = prefix;
 #pragma omp flush
 #pragma omp atomic write
-      state[u] = tile_prefixed;
+        state[u] = tile_prefixed;
+        sh->carry = carry;
+        std::int64_t next;
+#pragma omp atomic capture
+        next = (*ticket)++;
+        sh->ticket = next;
+      }
     }
-    return true;
+#pragma omp barrier
+    const Acc carry = sh->carry;
+    u = sh->ticket;
+    run.template scan_store<Op>(y + yo + start * s.out_step, s.out_step, count, v,
+                                Op::apply(Op::apply(carry, warp_before), lane_before), exclusive);
   }
-};
+}
+#endif
 
 template <class T, class Op>
 void chained(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const ScanPlan& plan) {
   using Acc = AccOf<T>;
-  const std::int64_t width = std::int64_t(plan.threads) * plan.items;
-  const std::int64_t tiles = (s.length + width - 1) / width;
-  const std::int64_t units = s.lines() * tiles;
+  KernelArgs<T> a{.s = s, .x = x, .y = y, .exclusive = exclusive};
+  a.vec = rows_vectorizable(s, x, y);
+  a.width = std::int64_t(plan.threads) * plan.items;
+  a.tiles = (s.length + a.width - 1) / a.width;
+  const std::int64_t units = s.lines() * a.tiles;
+  const int teams = plan.teams, threads = plan.threads;
   // One ticket counter, then per tile its state, its fold and its inclusive prefix.
   const std::size_t state_offset = 64, fold_offset = state_offset + std::size_t(units) * sizeof(int);
   const std::size_t aligned_fold = (fold_offset + 15) / 16 * 16;
   ScratchLease scratch(dev, aligned_fold + 2 * std::size_t(units) * sizeof(Acc));
   char* base = static_cast<char*>(scratch.data());
-  auto* ticket = reinterpret_cast<unsigned long long*>(base);
-  int* state = reinterpret_cast<int*>(base + state_offset);
-  Acc* folds = reinterpret_cast<Acc*>(base + aligned_fold);
-  Acc* prefixes = folds + units;
-  const int threads = plan.threads;
-#pragma omp target teams distribute parallel for num_teams(plan.teams) thread_limit(threads) \
-    device(dev) is_device_ptr(ticket, state)
+  a.ticket = reinterpret_cast<unsigned long long*>(base);
+  a.state = reinterpret_cast<int*>(base + state_offset);
+  a.folds = reinterpret_cast<Acc*>(base + aligned_fold);
+  a.prefixes = a.folds + units;
+  const std::size_t shared = sizeof(TileShared<Acc>);
+#pragma omp target teams distribute parallel for num_teams(teams) thread_limit(threads) \
+    device(dev) firstprivate(a)
   for (std::int64_t u = 0; u < units; ++u) {
-    state[u] = tile_pending;
-    if (u == 0) *ticket = 0;
+    a.state[u] = tile_pending;
+    if (u == 0) *a.ticket = 0;
   }
-  const bool on_host = dev == omp_get_initial_device();
-#pragma omp target teams num_teams(plan.teams) thread_limit(threads) device(dev) \
-    is_device_ptr(x, y, ticket, state, folds, prefixes) firstprivate(s, width, tiles, units, exclusive, on_host)
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) firstprivate(a) \
+    ompx_dyn_cgroup_mem(shared)
+#pragma omp parallel
   {
-    T tile[offload_tile_bytes / sizeof(T)];
-    Acc parts[offload_max_threads];
-    Acc shared_carry;
-    int window_state[look_back_window];
-    Acc window_value[look_back_window];
-    std::int64_t next_end;
-    for (;;) {
-      // Tickets go out in order, so every predecessor of a tile belongs to a team that runs.
-      std::int64_t u;
-#pragma omp atomic capture
-      u = (*ticket)++;
-      if (u >= units) break;
-      const std::int64_t line = u / tiles, b = u % tiles, q = b * width;
-      const std::int64_t m = std::min(width, s.length - q);
-      std::int64_t xo, yo;
-      line_offsets(s, line, xo, yo);
-      const ChainLink<Op, Acc> look_back{state,     folds,         prefixes,      u,         u - b,
-                                         exclusive, on_host,       window_state, window_value, &next_end};
-#pragma omp parallel num_threads(threads)
-      {
-        load_tile(tile, x + xo + q * s.in_step, s.in_step, m);
-        scan_tile<T, Op>(tile, parts, &shared_carry, m, Acc{}, exclusive, look_back);
-        store_tile(tile, y + yo + q * s.out_step, s.out_step, m);
-      }
-    }
+#ifdef __NVPTX__
+    gpu_chained<T, Op>(a);
+#endif
   }
 }
 
 std::int64_t elem_bytes(const CumulativeCall& call) {
   return visit_scan_type(call.input.desc.dtype(), [](auto t) { return std::int64_t(sizeof(t)); });
-}
-
-// Tiles of 8 KiB for rows (lines are often short) and 24 KiB for chained tiles (fewer look-backs),
-// both measured best among the sizes tried on an H100.
-int default_items(const CumulativeCall& call, ScanPlan::Kind kind) {
-  return int((kind == ScanPlan::Kind::offload_rows ? 32 : 96) / elem_bytes(call));
 }
 
 }  // namespace
@@ -397,12 +580,16 @@ ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) 
   const ScanLayout s = make_scan_layout(call);
   ScanPlan plan;
   plan.kind = kind;
-  // Chained tiles of 4- and 8-byte elements: 128 threads with more items each measured faster.
-  plan.threads = kind == ScanPlan::Kind::offload_chained && elem_bytes(call) >= 4 ? 128 : 256;
-  plan.items = default_items(call, kind) * (256 / plan.threads);
-  const std::int64_t width = std::int64_t(plan.threads) * plan.items;
+  // Measured on an H100 ({16384,16384} rows and a 2^28 line; float32, int32, float16): rows
+  // fastest with 64 threads and runs of 64 bytes (2077 GB/s float32, 1831 with 128 threads),
+  // chained tiles with 128 threads and runs of 128 bytes.
+  plan.threads = 128;
   switch (kind) {
     case ScanPlan::Kind::offload_rows:
+      plan.items = int(offload_rows_max_item_bytes / elem_bytes(call));
+      // Short lines: fewer threads, so that a tile is not mostly idle lanes.
+      plan.threads = int(std::clamp<std::int64_t>(
+          std::int64_t(std::bit_ceil(std::uint64_t((s.length + plan.items - 1) / plan.items))), 32, 64));
       plan.teams = int(std::clamp<std::int64_t>(s.lines(), 1, default_teams_cap));
       break;
     case ScanPlan::Kind::offload_columns: {
@@ -417,10 +604,13 @@ ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) 
       plan.teams = int(std::clamp<std::int64_t>((work + plan.threads - 1) / plan.threads, 1, std::int64_t(1) << 20));
       break;
     }
-    default:
+    default: {
+      plan.items = int(offload_chained_max_item_bytes / elem_bytes(call));
+      const std::int64_t width = std::int64_t(plan.threads) * plan.items;
       plan.teams = int(std::clamp<std::int64_t>(s.lines() * ((s.length + width - 1) / width), 1,
                                                 default_teams_cap));
       break;
+    }
   }
   return plan;
 }
@@ -433,29 +623,43 @@ ScanPlan default_offload_scan_plan(const CumulativeCall& call) {
   return offload_scan_defaults(call, ScanPlan::Kind::offload_chained);
 }
 
+// Calls f(T{}) with the storage type whose kernels run `type`: unsigned integers run the kernels
+// of their signed twins (both accumulate in the same unsigned type and store its bits, so the
+// results are identical), which keeps the device image, and its compile time at the first call,
+// smaller.
+template <class F> void visit_kernel_type(DataType type, F&& f) {
+  switch (type) {
+    case DataType::float32: return f(float{});
+    case DataType::float16: return f(float16_t{});
+    case DataType::int32:
+    case DataType::uint32: return f(std::int32_t{});
+    case DataType::int64:
+    case DataType::uint64: return f(std::int64_t{});
+    default: break;
+  }
+  throw Error(Errc::invalid_type, "scan", "input", "internal: not a scan type");
+}
+
 void run_scan_offload(const CumulativeCall& call, const ScanPlan& plan, int device) {
   const ScanLayout s = make_scan_layout(call);
-  // Unsigned integers run the kernels of their signed twins: both accumulate in the same unsigned
-  // type and store its bits, so the results are identical, and the device image holds half the
-  // integer kernels.
-  DataType kernel_type = call.input.desc.dtype();
-  if (kernel_type == DataType::uint32) kernel_type = DataType::int32;
-  if (kernel_type == DataType::uint64) kernel_type = DataType::int64;
-  visit_scan_type(kernel_type, [&](auto t) {
+  if (!plan.offload())
+    throw Error(Errc::invalid_schedule, call.op_name(), plan.to_schedule().to_string(),
+                "internal: not an offload schedule");
+  visit_kernel_type(call.input.desc.dtype(), [&](auto t) {
     using T = decltype(t);
     visit_combine(call.product, [&](auto op) {
       using Op = decltype(op);
       const T* x = static_cast<const T*>(call.input.data);
       T* y = static_cast<T*>(call.output.data);
       const bool ex = call.options.exclusive;
-      switch (plan.kind) {
-        case ScanPlan::Kind::offload_rows: rows<T, Op>(device, s, x, y, ex, plan); break;
-        case ScanPlan::Kind::offload_columns: columns<T, Op>(device, s, x, y, ex, plan); break;
-        case ScanPlan::Kind::offload_chained: chained<T, Op>(device, s, x, y, ex, plan); break;
-        default:
-          throw Error(Errc::invalid_schedule, call.op_name(), plan.to_schedule().to_string(),
-                      "internal: not an offload schedule");
-      }
+      // The host fallback scans every line serially whatever the strategy: the rows region's
+      // host body (the others' device-only regions then never run on the host).
+      if (device == omp_get_initial_device() || plan.kind == ScanPlan::Kind::offload_rows)
+        rows<T, Op>(device, s, x, y, ex, plan);
+      else if (plan.kind == ScanPlan::Kind::offload_columns)
+        columns<T, Op>(device, s, x, y, ex, plan);
+      else
+        chained<T, Op>(device, s, x, y, ex, plan);
     });
   });
 }

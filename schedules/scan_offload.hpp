@@ -9,14 +9,12 @@
 
 namespace hk::detail {
 
-/// Team-local memory of the tile kernels (rows, chained): the staged tile takes this much, the
-/// per-thread partial folds up to offload_max_threads accumulators more; 48 KB per team in all.
-inline constexpr std::int64_t offload_tile_bytes = 32 * 1024;
+/// The tile kernels keep each thread's run of `items` consecutive elements in registers: at most
+/// this many bytes of them per thread (rows: fewer, so that more teams fit an SM; chained: more,
+/// for larger tiles and fewer look-backs).
+inline constexpr std::int64_t offload_rows_max_item_bytes = 64;
+inline constexpr std::int64_t offload_chained_max_item_bytes = 128;
 inline constexpr std::int64_t offload_max_threads = 1024;
-
-/// Elements a tile of threads x items occupies once padded against shared-memory bank conflicts
-/// (one spare element per 32).
-constexpr std::int64_t offload_padded_tile(std::int64_t width) { return width + width / 32; }
 
 /// Loads a thread of scan.offload_columns issues before it combines them.
 inline constexpr int offload_column_batch = 32;

@@ -75,14 +75,16 @@ const std::vector<StrategySpec>& table() {
 #ifdef HETKERN_OFFLOAD
       {"scan.offload_rows",
        "GPU (OpenMP target): each team scans whole lines, one at a time, a tile of threads x items "
-       "elements at a time staged in team-local memory (coalesced loads, per-thread folds, a "
-       "log-step scan of the thread totals, the carry kept across tiles); for many lines along "
-       "the contiguous axis",
+       "elements at a time: each thread loads its run of items consecutive elements into "
+       "registers (16 bytes at a time where aligned), folds it, the warps scan the folds with "
+       "shuffles, the team combines the warp totals, each thread rescans its run from its carry; "
+       "for many lines along the contiguous axis",
        {{"teams", 1, 65536, "OpenMP teams (default: the lines, at most 1056)"},
-        {"threads", 32, offload_max_threads, "threads per team (default 256)"},
+        {"threads", 32, offload_max_threads,
+         "threads per team (default 64, 32 for lines shorter than 64 runs)"},
         {"items", 1, 64,
-         "elements per thread in a tile; threads x items (plus 1/32 padding) fits 32 KiB "
-         "(default: 8 KiB tiles, e.g. 8 for 4-byte types)"}}},
+         "consecutive elements per thread in a tile, at most 64 bytes of them (default: 64 "
+         "bytes, e.g. 16 for 4-byte types)"}}},
       {"scan.offload_columns",
        "GPU (OpenMP target): one thread per line and axis chunk, consecutive threads on "
        "neighbouring lines (coalesced), each issuing 32 loads along the axis before combining "
@@ -97,30 +99,31 @@ const std::vector<StrategySpec>& table() {
          "enough for about 2^18 threads, each chunk at least 64 long)"}}},
       {"scan.offload_chained",
        "GPU (OpenMP target): single-pass chained scan; persistent teams take tiles of threads x "
-       "items elements in order from an atomic ticket, publish each tile's fold, look back over "
-       "their predecessors' published folds and prefixes for the carry, then rescan the tile "
-       "from it: memory sees one read and one write; for few long lines",
+       "items elements in order from an atomic ticket, scan them as scan.offload_rows does, "
+       "publish each tile's fold, look back over their predecessors' published folds and "
+       "prefixes (a warp, 32 tiles at a time) for the carry: memory sees one read and one write; "
+       "for few long lines",
        {{"teams", 1, 65536, "OpenMP teams (default: the tiles, at most 1056)"},
-        {"threads", 32, offload_max_threads,
-         "threads per team (default: 128 for 4- and 8-byte types, 256 for float16)"},
+        {"threads", 32, offload_max_threads, "threads per team (default 128)"},
         {"items", 1, 64,
-         "elements per thread in a tile, as scan.offload_rows (default: 24 KiB tiles, e.g. 48 "
-         "for 4-byte types)"}}},
+         "consecutive elements per thread in a tile, at most 128 bytes of them (default: 128 "
+         "bytes, e.g. 32 for 4-byte types)"}}},
 #endif
   };
   return specs;
 }
 
 #ifdef HETKERN_OFFLOAD
-// A tile of threads x items elements must fit the team-local memory of the tile kernels.
+// A thread's run of items elements must fit the registers the tile kernels give it.
 void check_offload_tile(const CumulativeCall& call, const Schedule& schedule, const ScanPlan& plan) {
-  const std::int64_t bytes = offload_padded_tile(std::int64_t(plan.threads) * plan.items) * element_bytes(call);
-  if (bytes > offload_tile_bytes)
+  const std::int64_t bytes = std::int64_t(plan.items) * element_bytes(call);
+  const std::int64_t max_bytes = plan.kind == ScanPlan::Kind::offload_rows ? offload_rows_max_item_bytes
+                                                                           : offload_chained_max_item_bytes;
+  if (bytes > max_bytes)
     throw Error(Errc::invalid_schedule, call.op_name(), schedule.to_string(),
-                "threads x items = " + std::to_string(std::int64_t(plan.threads) * plan.items) +
-                    " elements of " + std::to_string(element_bytes(call)) +
-                    " bytes exceed the team-local tile of " + std::to_string(offload_tile_bytes) +
-                    " bytes (with 1/32 padding)");
+                "items = " + std::to_string(plan.items) + " elements of " + std::to_string(element_bytes(call)) +
+                    " bytes exceed the " + std::to_string(max_bytes) +
+                    " bytes a thread holds in registers");
 }
 #endif
 

@@ -3,7 +3,7 @@
 # then the benchmark table (hetkern's offload schedules, the OpenMP copy canary built the same
 # way, PyTorch and the CUDA copy), printed last.
 #
-# usage: tools/offload-gpu-report.sh [--quick]
+# usage: tools/offload-gpu-report.sh [--quick] [--sweep] [--case rows|columns|chained]   (passed to the bench programs)
 #   BIN  folder with hetkern_tests and hetkern-offload-bench* (default build/offload/bin)
 #   OUT  folder for the JSON records (default /tmp/hetkern-offload-report)
 #   LIMIT  seconds each step may take before it is stopped (default 600): a kernel that hangs

@@ -118,8 +118,9 @@ void quantized_linear_matmul(const DeviceQuantizedMatMulArgs& args, DeviceTensor
 std::size_t release_cached_device_memory();
 
 /// The copy canary: `bytes` from device address src to dst, both on offload_device(), by an
-/// OpenMP `target teams distribute parallel for` with `teams` x `threads` (16-byte elements when
-/// both addresses and the size allow). Every offload schedule is judged against it.
+/// OpenMP target kernel with `teams` x `threads` (an SPMD kernel of 16-byte elements, several
+/// loads in flight per thread, when both addresses and the size allow). Every offload schedule
+/// is judged against it.
 void device_copy(const void* src, void* dst, std::size_t bytes, int teams, int threads);
 
 }  // namespace hk
