@@ -145,7 +145,7 @@ std::vector<SpacePoint> enumerate_space(const TuneWorkload& w, std::span<const S
       } else if (on_device) {
         // Team sizes of whole warps that measured best on an H100; teams, items and chunks
         // keep the library's shape-derived defaults.
-        if (std::string(p.key) == "threads") v = {"128", "256"};
+        if (std::string(p.key) == "threads") v = {"64", "128", "256"};
       } else {
         for (const auto n : values_for(p, c)) v.push_back(std::to_string(n));
       }
