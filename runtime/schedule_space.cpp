@@ -143,7 +143,7 @@ std::vector<SpacePoint> enumerate_space(const TuneWorkload& w, std::span<const S
       if (std::string(p.key) == "pin") {
         v = pin_values(c.threads);
       } else if (on_device) {
-        // Team sizes of whole warps that measured best on an H100; teams, items and chunks
+        // Team sizes of whole warps around the best measured on an H100; teams, items and chunks
         // keep the library's shape-derived defaults.
         if (std::string(p.key) == "threads") v = {"64", "128", "256"};
       } else {
