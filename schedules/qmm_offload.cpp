@@ -2,16 +2,10 @@
 //
 // Workspace: A' = A (^ 0x80 when int8) as u8 rows of kp bytes, B' = B (^ 0x80 when uint8) as s8
 // columns of kp bytes (k contiguous in both), zero-padded to whole 128 x 128 output tiles and to
-// kp = K rounded up to 64, plus the int64 row sums of A' and column sums of B'. Every product
+// kp = K rounded up to 128, plus the int64 row sums of A' and column sums of B'. Every product
 // kernel computes int32 dot(A', B') over depth slices of at most 65536 (|a'b'| <= 255 * 128, so a
 // slice cannot overflow), adds the slices in int64 when the depth is larger, and its epilogue
 // folds the zero points back exactly (qmm_pack.hpp) and requantizes with requantize()'s semantics.
-//
-// On a GPU the kernels are SPMD target regions with static team memory: the product kernels copy
-// each 64-deep slice of a 128 x 128 tile's A' rows and B' columns into team memory (fetched into
-// registers while the team computes on the previous slice; double buffering, 32 KiB), then read
-// 16-byte fragments from there. On the host fallback, or with a thread count the staged code is
-// not written for, the same regions run a plain per-output loop.
 #include "schedules/qmm_offload.hpp"
 
 #include <omp.h>
@@ -28,15 +22,11 @@ namespace hk::detail {
 namespace {
 
 constexpr std::int64_t tile_rows = 128, tile_cols = 128;  // outputs per team tile
-constexpr std::int64_t depth_step = 64;                     // k per packing block and per stage
+constexpr std::int64_t depth_step = 64;                     // k per packing chunk / mma pair
+constexpr std::int64_t stage_depth = 128;                   // k per dp4a slice in team memory
 constexpr std::int64_t int32_depth = 65536;                 // deepest int32-safe slice
 constexpr std::int64_t workspace_align = 256;
 constexpr int default_threads_per_team = 256;
-constexpr int panel_bytes = int(tile_rows * depth_step);  // one stage of A' rows (or B' columns)
-constexpr int stage_bytes = 2 * panel_bytes;               // A' and B' of one stage
-[[maybe_unused]] constexpr int staged_bytes = 2 * stage_bytes;              // double buffer: 32 KiB of team memory
-[[maybe_unused]] constexpr int pack_pitch = int(depth_step) + 4;            // team-memory row of the packing kernel
-constexpr int pack_threads = 256;
 
 using u8 = std::uint8_t;
 using u32 = std::uint32_t;
@@ -116,12 +106,6 @@ struct Kernel {
   i64 b_batch(i64 t) const { return b_shared ? 0 : t; }
   const u8* a_rows(i64 t, i64 r) const { return ap + (a_batch(t) * Mp + r) * kp; }
   const std::int8_t* b_cols(i64 t, i64 c) const { return bp + (b_batch(t) * Np + c) * kp; }
-  // Tile number -> batch and first row and column.
-  void tile_origin(i64 tile, i64& t, i64& i0, i64& j0) const {
-    t = tile / (tiles_m * tiles_n);
-    i0 = (tile / tiles_n % tiles_m) * tile_rows;
-    j0 = (tile % tiles_n) * tile_cols;
-  }
 
   // Output (t, m, n) from its dot(A', B'); rows and columns beyond the matrix are skipped.
   void finish(i64 t, i64 m, i64 n, i64 dot) const {
@@ -154,7 +138,7 @@ WorkspaceLayout workspace_layout(const OffloadQmmArgs& x) {
   w.b_batches = batch_shared(x.b) ? 1 : batches;
   w.Mp = round_up(x.M, tile_rows);
   w.Np = round_up(x.N, tile_cols);
-  w.kp = round_up(x.K, depth_step);
+  w.kp = round_up(x.K, stage_depth);
   w.ap = 0;
   w.bp = align_up(w.ap + w.a_batches * w.Mp * w.kp);
   w.row_sums = align_up(w.bp + w.b_batches * w.Np * w.kp);
@@ -163,153 +147,133 @@ WorkspaceLayout workspace_layout(const OffloadQmmArgs& x) {
   return w;
 }
 
-#ifdef __NVPTX__
-// A barrier of the team's threads (the kernels are SPMD: every thread of the block runs the region).
-inline void team_barrier() { asm volatile("bar.sync 0;" ::: "memory"); }
-#endif
-
-// Packing: blocks of 64 lines (rows of A', columns of B') x 64 k. A GPU team of 256 threads reads
-// a block from the source in the order of its smaller stride (neighbouring threads, neighbouring
-// bytes) into team memory, then writes it as 16-byte words, each thread adding its words' sum to
-// the line's atomically. The host fallback packs line by line.
-struct PackBlocks {
-  i64 a_count, b_count;  // blocks of A' then of B'
-  i64 chunks;            // 64-deep chunks per line
-};
-
-PackBlocks pack_blocks(const Kernel& k) {
-  const i64 chunks = k.kp / depth_step;
-  const i64 a_batches = k.a_shared ? 1 : k.batches, b_batches = k.b_shared ? 1 : k.batches;
-  return {a_batches * (k.Mp / 64) * chunks, b_batches * (k.Np / 64) * chunks, chunks};
-}
-
-// Where packing block blk reads (the source matrix, its strides along lines and along k, its first
-// line and k) and writes (the packed block and the sums of its lines).
-struct PackBlock {
-  const u8* src;
-  i64 line_stride, k_stride, line0, k0, lines_valid;
-  u8* dst;  // the block's first line, k0 included
-  i64* sums;
-  u8 flip;
-  bool is_a;
-};
-
-inline PackBlock pack_block(const Kernel& k, const PackBlocks& pb, i64 blk) {
-  PackBlock p;
-  p.is_a = blk < pb.a_count;
-  const i64 j = p.is_a ? blk : blk - pb.a_count;
-  const i64 line_blocks = (p.is_a ? k.Mp : k.Np) / 64;
-  const i64 t = j / (line_blocks * pb.chunks), rest = j % (line_blocks * pb.chunks);
-  p.line0 = rest / pb.chunks * 64;
-  p.k0 = rest % pb.chunks * depth_step;
-  const i64 b0 = t / k.batch1, b1 = t % k.batch1;
-  const i64 count = p.is_a ? k.M : k.N;
-  p.lines_valid = std::min<i64>(64, std::max<i64>(0, count - p.line0));
-  if (p.is_a) {
-    p.src = k.a + b0 * k.a_bs[0] + b1 * k.a_bs[1];
-    p.line_stride = k.a_rs, p.k_stride = k.a_cs;
-    p.dst = k.ap + (t * k.Mp + p.line0) * k.kp + p.k0;
-    p.sums = k.row_sums + t * k.M + p.line0;
-    p.flip = k.a_flip;
-  } else {
-    p.src = k.b + b0 * k.b_bs[0] + b1 * k.b_bs[1];
-    p.line_stride = k.b_cs, p.k_stride = k.b_rs;
-    p.dst = reinterpret_cast<u8*>(k.bp) + (t * k.Np + p.line0) * k.kp + p.k0;
-    p.sums = k.col_sums + t * k.N + p.line0;
-    p.flip = k.b_flip;
+// One 64-deep chunk of a row of A' or a column of B' (r: its row or column, kk0: its first k):
+// gathered from the source through its strides, stored as four 16-byte words, its sum returned.
+inline i64 pack_chunk(const u8* src, i64 k_stride, i64 kk0, i64 K, bool inside, u8 flip, bool is_a,
+                      u8* dst) {
+  u32 words[16];
+  i64 sum = 0;
+#pragma unroll
+  for (int w = 0; w < 16; ++w) {
+    u32 word = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const i64 kk = kk0 + 4 * w + j;
+      if (inside && kk < K) word |= u32(u8(src[kk * k_stride] ^ flip)) << (8 * j);
+    }
+    words[w] = word;
+    // dp4a takes its first operand unsigned: A' bytes times ones, ones times B' bytes.
+    sum += is_a ? dot4(word, 0x01010101u, 0) : dot4(0x01010101u, word, 0);
   }
-  return p;
+#pragma unroll
+  for (int v = 0; v < 4; ++v)
+    reinterpret_cast<u32x4*>(dst)[v] = u32x4{words[4 * v], words[4 * v + 1], words[4 * v + 2], words[4 * v + 3]};
+  return sum;
 }
 
-// Word w of line l of a block, gathered straight from the source.
-inline u32 source_word(const Kernel& k, const PackBlock& p, i64 l, int w) {
-  u32 word = 0;
-  for (int j = 0; j < 4; ++j) {
-    const i64 kk = p.k0 + 4 * w + j;
-    if (l < p.lines_valid && kk < k.K)
-      word |= u32(u8(p.src[(p.line0 + l) * p.line_stride + kk * p.k_stride] ^ p.flip)) << (8 * j);
-  }
-  return word;
-}
-
-// dp4a takes its first operand unsigned: A' bytes times ones, ones times B' bytes.
-inline i32 word_sum(u32 word, bool is_a) { return is_a ? dot4(word, 0x01010101u, 0) : dot4(0x01010101u, word, 0); }
-
+// A' and B' into the workspace with their sums: a thread per 64-deep chunk of a row of A' (a
+// column of B'), its sum added atomically. Neighbouring threads take neighbouring chunks when the
+// source's k stride is the smaller one, neighbouring rows (columns) otherwise, so that they read
+// neighbouring bytes.
 void pack(const Kernel k, int device) {
-  const PackBlocks pb = pack_blocks(k);
+  const i64 chunks = k.kp / depth_step;
   const i64 a_batches = k.a_shared ? 1 : k.batches, b_batches = k.b_shared ? 1 : k.batches;
   const i64 a_rows = a_batches * k.M, b_cols = b_batches * k.N;
 #pragma omp target teams distribute parallel for device(device) firstprivate(k)
   for (i64 i = 0; i < a_rows + b_cols; ++i) (i < a_rows ? k.row_sums[i] : k.col_sums[i - a_rows]) = 0;
 
-  const i64 blocks = pb.a_count + pb.b_count;
-  // The host fallback runs one team of the host's threads; a GPU a team per block, up to 2^16.
-  const int teams = device == omp_get_initial_device() ? 1 : int(std::min<i64>(blocks, 1 << 16));
-#pragma omp target teams num_teams(teams) thread_limit(pack_threads) device(device) firstprivate(k, pb)
-#pragma omp parallel
-  {
-    const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-    const i64 team = omp_get_team_num(), team_count = omp_get_num_teams();
-    bool staged = false;
-#ifdef __NVPTX__
-    if (nth == pack_threads) {
-      static u32x4 team_block[64 * pack_pitch / 16];
-#pragma omp allocate(team_block) allocator(omp_pteam_mem_alloc)
-      staged = true;
-      u8* block = reinterpret_cast<u8*>(team_block);
-      const int line = tid / 4, first = tid % 4 * 16;  // the 16 bytes this thread writes
-      for (i64 blk = team; blk < blocks; blk += team_count) {
-        const PackBlock p = pack_block(k, pb, blk);
-        const bool k_inner = p.k_stride <= p.line_stride;
-#pragma unroll
-        for (int e = 0; e < 16; ++e) {
-          const int idx = tid + pack_threads * e;
-          const int l = k_inner ? idx / 64 : idx % 64, kk = k_inner ? idx % 64 : idx / 64;
-          const i64 kg = p.k0 + kk;
-          block[l * pack_pitch + kk] = l < p.lines_valid && kg < k.K
-                                           ? u8(p.src[(p.line0 + l) * p.line_stride + kg * p.k_stride] ^ p.flip)
-                                           : u8(0);
-        }
-        team_barrier();
-        const u32* row = reinterpret_cast<const u32*>(block + line * pack_pitch + first);
-        const u32x4 words = {row[0], row[1], row[2], row[3]};
-        *reinterpret_cast<u32x4*>(p.dst + line * k.kp + first) = words;
-        if (line < p.lines_valid) {
-          const i64 sum = word_sum(words.x, p.is_a) + word_sum(words.y, p.is_a) + word_sum(words.z, p.is_a) +
-                          word_sum(words.w, p.is_a);
-          i64& total = p.sums[line];
+  const bool a_chunk_inner = k.a_cs <= k.a_rs, b_chunk_inner = k.b_rs <= k.b_cs;
+  const i64 a_count = a_batches * k.Mp * chunks, b_count = b_batches * k.Np * chunks;
+#pragma omp target teams distribute parallel for device(device) firstprivate(k)
+  for (i64 i = 0; i < a_count + b_count; ++i) {
+    const bool is_a = i < a_count;
+    const i64 j = is_a ? i : i - a_count, lines = is_a ? k.Mp : k.Np, count = is_a ? k.M : k.N;
+    const bool chunk_inner = is_a ? a_chunk_inner : b_chunk_inner;
+    const i64 t = j / (lines * chunks), rest = j % (lines * chunks);
+    const i64 r = chunk_inner ? rest / chunks : rest % lines, c = chunk_inner ? rest % chunks : rest / lines;
+    const i64 b0 = t / k.batch1, b1 = t % k.batch1;
+    const u8* src = is_a ? k.a + b0 * k.a_bs[0] + b1 * k.a_bs[1] + r * k.a_rs
+                         : k.b + b0 * k.b_bs[0] + b1 * k.b_bs[1] + r * k.b_cs;
+    u8* dst = (is_a ? k.ap : reinterpret_cast<u8*>(k.bp)) + (t * lines + r) * k.kp + c * depth_step;
+    const i64 sum = pack_chunk(src, is_a ? k.a_cs : k.b_rs, c * depth_step, k.K, r < count,
+                               is_a ? k.a_flip : k.b_flip, is_a, dst);
+    if (r < count) {
+      i64& total = is_a ? k.row_sums[t * k.M + r] : k.col_sums[t * k.N + r];
 #pragma omp atomic update
-          total += sum;
-        }
-        team_barrier();  // the next block overwrites team memory
-      }
+      total += sum;
     }
-#endif
-    if (!staged) {
-      // A thread per line of a block: four 16-byte words and one atomic sum.
-      for (i64 i = team * nth + tid; i < blocks * 64; i += team_count * nth) {
-        const PackBlock p = pack_block(k, pb, i / 64);
-        const i64 l = i % 64;
-        i64 sum = 0;
-        for (int v = 0; v < 4; ++v) {
-          u32x4 words;
-          words.x = source_word(k, p, l, 4 * v), words.y = source_word(k, p, l, 4 * v + 1);
-          words.z = source_word(k, p, l, 4 * v + 2), words.w = source_word(k, p, l, 4 * v + 3);
-          sum += word_sum(words.x, p.is_a) + word_sum(words.y, p.is_a) + word_sum(words.z, p.is_a) +
-                 word_sum(words.w, p.is_a);
-          reinterpret_cast<u32x4*>(p.dst + l * k.kp)[v] = words;
+  }
+}
+
+// dp4a product: one 128 x 128 tile per team at a time, depth slices of 128 staged in team-local
+// memory, each thread an 8 x 8 block of outputs (rows tr + 16i, columns tc + 16j). With fewer
+// threads than the 256 blocks, the threads take the blocks in rounds; blocks wholly past the
+// matrix's edge only help staging.
+template <bool Deep>
+void product_dp4a(const Kernel k, int device, int teams, int threads) {
+  constexpr int words = int(stage_depth / 4), blocks = 256;
+  const i64 tiles = k.batches * k.tiles_m * k.tiles_n;
+#pragma omp target teams distribute num_teams(teams) thread_limit(threads) device(device) firstprivate(k)
+  for (i64 tile = 0; tile < tiles; ++tile) {
+    u32 sa[words][tile_rows + 1];  // team-local: [k word][row], padded against bank conflicts
+    u32 sb[words][tile_cols + 1];
+    const i64 t = tile / (k.tiles_m * k.tiles_n), i0 = (tile / k.tiles_n % k.tiles_m) * tile_rows,
+              j0 = (tile % k.tiles_n) * tile_cols;
+    const u32* a_src = reinterpret_cast<const u32*>(k.a_rows(t, i0));
+    const u32* b_src = reinterpret_cast<const u32*>(k.b_cols(t, j0));
+    const i64 row_words = k.kp / 4;
+#pragma omp parallel
+    {
+      const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+      for (int first = 0; first < blocks; first += nth) {
+        const int block = first + tid;
+        const int tr = block / 16, tc = block % 16;
+        // A block whose first row or column lies past the matrix holds no output.
+        const bool active = block < blocks && i0 + tr < k.M && j0 + tc < k.N;
+        i32 acc[8][8] = {};
+        i64 wide[Deep ? 8 : 1][Deep ? 8 : 1] = {};
+        for (i64 k0 = 0; k0 < k.kp; k0 += stage_depth) {
+          for (int e = tid; e < int(tile_rows) * words; e += nth) {
+            const int r = e / words, w = e % words;
+            sa[w][r] = a_src[r * row_words + k0 / 4 + w];
+            sb[w][r] = b_src[r * row_words + k0 / 4 + w];
+          }
+#pragma omp barrier
+          if (active) {
+            for (int w = 0; w < words; ++w) {
+              u32 x[8], y[8];
+#pragma unroll
+              for (int i = 0; i < 8; ++i) x[i] = sa[w][tr + 16 * i];
+#pragma unroll
+              for (int j = 0; j < 8; ++j) y[j] = sb[w][tc + 16 * j];
+#pragma unroll
+              for (int i = 0; i < 8; ++i)
+#pragma unroll
+                for (int j = 0; j < 8; ++j) acc[i][j] = dot4(x[i], y[j], acc[i][j]);
+            }
+          }
+#pragma omp barrier
+          if constexpr (Deep) {
+            if ((k0 + stage_depth) % int32_depth == 0 || k0 + stage_depth == k.kp)
+#pragma unroll
+              for (int i = 0; i < 8; ++i)
+#pragma unroll
+                for (int j = 0; j < 8; ++j) wide[i][j] += acc[i][j], acc[i][j] = 0;
+          }
         }
-        if (l < p.lines_valid) {
-          i64& total = p.sums[l];
-#pragma omp atomic update
-          total += sum;
-        }
+        if (active)
+#pragma unroll
+          for (int i = 0; i < 8; ++i)
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+              k.finish(t, i0 + tr + 16 * i, j0 + tc + 16 * j, Deep ? wide[i][j] : acc[i][j]);
       }
     }
   }
 }
 
-// Outputs of one 64 x 32 block computed by one worker without team memory or warp instructions.
+// A 64 x 32 block of a tile computed by one worker without warp instructions: the host fallback,
+// and a device team that got fewer than 32 threads.
 inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
   const i64 words = k.kp / 4;
   for (i64 r = r0; r < r0 + 64 && r < k.M; ++r)
@@ -323,221 +287,94 @@ inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
 }
 
 #ifdef __NVPTX__
-[[gnu::always_inline]] inline u32x4 load16(const u8* p) { return *reinterpret_cast<const u32x4*>(p); }
-
-// Byte offset of the 16-byte chunk c (0-3) of row r in a staged panel [128 rows][64 bytes]: the
-// chunk index is XORed with bits 1-2 of the row, so that eight consecutive rows' chunk c (the
-// dp4a kernel's reads) and two rows' four chunks (the mma fragments) fall in distinct banks.
-[[gnu::always_inline]] inline u32 swizzled(int r, int c) { return u32(r * 64 + ((c ^ ((r >> 1) & 3)) << 4)); }
-
-// Copies of one stage: Threads threads move the 1024 16-byte chunks of 128 rows of A' and 128
-// columns of B', 64 deep, through registers (fetch while the team computes, store after).
-template <int Threads>
-struct Stager {
-  static constexpr int copies = 1024 / Threads;
-  const u8* src[copies];
-  u32 dst[copies];
-  u32x4 held[copies];
-  [[gnu::always_inline]] Stager(const Kernel& k, i64 t, i64 i0, i64 j0, int tid) {
-#pragma unroll
-    for (int l = 0; l < copies; ++l) {
-      const int e = tid + l * Threads, r = e % 512 / 4, c = e % 4;
-      src[l] = (e < 512 ? k.a_rows(t, i0 + r) : reinterpret_cast<const u8*>(k.b_cols(t, j0 + r))) + 16 * c;
-      dst[l] = (e < 512 ? 0 : panel_bytes) + swizzled(r, c);
-    }
-  }
-  [[gnu::always_inline]] void fetch(i64 k0) {
-#pragma unroll
-    for (int l = 0; l < copies; ++l) held[l] = *reinterpret_cast<const u32x4*>(src[l] + k0);
-  }
-  [[gnu::always_inline]] void store(u8* stage) const {
-#pragma unroll
-    for (int l = 0; l < copies; ++l) *reinterpret_cast<u32x4*>(stage + dst[l]) = held[l];
-  }
-};
-
-// The k loop of one tile, double-buffered: stage s + 1 is fetched from global memory into
-// registers while stage s is computed (compute(stage, k0)), then stored to the other buffer.
-template <int Threads, class Compute>
-[[gnu::always_inline]] inline void staged_depth(const Kernel& k, u8* tiles, Stager<Threads>& stager,
-                                                Compute&& compute) {
-  const i64 steps = k.kp / depth_step;
-  stager.fetch(0);
-  stager.store(tiles);
-  team_barrier();
-  for (i64 s = 0; s < steps; ++s) {
-    const bool more = s + 1 < steps;
-    if (more) stager.fetch((s + 1) * depth_step);
-    compute(tiles + (s & 1) * stage_bytes, s * depth_step);
-    // Buffer (s + 1) & 1 was last read in step s - 1, which every thread has finished.
-    if (more) stager.store(tiles + ((s + 1) & 1) * stage_bytes);
-    team_barrier();
-  }
-}
-
-// Whether the int32 accumulators end a slice after the stage at k0.
-[[gnu::always_inline]] inline bool slice_ends(const Kernel& k, i64 k0) {
-  return (k0 + depth_step) % int32_depth == 0 || k0 + depth_step == k.kp;
-}
-
-// dp4a product, 256 threads: each an 8 x 8 block of the tile's outputs (rows tr + 16i, columns
-// tc + 16j), four k words at a time from 16-byte team-memory reads.
-template <bool Deep>
-[[gnu::always_inline]] inline void tiles_dp4a(const Kernel& k, u8* team_tiles, int tid, i64 team, i64 team_count) {
-  const int tr = tid / 16, tc = tid % 16;
-  const i64 tiles = k.batches * k.tiles_m * k.tiles_n;
-  for (i64 tile = team; tile < tiles; tile += team_count) {
-    i64 t, i0, j0;
-    k.tile_origin(tile, t, i0, j0);
-    Stager<256> stager(k, t, i0, j0, tid);
-    i32 acc[8][8] = {};
-    i64 wide[Deep ? 8 : 1][Deep ? 8 : 1] = {};
-    staged_depth(k, team_tiles, stager, [&](const u8* stage, i64 k0) __attribute__((always_inline)) {
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        u32x4 x[8], y[8];
-#pragma unroll
-        for (int i = 0; i < 8; ++i) x[i] = load16(stage + swizzled(tr + 16 * i, c));
-#pragma unroll
-        for (int j = 0; j < 8; ++j) y[j] = load16(stage + panel_bytes + swizzled(tc + 16 * j, c));
-#pragma unroll
-        for (int i = 0; i < 8; ++i)
-#pragma unroll
-          for (int j = 0; j < 8; ++j) {
-            acc[i][j] = dot4(x[i].x, y[j].x, acc[i][j]);
-            acc[i][j] = dot4(x[i].y, y[j].y, acc[i][j]);
-            acc[i][j] = dot4(x[i].z, y[j].z, acc[i][j]);
-            acc[i][j] = dot4(x[i].w, y[j].w, acc[i][j]);
-          }
-      }
-      if constexpr (Deep) {
-        if (slice_ends(k, k0))
-#pragma unroll
-          for (int i = 0; i < 8; ++i)
-#pragma unroll
-            for (int j = 0; j < 8; ++j) wide[i][j] += acc[i][j], acc[i][j] = 0;
-      }
-    });
-#pragma unroll
-    for (int i = 0; i < 8; ++i)
-#pragma unroll
-      for (int j = 0; j < 8; ++j)
-        k.finish(t, i0 + tr + 16 * i, j0 + tc + 16 * j, Deep ? wide[i][j] : acc[i][j]);
-  }
-}
-
-[[gnu::always_inline]] inline void mma_u8s8(i32 (&c)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
+inline void mma_u8s8(i32 (&c)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
   asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
       "{%0,%1,%2,%3};"
       : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// Tensor-core product: Threads / 32 warps, each 64 rows x (8 * NJ) columns of the tile as 4 x NJ
-// mma tiles of 16 x 8 (256 threads: 64 x 32 per warp; 128 threads: 64 x 64). Lane (g, q) reads
-// the 16 bytes q of rows g and g + 8 of each mma tile (of column g for B'); since a dot product
-// may take its k in any order, those bytes play the k that the fragment layout assigns to the
-// lane (bytes 0-7 in the first mma of a stage's 32-deep halves, 8-15 in the second), identically
-// for A' and B'.
-template <int Threads, bool Deep>
-[[gnu::always_inline]] inline void tiles_mma(const Kernel& k, u8* team_tiles, int tid, i64 team, i64 team_count) {
-  constexpr int NJ = Threads == 256 ? 4 : 8;
-  constexpr int warps_n = int(tile_cols) / (8 * NJ);
-  const int warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
-  const int wr = warp / warps_n * 64, wc = warp % warps_n * 8 * NJ;
-  // Rows wr + 16i + g (+ 8) and wc + 8j + g share bits 1-2 with g: one swizzled chunk per lane.
-  const u32 a_lane = swizzled(wr + g, q), b_lane = panel_bytes + swizzled(wc + g, q);
-  const i64 tiles = k.batches * k.tiles_m * k.tiles_n;
-  for (i64 tile = team; tile < tiles; tile += team_count) {
-    i64 t, i0, j0;
-    k.tile_origin(tile, t, i0, j0);
-    Stager<Threads> stager(k, t, i0, j0, tid);
-    i32 c[4][NJ][4] = {};
-    i64 wide[Deep ? 4 : 1][Deep ? NJ : 1][Deep ? 4 : 1] = {};
-    staged_depth(k, team_tiles, stager, [&](const u8* stage, i64 k0) __attribute__((always_inline)) {
-      // B' fragments for the whole stage, A' fragments row tile by row tile (fewer live registers).
-      u32x4 bw[NJ];
+// A 64 x 32 block by one warp: 4 x 4 mma tiles of 16 x 8. Each lane loads 16 consecutive bytes
+// of a row (a column of B') per 64-deep slice; since a dot product may take its k in any order,
+// lane q's bytes 16q..16q+15 play the k that the mma fragment layout assigns to it (bytes 0-7 in
+// the first mma, 8-15 in the second), identically for A' and B'.
+template <bool Deep>
+inline void block_mma(const Kernel& k, i64 t, i64 r0, i64 c0, int lane) {
+  const int g = lane / 4, q = lane % 4;
+  i32 c[4][4][4] = {};
+  i64 wide[Deep ? 4 : 1][Deep ? 4 : 1][Deep ? 4 : 1] = {};
+  const u8* a_base = k.a_rows(t, r0 + g) + 16 * q;
+  const u8* b_base = reinterpret_cast<const u8*>(k.b_cols(t, c0 + g)) + 16 * q;
+  // The next slice's fragments are loaded before this slice's mma run, hiding their latency.
+  const auto load = [&](i64 k0, u32x4(&lo)[4], u32x4(&hi)[4], u32x4(&bw)[4]) {
 #pragma unroll
-      for (int j = 0; j < NJ; ++j) bw[j] = load16(stage + b_lane + 8 * j * 64);
+    for (int i = 0; i < 4; ++i) {
+      lo[i] = *reinterpret_cast<const u32x4*>(a_base + (16 * i) * k.kp + k0);
+      hi[i] = *reinterpret_cast<const u32x4*>(a_base + (16 * i + 8) * k.kp + k0);
+    }
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const u32x4 lo = load16(stage + a_lane + 16 * i * 64);
-        const u32x4 hi = load16(stage + a_lane + (16 * i + 8) * 64);
-#pragma unroll
-        for (int j = 0; j < NJ; ++j) {
-          mma_u8s8(c[i][j], lo.x, hi.x, lo.y, hi.y, bw[j].x, bw[j].y);
-          mma_u8s8(c[i][j], lo.z, hi.z, lo.w, hi.w, bw[j].z, bw[j].w);
-        }
-      }
-      if constexpr (Deep) {
-        if (slice_ends(k, k0))
-#pragma unroll
-          for (int i = 0; i < 4; ++i)
-#pragma unroll
-            for (int j = 0; j < NJ; ++j)
-#pragma unroll
-              for (int e = 0; e < 4; ++e) wide[i][j][e] += c[i][j][e], c[i][j][e] = 0;
-      }
-    });
+    for (int j = 0; j < 4; ++j) bw[j] = *reinterpret_cast<const u32x4*>(b_base + (8 * j) * k.kp + k0);
+  };
+  u32x4 lo[4], hi[4], bw[4];
+  load(0, lo, hi, bw);
+  for (i64 k0 = 0; k0 < k.kp; k0 += depth_step) {
+    u32x4 next_lo[4], next_hi[4], next_bw[4];
+    load(k0 + depth_step < k.kp ? k0 + depth_step : k0, next_lo, next_hi, next_bw);
 #pragma unroll
     for (int i = 0; i < 4; ++i)
 #pragma unroll
-      for (int j = 0; j < NJ; ++j)
+      for (int j = 0; j < 4; ++j) {
+        mma_u8s8(c[i][j], lo[i].x, hi[i].x, lo[i].y, hi[i].y, bw[j].x, bw[j].y);
+        mma_u8s8(c[i][j], lo[i].z, hi[i].z, lo[i].w, hi[i].w, bw[j].z, bw[j].w);
+      }
 #pragma unroll
-        for (int e = 0; e < 4; ++e)
-          k.finish(t, i0 + wr + 16 * i + g + 8 * (e / 2), j0 + wc + 8 * j + 2 * q + e % 2,
-                   Deep ? wide[i][j][e] : c[i][j][e]);
+    for (int i = 0; i < 4; ++i) lo[i] = next_lo[i], hi[i] = next_hi[i], bw[i] = next_bw[i];
+    if constexpr (Deep) {
+      if ((k0 + depth_step) % int32_depth == 0 || k0 + depth_step == k.kp)
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) wide[i][j][e] += c[i][j][e], c[i][j][e] = 0;
+    }
   }
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        k.finish(t, r0 + 16 * i + g + 8 * (e / 2), c0 + 8 * j + 2 * q + e % 2,
+                 Deep ? wide[i][j][e] : c[i][j][e]);
 }
 #endif
 
-// The product kernels: teams take 128 x 128 tiles in turn. Staged (Threads 0: none) is the
-// staged code of this kernel, which runs on a GPU with team memory and Threads threads per team;
-// otherwise every thread computes whole 64 x 32 blocks of a tile output by output. Each staged
-// variant is a kernel of its own, so that its register allocation is its own.
-enum class Staged { none, dp4a, mma };
-
-template <Staged Kind, int Threads, bool Deep>
-void product(const Kernel k, int device, int teams, int threads) {
+// Tensor-core product in an SPMD kernel (warp-collective mma needs one): teams take 128 x 128
+// tiles in turn, the warps of a team its eight 64 x 32 blocks. Threads past the last whole warp
+// idle; a team without a whole warp computes its blocks thread by thread.
+template <bool Deep>
+void product_mma(const Kernel k, int device, int teams, int threads) {
   const i64 tiles = k.batches * k.tiles_m * k.tiles_n;
 #pragma omp target teams num_teams(teams) thread_limit(threads) device(device) firstprivate(k)
 #pragma omp parallel
   {
-    const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
     const i64 team = omp_get_team_num(), team_count = omp_get_num_teams();
-    bool staged = false;
+    const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+    for (i64 tile = team; tile < tiles; tile += team_count) {
+      const i64 t = tile / (k.tiles_m * k.tiles_n), i0 = (tile / k.tiles_n % k.tiles_m) * tile_rows,
+                j0 = (tile % k.tiles_n) * tile_cols;
 #ifdef __NVPTX__
-    if constexpr (Kind != Staged::none) {
-      if (nth == Threads) {
-        static u32x4 team_tiles[staged_bytes / 16];
-#pragma omp allocate(team_tiles) allocator(omp_pteam_mem_alloc)
-        staged = true;
-        if constexpr (Kind == Staged::dp4a)
-          tiles_dp4a<Deep>(k, reinterpret_cast<u8*>(team_tiles), tid, team, team_count);
-        else
-          tiles_mma<Threads, Deep>(k, reinterpret_cast<u8*>(team_tiles), tid, team, team_count);
+      if (nth >= 32) {
+        if (tid < nth / 32 * 32)
+          for (int w = tid / 32; w < 8; w += nth / 32)
+            block_mma<Deep>(k, t, i0 + (w / 4) * 64, j0 + (w % 4) * 32, tid % 32);
+        continue;
       }
-    }
 #endif
-    if (!staged)
-      for (i64 tile = team; tile < tiles; tile += team_count) {
-        i64 t, i0, j0;
-        k.tile_origin(tile, t, i0, j0);
-        for (int w = tid; w < 8; w += nth) block_scalar(k, t, i0 + (w / 4) * 64, j0 + (w % 4) * 32);
-      }
+      for (int w = tid; w < 8; w += nth) block_scalar(k, t, i0 + (w / 4) * 64, j0 + (w % 4) * 32);
+    }
   }
-}
-
-template <bool Deep>
-void product(const Kernel& k, int device, OffloadQmmKernel kind, int teams, int threads) {
-  if (kind == OffloadQmmKernel::dp4a && threads == 256)
-    product<Staged::dp4a, 256, Deep>(k, device, teams, threads);
-  else if (kind == OffloadQmmKernel::mma && threads == 256)
-    product<Staged::mma, 256, Deep>(k, device, teams, threads);
-  else if (kind == OffloadQmmKernel::mma && threads == 128)
-    product<Staged::mma, 128, Deep>(k, device, teams, threads);
-  else
-    product<Staged::none, 0, Deep>(k, device, teams, threads);
 }
 
 Kernel make_kernel(const OffloadQmmArgs& x, const WorkspaceLayout& w) {
@@ -577,27 +414,19 @@ std::int64_t qmm_offload_workspace_bytes(const OffloadQmmArgs& args) {
   return workspace_layout(args).bytes;
 }
 
-void qmm_offload_pack(const OffloadQmmArgs& x) {
-  if (x.M == 0 || x.N == 0 || x.batch[0] * x.batch[1] == 0) return;
-  pack(make_kernel(x, workspace_layout(x)), x.device);
-}
-
-void qmm_offload_product(const OffloadQmmArgs& x) {
+void qmm_offload(const OffloadQmmArgs& x) {
   if (x.M == 0 || x.N == 0 || x.batch[0] * x.batch[1] == 0) return;
   const WorkspaceLayout w = workspace_layout(x);
   const Kernel k = make_kernel(x, w);
+  pack(k, x.device);
   const i64 tiles = k.batches * k.tiles_m * k.tiles_n;
   const int teams = int(std::min<i64>(x.teams > 0 ? x.teams : tiles, tiles));
   const int threads = x.threads > 0 ? x.threads : default_threads_per_team;
-  if (w.kp > int32_depth)
-    product<true>(k, x.device, x.kernel, teams, threads);
+  const bool deep = w.kp > int32_depth;
+  if (x.kernel == OffloadQmmKernel::mma)
+    deep ? product_mma<true>(k, x.device, teams, threads) : product_mma<false>(k, x.device, teams, threads);
   else
-    product<false>(k, x.device, x.kernel, teams, threads);
-}
-
-void qmm_offload(const OffloadQmmArgs& x) {
-  qmm_offload_pack(x);
-  qmm_offload_product(x);
+    deep ? product_dp4a<true>(k, x.device, teams, threads) : product_dp4a<false>(k, x.device, teams, threads);
 }
 
 }  // namespace hk::detail

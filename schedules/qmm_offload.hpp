@@ -4,13 +4,9 @@
 // (any strides, batch broadcasting through stride 0), the quantization parameters are device
 // arrays of one value or one per row / column. A workspace on the same device receives A and B
 // packed as u8 x s8 (signedness folded as in qmm_pack.hpp) with their row and column sums; the
-// product kernel then requantizes each output exactly in its epilogue. Both product kernels give
-// each team 128 x 128 output tiles in turn, copying 64-deep slices of A' and B' into team memory,
-// double-buffered through registers (SPMD kernels, 32 KiB of static team memory):
-//   dp4a  256 threads, each 8 x 8 outputs, dp4a on 16-byte team-memory reads
-//   mma   tensor cores (mma.sync m16n8k32 u8 x s8): 256 threads = 8 warps of 64 x 32 outputs,
-//         or 128 threads = 4 warps of 64 x 64
-// Other thread counts run a plain per-output loop (correct, slow).
+// product kernel then requantizes each output exactly in its epilogue. Two product kernels:
+//   dp4a  tiles of 128 x 128 outputs per team, A and B staged through team-local memory, dp4a
+//   mma   tensor cores (mma.sync m16n8k32 u8 x s8) in an SPMD kernel, 64 x 32 outputs per warp
 // Without a device (or with OMP_TARGET_OFFLOAD=DISABLED) every kernel runs on the host with the
 // same results.
 #pragma once
@@ -52,14 +48,8 @@ struct OffloadQmmArgs {
 /// Bytes of device workspace a call needs (packed A and B and their sums).
 std::int64_t qmm_offload_workspace_bytes(const OffloadQmmArgs& args);
 
-/// Runs the call on args.device: qmm_offload_pack, then qmm_offload_product. Every pointer must
-/// be valid there.
+/// Runs the call on args.device. Every pointer must be valid there.
 void qmm_offload(const OffloadQmmArgs& args);
-
-/// The two halves of qmm_offload, for benchmarks that time them apart: packing A and B with their
-/// sums into the workspace, then the product and epilogue from the packed workspace.
-void qmm_offload_pack(const OffloadQmmArgs& args);
-void qmm_offload_product(const OffloadQmmArgs& args);
 
 /// A validated problem whose A, B and output are addresses on `device` (an OpenMP device number,
 /// or the initial device for the host fallback): the quantization parameters are copied there

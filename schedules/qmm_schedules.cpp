@@ -35,19 +35,15 @@ const std::vector<StrategySpec>& table() {
 #ifdef HETKERN_OFFLOAD
       {"qmm.offload",
        "OpenMP target device (the host without one): A and B packed there as u8 x s8, 128 x 128 "
-       "output tiles dealt out to teams, 64-deep slices double-buffered in team memory, dp4a, "
+       "output tiles dealt out to teams, depth slices of 128 staged in team-local memory, dp4a, "
        "requantized exactly in the epilogue",
        {{"teams", 1, 65536, "teams at most (default: one per tile)"},
-        {"threads", 32, 1024,
-         "threads per team (default 256, the staged kernel: 8 x 8 outputs each; other counts "
-         "compute output by output)"}}},
+        {"threads", 32, 1024, "threads per team (default 256: one 8 x 8 block of outputs each)"}}},
       {"qmm.offload_mma",
-       "qmm.offload with tensor cores: mma.sync m16n8k32 u8 x s8 on fragments read from team "
-       "memory, requantized exactly in the epilogue",
+       "qmm.offload with tensor cores: each warp computes 64 x 32 outputs with mma.sync "
+       "m16n8k32 u8 x s8 in an SPMD kernel, requantized exactly in the epilogue",
        {{"teams", 1, 65536, "teams at most (default: one per tile)"},
-        {"threads", 32, 1024,
-         "threads per team (default 256: 8 warps of 64 x 32 outputs; 128: 4 warps of 64 x 64; "
-         "other counts compute output by output)"}}},
+        {"threads", 32, 1024, "threads per team (default 256: 8 warps)"}}},
 #endif
   };
   return specs;
