@@ -17,6 +17,7 @@
 
 #include "hetkern/hetkern.hpp"
 #include "runtime/dispatch.hpp"
+#include "runtime/tuner_problem.hpp"
 
 namespace {
 
@@ -417,6 +418,18 @@ TEST_F(Tuning, TunerPicksAVerifiedCandidateOfTheSpace) {
     EXPECT_EQ(r.record.shape, key.shape);
     EXPECT_EQ(r.record.params, key.params);
   }
+}
+
+// Past 2^30 multiply-adds the tuner takes its expected results from the heuristic's schedule
+// rather than the slow reference: the reference algorithm must agree with them bit for bit.
+TEST(TunerWorkload, LargeMatmulExpectationsMatchTheReference) {
+  const hk::TuneProblem p{hk::Operator::quantized_linear_matmul,
+                          {hk::DataType::int8, hk::DataType::uint8, hk::DataType::uint8},
+                          {1024, 1024, 1031},
+                          {}};
+  hk::detail::TuneWorkload w(p);
+  w.run(hk::Schedule("reference"));
+  EXPECT_TRUE(w.matches_reference());
 }
 
 TEST_F(Tuning, DispatchFromManyThreadsAtOnce) {
