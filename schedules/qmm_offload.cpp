@@ -12,9 +12,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstring>
-#include <new>
-#include <vector>
 
 #include "schedules/qmm_pack.hpp"
 
