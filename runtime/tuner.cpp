@@ -174,8 +174,11 @@ TuneResult tune(const TuneProblem& problem, const TuneOptions& options) {
   // The kernels' JIT compilation belongs to the process, not to this shape's budget.
   warm_up_offload();
 #endif
-  const auto start = Clock::now();
+  // The data and the expected results (seconds for a 1 GiB scan) are made before the clock
+  // starts: the budget is the search's, and a large shape would spend it all before the first
+  // candidate.
   TuneWorkload w(problem);
+  const auto start = Clock::now();
   const auto specs = w.is_scan() ? detail::scan_strategies() : detail::qmm_strategies();
   std::vector<SpacePoint> space = detail::enumerate_space(w, specs);
   const Schedule heuristic = w.heuristic_schedule();

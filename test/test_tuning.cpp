@@ -432,6 +432,16 @@ TEST(TunerWorkload, LargeMatmulExpectationsMatchTheReference) {
   EXPECT_TRUE(w.matches_reference());
 }
 
+// Likewise past 2^24 scan elements: the reference agrees with them within the scan tolerance.
+TEST(TunerWorkload, LargeScanExpectationsMatchTheReference) {
+  for (const auto& [type, axis] : {std::pair{hk::DataType::float32, 1}, std::pair{hk::DataType::int64, 0}}) {
+    const hk::TuneProblem p{hk::Operator::cumulative_sum, {type}, {4099, 4097}, {.axis = axis}};
+    hk::detail::TuneWorkload w(p);
+    w.run(hk::Schedule("reference"));
+    EXPECT_TRUE(w.matches_reference()) << hk::name_of(type) << " axis " << axis;
+  }
+}
+
 TEST_F(Tuning, DispatchFromManyThreadsAtOnce) {
   ScanCase tuned({200, 64}, 1);
   hk::TuningDb(path_, true).put(record_for(tuned.problem(), "scan.tiled(tile=2, stream=0)"));
