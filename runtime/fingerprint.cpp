@@ -55,7 +55,7 @@ std::string read_cpu_model() {
 
 // Records tuned with a GPU name offload schedules, which mean something else without one (or
 // with another GPU). The NVIDIA driver names its GPUs in /proc; other devices go by number.
-std::string offload_device_model() {
+std::string read_offload_device_model() {
 #ifdef HETKERN_OFFLOAD
   if (offload_on_host()) return "none";
   std::error_code ec;
@@ -99,7 +99,9 @@ FingerprintParts current_fingerprint_parts() {
   p.threads = default_threads();
   p.pin = name_of(default_pin_policy());
   p.topology = topology_digest();
-  p.device = offload_device_model();
+  // Read once: the device cannot change within a process, and dispatch asks on every new shape.
+  static const std::string device_model = read_offload_device_model();
+  p.device = device_model;
   return p;
 }
 
