@@ -16,8 +16,13 @@ inline constexpr std::int64_t offload_rows_max_item_bytes = 64;
 inline constexpr std::int64_t offload_chained_max_item_bytes = 128;
 inline constexpr std::int64_t offload_max_threads = 1024;
 
-/// Loads a thread of scan.offload_columns issues before it combines them.
+/// Loads a thread of scan.offload_columns issues before it combines them (chunks > 1).
 inline constexpr int offload_column_batch = 32;
+
+/// scan.offload_columns in one pass (chunks = 1): rows of the scanned axis per thread in a tile,
+/// kept in registers (with the next tile's), and lines side by side per warp.
+inline constexpr int offload_column_max_items = 4;
+inline constexpr int offload_column_max_width = 256;
 
 /// Runs a validated call with an offload plan; the data pointers are addresses on `device` (an
 /// OpenMP device number, or the initial device for the host fallback). No transfers.
