@@ -37,6 +37,8 @@ constexpr int columns_max_team_threads = 384;
 // One-pass columns (measured on an H100, {16384,16384} along axis 0).
 constexpr int column_default_threads = 128;
 constexpr int column_default_items = offload_column_max_items;
+constexpr int column_default_ahead = 2;
+constexpr int rows_default_ahead = 1;
 constexpr std::int64_t column_default_width_bytes = 64;
 
 // ScanLayout::lines() for device code (the member is compiled for the host only).
@@ -73,6 +75,7 @@ template <class T> struct KernelArgs {
   int* state = nullptr;                 // chained: tile states
   unsigned long long* ticket = nullptr; // chained: the next tile
   int lanes = 1;                        // columns: groups of adjacent lines side by side per warp
+  int ahead = 0;                        // rows, columns: tiles requested into the L2 ahead of the loads
 };
 
 // The host fallback's body of every kernel (and the device's where a team's threads cannot hold
@@ -299,13 +302,86 @@ void tile_block_scan(const Acc* warp_total, int threads, u32 lane, u32 mask, Acc
   }
 }
 
-// A team takes lines in turn and walks each in tiles of threads x items elements. The next tile's
-// run (of this line or of the team's next one) is loaded before the current tile is scanned, so
-// that its loads are in flight across the barrier and the stores. Reading ahead is safe in place
-// too: the elements read ahead are written only by the thread that reads them, later.
+// Asks the L2 to fetch the line holding p (no register, no wait): reading ahead of the loads.
+inline void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+
+// The striped form of a rows tile, used when the tile lies wholly inside its line and 16-byte
+// accesses are allowed: warp w holds the tile's elements from w * 32 * items on, lane-interleaved
+// in 16-byte vectors (vector j of lane l at vector j * lanes + l of the warp's segment), so that
+// every load and store of a warp covers lanes x 16 contiguous bytes. The run's registers hold the
+// lane's vectors in order.
+template <class T, std::int64_t MaxBytes>
+void striped_load(Run<T, MaxBytes>& run, const T* segment, int lanes, u32 lane, int vectors) {
+  constexpr int ve = vec_elems<T>;
+#pragma unroll
+  for (int j = 0; j < Run<T, MaxBytes>::cap / ve; ++j)
+    if (j < vectors) {
+      const u32x4 w = *reinterpret_cast<const u32x4*>(segment + (std::int64_t(j) * lanes + lane) * ve);
+      __builtin_memcpy(&run.v[j * ve], &w, 16);
+    }
+}
+
+// Warp part of a striped tile: each vector position j is a contiguous chunk of the warp's
+// segment, scanned across the lanes with shuffles. Fills, per vector, the fold of the segment
+// before the lane's vector; returns the warp's total.
+template <class T, class Op, std::int64_t MaxBytes>
+AccOf<T> striped_warp_scan(const Run<T, MaxBytes>& run, int vectors, int lanes, u32 lane, u32 mask,
+                           AccOf<T> (&before)[Run<T, MaxBytes>::cap / vec_elems<T>]) {
+  using Acc = AccOf<T>;
+  constexpr int ve = vec_elems<T>;
+  Acc chunks = inclusive_start<Op, Acc>();
+#pragma unroll
+  for (int j = 0; j < Run<T, MaxBytes>::cap / ve; ++j)
+    if (j < vectors) {
+      Acc f = inclusive_start<Op, Acc>();
+#pragma unroll
+      for (int i = 0; i < ve; ++i) f = Op::apply(f, widen(run.v[j * ve + i]));
+      const Acc inc = warp_inclusive<Op>(f, lane, mask);
+      const Acc up = shfl_up(inc, 1, mask);
+      before[j] = lane == 0 ? chunks : Op::apply(chunks, up);
+      chunks = Op::apply(chunks, shfl_idx(inc, u32(lanes - 1), mask));
+    }
+  return chunks;
+}
+
+// Rescans the lane's vectors from carry c (the fold before the warp's segment) and stores them
+// where striped_load read them.
+template <class T, class Op, std::int64_t MaxBytes>
+void striped_scan_store(Run<T, MaxBytes>& run, T* segment, int lanes, u32 lane, int vectors, AccOf<T> c,
+                        const AccOf<T> (&before)[Run<T, MaxBytes>::cap / vec_elems<T>], bool exclusive) {
+  constexpr int ve = vec_elems<T>;
+#pragma unroll
+  for (int j = 0; j < Run<T, MaxBytes>::cap / ve; ++j)
+    if (j < vectors) {
+      AccOf<T> e = Op::apply(c, before[j]);
+#pragma unroll
+      for (int i = 0; i < ve; ++i) {
+        const AccOf<T> v = widen(run.v[j * ve + i]);
+        if (exclusive) {
+          run.v[j * ve + i] = narrow<T>(e);
+          e = Op::apply(e, v);
+        } else {
+          e = Op::apply(e, v);
+          run.v[j * ve + i] = narrow<T>(e);
+        }
+      }
+      u32x4 w;
+      __builtin_memcpy(&w, &run.v[j * ve], 16);
+      *reinterpret_cast<u32x4*>(segment + (std::int64_t(j) * lanes + lane) * ve) = w;
+    }
+}
+
+// A team takes lines in turn and walks each in tiles of threads x items elements: striped (above)
+// where the tile lies inside its line and 16-byte accesses are allowed, else each thread's run of
+// items consecutive elements (tile_warp_scan). The next tile's run (of this line or of the team's
+// next one) is loaded before the current tile is scanned, so that its loads are in flight across
+// the barrier and the stores, and with ahead > 0 the tile that many further on is requested into
+// the L2. Reading ahead is safe in place too: the elements read ahead are written only by the
+// thread that reads them, later.
 template <class T, class Op>
 void gpu_rows(const KernelArgs<T>& a) {
   using Acc = AccOf<T>;
+  using R = Run<T, offload_rows_max_item_bytes>;
   const ScanLayout& s = a.s;
   const T* const x = a.x;
   T* const y = a.y;
@@ -321,14 +397,22 @@ void gpu_rows(const KernelArgs<T>& a) {
   const std::int64_t width = std::int64_t(n) * items, lines = line_count(s), teams = omp_get_num_teams();
   const bool vec = a.vec && items % vec_elems<T> == 0;
   const std::int64_t first = std::int64_t(t) * items;
+  // Striped tiles: the warp's segment, its lanes and the vectors of each lane.
+  const std::int64_t segment = std::int64_t(t & ~31) * items;
+  const int lanes = std::min(32, n - (t & ~31)), vectors = items / vec_elems<T>;
+  const std::int64_t ahead = std::int64_t(a.ahead) * width;
   std::int64_t line = omp_get_team_num();
   if (line >= lines) return;
   std::int64_t xo, yo, q = 0;
   line_offsets(s, line, xo, yo);
   Acc carry = line_start<Op, Acc>(exclusive);
   int count = run_count(s.length, first, items);
-  Run<T, offload_rows_max_item_bytes> run, next;
-  run.load(x + xo + first * s.in_step, s.in_step, count, vec && count == items);
+  bool striped = vec && width <= s.length;
+  R run, next;
+  if (striped)
+    striped_load(run, x + xo + segment, lanes, lane, vectors);
+  else
+    run.load(x + xo + first * s.in_step, s.in_step, count, vec && count == items);
   int buf = 0;
   for (;;) {
     std::int64_t next_line = line, next_q = q + width, next_xo = xo, next_yo = yo;
@@ -339,19 +423,39 @@ void gpu_rows(const KernelArgs<T>& a) {
     }
     const bool more = next_line < lines;
     const int next_count = more ? run_count(s.length, next_q + first, items) : 0;
-    if (more)
-      next.load(x + next_xo + (next_q + first) * s.in_step, s.in_step, next_count, vec && next_count == items);
-    const Acc lane_before = tile_warp_scan<T, Op>(run, count, sh->warp_total[buf], lane, mask);
-#pragma omp barrier
+    const bool next_striped = vec && next_q + width <= s.length;
+    if (more) {
+      if (next_striped)
+        striped_load(next, x + next_xo + next_q + segment, lanes, lane, vectors);
+      else
+        next.load(x + next_xo + (next_q + first) * s.in_step, s.in_step, next_count, vec && next_count == items);
+    }
+    if (ahead > 0 && vec && next_q + ahead + width <= s.length) {
+      const T* p = x + next_xo + next_q + ahead + segment + std::int64_t(lane) * vec_elems<T>;
+      for (int j = 0; j < vectors; ++j) prefetch_l2(p + std::int64_t(j) * lanes * vec_elems<T>);
+    }
     Acc warp_before, total;
-    tile_block_scan<Op>(sh->warp_total[buf], n, lane, mask, warp_before, total);
-    run.template scan_store<Op>(y + yo + (q + first) * s.out_step, s.out_step, count, vec && count == items,
-                                Op::apply(Op::apply(carry, warp_before), lane_before), exclusive);
+    if (striped) {
+      Acc before[R::cap / vec_elems<T>];
+      const Acc warp_fold = striped_warp_scan<T, Op>(run, vectors, lanes, lane, mask, before);
+      if (lane == 0) sh->warp_total[buf][t >> 5] = warp_fold;
+#pragma omp barrier
+      tile_block_scan<Op>(sh->warp_total[buf], n, lane, mask, warp_before, total);
+      striped_scan_store<T, Op>(run, y + yo + q + segment, lanes, lane, vectors, Op::apply(carry, warp_before),
+                                before, exclusive);
+    } else {
+      const Acc lane_before = tile_warp_scan<T, Op>(run, count, sh->warp_total[buf], lane, mask);
+#pragma omp barrier
+      tile_block_scan<Op>(sh->warp_total[buf], n, lane, mask, warp_before, total);
+      run.template scan_store<Op>(y + yo + (q + first) * s.out_step, s.out_step, count, vec && count == items,
+                                  Op::apply(Op::apply(carry, warp_before), lane_before), exclusive);
+    }
     buf ^= 1;
     if (!more) break;
     carry = next_line == line ? Op::apply(carry, total) : line_start<Op, Acc>(exclusive);
     run = next;
     count = next_count;
+    striped = next_striped;
     line = next_line;
     q = next_q;
     xo = next_xo;
@@ -422,8 +526,9 @@ template <class T, int V> struct ColumnTile {
 // that share lane % W: row-thread r takes rows r * items ... of each tile of L x items rows. The
 // L folds of a tile are scanned with shuffles (every lane of the warp takes part, those without
 // a group too: valid false), then each row-thread rescans its rows from its carry. The next
-// tile's rows are loaded before the current tile is combined. Reading ahead is safe in place:
-// each element is read, then written, by one lane only.
+// tile's rows are loaded before the current tile is combined, and with ahead > 0 the tile that
+// many further on is requested into the L2. Reading ahead is safe in place: each element is
+// read, then written, by one lane only.
 template <class T, class Op, int V>
 void column_group(const KernelArgs<T>& a, std::int64_t g, bool valid, int r, int L, int W, u32 lane, u32 mask) {
   using Acc = AccOf<T>;
@@ -443,6 +548,11 @@ void column_group(const KernelArgs<T>& a, std::int64_t g, bool valid, int r, int
   for (std::int64_t q = 0; q < s.length; q += rows) {
     const int next_count = run_count(length, q + rows + first, items);
     next.load(a.x, xo + (q + rows + first) * s.in_step, s.in_step, next_count);
+    if (a.ahead > 0) {
+      const std::int64_t far = q + rows * (1 + a.ahead) + first;
+      const int far_count = run_count(length, far, items);
+      for (int k = 0; k < far_count; ++k) prefetch_l2(a.x + xo + (far + k) * s.in_step);
+    }
     Acc before[V], total[V];
     cur.template fold<Op>(count, total);
 #pragma unroll
@@ -504,6 +614,7 @@ void rows(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const S
   KernelArgs<T> a{.s = s, .x = x, .y = y, .exclusive = exclusive};
   a.vec = rows_vectorizable(s, x, y);
   a.items = plan.items;
+  a.ahead = plan.ahead;
   const std::size_t shared = sizeof(TileShared<AccOf<T>>);
   const int threads = std::min(plan.threads, rows_max_team_threads);
 #pragma omp target teams num_teams(plan.teams) thread_limit(threads) device(dev) firstprivate(a) \
@@ -566,6 +677,7 @@ void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
     a.vec = columns_vectorizable(s, x, y);
     a.items = std::clamp(plan.items, 1, offload_column_max_items);
     a.lanes = column_lanes<T>(plan.width, a.vec);
+    a.ahead = plan.ahead;
     const int team_threads = std::min(threads, columns_max_team_threads);
 #pragma omp target teams num_teams(teams) thread_limit(team_threads) device(dev) firstprivate(a) \
     ompx_attribute(__attribute__((launch_bounds(columns_max_team_threads))))
@@ -792,6 +904,7 @@ ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) 
   switch (kind) {
     case ScanPlan::Kind::offload_rows:
       plan.items = int(offload_rows_max_item_bytes / elem_bytes(call));
+      plan.ahead = rows_default_ahead;
       // Short lines: fewer threads, so that a tile is not mostly idle lanes.
       plan.threads = int(std::clamp<std::int64_t>(
           std::int64_t(std::bit_ceil(std::uint64_t((s.length + plan.items - 1) / plan.items))), 32, 64));
@@ -804,6 +917,7 @@ ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) 
                         : std::clamp<std::int64_t>(column_target_threads / lines, 1,
                                                    std::max<std::int64_t>(1, s.length / column_min_chunk));
       plan.items = column_default_items;
+      plan.ahead = column_default_ahead;
       plan.width = int(column_default_width_bytes / elem_bytes(call));
       if (plan.chunks == 1) {
         // A warp per block of width lines (vectors of them where the layout allows).

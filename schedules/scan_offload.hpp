@@ -24,6 +24,9 @@ inline constexpr int offload_column_batch = 32;
 inline constexpr int offload_column_max_items = 4;
 inline constexpr int offload_column_max_width = 256;
 
+/// Rows and one-pass columns: at most this many tiles requested into the L2 ahead of the loads.
+inline constexpr int offload_max_ahead = 8;
+
 /// Runs a validated call with an offload plan; the data pointers are addresses on `device` (an
 /// OpenMP device number, or the initial device for the host fallback). No transfers.
 void run_scan_offload(const CumulativeCall& call, const ScanPlan& plan, int device);

@@ -84,7 +84,10 @@ const std::vector<StrategySpec>& table() {
          "threads per team (default 64, 32 for lines shorter than 64 runs)"},
         {"items", 1, 64,
          "consecutive elements per thread in a tile, at most 64 bytes of them (default: 64 "
-         "bytes, e.g. 16 for 4-byte types)"}}},
+         "bytes, e.g. 16 for 4-byte types)"},
+        {"ahead", 0, offload_max_ahead,
+         "tiles further on (where accesses are 16 bytes) requested into the L2 ahead of the "
+         "loads (default 1)"}}},
       {"scan.offload_columns",
        "GPU (OpenMP target), for the scanned axis outside the contiguous one. chunks = 1: each "
        "warp takes width neighbouring lines (16-byte vectors of adjacent lines where aligned) "
@@ -107,7 +110,10 @@ const std::vector<StrategySpec>& table() {
          "chunks = 1: consecutive rows of the axis per thread in a tile (default 4)"},
         {"width", 1, offload_column_max_width,
          "chunks = 1: neighbouring lines per warp, at most 32 vectors or single lines (default: "
-         "64 bytes of them, e.g. 16 for 4-byte types)"}}},
+         "64 bytes of them, e.g. 16 for 4-byte types)"},
+        {"ahead", 0, offload_max_ahead,
+         "chunks = 1: tiles further on requested into the L2 ahead of the loads (default "
+         "2)"}}},
       {"scan.offload_chained",
        "GPU (OpenMP target): single-pass chained scan; persistent teams take tiles of threads x "
        "items elements in order from an atomic ticket, scan them as scan.offload_rows does, "
@@ -153,10 +159,11 @@ Schedule ScanPlan::to_schedule() const {
       return Schedule("scan.blocked").set("block", block).set("threads", threads).set("stream", std::int64_t(stream))
           .set("pin", name_of(pin));
     case Kind::offload_rows:
-      return Schedule("scan.offload_rows").set("teams", teams).set("threads", threads).set("items", items);
+      return Schedule("scan.offload_rows").set("teams", teams).set("threads", threads).set("items", items)
+          .set("ahead", ahead);
     case Kind::offload_columns:
       return Schedule("scan.offload_columns").set("teams", teams).set("threads", threads).set("chunks", chunks)
-          .set("items", items).set("width", width);
+          .set("items", items).set("width", width).set("ahead", ahead);
     case Kind::offload_chained:
       return Schedule("scan.offload_chained").set("teams", teams).set("threads", threads).set("items", items);
   }
@@ -198,8 +205,10 @@ ScanPlan plan_scan(const CumulativeCall& call, const Schedule& schedule) {
         plan.chunks = p.get(2, plan.chunks);
         plan.items = int(p.get(3, plan.items));
         plan.width = int(p.get(4, plan.width));
+        plan.ahead = int(p.get(5, plan.ahead));
       } else {
         plan.items = int(p.get(2, plan.items));
+        if (plan.kind == ScanPlan::Kind::offload_rows) plan.ahead = int(p.get(3, plan.ahead));
       }
       if (plan.kind != ScanPlan::Kind::offload_columns) check_offload_tile(call, schedule, plan);
     }
