@@ -188,11 +188,10 @@ int main(int argc, char** argv) {
     std::vector<std::string> v = {""};
     if (sweep) {
       for (int threads : {64, 128})
-        for (int ahead : {0, 1, 2, 4})
+        for (int ahead : {0, 1, 2})
           v.push_back("scan.offload_rows(threads=" + std::to_string(threads) + ", items=" + items(t, 64) +
                       ", ahead=" + std::to_string(ahead) + ")");
-      v.push_back("scan.offload_rows(threads=64, items=" + items(t, 32) + ")");
-      for (int ahead : {0, 2}) v.push_back("scan.offload_rows(teams=2112, ahead=" + std::to_string(ahead) + ")");
+      v.push_back("scan.offload_rows(teams=2112)");
     }
     return v;
   };
@@ -201,11 +200,11 @@ int main(int argc, char** argv) {
     if (sweep) {
       // Width as bytes of neighbouring lines per warp, like items above.
       for (int threads : {128, 256})
-        for (int ahead : {0, 2, 4, 8})
-          v.push_back("scan.offload_columns(threads=" + std::to_string(threads) + ", chunks=1, items=4, width=" +
-                      items(t, 64) + ", ahead=" + std::to_string(ahead) + ")");
-      for (int bytes : {32, 128})
-        v.push_back("scan.offload_columns(threads=256, chunks=1, items=4, width=" + items(t, bytes) + ", ahead=2)");
+        for (int rows : {4, 8})
+          for (int bytes : {32, 64})
+            v.push_back("scan.offload_columns(threads=" + std::to_string(threads) + ", chunks=1, items=" +
+                        std::to_string(rows) + ", width=" + items(t, bytes) + ")");
+      v.push_back("scan.offload_columns(threads=256, chunks=1, items=8, width=" + items(t, 128) + ")");
       v.push_back("scan.offload_columns(threads=256, chunks=4)");
     }
     return v;

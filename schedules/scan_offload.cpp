@@ -30,14 +30,18 @@ constexpr std::int64_t column_target_threads = std::int64_t(1) << 18;
 constexpr std::int64_t column_min_chunk = 64;
 constexpr std::int64_t columns_teams_min = 264;  // 2 teams on each of an H100's 132 SMs
 // Launch bounds of the rows and one-pass columns kernels: the most threads a team may have, which
-// caps the registers ptxas gives a thread (65536 / threads: 128 and 168, no spills; left alone
-// it takes over 200, and fewer teams fit an SM). Teams asked for more threads get these many.
+// caps the registers ptxas gives a thread (65536 / threads: rows 128, no spills, where left alone
+// it takes 240 and fewer teams fit an SM; columns 255, what its runs of 8 rows in registers and
+// the next tile's take without spills). Teams asked for more threads get these many.
 constexpr int rows_max_team_threads = 512;
-constexpr int columns_max_team_threads = 384;
+constexpr int columns_max_team_threads = 256;
 // One-pass columns (measured on an H100, {16384,16384} along axis 0).
-constexpr int column_default_threads = 128;
+constexpr int column_default_threads = 256;
 constexpr int column_default_items = offload_column_max_items;
-constexpr int column_default_ahead = 2;
+// Rows (measured on an H100, {16384,16384} along axis 1): 64 threads, 128 for 2-byte types
+// (float16 2144 GB/s against 2045 with 64), the tile after next requested into the L2.
+constexpr int rows_default_threads = 64;
+constexpr int rows_default_threads_2byte = 128;
 constexpr int rows_default_ahead = 1;
 constexpr std::int64_t column_default_width_bytes = 64;
 
@@ -75,7 +79,7 @@ template <class T> struct KernelArgs {
   int* state = nullptr;                 // chained: tile states
   unsigned long long* ticket = nullptr; // chained: the next tile
   int lanes = 1;                        // columns: groups of adjacent lines side by side per warp
-  int ahead = 0;                        // rows, columns: tiles requested into the L2 ahead of the loads
+  int ahead = 0;                        // rows: tiles requested into the L2 ahead of the loads
 };
 
 // The host fallback's body of every kernel (and the device's where a team's threads cannot hold
@@ -526,9 +530,8 @@ template <class T, int V> struct ColumnTile {
 // that share lane % W: row-thread r takes rows r * items ... of each tile of L x items rows. The
 // L folds of a tile are scanned with shuffles (every lane of the warp takes part, those without
 // a group too: valid false), then each row-thread rescans its rows from its carry. The next
-// tile's rows are loaded before the current tile is combined, and with ahead > 0 the tile that
-// many further on is requested into the L2. Reading ahead is safe in place: each element is
-// read, then written, by one lane only.
+// tile's rows are loaded before the current tile is combined. Reading ahead is safe in place:
+// each element is read, then written, by one lane only.
 template <class T, class Op, int V>
 void column_group(const KernelArgs<T>& a, std::int64_t g, bool valid, int r, int L, int W, u32 lane, u32 mask) {
   using Acc = AccOf<T>;
@@ -548,11 +551,6 @@ void column_group(const KernelArgs<T>& a, std::int64_t g, bool valid, int r, int
   for (std::int64_t q = 0; q < s.length; q += rows) {
     const int next_count = run_count(length, q + rows + first, items);
     next.load(a.x, xo + (q + rows + first) * s.in_step, s.in_step, next_count);
-    if (a.ahead > 0) {
-      const std::int64_t far = q + rows * (1 + a.ahead) + first;
-      const int far_count = run_count(length, far, items);
-      for (int k = 0; k < far_count; ++k) prefetch_l2(a.x + xo + (far + k) * s.in_step);
-    }
     Acc before[V], total[V];
     cur.template fold<Op>(count, total);
 #pragma unroll
@@ -677,7 +675,6 @@ void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
     a.vec = columns_vectorizable(s, x, y);
     a.items = std::clamp(plan.items, 1, offload_column_max_items);
     a.lanes = column_lanes<T>(plan.width, a.vec);
-    a.ahead = plan.ahead;
     const int team_threads = std::min(threads, columns_max_team_threads);
 #pragma omp target teams num_teams(teams) thread_limit(team_threads) device(dev) firstprivate(a) \
     ompx_attribute(__attribute__((launch_bounds(columns_max_team_threads))))
@@ -907,7 +904,8 @@ ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) 
       plan.ahead = rows_default_ahead;
       // Short lines: fewer threads, so that a tile is not mostly idle lanes.
       plan.threads = int(std::clamp<std::int64_t>(
-          std::int64_t(std::bit_ceil(std::uint64_t((s.length + plan.items - 1) / plan.items))), 32, 64));
+          std::int64_t(std::bit_ceil(std::uint64_t((s.length + plan.items - 1) / plan.items))), 32,
+          elem_bytes(call) == 2 ? rows_default_threads_2byte : rows_default_threads));
       plan.teams = int(std::clamp<std::int64_t>(s.lines(), 1, default_teams_cap));
       break;
     case ScanPlan::Kind::offload_columns: {
@@ -917,7 +915,6 @@ ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) 
                         : std::clamp<std::int64_t>(column_target_threads / lines, 1,
                                                    std::max<std::int64_t>(1, s.length / column_min_chunk));
       plan.items = column_default_items;
-      plan.ahead = column_default_ahead;
       plan.width = int(column_default_width_bytes / elem_bytes(call));
       if (plan.chunks == 1) {
         // A warp per block of width lines (vectors of them where the layout allows).

@@ -21,10 +21,10 @@ inline constexpr int offload_column_batch = 32;
 
 /// scan.offload_columns in one pass (chunks = 1): rows of the scanned axis per thread in a tile,
 /// kept in registers (with the next tile's), and lines side by side per warp.
-inline constexpr int offload_column_max_items = 4;
+inline constexpr int offload_column_max_items = 8;
 inline constexpr int offload_column_max_width = 256;
 
-/// Rows and one-pass columns: at most this many tiles requested into the L2 ahead of the loads.
+/// Rows: at most this many tiles requested into the L2 ahead of the loads.
 inline constexpr int offload_max_ahead = 8;
 
 /// Runs a validated call with an offload plan; the data pointers are addresses on `device` (an

@@ -81,7 +81,8 @@ const std::vector<StrategySpec>& table() {
        "for many lines along the contiguous axis",
        {{"teams", 1, 65536, "OpenMP teams (default: the lines, at most 1056)"},
         {"threads", 32, offload_max_threads,
-         "threads per team (default 64, 32 for lines shorter than 64 runs)"},
+         "threads per team (default 64, 128 for 2-byte types, fewer for lines shorter than "
+         "that many runs; at most 512 run)"},
         {"items", 1, 64,
          "consecutive elements per thread in a tile, at most 64 bytes of them (default: 64 "
          "bytes, e.g. 16 for 4-byte types)"},
@@ -101,19 +102,16 @@ const std::vector<StrategySpec>& table() {
          "OpenMP teams (default: a warp per width lines; chunks > 1: a thread per line and "
          "chunk)"},
         {"threads", 32, offload_max_threads,
-         "threads per team (default 128; chunks > 1: 256, fewer when that leaves under 264 "
-         "teams)"},
+         "threads per team (default 256, at most 256 run; chunks > 1: 256, fewer when that "
+         "leaves under 264 teams)"},
         {"chunks", 1, std::int64_t(1) << 20,
          "chunks of the scanned axis (default: 1 when there are at least 16384 lines, else "
          "enough for about 2^18 threads, each chunk at least 64 long)"},
         {"items", 1, offload_column_max_items,
-         "chunks = 1: consecutive rows of the axis per thread in a tile (default 4)"},
+         "chunks = 1: consecutive rows of the axis per thread in a tile (default 8)"},
         {"width", 1, offload_column_max_width,
          "chunks = 1: neighbouring lines per warp, at most 32 vectors or single lines (default: "
-         "64 bytes of them, e.g. 16 for 4-byte types)"},
-        {"ahead", 0, offload_max_ahead,
-         "chunks = 1: tiles further on requested into the L2 ahead of the loads (default "
-         "2)"}}},
+         "64 bytes of them, e.g. 16 for 4-byte types)"}}},
       {"scan.offload_chained",
        "GPU (OpenMP target): single-pass chained scan; persistent teams take tiles of threads x "
        "items elements in order from an atomic ticket, scan them as scan.offload_rows does, "
@@ -163,7 +161,7 @@ Schedule ScanPlan::to_schedule() const {
           .set("ahead", ahead);
     case Kind::offload_columns:
       return Schedule("scan.offload_columns").set("teams", teams).set("threads", threads).set("chunks", chunks)
-          .set("items", items).set("width", width).set("ahead", ahead);
+          .set("items", items).set("width", width);
     case Kind::offload_chained:
       return Schedule("scan.offload_chained").set("teams", teams).set("threads", threads).set("items", items);
   }
@@ -205,7 +203,6 @@ ScanPlan plan_scan(const CumulativeCall& call, const Schedule& schedule) {
         plan.chunks = p.get(2, plan.chunks);
         plan.items = int(p.get(3, plan.items));
         plan.width = int(p.get(4, plan.width));
-        plan.ahead = int(p.get(5, plan.ahead));
       } else {
         plan.items = int(p.get(2, plan.items));
         if (plan.kind == ScanPlan::Kind::offload_rows) plan.ahead = int(p.get(3, plan.ahead));
