@@ -35,15 +35,19 @@ constexpr std::int64_t columns_teams_min = 264;  // 2 teams on each of an H100's
 // the next tile's take without spills). Teams asked for more threads get these many.
 constexpr int rows_max_team_threads = 512;
 constexpr int columns_max_team_threads = 256;
-// One-pass columns (measured on an H100, {16384,16384} along axis 0).
+// One-pass columns (measured on an H100, {16384,16384} along axis 0): 256 threads, runs of 8
+// rows and 128 bytes of lines per warp (float32 2036 GB/s, against 1480 with 64 bytes and 1802
+// with runs of 4 rows and 64 bytes); 64 bytes for 2-byte types (float16 1602 GB/s, 1007 with 32).
 constexpr int column_default_threads = 256;
 constexpr int column_default_items = offload_column_max_items;
+constexpr std::int64_t column_default_width_bytes = 128;
+constexpr std::int64_t column_default_width_bytes_2byte = 64;
 // Rows (measured on an H100, {16384,16384} along axis 1): 64 threads, 128 for 2-byte types
-// (float16 2144 GB/s against 2045 with 64), the tile after next requested into the L2.
+// (float16 2144 GB/s against 2045 with 64), the tile after next requested into the L2 (float32
+// 2362 GB/s against 2237 without).
 constexpr int rows_default_threads = 64;
 constexpr int rows_default_threads_2byte = 128;
 constexpr int rows_default_ahead = 1;
-constexpr std::int64_t column_default_width_bytes = 64;
 
 // ScanLayout::lines() for device code (the member is compiled for the host only).
 inline std::int64_t line_count(const ScanLayout& s) {
@@ -895,7 +899,7 @@ ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) 
   ScanPlan plan;
   plan.kind = kind;
   // Measured on an H100 ({16384,16384} rows and a 2^28 line; float32, int32, float16): rows
-  // fastest with 64 threads and runs of 64 bytes (2077 GB/s float32, 1831 with 128 threads),
+  // fastest with runs of 64 bytes (threads and read-ahead: rows_default_* above),
   // chained tiles with 128 threads and runs of 128 bytes.
   plan.threads = 128;
   switch (kind) {
@@ -915,7 +919,8 @@ ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) 
                         : std::clamp<std::int64_t>(column_target_threads / lines, 1,
                                                    std::max<std::int64_t>(1, s.length / column_min_chunk));
       plan.items = column_default_items;
-      plan.width = int(column_default_width_bytes / elem_bytes(call));
+      plan.width = int((elem_bytes(call) == 2 ? column_default_width_bytes_2byte : column_default_width_bytes) /
+                       elem_bytes(call));
       if (plan.chunks == 1) {
         // A warp per block of width lines (vectors of them where the layout allows).
         const std::int64_t v = 16 / elem_bytes(call);

@@ -78,11 +78,13 @@ const std::vector<StrategySpec>& table() {
        "elements at a time: each thread loads its run of items consecutive elements into "
        "registers (16 bytes at a time where aligned), folds it, the warps scan the folds with "
        "shuffles, the team combines the warp totals, each thread rescans its run from its carry; "
-       "for many lines along the contiguous axis",
+       "a tile inside its line with 16-byte accesses is held striped instead (a warp's every "
+       "access 16 bytes per lane, contiguous); the next tile is loaded before the current one is "
+       "scanned; for many lines along the contiguous axis",
        {{"teams", 1, 65536, "OpenMP teams (default: the lines, at most 1056)"},
         {"threads", 32, offload_max_threads,
          "threads per team (default 64, 128 for 2-byte types, fewer for lines shorter than "
-         "that many runs; at most 512 run)"},
+         "that many runs; a team gets at most 512)"},
         {"items", 1, 64,
          "consecutive elements per thread in a tile, at most 64 bytes of them (default: 64 "
          "bytes, e.g. 16 for 4-byte types)"},
@@ -102,8 +104,8 @@ const std::vector<StrategySpec>& table() {
          "OpenMP teams (default: a warp per width lines; chunks > 1: a thread per line and "
          "chunk)"},
         {"threads", 32, offload_max_threads,
-         "threads per team (default 256, at most 256 run; chunks > 1: 256, fewer when that "
-         "leaves under 264 teams)"},
+         "threads per team (default 256; chunks = 1: a team gets at most 256; chunks > 1: "
+         "fewer when 256 leaves under 264 teams)"},
         {"chunks", 1, std::int64_t(1) << 20,
          "chunks of the scanned axis (default: 1 when there are at least 16384 lines, else "
          "enough for about 2^18 threads, each chunk at least 64 long)"},
@@ -111,7 +113,7 @@ const std::vector<StrategySpec>& table() {
          "chunks = 1: consecutive rows of the axis per thread in a tile (default 8)"},
         {"width", 1, offload_column_max_width,
          "chunks = 1: neighbouring lines per warp, at most 32 vectors or single lines (default: "
-         "64 bytes of them, e.g. 16 for 4-byte types)"}}},
+         "128 bytes of them, 64 for 2-byte types: 32 lines of 4-byte types, 32 of float16)"}}},
       {"scan.offload_chained",
        "GPU (OpenMP target): single-pass chained scan; persistent teams take tiles of threads x "
        "items elements in order from an atomic ticket, scan them as scan.offload_rows does, "
