@@ -30,9 +30,9 @@ constexpr std::int64_t column_target_threads = std::int64_t(1) << 18;
 constexpr std::int64_t column_min_chunk = 64;
 constexpr std::int64_t columns_teams_min = 264;  // 2 teams on each of an H100's 132 SMs
 // Launch bounds of the rows and one-pass columns kernels: the most threads a team may have, which
-// caps the registers ptxas gives a thread (65536 / threads: rows 128, no spills, where left alone
-// it takes 240 and fewer teams fit an SM; columns 255, what its runs of 8 rows in registers and
-// the next tile's take without spills). Teams asked for more threads get these many.
+// caps the registers ptxas gives a thread at 65536 / threads. Rows: 128 (under 128 bytes of
+// spills, in L1), where left alone it takes 240 and half the teams fit an SM; columns: 255, what
+// a run of 8 rows and the next tile's take. Teams asked for more threads get these many.
 constexpr int rows_max_team_threads = 512;
 constexpr int columns_max_team_threads = 256;
 // One-pass columns (measured on an H100, {16384,16384} along axis 0): 256 threads, runs of 8
@@ -383,9 +383,9 @@ void striped_scan_store(Run<T, MaxBytes>& run, T* segment, int lanes, u32 lane, 
 // where the tile lies inside its line and 16-byte accesses are allowed, else each thread's run of
 // items consecutive elements (tile_warp_scan). The next tile's run (of this line or of the team's
 // next one) is loaded before the current tile is scanned, so that its loads are in flight across
-// the barrier and the stores, and with ahead > 0 the tile that many further on is requested into
-// the L2. Reading ahead is safe in place too: the elements read ahead are written only by the
-// thread that reads them, later.
+// the barrier and the stores, and with ahead > 0 the tile that many beyond the next is requested
+// into the L2. Reading ahead is safe in place too: the elements read ahead are written only by
+// the thread that reads them, later.
 template <class T, class Op>
 void gpu_rows(const KernelArgs<T>& a) {
   using Acc = AccOf<T>;
