@@ -7,9 +7,11 @@
 //
 // usage: hetkern-offload-bench [--quick] [--sweep]
 //   --quick  small shapes, for a smoke test
-//   --sweep  every case also with a sweep of teams, threads and items (chunks for columns)
+//   --sweep  every case also with a sweep of teams, threads and items (for columns: threads,
+//            items and width in one pass, and a chunked run)
 //   --case chained|rows|columns  only the long line(s) (one, and eight of an eighth the length), the
-//            lines along the contiguous axis, or the scanned axis outside it
+//            lines along the contiguous axis, or the scanned axis outside it (repeatable:
+//            --case rows --case columns)
 #include <omp.h>
 
 #include <algorithm>
@@ -163,8 +165,10 @@ int main(int argc, char** argv) {
     return std::find_if(argv + 1, argv + argc, [&](const char* a) { return flag == a; }) != argv + argc;
   };
   const bool quick = has("--quick"), sweep = has("--sweep");
-  const char* const* only = std::find_if(argv + 1, argv + argc, [](const char* a) { return std::string_view(a) == "--case"; });
-  const std::string_view only_case = only != argv + argc && only + 1 != argv + argc ? only[1] : "";
+  // Every "--case NAME" given (none: all cases).
+  std::vector<std::string_view> only_cases;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::string_view(argv[i]) == "--case") only_cases.push_back(argv[i + 1]);
   std::fprintf(stderr, "offload device %d (%s), %d OpenMP devices\n", offload_device(),
                offload_on_host() ? "host fallback" : "GPU", omp_get_num_devices());
   const std::int64_t long_line = quick ? std::int64_t(1) << 20 : std::int64_t(1) << 28;
@@ -185,19 +189,26 @@ int main(int argc, char** argv) {
   auto rows = [&](DataType t) {
     std::vector<std::string> v = {""};
     if (sweep) {
-      for (int threads : {64, 128, 256})
-        for (int bytes : {32, 64})
-          v.push_back("scan.offload_rows(threads=" + std::to_string(threads) + ", items=" + items(t, bytes) + ")");
-      for (int teams : {528, 2112}) v.push_back("scan.offload_rows(teams=" + std::to_string(teams) + ")");
+      for (int threads : {64, 128})
+        for (int ahead : {0, 1, 2})
+          v.push_back("scan.offload_rows(threads=" + std::to_string(threads) + ", items=" + items(t, 64) +
+                      ", ahead=" + std::to_string(ahead) + ")");
+      v.push_back("scan.offload_rows(teams=2112)");
     }
     return v;
   };
-  auto cols = [&](DataType) {
+  auto cols = [&](DataType t) {
     std::vector<std::string> v = {""};
-    if (sweep)
-      for (const char* text : {"scan.offload_columns(threads=32, chunks=1)", "scan.offload_columns(threads=128, chunks=1)",
-                               "scan.offload_columns(threads=256, chunks=4)"})
-        v.push_back(text);
+    if (sweep) {
+      // Width as bytes of neighbouring lines per warp, like items above.
+      for (int threads : {128, 256})
+        for (int rows : {4, 8})
+          for (int bytes : {32, 64})
+            v.push_back("scan.offload_columns(threads=" + std::to_string(threads) + ", chunks=1, items=" +
+                        std::to_string(rows) + ", width=" + items(t, bytes) + ")");
+      v.push_back("scan.offload_columns(threads=256, chunks=1, items=8, width=" + items(t, 128) + ")");
+      v.push_back("scan.offload_columns(threads=256, chunks=4)");
+    }
     return v;
   };
   std::mt19937_64 rng(1);
@@ -207,7 +218,8 @@ int main(int argc, char** argv) {
     // "chained" names both the one long line and 8 long lines.
     const char* const case_names[] = {"rows", "columns", "chained", "chained"};
     for (int i = 0; i < 4; ++i) {
-      if (!only_case.empty() && only_case != case_names[i]) continue;
+      if (!only_cases.empty() && std::find(only_cases.begin(), only_cases.end(), case_names[i]) == only_cases.end())
+        continue;
       for (DataType t : {DataType::float32, DataType::int32, DataType::float16}) {
         const ScanCase cases[] = {{t, {side, side}, 1, rows(t)}, {t, {side, side}, 0, cols(t)}, {t, {long_line}, 0, chain(t)},
                                   {t, {8, long_line / 8}, 1, {""}}};

@@ -1,5 +1,6 @@
 // Offload lowering of the cumulative schedules: OpenMP `target` kernels for rows (a team per
-// line), columns (a thread per line and axis chunk) and one long line (single-pass chained scan
+// line), columns (a warp per block of neighbouring lines, or a thread per line and axis chunk)
+// and one long line (single-pass chained scan
 // with look-back). Compiled with the offload flags. The rows and chained kernels are SPMD target
 // regions (`target teams` with a directly nested `parallel`) whose device body is a tile
 // algorithm (16-byte loads, warp shuffles, team-local memory through ompx_dyn_cgroup_mem); on the
@@ -31,6 +32,25 @@ constexpr std::int64_t columns_teams_min = 264;  // 2 teams on each of an H100's
 // The staged chained teams that fit an H100 at once: 4 of 128 threads on each of its 132 SMs
 // (128 registers a thread under the kernel's launch bound; two 18 KB tiles of team memory each).
 constexpr std::int64_t chained_teams_cap = 528;
+// Launch bounds of the rows and one-pass columns kernels: the most threads a team may have, which
+// caps the registers ptxas gives a thread at 65536 / threads. Rows: 128 (under 128 bytes of
+// spills, in L1), where left alone it takes 240 and half the teams fit an SM; columns: 255, what
+// a run of 8 rows and the next tile's take. Teams asked for more threads get these many.
+constexpr int rows_max_team_threads = 512;
+constexpr int columns_max_team_threads = 256;
+// One-pass columns (measured on an H100, {16384,16384} along axis 0): 256 threads, runs of 8
+// rows and 128 bytes of lines per warp (float32 2036 GB/s, against 1480 with 64 bytes and 1802
+// with runs of 4 rows and 64 bytes); 64 bytes for 2-byte types (float16 1602 GB/s, 1007 with 32).
+constexpr int column_default_threads = 256;
+constexpr int column_default_items = offload_column_max_items;
+constexpr std::int64_t column_default_width_bytes = 128;
+constexpr std::int64_t column_default_width_bytes_2byte = 64;
+// Rows (measured on an H100, {16384,16384} along axis 1): 64 threads, 128 for 2-byte types
+// (float16 2144 GB/s against 2045 with 64), the tile after next requested into the L2 (float32
+// 2362 GB/s against 2237 without).
+constexpr int rows_default_threads = 64;
+constexpr int rows_default_threads_2byte = 128;
+constexpr int rows_default_ahead = 1;
 
 // ScanLayout::lines() for device code (the member is compiled for the host only).
 inline std::int64_t line_count(const ScanLayout& s) {
@@ -71,6 +91,8 @@ template <class T> struct KernelArgs {
   TileWord* words = nullptr;            // chained: per tile its published state and value
   std::int64_t team_bytes = 0;          // chained, staged: team memory granted to each team
   unsigned long long* ticket = nullptr; // chained: the next tile
+  int lanes = 1;                        // columns: groups of adjacent lines side by side per warp
+  int ahead = 0;                        // rows: tiles requested into the L2 ahead of the loads
 };
 
 // The host fallback's body of every kernel (and the device's where a team's threads cannot hold
@@ -115,6 +137,26 @@ template <class T> bool rows_vectorizable(const ScanLayout& s, const T* x, const
   return true;
 }
 
+// Whether 16-byte vectors of adjacent lines can be loaded and stored at every step of the scanned
+// axis: the innermost line dimension contiguous in both tensors and a whole number of vectors
+// long, every vector starting 16-byte aligned.
+template <class T> bool columns_vectorizable(const ScanLayout& s, const T* x, const T* y) {
+  constexpr std::int64_t v = vec_elems<T>;
+  const int inner = s.rank - 1;
+  if (s.in_strides[inner] != 1 || s.out_strides[inner] != 1 || s.sizes[inner] % v) return false;
+  if (s.in_step % v || s.out_step % v || s.in_origin % v || s.out_origin % v) return false;
+  if (reinterpret_cast<std::uintptr_t>(x) % 16 || reinterpret_cast<std::uintptr_t>(y) % 16) return false;
+  for (int d = 0; d < inner; ++d)
+    if ((s.sizes[d] > 1) && (s.in_strides[d] % v || s.out_strides[d] % v)) return false;
+  return true;
+}
+
+// Groups (vectors of adjacent lines, or single lines) side by side per warp in one-pass
+// scan.offload_columns, from the schedule's width in lines.
+template <class T> int column_lanes(int width, bool vec) {
+  return std::clamp(vec ? width / vec_elems<T> : width, 1, 32);
+}
+
 // Team-local memory of the tile kernels: the warps' folds (two sets, used alternately, so that
 // one barrier per tile suffices) and the chained scan's carry and next ticket.
 template <class Acc> struct TileShared {
@@ -129,6 +171,12 @@ using u32 = unsigned;
 using u32x4 = unsigned __attribute__((ext_vector_type(4)));
 
 inline u32 lane_id() { return u32(omp_get_thread_num()) & 31u; }
+
+// Elements of a run of up to `items` that starts `start` elements into a line of `length`. (A
+// function rather than a lambda: device code globalizes variables that lambdas capture.)
+inline int run_count(std::int64_t length, std::int64_t start, int items) {
+  return int(std::clamp<std::int64_t>(length - start, 0, items));
+}
 
 // The lanes of the calling thread's warp that exist: all 32 but in a last, partial warp.
 inline u32 warp_mask(int threads) {
@@ -305,9 +353,86 @@ void tile_block_scan(const Acc* warp_total, int threads, u32 lane, u32 mask, Acc
   }
 }
 
+// Asks the L2 to fetch the line holding p (no register, no wait): reading ahead of the loads.
+inline void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+
+// The striped form of a rows tile, used when the tile lies wholly inside its line and 16-byte
+// accesses are allowed: warp w holds the tile's elements from w * 32 * items on, lane-interleaved
+// in 16-byte vectors (vector j of lane l at vector j * lanes + l of the warp's segment), so that
+// every load and store of a warp covers lanes x 16 contiguous bytes. The run's registers hold the
+// lane's vectors in order.
+template <class T, std::int64_t MaxBytes>
+void striped_load(Run<T, MaxBytes>& run, const T* segment, int lanes, u32 lane, int vectors) {
+  constexpr int ve = vec_elems<T>;
+#pragma unroll
+  for (int j = 0; j < Run<T, MaxBytes>::cap / ve; ++j)
+    if (j < vectors) {
+      const u32x4 w = *reinterpret_cast<const u32x4*>(segment + (std::int64_t(j) * lanes + lane) * ve);
+      __builtin_memcpy(&run.v[j * ve], &w, 16);
+    }
+}
+
+// Warp part of a striped tile: each vector position j is a contiguous chunk of the warp's
+// segment, scanned across the lanes with shuffles. Fills, per vector, the fold of the segment
+// before the lane's vector; returns the warp's total.
+template <class T, class Op, std::int64_t MaxBytes>
+AccOf<T> striped_warp_scan(const Run<T, MaxBytes>& run, int vectors, int lanes, u32 lane, u32 mask,
+                           AccOf<T> (&before)[Run<T, MaxBytes>::cap / vec_elems<T>]) {
+  using Acc = AccOf<T>;
+  constexpr int ve = vec_elems<T>;
+  Acc chunks = inclusive_start<Op, Acc>();
+#pragma unroll
+  for (int j = 0; j < Run<T, MaxBytes>::cap / ve; ++j)
+    if (j < vectors) {
+      Acc f = inclusive_start<Op, Acc>();
+#pragma unroll
+      for (int i = 0; i < ve; ++i) f = Op::apply(f, widen(run.v[j * ve + i]));
+      const Acc inc = warp_inclusive<Op>(f, lane, mask);
+      const Acc up = shfl_up(inc, 1, mask);
+      before[j] = lane == 0 ? chunks : Op::apply(chunks, up);
+      chunks = Op::apply(chunks, shfl_idx(inc, u32(lanes - 1), mask));
+    }
+  return chunks;
+}
+
+// Rescans the lane's vectors from carry c (the fold before the warp's segment) and stores them
+// where striped_load read them.
+template <class T, class Op, std::int64_t MaxBytes>
+void striped_scan_store(Run<T, MaxBytes>& run, T* segment, int lanes, u32 lane, int vectors, AccOf<T> c,
+                        const AccOf<T> (&before)[Run<T, MaxBytes>::cap / vec_elems<T>], bool exclusive) {
+  constexpr int ve = vec_elems<T>;
+#pragma unroll
+  for (int j = 0; j < Run<T, MaxBytes>::cap / ve; ++j)
+    if (j < vectors) {
+      AccOf<T> e = Op::apply(c, before[j]);
+#pragma unroll
+      for (int i = 0; i < ve; ++i) {
+        const AccOf<T> v = widen(run.v[j * ve + i]);
+        if (exclusive) {
+          run.v[j * ve + i] = narrow<T>(e);
+          e = Op::apply(e, v);
+        } else {
+          e = Op::apply(e, v);
+          run.v[j * ve + i] = narrow<T>(e);
+        }
+      }
+      u32x4 w;
+      __builtin_memcpy(&w, &run.v[j * ve], 16);
+      *reinterpret_cast<u32x4*>(segment + (std::int64_t(j) * lanes + lane) * ve) = w;
+    }
+}
+
+// A team takes lines in turn and walks each in tiles of threads x items elements: striped (above)
+// where the tile lies inside its line and 16-byte accesses are allowed, else each thread's run of
+// items consecutive elements (tile_warp_scan). The next tile's run (of this line or of the team's
+// next one) is loaded before the current tile is scanned, so that its loads are in flight across
+// the barrier and the stores, and with ahead > 0 the tile that many beyond the next is requested
+// into the L2. Reading ahead is safe in place too: the elements read ahead are written only by
+// the thread that reads them, later.
 template <class T, class Op>
 void gpu_rows(const KernelArgs<T>& a) {
   using Acc = AccOf<T>;
+  using R = Run<T, offload_rows_max_item_bytes>;
   const ScanLayout& s = a.s;
   const T* const x = a.x;
   T* const y = a.y;
@@ -320,27 +445,210 @@ void gpu_rows(const KernelArgs<T>& a) {
   }
   const int n = omp_get_num_threads(), t = omp_get_thread_num();
   const u32 lane = lane_id(), mask = warp_mask(n);
-  const std::int64_t width = std::int64_t(n) * items, lines = line_count(s);
+  const std::int64_t width = std::int64_t(n) * items, lines = line_count(s), teams = omp_get_num_teams();
   const bool vec = a.vec && items % vec_elems<T> == 0;
+  const std::int64_t first = std::int64_t(t) * items;
+  // Striped tiles: the warp's segment, its lanes and the vectors of each lane.
+  const std::int64_t segment = std::int64_t(t & ~31) * items;
+  const int lanes = std::min(32, n - (t & ~31)), vectors = items / vec_elems<T>;
+  const std::int64_t ahead = std::int64_t(a.ahead) * width;
+  std::int64_t line = omp_get_team_num();
+  if (line >= lines) return;
+  std::int64_t xo, yo, q = 0;
+  line_offsets(s, line, xo, yo);
+  Acc carry = line_start<Op, Acc>(exclusive);
+  int count = run_count(s.length, first, items);
+  bool striped = vec && width <= s.length;
+  R run, next;
+  if (striped)
+    striped_load(run, x + xo + segment, lanes, lane, vectors);
+  else
+    run.load(x + xo + first * s.in_step, s.in_step, count, vec && count == items);
   int buf = 0;
-  for (std::int64_t line = omp_get_team_num(); line < lines; line += omp_get_num_teams()) {
-    std::int64_t xo, yo;
-    line_offsets(s, line, xo, yo);
-    Acc carry = line_start<Op, Acc>(exclusive);
-    for (std::int64_t q = 0; q < s.length; q += width) {
-      const std::int64_t start = q + std::int64_t(t) * items;
-      const int count = int(std::clamp<std::int64_t>(s.length - start, 0, items));
-      const bool v = vec && count == items;
-      Run<T, offload_rows_max_item_bytes> run;
-      run.load(x + xo + start * s.in_step, s.in_step, count, v);
+  for (;;) {
+    std::int64_t next_line = line, next_q = q + width, next_xo = xo, next_yo = yo;
+    if (next_q >= s.length) {
+      next_line += teams;
+      next_q = 0;
+      if (next_line < lines) line_offsets(s, next_line, next_xo, next_yo);
+    }
+    const bool more = next_line < lines;
+    const int next_count = more ? run_count(s.length, next_q + first, items) : 0;
+    const bool next_striped = vec && next_q + width <= s.length;
+    if (more) {
+      if (next_striped)
+        striped_load(next, x + next_xo + next_q + segment, lanes, lane, vectors);
+      else
+        next.load(x + next_xo + (next_q + first) * s.in_step, s.in_step, next_count, vec && next_count == items);
+    }
+    if (ahead > 0 && vec && next_q + ahead + width <= s.length) {
+      const T* p = x + next_xo + next_q + ahead + segment + std::int64_t(lane) * vec_elems<T>;
+      for (int j = 0; j < vectors; ++j) prefetch_l2(p + std::int64_t(j) * lanes * vec_elems<T>);
+    }
+    Acc warp_before, total;
+    if (striped) {
+      Acc before[R::cap / vec_elems<T>];
+      const Acc warp_fold = striped_warp_scan<T, Op>(run, vectors, lanes, lane, mask, before);
+      if (lane == 0) sh->warp_total[buf][t >> 5] = warp_fold;
+#pragma omp barrier
+      tile_block_scan<Op>(sh->warp_total[buf], n, lane, mask, warp_before, total);
+      striped_scan_store<T, Op>(run, y + yo + q + segment, lanes, lane, vectors, Op::apply(carry, warp_before),
+                                before, exclusive);
+    } else {
       const Acc lane_before = tile_warp_scan<T, Op>(run, count, sh->warp_total[buf], lane, mask);
 #pragma omp barrier
-      Acc warp_before, total;
       tile_block_scan<Op>(sh->warp_total[buf], n, lane, mask, warp_before, total);
-      run.template scan_store<Op>(y + yo + start * s.out_step, s.out_step, count, v,
+      run.template scan_store<Op>(y + yo + (q + first) * s.out_step, s.out_step, count, vec && count == items,
                                   Op::apply(Op::apply(carry, warp_before), lane_before), exclusive);
-      carry = Op::apply(carry, total);
-      buf ^= 1;
+    }
+    buf ^= 1;
+    if (!more) break;
+    carry = next_line == line ? Op::apply(carry, total) : line_start<Op, Acc>(exclusive);
+    run = next;
+    count = next_count;
+    striped = next_striped;
+    line = next_line;
+    q = next_q;
+    xo = next_xo;
+    yo = next_yo;
+  }
+}
+
+// A tile of one-pass scan.offload_columns held by one lane: up to items rows of its group (V
+// adjacent lines, loaded and stored as one 16-byte vector when V > 1).
+template <class T, int V> struct ColumnTile {
+  static constexpr int cap = offload_column_max_items;
+  T v[cap][V];
+
+  void load(const T* base, std::int64_t offset, std::int64_t step, int count) {
+#pragma unroll
+    for (int k = 0; k < cap; ++k)
+      if (k < count) {
+        const T* p = base + offset + k * step;
+        if constexpr (V == 1) {
+          v[k][0] = *p;
+        } else {
+          const u32x4 w = *reinterpret_cast<const u32x4*>(p);
+          __builtin_memcpy(v[k], &w, 16);
+        }
+      }
+  }
+
+  template <class Op> void fold(int count, AccOf<T> (&f)[V]) const {
+#pragma unroll
+    for (int j = 0; j < V; ++j) f[j] = inclusive_start<Op, AccOf<T>>();
+#pragma unroll
+    for (int k = 0; k < cap; ++k)
+      if (k < count)
+#pragma unroll
+        for (int j = 0; j < V; ++j) f[j] = Op::apply(f[j], widen(v[k][j]));
+  }
+
+  // Replaces the rows by their scans from carries c, then stores them as load() read them.
+  template <class Op>
+  void scan_store(T* base, std::int64_t offset, std::int64_t step, int count, AccOf<T> (&c)[V], bool exclusive) {
+#pragma unroll
+    for (int k = 0; k < cap; ++k)
+      if (k < count) {
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+          const AccOf<T> e = widen(v[k][j]);
+          if (exclusive) {
+            v[k][j] = narrow<T>(c[j]);
+            c[j] = Op::apply(c[j], e);
+          } else {
+            c[j] = Op::apply(c[j], e);
+            v[k][j] = narrow<T>(c[j]);
+          }
+        }
+        T* p = base + offset + k * step;
+        if constexpr (V == 1) {
+          *p = v[k][0];
+        } else {
+          u32x4 w;
+          __builtin_memcpy(&w, v[k], 16);
+          *reinterpret_cast<u32x4*>(p) = w;
+        }
+      }
+  }
+};
+
+// Group g (lines g * V ...) of one-pass scan.offload_columns, walked by the L lanes of its warp
+// that share lane % W: row-thread r takes rows r * items ... of each tile of L x items rows. The
+// L folds of a tile are scanned with shuffles (every lane of the warp takes part, those without
+// a group too: valid false), then each row-thread rescans its rows from its carry. The next
+// tile's rows are loaded before the current tile is combined. Reading ahead is safe in place:
+// each element is read, then written, by one lane only.
+template <class T, class Op, int V>
+void column_group(const KernelArgs<T>& a, std::int64_t g, bool valid, int r, int L, int W, u32 lane, u32 mask) {
+  using Acc = AccOf<T>;
+  const ScanLayout& s = a.s;
+  std::int64_t xo = 0, yo = 0;
+  if (valid) line_offsets(s, g * V, xo, yo);
+  const int items = a.items;
+  const std::int64_t rows = std::int64_t(L) * items, first = std::int64_t(r) * items;
+  const std::int64_t length = valid ? s.length : 0;
+  Acc carry[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j) carry[j] = line_start<Op, Acc>(a.exclusive);
+  ColumnTile<T, V> cur, next;
+  int count = run_count(length, first, items);
+  cur.load(a.x, xo + first * s.in_step, s.in_step, count);
+  const u32 last_row = u32((L - 1) * W) + lane % u32(W);
+  for (std::int64_t q = 0; q < s.length; q += rows) {
+    const int next_count = run_count(length, q + rows + first, items);
+    next.load(a.x, xo + (q + rows + first) * s.in_step, s.in_step, next_count);
+    Acc before[V], total[V];
+    cur.template fold<Op>(count, total);
+#pragma unroll
+    for (int j = 0; j < V; ++j) before[j] = inclusive_start<Op, Acc>();
+    if (L > 1) {
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        Acc inc = total[j];
+        for (int d = 1; d < L; d <<= 1) {
+          const Acc u = shfl_up(inc, u32(d * W), mask);
+          if (r >= d) inc = Op::apply(u, inc);
+        }
+        const Acc up = shfl_up(inc, u32(W), mask);
+        if (r > 0) before[j] = up;
+        total[j] = shfl_idx(inc, last_row, mask);
+      }
+    }
+    Acc c[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      c[j] = Op::apply(carry[j], before[j]);
+      carry[j] = Op::apply(carry[j], total[j]);
+    }
+    cur.template scan_store<Op>(a.y, yo + (q + first) * s.out_step, s.out_step, count, c, a.exclusive);
+    cur = next;
+    count = next_count;
+  }
+}
+
+// One-pass scan.offload_columns: the groups (lines / V of them) cut into blocks of W side by
+// side, a warp per block in turn. A whole warp puts L = 32 / W lanes on each group of its block
+// (lanes beyond L x W idle); a partial warp (a team of threads not a multiple of 32) puts one
+// lane on a group, its lanes taking the block's groups in turn. No team memory, no barrier.
+template <class T, class Op, int V>
+void gpu_columns(const KernelArgs<T>& a) {
+  const int n = omp_get_num_threads();
+  const u32 lane = lane_id(), mask = warp_mask(n);
+  const std::int64_t warps_per_team = (n + 31) / 32;
+  const std::int64_t warps = omp_get_num_teams() * warps_per_team;
+  const std::int64_t groups = line_count(a.s) / V;
+  const int W = std::clamp(a.lanes, 1, 32);
+  const std::int64_t blocks = (groups + W - 1) / W;
+  for (std::int64_t b = omp_get_team_num() * warps_per_team + (omp_get_thread_num() >> 5); b < blocks; b += warps) {
+    if (mask == ~0u) {
+      const int L = 32 / W, r = int(lane) / W;
+      const std::int64_t g = b * W + int(lane) % W;
+      column_group<T, Op, V>(a, g, r < L && g < groups, r, L, W, lane, mask);
+    } else {
+      const int active = __builtin_popcount(mask);
+      for (int w = int(lane); w < W; w += active)
+        column_group<T, Op, V>(a, b * W + w, b * W + w < groups, 0, 1, W, lane, mask);
     }
   }
 }
@@ -351,9 +659,11 @@ void rows(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const S
   KernelArgs<T> a{.s = s, .x = x, .y = y, .exclusive = exclusive};
   a.vec = rows_vectorizable(s, x, y);
   a.items = plan.items;
+  a.ahead = plan.ahead;
   const std::size_t shared = sizeof(TileShared<AccOf<T>>);
-#pragma omp target teams num_teams(plan.teams) thread_limit(plan.threads) device(dev) firstprivate(a) \
-    ompx_dyn_cgroup_mem(shared)
+  const int threads = std::min(plan.threads, rows_max_team_threads);
+#pragma omp target teams num_teams(plan.teams) thread_limit(threads) device(dev) firstprivate(a) \
+    ompx_dyn_cgroup_mem(shared) ompx_attribute(__attribute__((launch_bounds(rows_max_team_threads))))
 #pragma omp parallel
   {
 #ifdef __NVPTX__
@@ -408,13 +718,21 @@ void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
   const std::int64_t chunk = (s.length + chunks - 1) / chunks;
   const int teams = plan.teams, threads = plan.threads;
   if (chunks == 1) {
-#pragma omp target teams distribute parallel for num_teams(teams) thread_limit(threads) \
-    device(dev) is_device_ptr(x, y) firstprivate(s, exclusive)
-    for (std::int64_t line = 0; line < lines; ++line) {
-      std::int64_t xo, yo;
-      line_offsets(s, line, xo, yo);
-      column_run<T, Op, true>(x + xo, s.in_step, y + yo, s.out_step, s.length,
-                              line_start<Op, Acc>(exclusive), exclusive);
+    KernelArgs<T> a{.s = s, .x = x, .y = y, .exclusive = exclusive};
+    a.vec = columns_vectorizable(s, x, y);
+    a.items = std::clamp(plan.items, 1, offload_column_max_items);
+    a.lanes = column_lanes<T>(plan.width, a.vec);
+    const int team_threads = std::min(threads, columns_max_team_threads);
+#pragma omp target teams num_teams(teams) thread_limit(team_threads) device(dev) firstprivate(a) \
+    ompx_attribute(__attribute__((launch_bounds(columns_max_team_threads))))
+#pragma omp parallel
+    {
+#ifdef __NVPTX__
+      if (a.vec)
+        gpu_columns<T, Op, vec_elems<T>>(a);
+      else
+        gpu_columns<T, Op, 1>(a);
+#endif
     }
     return;
   }
@@ -772,7 +1090,7 @@ ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) 
   ScanPlan plan;
   plan.kind = kind;
   // Measured on an H100 ({16384,16384} rows and a 2^28 line; float32, int32, float16): rows
-  // fastest with 64 threads and runs of 64 bytes (2077 GB/s float32, 1831 with 128 threads),
+  // fastest with runs of 64 bytes (threads and read-ahead: rows_default_* above),
   // chained tiles with 128 threads and runs of 128 bytes (staged: 1190 GB/s float32; runs of
   // 64 or 96 bytes 883 and 1084, 256 threads 906 in registers), 528 teams as fast as 1056 for
   // float32 and int32 and 5% faster for float16.
@@ -780,9 +1098,11 @@ ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) 
   switch (kind) {
     case ScanPlan::Kind::offload_rows:
       plan.items = int(offload_rows_max_item_bytes / elem_bytes(call));
+      plan.ahead = rows_default_ahead;
       // Short lines: fewer threads, so that a tile is not mostly idle lanes.
       plan.threads = int(std::clamp<std::int64_t>(
-          std::int64_t(std::bit_ceil(std::uint64_t((s.length + plan.items - 1) / plan.items))), 32, 64));
+          std::int64_t(std::bit_ceil(std::uint64_t((s.length + plan.items - 1) / plan.items))), 32,
+          elem_bytes(call) == 2 ? rows_default_threads_2byte : rows_default_threads));
       plan.teams = int(std::clamp<std::int64_t>(s.lines(), 1, default_teams_cap));
       break;
     case ScanPlan::Kind::offload_columns: {
@@ -791,6 +1111,21 @@ ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) 
                         ? 1
                         : std::clamp<std::int64_t>(column_target_threads / lines, 1,
                                                    std::max<std::int64_t>(1, s.length / column_min_chunk));
+      plan.items = column_default_items;
+      plan.width = int((elem_bytes(call) == 2 ? column_default_width_bytes_2byte : column_default_width_bytes) /
+                       elem_bytes(call));
+      if (plan.chunks == 1) {
+        // A warp per block of width lines (vectors of them where the layout allows).
+        const std::int64_t v = 16 / elem_bytes(call);
+        const int inner = s.rank - 1;
+        const bool vec = s.in_strides[inner] == 1 && s.out_strides[inner] == 1 && s.sizes[inner] % v == 0;
+        const std::int64_t lanes = std::clamp<std::int64_t>(vec ? plan.width / v : plan.width, 1, 32);
+        const std::int64_t blocks = ((vec ? lines / v : lines) + lanes - 1) / lanes;
+        plan.threads = column_default_threads;
+        plan.teams = int(std::clamp<std::int64_t>((blocks + plan.threads / 32 - 1) / (plan.threads / 32), 1,
+                                                  std::int64_t(1) << 20));
+        break;
+      }
       // Small teams when there are few threads in all, so that every SM gets some.
       const std::int64_t work = lines * plan.chunks;
       plan.threads = int(std::clamp<std::int64_t>(std::bit_floor(std::uint64_t(std::max<std::int64_t>(work / columns_teams_min, 1))), 32, 256));

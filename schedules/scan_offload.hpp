@@ -19,8 +19,16 @@ inline constexpr std::int64_t offload_max_threads = 1024;
 /// under the 48 KB a team gets without opting in, leaving room for the runtime's own.
 inline constexpr std::int64_t offload_team_memory_bytes = 47 * 1024;
 
-/// Loads a thread of scan.offload_columns issues before it combines them.
+/// Loads a thread of scan.offload_columns issues before it combines them (chunks > 1).
 inline constexpr int offload_column_batch = 32;
+
+/// scan.offload_columns in one pass (chunks = 1): rows of the scanned axis per thread in a tile,
+/// kept in registers (with the next tile's), and lines side by side per warp.
+inline constexpr int offload_column_max_items = 8;
+inline constexpr int offload_column_max_width = 256;
+
+/// Rows: at most this many tiles requested into the L2 ahead of the loads.
+inline constexpr int offload_max_ahead = 8;
 
 /// Runs a validated call with an offload plan; the data pointers are addresses on `device` (an
 /// OpenMP device number, or the initial device for the host fallback). No transfers.

@@ -78,25 +78,42 @@ const std::vector<StrategySpec>& table() {
        "elements at a time: each thread loads its run of items consecutive elements into "
        "registers (16 bytes at a time where aligned), folds it, the warps scan the folds with "
        "shuffles, the team combines the warp totals, each thread rescans its run from its carry; "
-       "for many lines along the contiguous axis",
+       "a tile inside its line with 16-byte accesses is held striped instead (a warp's every "
+       "access 16 bytes per lane, contiguous); the next tile is loaded before the current one is "
+       "scanned; for many lines along the contiguous axis",
        {{"teams", 1, 65536, "OpenMP teams (default: the lines, at most 1056)"},
         {"threads", 32, offload_max_threads,
-         "threads per team (default 64, 32 for lines shorter than 64 runs)"},
+         "threads per team (default 64, 128 for 2-byte types, fewer for lines shorter than "
+         "that many runs; a team gets at most 512)"},
         {"items", 1, 64,
          "consecutive elements per thread in a tile, at most 64 bytes of them (default: 64 "
-         "bytes, e.g. 16 for 4-byte types)"}}},
+         "bytes, e.g. 16 for 4-byte types)"},
+        {"ahead", 0, offload_max_ahead,
+         "tiles further on (where accesses are 16 bytes) requested into the L2 ahead of the "
+         "loads (default 1)"}}},
       {"scan.offload_columns",
-       "GPU (OpenMP target): one thread per line and axis chunk, consecutive threads on "
-       "neighbouring lines (coalesced), each issuing 32 loads along the axis before combining "
-       "them; with chunks > 1 the axis is cut into chunks: their folds, the carries, then each "
-       "chunk rescanned from its carry; for the scanned axis outside the contiguous one",
+       "GPU (OpenMP target), for the scanned axis outside the contiguous one. chunks = 1: each "
+       "warp takes width neighbouring lines (16-byte vectors of adjacent lines where aligned) "
+       "and walks the whole axis in tiles of items rows per thread, the warp's lanes splitting a "
+       "tile's rows among them: each lane folds its rows in registers, the folds are scanned "
+       "with shuffles, each lane rescans its rows from its carry; the next tile's rows are "
+       "loaded before the current one is combined. chunks > 1: one thread per line and axis "
+       "chunk, consecutive threads on neighbouring lines, 32 loads in flight each: the chunks' "
+       "folds, the carries, then each chunk rescanned from its carry",
        {{"teams", 1, std::int64_t(1) << 20,
-         "OpenMP teams (default: enough for one thread per line and chunk)"},
+         "OpenMP teams (default: a warp per width lines; chunks > 1: a thread per line and "
+         "chunk)"},
         {"threads", 32, offload_max_threads,
-         "threads per team (default: 256, fewer when that leaves under 264 teams)"},
+         "threads per team (default 256; chunks = 1: a team gets at most 256; chunks > 1: "
+         "fewer when 256 leaves under 264 teams)"},
         {"chunks", 1, std::int64_t(1) << 20,
          "chunks of the scanned axis (default: 1 when there are at least 16384 lines, else "
-         "enough for about 2^18 threads, each chunk at least 64 long)"}}},
+         "enough for about 2^18 threads, each chunk at least 64 long)"},
+        {"items", 1, offload_column_max_items,
+         "chunks = 1: consecutive rows of the axis per thread in a tile (default 8)"},
+        {"width", 1, offload_column_max_width,
+         "chunks = 1: neighbouring lines per warp, at most 32 vectors or single lines (default: "
+         "128 bytes of them, 64 for 2-byte types: 32 lines of 4-byte types, 32 of float16)"}}},
       {"scan.offload_chained",
        "GPU (OpenMP target): single-pass chained scan; persistent teams take tiles of threads x "
        "items elements in order from an atomic ticket, scan them (staged through team memory "
@@ -144,9 +161,11 @@ Schedule ScanPlan::to_schedule() const {
       return Schedule("scan.blocked").set("block", block).set("threads", threads).set("stream", std::int64_t(stream))
           .set("pin", name_of(pin));
     case Kind::offload_rows:
-      return Schedule("scan.offload_rows").set("teams", teams).set("threads", threads).set("items", items);
+      return Schedule("scan.offload_rows").set("teams", teams).set("threads", threads).set("items", items)
+          .set("ahead", ahead);
     case Kind::offload_columns:
-      return Schedule("scan.offload_columns").set("teams", teams).set("threads", threads).set("chunks", chunks);
+      return Schedule("scan.offload_columns").set("teams", teams).set("threads", threads).set("chunks", chunks)
+          .set("items", items).set("width", width);
     case Kind::offload_chained:
       return Schedule("scan.offload_chained").set("teams", teams).set("threads", threads).set("items", items);
   }
@@ -184,10 +203,14 @@ ScanPlan plan_scan(const CumulativeCall& call, const Schedule& schedule) {
       plan = offload_scan_defaults(call, plan.kind);
       plan.teams = int(p.get(0, plan.teams));
       plan.threads = int(p.get(1, plan.threads));
-      if (plan.kind == ScanPlan::Kind::offload_columns)
+      if (plan.kind == ScanPlan::Kind::offload_columns) {
         plan.chunks = p.get(2, plan.chunks);
-      else
+        plan.items = int(p.get(3, plan.items));
+        plan.width = int(p.get(4, plan.width));
+      } else {
         plan.items = int(p.get(2, plan.items));
+        if (plan.kind == ScanPlan::Kind::offload_rows) plan.ahead = int(p.get(3, plan.ahead));
+      }
       if (plan.kind != ScanPlan::Kind::offload_columns) check_offload_tile(call, schedule, plan);
     }
 #endif

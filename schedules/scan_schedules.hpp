@@ -22,6 +22,8 @@ struct ScanPlan {
   int teams = 0;           // OpenMP teams asked for (offload)
   int items = 0;           // elements per thread in a team's tile (offload rows, chained)
   std::int64_t chunks = 1; // pieces the scanned axis is cut into, carries between them (offload columns)
+  int width = 0;           // lines side by side per warp (offload columns)
+  int ahead = 0;           // tiles requested into the L2 ahead of the loads (offload rows)
 
   bool offload() const { return kind >= Kind::offload_rows; }
 

@@ -29,8 +29,14 @@ inline std::vector<Schedule> all_scan_schedules() {
   // Few teams and threads, one or a few items: many tiles, chunks and look-backs per line.
   for (const char* text : {"scan.offload_rows(teams=3, threads=32, items=1)",
                            "scan.offload_rows(teams=2, threads=64, items=3)",
+                           // Striped tiles (16-byte accesses) with a partial warp, reading ahead.
+                           "scan.offload_rows(teams=2, threads=48, items=8, ahead=2)",
                            "scan.offload_columns(teams=2, threads=32, chunks=1)",
                            "scan.offload_columns(teams=3, threads=32, chunks=5)",
+                           // One pass: a partial warp, lines per warp not dividing 32, no shuffles.
+                           "scan.offload_columns(teams=2, threads=48, chunks=1, items=3, width=8)",
+                           "scan.offload_columns(teams=3, threads=64, chunks=1, items=1, width=3)",
+                           "scan.offload_columns(teams=1, threads=32, chunks=1, items=8, width=256)",
                            "scan.offload_chained(teams=3, threads=32, items=1)",
                            "scan.offload_chained(teams=4, threads=32, items=3)",
                            // Runs of 16 or 32 bytes: tiles staged through team memory too.

@@ -87,7 +87,9 @@ TEST(DeviceTensors, EveryOffloadScheduleMatchesTheReference) {
     std::vector<std::int64_t> sizes;
     int axis;
   };
-  const Shape shapes[] = {{{5000}, 0}, {{37, 129}, 1}, {{129, 37}, 0}, {{3, 1, 7, 11}, 2}, {{1}, 0}};
+  // {97, 64} and {70, 3, 40} along axis 0: 16-byte vectors of lines, whole and partial blocks.
+  const Shape shapes[] = {{{5000}, 0}, {{37, 129}, 1}, {{129, 37}, 0}, {{3, 1, 7, 11}, 2}, {{1}, 0},
+                          {{97, 64}, 0}, {{70, 3, 40}, 0}};
   std::mt19937_64 rng(11);
   for (const auto& shape : shapes)
     for (DataType type : {DataType::int32, DataType::uint64, DataType::float32})
