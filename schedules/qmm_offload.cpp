@@ -2,10 +2,16 @@
 //
 // Workspace: A' = A (^ 0x80 when int8) as u8 rows of kp bytes, B' = B (^ 0x80 when uint8) as s8
 // columns of kp bytes (k contiguous in both), zero-padded to whole 128 x 128 output tiles and to
-// kp = K rounded up to 128, plus the int64 row sums of A' and column sums of B'. Every product
+// kp = K rounded up to 64, plus the int64 row sums of A' and column sums of B'. Every product
 // kernel computes int32 dot(A', B') over depth slices of at most 65536 (|a'b'| <= 255 * 128, so a
 // slice cannot overflow), adds the slices in int64 when the depth is larger, and its epilogue
 // folds the zero points back exactly (qmm_pack.hpp) and requantizes with requantize()'s semantics.
+//
+// On a GPU the product kernels are SPMD target regions that stage each 64-deep slice of a
+// 128 x 128 tile's A' rows and B' columns in static team memory with cp.async (two buffers,
+// 32 KiB: the copies of the next slice run while the team computes on this one) and read 16-byte
+// fragments from there. On the host fallback, or with a thread count the staged code is not
+// written for, the same regions run a plain per-output loop.
 #include "schedules/qmm_offload.hpp"
 
 #include <omp.h>
@@ -19,17 +25,19 @@ namespace hk::detail {
 namespace {
 
 constexpr std::int64_t tile_rows = 128, tile_cols = 128;  // outputs per team tile
-constexpr std::int64_t depth_step = 64;                     // k per packing chunk / mma pair
-constexpr std::int64_t stage_depth = 128;                   // k per dp4a slice in team memory
+constexpr std::int64_t depth_step = 64;                     // k per packing chunk and per stage
 constexpr std::int64_t int32_depth = 65536;                 // deepest int32-safe slice
 constexpr std::int64_t workspace_align = 256;
 constexpr int default_threads_per_team = 256;
+[[maybe_unused]] constexpr int panel_bytes = int(tile_rows * depth_step);  // one stage of A' rows (or B' columns)
+[[maybe_unused]] constexpr int stage_bytes = 2 * panel_bytes;  // A' and B' of one stage: 16 KiB
 
 using u8 = std::uint8_t;
 using u32 = std::uint32_t;
 using i32 = std::int32_t;
 using i64 = std::int64_t;
 typedef u32 u32x4 __attribute__((ext_vector_type(4)));
+typedef i32 i32x4 __attribute__((ext_vector_type(4)));
 
 // sum_i a.byte[i] (unsigned) * b.byte[i] (signed) + c.
 inline i32 dot4(u32 a, u32 b, i32 c) {
@@ -43,35 +51,39 @@ inline i32 dot4(u32 a, u32 b, i32 c) {
 #endif
 }
 
+constexpr i64 requantize_limit = i64(1) << 20;
+
+// RNE(acc * multiplier) clamped to +-2^20 for |acc| >= 2^29, in integers. Out of line: rare, and
+// kept out of the product kernels' unrolled epilogues, which must stay small enough to unroll
+// (else their accumulator arrays move to local memory).
+[[gnu::noinline]] i64 round_wide(i64 acc, float multiplier) {
+  const u32 bits = std::bit_cast<u32>(multiplier);
+  const int biased = int(bits >> 23) & 0xff;
+  const i64 mantissa = biased == 0 ? i64(bits & 0x7fffff) : i64((bits & 0x7fffff) | 0x800000);
+  const int shift = (biased == 0 ? 1 : biased) - 150;  // multiplier = mantissa * 2^shift
+  const __int128 product = __int128(acc) * mantissa;
+  if (product == 0) return 0;
+  if (shift >= 0) return product > 0 ? requantize_limit : -requantize_limit;  // |acc| >= 2^29, multiplier >= 1
+  if (-shift >= 90) return 0;  // |product| < 2^88, so |value| < 1/4
+  const int s = -shift;
+  __int128 quotient = product >> s;  // floor
+  const __int128 remainder = product - (quotient << s);
+  const __int128 half = __int128(1) << (s - 1);
+  if (remainder > half || (remainder == half && (quotient & 1))) ++quotient;
+  return quotient < -requantize_limit ? -requantize_limit : quotient > requantize_limit ? requantize_limit : i64(quotient);
+}
+
 // RNE(acc * multiplier) + zero_point saturated to [qmin, qmax]: requantize() without libm, so it
 // compiles for the device too. The multiplier is finite and non-negative (validated).
 inline i32 requantize_exact(i64 acc, float multiplier, i32 zero_point, i32 qmin, i32 qmax) {
-  constexpr i64 limit = i64(1) << 20;
   i64 rounded;
   if (acc > -(i64(1) << 29) && acc < (i64(1) << 29)) {
     // 29 + 24 significant bits fit a double: the product and its RNE are exact.
     const double v = __builtin_rint(double(acc) * double(multiplier));
-    rounded = v < -double(limit) ? -limit : v > double(limit) ? limit : i64(v);
+    constexpr double limit = double(requantize_limit);
+    rounded = v < -limit ? -requantize_limit : v > limit ? requantize_limit : i64(v);
   } else {
-    const u32 bits = std::bit_cast<u32>(multiplier);
-    const int biased = int(bits >> 23) & 0xff;
-    const i64 mantissa = biased == 0 ? i64(bits & 0x7fffff) : i64((bits & 0x7fffff) | 0x800000);
-    const int shift = (biased == 0 ? 1 : biased) - 150;  // multiplier = mantissa * 2^shift
-    const __int128 product = __int128(acc) * mantissa;
-    if (product == 0) {
-      rounded = 0;
-    } else if (shift >= 0) {
-      rounded = product > 0 ? limit : -limit;  // |acc| >= 2^29 and multiplier >= 1
-    } else if (-shift >= 90) {
-      rounded = 0;  // |product| < 2^88, so |value| < 1/4
-    } else {
-      const int s = -shift;
-      __int128 quotient = product >> s;  // floor
-      const __int128 remainder = product - (quotient << s);
-      const __int128 half = __int128(1) << (s - 1);
-      if (remainder > half || (remainder == half && (quotient & 1))) ++quotient;
-      rounded = quotient < -limit ? -limit : quotient > limit ? limit : i64(quotient);
-    }
+    rounded = round_wide(acc, multiplier);
   }
   const i64 v = rounded + zero_point;
   return i32(v < qmin ? qmin : v > qmax ? qmax : v);
@@ -103,6 +115,12 @@ struct Kernel {
   i64 b_batch(i64 t) const { return b_shared ? 0 : t; }
   const u8* a_rows(i64 t, i64 r) const { return ap + (a_batch(t) * Mp + r) * kp; }
   const std::int8_t* b_cols(i64 t, i64 c) const { return bp + (b_batch(t) * Np + c) * kp; }
+  // Tile number -> batch and first row and column.
+  void tile_origin(i64 tile, i64& t, i64& i0, i64& j0) const {
+    t = tile / (tiles_m * tiles_n);
+    i0 = (tile / tiles_n % tiles_m) * tile_rows;
+    j0 = (tile % tiles_n) * tile_cols;
+  }
 
   // Output (t, m, n) from its dot(A', B'); rows and columns beyond the matrix are skipped.
   void finish(i64 t, i64 m, i64 n, i64 dot) const {
@@ -135,7 +153,7 @@ WorkspaceLayout workspace_layout(const OffloadQmmArgs& x) {
   w.b_batches = batch_shared(x.b) ? 1 : batches;
   w.Mp = round_up(x.M, tile_rows);
   w.Np = round_up(x.N, tile_cols);
-  w.kp = round_up(x.K, stage_depth);
+  w.kp = round_up(x.K, depth_step);
   w.ap = 0;
   w.bp = align_up(w.ap + w.a_batches * w.Mp * w.kp);
   w.row_sums = align_up(w.bp + w.b_batches * w.Np * w.kp);
@@ -202,75 +220,8 @@ void pack(const Kernel k, int device) {
   }
 }
 
-// dp4a product: one 128 x 128 tile per team at a time, depth slices of 128 staged in team-local
-// memory, each thread an 8 x 8 block of outputs (rows tr + 16i, columns tc + 16j). With fewer
-// threads than the 256 blocks, the threads take the blocks in rounds; blocks wholly past the
-// matrix's edge only help staging.
-template <bool Deep>
-void product_dp4a(const Kernel k, int device, int teams, int threads) {
-  constexpr int words = int(stage_depth / 4), blocks = 256;
-  const i64 tiles = k.batches * k.tiles_m * k.tiles_n;
-#pragma omp target teams distribute num_teams(teams) thread_limit(threads) device(device) firstprivate(k)
-  for (i64 tile = 0; tile < tiles; ++tile) {
-    u32 sa[words][tile_rows + 1];  // team-local: [k word][row], padded against bank conflicts
-    u32 sb[words][tile_cols + 1];
-    const i64 t = tile / (k.tiles_m * k.tiles_n), i0 = (tile / k.tiles_n % k.tiles_m) * tile_rows,
-              j0 = (tile % k.tiles_n) * tile_cols;
-    const u32* a_src = reinterpret_cast<const u32*>(k.a_rows(t, i0));
-    const u32* b_src = reinterpret_cast<const u32*>(k.b_cols(t, j0));
-    const i64 row_words = k.kp / 4;
-#pragma omp parallel
-    {
-      const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-      for (int first = 0; first < blocks; first += nth) {
-        const int block = first + tid;
-        const int tr = block / 16, tc = block % 16;
-        // A block whose first row or column lies past the matrix holds no output.
-        const bool active = block < blocks && i0 + tr < k.M && j0 + tc < k.N;
-        i32 acc[8][8] = {};
-        i64 wide[Deep ? 8 : 1][Deep ? 8 : 1] = {};
-        for (i64 k0 = 0; k0 < k.kp; k0 += stage_depth) {
-          for (int e = tid; e < int(tile_rows) * words; e += nth) {
-            const int r = e / words, w = e % words;
-            sa[w][r] = a_src[r * row_words + k0 / 4 + w];
-            sb[w][r] = b_src[r * row_words + k0 / 4 + w];
-          }
-#pragma omp barrier
-          if (active) {
-            for (int w = 0; w < words; ++w) {
-              u32 x[8], y[8];
-#pragma unroll
-              for (int i = 0; i < 8; ++i) x[i] = sa[w][tr + 16 * i];
-#pragma unroll
-              for (int j = 0; j < 8; ++j) y[j] = sb[w][tc + 16 * j];
-#pragma unroll
-              for (int i = 0; i < 8; ++i)
-#pragma unroll
-                for (int j = 0; j < 8; ++j) acc[i][j] = dot4(x[i], y[j], acc[i][j]);
-            }
-          }
-#pragma omp barrier
-          if constexpr (Deep) {
-            if ((k0 + stage_depth) % int32_depth == 0 || k0 + stage_depth == k.kp)
-#pragma unroll
-              for (int i = 0; i < 8; ++i)
-#pragma unroll
-                for (int j = 0; j < 8; ++j) wide[i][j] += acc[i][j], acc[i][j] = 0;
-          }
-        }
-        if (active)
-#pragma unroll
-          for (int i = 0; i < 8; ++i)
-#pragma unroll
-            for (int j = 0; j < 8; ++j)
-              k.finish(t, i0 + tr + 16 * i, j0 + tc + 16 * j, Deep ? wide[i][j] : acc[i][j]);
-      }
-    }
-  }
-}
-
-// A 64 x 32 block of a tile computed by one worker without warp instructions: the host fallback,
-// and a device team that got fewer than 32 threads.
+// Outputs of one 64 x 32 block computed by one worker without team memory or warp instructions:
+// the host fallback, and a device team with a thread count the staged kernels are not written for.
 inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
   const i64 words = k.kp / 4;
   for (i64 r = r0; r < r0 + 64 && r < k.M; ++r)
@@ -284,94 +235,270 @@ inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
 }
 
 #ifdef __NVPTX__
-inline void mma_u8s8(i32 (&c)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
-  asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};"
-      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+// The staged kernels. Each keeps its locals in registers: no lambda captures and no addresses of
+// locals passed on, since OpenMP would move such locals to a per-thread heap allocation
+// (__kmpc_alloc_shared, which falls back to the device's malloc heap; a NULL from an exhausted heap
+// was the illegal memory access of the earlier staged kernels).
+[[gnu::always_inline]] inline void team_barrier() { asm volatile("bar.sync 0;" ::: "memory"); }
+
+[[gnu::always_inline]] inline u32 shared_address(const void* p) {
+  u32 address;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(address) : "l"(p));
+  return address;
 }
 
-// A 64 x 32 block by one warp: 4 x 4 mma tiles of 16 x 8. Each lane loads 16 consecutive bytes
-// of a row (a column of B') per 64-deep slice; since a dot product may take its k in any order,
-// lane q's bytes 16q..16q+15 play the k that the mma fragment layout assigns to it (bytes 0-7 in
-// the first mma, 8-15 in the second), identically for A' and B'.
-template <bool Deep>
-inline void block_mma(const Kernel& k, i64 t, i64 r0, i64 c0, int lane) {
-  const int g = lane / 4, q = lane % 4;
-  i32 c[4][4][4] = {};
-  i64 wide[Deep ? 4 : 1][Deep ? 4 : 1][Deep ? 4 : 1] = {};
-  const u8* a_base = k.a_rows(t, r0 + g) + 16 * q;
-  const u8* b_base = reinterpret_cast<const u8*>(k.b_cols(t, c0 + g)) + 16 * q;
-  // The next slice's fragments are loaded before this slice's mma run, hiding their latency.
-  const auto load = [&](i64 k0, u32x4(&lo)[4], u32x4(&hi)[4], u32x4(&bw)[4]) {
+// 16 bytes from global to team memory without passing through registers (completes at
+// copy_wait; a barrier then publishes them to the team).
+[[gnu::always_inline]] inline void copy16(u32 shared, const void* global) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(shared), "l"(global) : "memory");
+}
+[[gnu::always_inline]] inline void copy_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+[[gnu::always_inline]] inline void copy_wait() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+
+[[gnu::always_inline]] inline u32x4 load16(const u8* p) { return *reinterpret_cast<const u32x4*>(p); }
+
+// Byte offset of the 16-byte chunk c (0-3) of line r in a staged panel [128 lines][64 bytes]: the
+// chunk index is XORed with bits 1-2 of the line, so that eight consecutive lines' chunk c (the
+// dp4a kernel's reads) and two lines' four chunks (the mma fragments, the copies) fall in
+// distinct banks.
+[[gnu::always_inline]] inline u32 swizzled(int r, int c) { return u32(r * 64 + ((c ^ ((r >> 1) & 3)) << 4)); }
+
+// Copies of one stage (128 lines of A', then 128 of B', 64 deep: 1024 chunks of 16 bytes) by
+// Threads threads, 1024 / Threads chunks each; chunk e = tid + l * Threads is chunk e % 4 of line
+// e % 512 / 4 (consecutive threads, consecutive bytes of a line).
+template <int Threads>
+struct StageCopy {
+  static constexpr int copies = 1024 / Threads;
+  const u8* a_src;  // the thread's first chunk of A' (lines tid / 4 + l * Threads / 4)
+  const u8* b_src;
+  i64 line_step;    // bytes between the lines of consecutive copies
+  u32 dst[copies];  // team-memory offsets within a stage
+
+  [[gnu::always_inline]] StageCopy(const Kernel& k, i64 t, i64 i0, i64 j0, int tid) {
+    a_src = k.a_rows(t, i0 + tid / 4) + 16 * (tid % 4);
+    b_src = reinterpret_cast<const u8*>(k.b_cols(t, j0 + tid / 4)) + 16 * (tid % 4);
+    line_step = (Threads / 4) * k.kp;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      lo[i] = *reinterpret_cast<const u32x4*>(a_base + (16 * i) * k.kp + k0);
-      hi[i] = *reinterpret_cast<const u32x4*>(a_base + (16 * i + 8) * k.kp + k0);
-    }
-#pragma unroll
-    for (int j = 0; j < 4; ++j) bw[j] = *reinterpret_cast<const u32x4*>(b_base + (8 * j) * k.kp + k0);
-  };
-  u32x4 lo[4], hi[4], bw[4];
-  load(0, lo, hi, bw);
-  for (i64 k0 = 0; k0 < k.kp; k0 += depth_step) {
-    u32x4 next_lo[4], next_hi[4], next_bw[4];
-    load(k0 + depth_step < k.kp ? k0 + depth_step : k0, next_lo, next_hi, next_bw);
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        mma_u8s8(c[i][j], lo[i].x, hi[i].x, lo[i].y, hi[i].y, bw[j].x, bw[j].y);
-        mma_u8s8(c[i][j], lo[i].z, hi[i].z, lo[i].w, hi[i].w, bw[j].z, bw[j].w);
-      }
-#pragma unroll
-    for (int i = 0; i < 4; ++i) lo[i] = next_lo[i], hi[i] = next_hi[i], bw[i] = next_bw[i];
-    if constexpr (Deep) {
-      if ((k0 + depth_step) % int32_depth == 0 || k0 + depth_step == k.kp)
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-#pragma unroll
-          for (int j = 0; j < 4; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) wide[i][j][e] += c[i][j][e], c[i][j][e] = 0;
+    for (int l = 0; l < copies; ++l) {
+      const int e = tid + l * Threads, r = e % 512 / 4;
+      dst[l] = (e < 512 ? 0 : panel_bytes) + swizzled(r, e % 4);
     }
   }
+  // Starts the copies of the stage at depth k0 into team memory at `stage` (a shared address).
+  [[gnu::always_inline]] void start(u32 stage, i64 k0) const {
 #pragma unroll
-  for (int i = 0; i < 4; ++i)
+    for (int l = 0; l < copies; ++l) {
+      const int half = copies / 2;  // the first half of the copies is A', the second B'
+      const u8* src = l < half ? a_src + l * line_step : b_src + (l - half) * line_step;
+      copy16(stage + dst[l], src + k0);
+    }
+    copy_commit();
+  }
+};
+
+// Whether the int32 accumulators end a depth slice after the stage at k0.
+[[gnu::always_inline]] inline bool slice_ends(const Kernel& k, i64 k0) {
+  return (k0 + depth_step) % int32_depth == 0 || k0 + depth_step == k.kp;
+}
+
+// dp4a product, 256 threads: each an 8 x 8 block of the tile's outputs (rows tr + 16i, columns
+// tc + 16j), four k words at a time from 16-byte team-memory reads. Stages are double-buffered:
+// the copies of stage s + 1 run while the team computes stage s (one barrier per stage).
+template <bool Deep>
+[[gnu::always_inline]] inline void tiles_dp4a(const Kernel& k, u8* team_tiles, int tid, i64 team, i64 team_count) {
+  const int tr = tid / 16, tc = tid % 16;
+  const u32 shared = shared_address(team_tiles);
+  const i64 tiles = k.batches * k.tiles_m * k.tiles_n, steps = k.kp / depth_step;
+  for (i64 tile = team; tile < tiles; tile += team_count) {
+    i64 t, i0, j0;
+    k.tile_origin(tile, t, i0, j0);
+    const StageCopy<256> copy(k, t, i0, j0, tid);
+    i32 acc[8][8] = {};
+    i64 wide[Deep ? 8 : 1][Deep ? 8 : 1] = {};
+    copy.start(shared, 0);
+    for (i64 s = 0; s < steps; ++s) {
+      copy_wait();
+      team_barrier();  // stage s is in; every thread is done with stage s - 1, whose buffer is next
+      if (s + 1 < steps) copy.start(shared + u32((s + 1) & 1) * stage_bytes, (s + 1) * depth_step);
+      const u8* stage = team_tiles + (s & 1) * stage_bytes;
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
+      for (int c = 0; c < 4; ++c) {
+        u32x4 x[8], y[8];
 #pragma unroll
-      for (int e = 0; e < 4; ++e)
-        k.finish(t, r0 + 16 * i + g + 8 * (e / 2), c0 + 8 * j + 2 * q + e % 2,
-                 Deep ? wide[i][j][e] : c[i][j][e]);
+        for (int i = 0; i < 8; ++i) x[i] = load16(stage + swizzled(tr + 16 * i, c));
+#pragma unroll
+        for (int j = 0; j < 8; ++j) y[j] = load16(stage + panel_bytes + swizzled(tc + 16 * j, c));
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+#pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            acc[i][j] = dot4(x[i].x, y[j].x, acc[i][j]);
+            acc[i][j] = dot4(x[i].y, y[j].y, acc[i][j]);
+            acc[i][j] = dot4(x[i].z, y[j].z, acc[i][j]);
+            acc[i][j] = dot4(x[i].w, y[j].w, acc[i][j]);
+          }
+      }
+      if constexpr (Deep) {
+        if (slice_ends(k, s * depth_step))
+#pragma unroll
+          for (int i = 0; i < 8; ++i)
+#pragma unroll
+            for (int j = 0; j < 8; ++j) wide[i][j] += acc[i][j], acc[i][j] = 0;
+      }
+    }
+    team_barrier();  // the next tile's first copies overwrite buffer 0
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        k.finish(t, i0 + tr + 16 * i, j0 + tc + 16 * j, Deep ? wide[i][j] : acc[i][j]);
+  }
+}
+
+// One m16n8k32 u8 x s8 product added to the lane's four accumulators. The accumulators travel
+// as one vector value: an array of scalars of this many elements would exceed the slices that
+// SROA keeps in registers and move to local memory.
+[[gnu::always_inline]] inline i32x4 mma_u8s8(i32x4 c, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
+  i32 c0 = c.x, c1 = c.y, c2 = c.z, c3 = c.w;
+  asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};"
+      : "+r"(c0), "+r"(c1), "+r"(c2), "+r"(c3)
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  return i32x4{c0, c1, c2, c3};
+}
+
+// The outputs of one 16-row strip of a warp's mma tiles: rows m and m + 8, columns n + 8j and
+// n + 8j + 1 (the lane's accumulators c[j], or their int64 sums when Deep).
+template <int NJ, bool Deep, class Wide>
+[[gnu::always_inline]] inline void finish_strip(const Kernel& k, i64 t, i64 m, i64 n, const i32x4 (&c)[NJ],
+                                                const Wide& wide) {
+#pragma unroll
+  for (int j = 0; j < NJ; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if constexpr (Deep)
+        k.finish(t, m + 8 * (e / 2), n + 8 * j + e % 2, wide[j][e]);
+      else
+        k.finish(t, m + 8 * (e / 2), n + 8 * j + e % 2, c[j][e]);
+    }
+}
+
+// Tensor-core product: Threads / 32 warps, each 64 rows x (8 * NJ) columns of the tile as 4 x NJ
+// mma tiles of 16 x 8 (256 threads: 64 x 32 per warp; 128 threads: 64 x 64). Lane (g, q) reads
+// the 16 bytes q of rows g and g + 8 of each mma tile (of column g for B'); since a dot product
+// may take its k in any order, those bytes play the k that the fragment layout assigns to the
+// lane (bytes 0-7 in the first mma of a stage's 32-deep halves, 8-15 in the second), identically
+// for A' and B'. Stages double-buffered as in tiles_dp4a.
+template <int Threads, bool Deep>
+[[gnu::always_inline]] inline void tiles_mma(const Kernel& k, u8* team_tiles, int tid, i64 team, i64 team_count) {
+  constexpr int NJ = Threads == 256 ? 4 : 8;
+  constexpr int warps_n = int(tile_cols) / (8 * NJ);
+  const int warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
+  const int wr = warp / warps_n * 64, wc = warp % warps_n * 8 * NJ;
+  // Rows wr + 16i + g (+ 8) and columns wc + 8j + g share bits 1-2 with g: one swizzled chunk per lane.
+  const u32 a_lane = swizzled(wr + g, q), b_lane = u32(panel_bytes) + swizzled(wc + g, q);
+  const u32 shared = shared_address(team_tiles);
+  const i64 tiles = k.batches * k.tiles_m * k.tiles_n, steps = k.kp / depth_step;
+  for (i64 tile = team; tile < tiles; tile += team_count) {
+    i64 t, i0, j0;
+    k.tile_origin(tile, t, i0, j0);
+    const StageCopy<Threads> copy(k, t, i0, j0, tid);
+    i32x4 c[4][NJ] = {};
+    i64 wide[Deep ? 4 : 1][Deep ? NJ : 1][Deep ? 4 : 1] = {};
+    copy.start(shared, 0);
+    for (i64 s = 0; s < steps; ++s) {
+      copy_wait();
+      team_barrier();
+      if (s + 1 < steps) copy.start(shared + u32((s + 1) & 1) * stage_bytes, (s + 1) * depth_step);
+      const u8* stage = team_tiles + (s & 1) * stage_bytes;
+      // B' fragments for the whole stage, A' fragments row tile by row tile (fewer live registers).
+      u32x4 bw[NJ];
+#pragma unroll
+      for (int j = 0; j < NJ; ++j) bw[j] = load16(stage + b_lane + 8 * j * 64);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const u32x4 lo = load16(stage + a_lane + 16 * i * 64);
+        const u32x4 hi = load16(stage + a_lane + (16 * i + 8) * 64);
+#pragma unroll
+        for (int j = 0; j < NJ; ++j) {
+          c[i][j] = mma_u8s8(c[i][j], lo.x, hi.x, lo.y, hi.y, bw[j].x, bw[j].y);
+          c[i][j] = mma_u8s8(c[i][j], lo.z, hi.z, lo.w, hi.w, bw[j].z, bw[j].w);
+        }
+      }
+      if constexpr (Deep) {
+        if (slice_ends(k, s * depth_step)) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int j = 0; j < NJ; ++j) {
+#pragma unroll
+              for (int e = 0; e < 4; ++e) wide[i][j][e] += c[i][j][e];
+              c[i][j] = i32x4{0, 0, 0, 0};
+            }
+        }
+      }
+    }
+    team_barrier();
+    // Strip by strip with constant indices: one loop over all of them is too long to unroll.
+    const i64 m = i0 + wr + g, n = j0 + wc + 2 * q;
+    finish_strip<NJ, Deep>(k, t, m, n, c[0], wide[0]);
+    finish_strip<NJ, Deep>(k, t, m + 16, n, c[1], wide[Deep ? 1 : 0]);
+    finish_strip<NJ, Deep>(k, t, m + 32, n, c[2], wide[Deep ? 2 : 0]);
+    finish_strip<NJ, Deep>(k, t, m + 48, n, c[3], wide[Deep ? 3 : 0]);
+  }
 }
 #endif
 
-// Tensor-core product in an SPMD kernel (warp-collective mma needs one): teams take 128 x 128
-// tiles in turn, the warps of a team its eight 64 x 32 blocks. Threads past the last whole warp
-// idle; a team without a whole warp computes its blocks thread by thread.
-template <bool Deep>
-void product_mma(const Kernel k, int device, int teams, int threads) {
+// The product kernels (SPMD: warp-collective mma needs it): teams take 128 x 128 tiles in turn.
+// On a GPU whose team got exactly Threads threads, the staged code of Kind runs with its stages in
+// static team memory; otherwise (the host fallback, another thread count) every thread computes
+// whole 64 x 32 blocks of a tile output by output. Each staged variant is a kernel of its own, so
+// that its register allocation is its own.
+enum class Staged { none, dp4a, mma };
+
+template <Staged Kind, int Threads, bool Deep>
+void product(const Kernel k, int device, int teams, int threads) {
   const i64 tiles = k.batches * k.tiles_m * k.tiles_n;
 #pragma omp target teams num_teams(teams) thread_limit(threads) device(device) firstprivate(k)
 #pragma omp parallel
   {
-    const i64 team = omp_get_team_num(), team_count = omp_get_num_teams();
     const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-    for (i64 tile = team; tile < tiles; tile += team_count) {
-      const i64 t = tile / (k.tiles_m * k.tiles_n), i0 = (tile / k.tiles_n % k.tiles_m) * tile_rows,
-                j0 = (tile % k.tiles_n) * tile_cols;
+    const i64 team = omp_get_team_num(), team_count = omp_get_num_teams();
+    bool staged = false;
 #ifdef __NVPTX__
-      if (nth >= 32) {
-        if (tid < nth / 32 * 32)
-          for (int w = tid / 32; w < 8; w += nth / 32)
-            block_mma<Deep>(k, t, i0 + (w / 4) * 64, j0 + (w % 4) * 32, tid % 32);
-        continue;
+    if constexpr (Kind != Staged::none) {
+      if (nth == Threads) {
+        // One array per team on the GPU; the host fallback never gets here (a static would be
+        // one array for all host teams there).
+        static u32x4 team_tiles[2 * stage_bytes / 16];
+#pragma omp allocate(team_tiles) allocator(omp_pteam_mem_alloc)
+        staged = true;
+        if constexpr (Kind == Staged::dp4a)
+          tiles_dp4a<Deep>(k, reinterpret_cast<u8*>(team_tiles), tid, team, team_count);
+        else
+          tiles_mma<Threads, Deep>(k, reinterpret_cast<u8*>(team_tiles), tid, team, team_count);
       }
-#endif
-      for (int w = tid; w < 8; w += nth) block_scalar(k, t, i0 + (w / 4) * 64, j0 + (w % 4) * 32);
     }
+#endif
+    if (!staged)
+      for (i64 tile = team; tile < tiles; tile += team_count) {
+        i64 t, i0, j0;
+        k.tile_origin(tile, t, i0, j0);
+        for (int w = tid; w < 8; w += nth) block_scalar(k, t, i0 + (w / 4) * 64, j0 + (w % 4) * 32);
+      }
   }
+}
+
+template <bool Deep>
+void product(const Kernel& k, int device, OffloadQmmKernel kind, int teams, int threads) {
+  if (kind == OffloadQmmKernel::dp4a && threads == 256)
+    product<Staged::dp4a, 256, Deep>(k, device, teams, threads);
+  else if (kind == OffloadQmmKernel::mma && threads == 256)
+    product<Staged::mma, 256, Deep>(k, device, teams, threads);
+  else if (kind == OffloadQmmKernel::mma && threads == 128)
+    product<Staged::mma, 128, Deep>(k, device, teams, threads);
+  else
+    product<Staged::none, 0, Deep>(k, device, teams, threads);
 }
 
 Kernel make_kernel(const OffloadQmmArgs& x, const WorkspaceLayout& w) {
@@ -411,19 +538,26 @@ std::int64_t qmm_offload_workspace_bytes(const OffloadQmmArgs& args) {
   return workspace_layout(args).bytes;
 }
 
-void qmm_offload(const OffloadQmmArgs& x) {
+void qmm_offload_pack(const OffloadQmmArgs& x) {
   if (x.M == 0 || x.N == 0 || x.batch[0] * x.batch[1] == 0) return;
-  const WorkspaceLayout w = workspace_layout(x);
-  const Kernel k = make_kernel(x, w);
-  pack(k, x.device);
+  pack(make_kernel(x, workspace_layout(x)), x.device);
+}
+
+void qmm_offload_product(const OffloadQmmArgs& x) {
+  if (x.M == 0 || x.N == 0 || x.batch[0] * x.batch[1] == 0) return;
+  const Kernel k = make_kernel(x, workspace_layout(x));
   const i64 tiles = k.batches * k.tiles_m * k.tiles_n;
   const int teams = int(std::min<i64>(x.teams > 0 ? x.teams : tiles, tiles));
   const int threads = x.threads > 0 ? x.threads : default_threads_per_team;
-  const bool deep = w.kp > int32_depth;
-  if (x.kernel == OffloadQmmKernel::mma)
-    deep ? product_mma<true>(k, x.device, teams, threads) : product_mma<false>(k, x.device, teams, threads);
+  if (k.kp > int32_depth)
+    product<true>(k, x.device, x.kernel, teams, threads);
   else
-    deep ? product_dp4a<true>(k, x.device, teams, threads) : product_dp4a<false>(k, x.device, teams, threads);
+    product<false>(k, x.device, x.kernel, teams, threads);
+}
+
+void qmm_offload(const OffloadQmmArgs& x) {
+  qmm_offload_pack(x);
+  qmm_offload_product(x);
 }
 
 }  // namespace hk::detail

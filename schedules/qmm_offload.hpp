@@ -5,8 +5,11 @@
 // arrays of one value or one per row / column. A workspace on the same device receives A and B
 // packed as u8 x s8 (signedness folded as in qmm_pack.hpp) with their row and column sums; the
 // product kernel then requantizes each output exactly in its epilogue. Two product kernels:
-//   dp4a  tiles of 128 x 128 outputs per team, A and B staged through team-local memory, dp4a
-//   mma   tensor cores (mma.sync m16n8k32 u8 x s8) in an SPMD kernel, 64 x 32 outputs per warp
+//   dp4a  tiles of 128 x 128 outputs per team, A' and B' staged through team memory, dp4a; 256
+//         threads per team (8 x 8 outputs each)
+//   mma   tensor cores (mma.sync m16n8k32 u8 x s8), the same staging; 256 threads per team (a
+//         warp per 64 x 32 outputs) or 128 (a warp per 64 x 64)
+// Other thread counts, and the host fallback, compute each output with a plain loop.
 // Without a device (or with OMP_TARGET_OFFLOAD=DISABLED) every kernel runs on the host with the
 // same results.
 #pragma once
@@ -48,8 +51,14 @@ struct OffloadQmmArgs {
 /// Bytes of device workspace a call needs (packed A and B and their sums).
 std::int64_t qmm_offload_workspace_bytes(const OffloadQmmArgs& args);
 
-/// Runs the call on args.device. Every pointer must be valid there.
+/// Runs the call on args.device: qmm_offload_pack, then qmm_offload_product. Every pointer must
+/// be valid there.
 void qmm_offload(const OffloadQmmArgs& args);
+
+/// The two steps of qmm_offload, apart for the benchmark: A' and B' with their sums into the
+/// workspace, then the product and requantization from the workspace into the output.
+void qmm_offload_pack(const OffloadQmmArgs& args);
+void qmm_offload_product(const OffloadQmmArgs& args);
 
 /// A validated problem whose A, B and output are addresses on `device` (an OpenMP device number,
 /// or the initial device for the host fallback): the quantization parameters are copied there
