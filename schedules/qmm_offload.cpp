@@ -29,8 +29,6 @@ constexpr std::int64_t depth_step = 64;                     // k per packing chu
 constexpr std::int64_t int32_depth = 65536;                 // deepest int32-safe slice
 constexpr std::int64_t workspace_align = 256;
 constexpr int default_threads_per_team = 256;
-[[maybe_unused]] constexpr int panel_bytes = int(tile_rows * depth_step);  // one stage of A' rows (or B' columns)
-[[maybe_unused]] constexpr int stage_bytes = 2 * panel_bytes;  // A' and B' of one stage: 16 KiB
 
 using u8 = std::uint8_t;
 using u32 = std::uint32_t;
@@ -38,6 +36,7 @@ using i32 = std::int32_t;
 using i64 = std::int64_t;
 typedef u32 u32x4 __attribute__((ext_vector_type(4)));
 typedef i32 i32x4 __attribute__((ext_vector_type(4)));
+typedef u32 u32x2 __attribute__((ext_vector_type(2)));
 
 // sum_i a.byte[i] (unsigned) * b.byte[i] (signed) + c.
 inline i32 dot4(u32 a, u32 b, i32 c) {
@@ -163,23 +162,38 @@ WorkspaceLayout workspace_layout(const OffloadQmmArgs& x) {
 }
 
 // One 64-deep chunk of a row of A' or a column of B' (r: its row or column, kk0: its first k):
-// gathered from the source through its strides, stored as four 16-byte words, its sum returned.
+// gathered from the source through its strides (as four 16-byte loads when the chunk is whole,
+// contiguous and aligned), stored as four 16-byte words, its sum returned.
 inline i64 pack_chunk(const u8* src, i64 k_stride, i64 kk0, i64 K, bool inside, u8 flip, bool is_a,
                       u8* dst) {
   u32 words[16];
   i64 sum = 0;
+  const u8* first = src + kk0 * k_stride;
+  const bool whole = inside && k_stride == 1 && kk0 + depth_step <= K &&
+                     reinterpret_cast<std::uintptr_t>(first) % 16 == 0;
+  const u32 flip4 = u32(flip) * 0x01010101u;
+  if (whole) {
 #pragma unroll
-  for (int w = 0; w < 16; ++w) {
-    u32 word = 0;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const i64 kk = kk0 + 4 * w + j;
-      if (inside && kk < K) word |= u32(u8(src[kk * k_stride] ^ flip)) << (8 * j);
+    for (int v = 0; v < 4; ++v) {
+      const u32x4 q = reinterpret_cast<const u32x4*>(first)[v] ^ flip4;
+      words[4 * v] = q.x, words[4 * v + 1] = q.y, words[4 * v + 2] = q.z, words[4 * v + 3] = q.w;
     }
-    words[w] = word;
-    // dp4a takes its first operand unsigned: A' bytes times ones, ones times B' bytes.
-    sum += is_a ? dot4(word, 0x01010101u, 0) : dot4(0x01010101u, word, 0);
+  } else {
+#pragma unroll
+    for (int w = 0; w < 16; ++w) {
+      u32 word = 0;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const i64 kk = kk0 + 4 * w + j;
+        if (inside && kk < K) word |= u32(u8(src[kk * k_stride] ^ flip)) << (8 * j);
+      }
+      words[w] = word;
+    }
   }
+#pragma unroll
+  for (int w = 0; w < 16; ++w)
+    // dp4a takes its first operand unsigned: A' bytes times ones, ones times B' bytes.
+    sum += is_a ? dot4(words[w], 0x01010101u, 0) : dot4(0x01010101u, words[w], 0);
 #pragma unroll
   for (int v = 0; v < 4; ++v)
     reinterpret_cast<u32x4*>(dst)[v] = u32x4{words[4 * v], words[4 * v + 1], words[4 * v + 2], words[4 * v + 3]};
@@ -253,38 +267,54 @@ inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(shared), "l"(global) : "memory");
 }
 [[gnu::always_inline]] inline void copy_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-[[gnu::always_inline]] inline void copy_wait() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+// Waits until at most Pending of the committed copy groups are still in flight.
+template <int Pending>
+[[gnu::always_inline]] inline void copy_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(Pending) : "memory");
+}
 
 [[gnu::always_inline]] inline u32x4 load16(const u8* p) { return *reinterpret_cast<const u32x4*>(p); }
+[[gnu::always_inline]] inline u32x2 load8(const u8* p) { return *reinterpret_cast<const u32x2*>(p); }
 
-// Byte offset of the 16-byte chunk c (0-3) of line r in a staged panel [128 lines][64 bytes]: the
-// chunk index is XORed with bits 1-2 of the line, so that eight consecutive lines' chunk c (the
-// dp4a kernel's reads) and two lines' four chunks (the mma fragments, the copies) fall in
-// distinct banks.
-[[gnu::always_inline]] inline u32 swizzled(int r, int c) { return u32(r * 64 + ((c ^ ((r >> 1) & 3)) << 4)); }
+// A stage: D-deep slices (D = 32 or 64) of the tile's 128 A' rows, then of its 128 B' columns,
+// each line D bytes = D / 16 chunks of 16 bytes. The chunk index is XORed with the line's bits
+// above the lines that share 128 bytes (bits 1-2 when D = 64, bit 2 when D = 32), so that eight
+// consecutive lines' chunk c (the dp4a reads) and consecutive lines' chunks (the mma fragments,
+// the copies) fall in distinct banks.
+template <int D>
+struct Stage {
+  static constexpr int chunks = D / 16;                   // per line
+  static constexpr int panel = int(tile_rows) * D;        // bytes of A' (of B') in a stage
+  static constexpr int bytes = 2 * panel;
+  [[gnu::always_inline]] static u32 offset(int r, int c) {
+    return u32(r * D + ((c ^ ((r / (8 / chunks)) & (chunks - 1))) << 4));
+  }
+};
 
-// Copies of one stage (128 lines of A', then 128 of B', 64 deep: 1024 chunks of 16 bytes) by
-// Threads threads, 1024 / Threads chunks each; chunk e = tid + l * Threads is chunk e % 4 of line
-// e % 512 / 4 (consecutive threads, consecutive bytes of a line).
-template <int Threads>
+// Copies of one stage (16 D chunks of 16 bytes) by Threads threads; chunk e = tid + l * Threads is
+// chunk e % (D / 16) of line e % (8 D) / (D / 16) of A' (e < 8 D) or B' (consecutive threads,
+// consecutive bytes of a line).
+template <int Threads, int D>
 struct StageCopy {
-  static constexpr int copies = 1024 / Threads;
-  const u8* a_src;  // the thread's first chunk of A' (lines tid / 4 + l * Threads / 4)
+  using S = Stage<D>;
+  static constexpr int copies = 16 * D / Threads;
+  const u8* a_src;  // the thread's first chunk of A' (lines tid / chunks + l * Threads / chunks)
   const u8* b_src;
   i64 line_step;    // bytes between the lines of consecutive copies
   u32 dst[copies];  // team-memory offsets within a stage
 
   [[gnu::always_inline]] StageCopy(const Kernel& k, i64 t, i64 i0, i64 j0, int tid) {
-    a_src = k.a_rows(t, i0 + tid / 4) + 16 * (tid % 4);
-    b_src = reinterpret_cast<const u8*>(k.b_cols(t, j0 + tid / 4)) + 16 * (tid % 4);
-    line_step = (Threads / 4) * k.kp;
+    a_src = k.a_rows(t, i0 + tid / S::chunks) + 16 * (tid % S::chunks);
+    b_src = reinterpret_cast<const u8*>(k.b_cols(t, j0 + tid / S::chunks)) + 16 * (tid % S::chunks);
+    line_step = (Threads / S::chunks) * k.kp;
 #pragma unroll
     for (int l = 0; l < copies; ++l) {
-      const int e = tid + l * Threads, r = e % 512 / 4;
-      dst[l] = (e < 512 ? 0 : panel_bytes) + swizzled(r, e % 4);
+      const int e = tid + l * Threads, r = e % (8 * D) / S::chunks;
+      dst[l] = (e < 8 * D ? 0 : S::panel) + S::offset(r, e % S::chunks);
     }
   }
-  // Starts the copies of the stage at depth k0 into team memory at `stage` (a shared address).
+  // Starts the copies of the stage at depth k0 into team memory at `stage` (a shared address)
+  // as one commit group.
   [[gnu::always_inline]] void start(u32 stage, i64 k0) const {
 #pragma unroll
     for (int l = 0; l < copies; ++l) {
@@ -296,62 +326,97 @@ struct StageCopy {
   }
 };
 
+// The depth loop of one tile through Stages buffers: stages s + 1 .. s + Stages - 1 are in flight
+// while the team computes stage s (compute(stage_pointer, s)); one barrier per stage. Groups past
+// the last stage are committed empty, so that the wait counts stay fixed.
+template <int Threads, int D, int Stages>
+struct StagedLoop {
+  const StageCopy<Threads, D>& copy;
+  u32 shared;
+  const u8* tiles;
+  i64 steps;
+  template <class Compute>
+  [[gnu::always_inline]] void run(Compute& compute) const {
+#pragma unroll
+    for (int p = 0; p < Stages - 1; ++p) {
+      if (p < steps)
+        copy.start(shared + u32(p * Stage<D>::bytes), p * D);
+      else
+        copy_commit();
+    }
+    for (i64 s = 0; s < steps; ++s) {
+      copy_wait<Stages - 2>();
+      team_barrier();  // stage s is in; every thread is done with stage s - 1, whose buffer is next
+      const i64 next = s + Stages - 1;
+      if (next < steps)
+        copy.start(shared + u32(next % Stages * Stage<D>::bytes), next * D);
+      else
+        copy_commit();
+      compute.step(tiles + s % Stages * Stage<D>::bytes, s);
+    }
+    copy_wait<0>();
+    team_barrier();  // the next tile's first copies overwrite the buffers
+  }
+};
+
 // Whether the int32 accumulators end a depth slice after the stage at k0.
+template <int D>
 [[gnu::always_inline]] inline bool slice_ends(const Kernel& k, i64 k0) {
-  return (k0 + depth_step) % int32_depth == 0 || k0 + depth_step == k.kp;
+  return (k0 + D) % int32_depth == 0 || k0 + D == k.kp;
 }
 
 // dp4a product, 256 threads: each an 8 x 8 block of the tile's outputs (rows tr + 16i, columns
-// tc + 16j), four k words at a time from 16-byte team-memory reads. Stages are double-buffered:
-// the copies of stage s + 1 run while the team computes stage s (one barrier per stage).
-template <bool Deep>
-[[gnu::always_inline]] inline void tiles_dp4a(const Kernel& k, u8* team_tiles, int tid, i64 team, i64 team_count) {
-  const int tr = tid / 16, tc = tid % 16;
-  const u32 shared = shared_address(team_tiles);
-  const i64 tiles = k.batches * k.tiles_m * k.tiles_n, steps = k.kp / depth_step;
-  for (i64 tile = team; tile < tiles; tile += team_count) {
-    i64 t, i0, j0;
-    k.tile_origin(tile, t, i0, j0);
-    const StageCopy<256> copy(k, t, i0, j0, tid);
-    i32 acc[8][8] = {};
-    i64 wide[Deep ? 8 : 1][Deep ? 8 : 1] = {};
-    copy.start(shared, 0);
-    for (i64 s = 0; s < steps; ++s) {
-      copy_wait();
-      team_barrier();  // stage s is in; every thread is done with stage s - 1, whose buffer is next
-      if (s + 1 < steps) copy.start(shared + u32((s + 1) & 1) * stage_bytes, (s + 1) * depth_step);
-      const u8* stage = team_tiles + (s & 1) * stage_bytes;
+// tc + 16j), four k words at a time from 16-byte team-memory reads. The accumulators are members
+// of a struct the depth loop calls (not a lambda's captures, which OpenMP would globalize).
+template <int D, bool Deep>
+struct Dp4aTile {
+  const Kernel& k;
+  int tr, tc;
+  i32 acc[8][8];
+  i64 wide[Deep ? 8 : 1][Deep ? 8 : 1];
+  [[gnu::always_inline]] void step(const u8* stage, i64 s) {
 #pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        u32x4 x[8], y[8];
+    for (int c = 0; c < Stage<D>::chunks; ++c) {
+      u32x4 x[8], y[8];
 #pragma unroll
-        for (int i = 0; i < 8; ++i) x[i] = load16(stage + swizzled(tr + 16 * i, c));
+      for (int i = 0; i < 8; ++i) x[i] = load16(stage + Stage<D>::offset(tr + 16 * i, c));
 #pragma unroll
-        for (int j = 0; j < 8; ++j) y[j] = load16(stage + panel_bytes + swizzled(tc + 16 * j, c));
+      for (int j = 0; j < 8; ++j) y[j] = load16(stage + Stage<D>::panel + Stage<D>::offset(tc + 16 * j, c));
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          acc[i][j] = dot4(x[i].x, y[j].x, acc[i][j]);
+          acc[i][j] = dot4(x[i].y, y[j].y, acc[i][j]);
+          acc[i][j] = dot4(x[i].z, y[j].z, acc[i][j]);
+          acc[i][j] = dot4(x[i].w, y[j].w, acc[i][j]);
+        }
+    }
+    if constexpr (Deep) {
+      if (slice_ends<D>(k, s * D))
 #pragma unroll
         for (int i = 0; i < 8; ++i)
 #pragma unroll
-          for (int j = 0; j < 8; ++j) {
-            acc[i][j] = dot4(x[i].x, y[j].x, acc[i][j]);
-            acc[i][j] = dot4(x[i].y, y[j].y, acc[i][j]);
-            acc[i][j] = dot4(x[i].z, y[j].z, acc[i][j]);
-            acc[i][j] = dot4(x[i].w, y[j].w, acc[i][j]);
-          }
-      }
-      if constexpr (Deep) {
-        if (slice_ends(k, s * depth_step))
-#pragma unroll
-          for (int i = 0; i < 8; ++i)
-#pragma unroll
-            for (int j = 0; j < 8; ++j) wide[i][j] += acc[i][j], acc[i][j] = 0;
-      }
+          for (int j = 0; j < 8; ++j) wide[i][j] += acc[i][j], acc[i][j] = 0;
     }
-    team_barrier();  // the next tile's first copies overwrite buffer 0
+  }
+};
+
+template <int D, int Stages, bool Deep>
+[[gnu::always_inline]] inline void tiles_dp4a(const Kernel& k, u8* team_tiles, int tid, i64 team, i64 team_count) {
+  const u32 shared = shared_address(team_tiles);
+  const i64 tiles = k.batches * k.tiles_m * k.tiles_n;
+  for (i64 tile = team; tile < tiles; tile += team_count) {
+    i64 t, i0, j0;
+    k.tile_origin(tile, t, i0, j0);
+    const StageCopy<256, D> copy(k, t, i0, j0, tid);
+    Dp4aTile<D, Deep> work{k, tid / 16, tid % 16, {}, {}};
+    StagedLoop<256, D, Stages>{copy, shared, team_tiles, k.kp / D}.run(work);
 #pragma unroll
     for (int i = 0; i < 8; ++i)
 #pragma unroll
       for (int j = 0; j < 8; ++j)
-        k.finish(t, i0 + tr + 16 * i, j0 + tc + 16 * j, Deep ? wide[i][j] : acc[i][j]);
+        k.finish(t, i0 + work.tr + 16 * i, j0 + work.tc + 16 * j, Deep ? work.wide[i][j] : work.acc[i][j]);
   }
 }
 
@@ -385,78 +450,102 @@ template <int NJ, bool Deep, class Wide>
 
 // Tensor-core product: Threads / 32 warps, each 64 rows x (8 * NJ) columns of the tile as 4 x NJ
 // mma tiles of 16 x 8 (256 threads: 64 x 32 per warp; 128 threads: 64 x 64). Lane (g, q) reads
-// the 16 bytes q of rows g and g + 8 of each mma tile (of column g for B'); since a dot product
-// may take its k in any order, those bytes play the k that the fragment layout assigns to the
-// lane (bytes 0-7 in the first mma of a stage's 32-deep halves, 8-15 in the second), identically
-// for A' and B'. Stages double-buffered as in tiles_dp4a.
-template <int Threads, bool Deep>
-[[gnu::always_inline]] inline void tiles_mma(const Kernel& k, u8* team_tiles, int tid, i64 team, i64 team_count) {
-  constexpr int NJ = Threads == 256 ? 4 : 8;
-  constexpr int warps_n = int(tile_cols) / (8 * NJ);
-  const int warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
-  const int wr = warp / warps_n * 64, wc = warp % warps_n * 8 * NJ;
-  // Rows wr + 16i + g (+ 8) and columns wc + 8j + g share bits 1-2 with g: one swizzled chunk per lane.
-  const u32 a_lane = swizzled(wr + g, q), b_lane = u32(panel_bytes) + swizzled(wc + g, q);
-  const u32 shared = shared_address(team_tiles);
-  const i64 tiles = k.batches * k.tiles_m * k.tiles_n, steps = k.kp / depth_step;
-  for (i64 tile = team; tile < tiles; tile += team_count) {
-    i64 t, i0, j0;
-    k.tile_origin(tile, t, i0, j0);
-    const StageCopy<Threads> copy(k, t, i0, j0, tid);
-    i32x4 c[4][NJ] = {};
-    i64 wide[Deep ? 4 : 1][Deep ? NJ : 1][Deep ? 4 : 1] = {};
-    copy.start(shared, 0);
-    for (i64 s = 0; s < steps; ++s) {
-      copy_wait();
-      team_barrier();
-      if (s + 1 < steps) copy.start(shared + u32((s + 1) & 1) * stage_bytes, (s + 1) * depth_step);
-      const u8* stage = team_tiles + (s & 1) * stage_bytes;
+// D / 4 consecutive bytes of rows g and g + 8 of each mma tile (of column g for B'), its quarter
+// of the stage's depth; since a dot product may take its k in any order, those bytes play the k
+// that the fragment layout assigns to the lane (bytes 0-7 in the first mma of a 64-deep stage,
+// 8-15 in the second), identically for A' and B'.
+template <int Threads, int D, bool Deep>
+struct MmaTile {
+  static constexpr int NJ = Threads == 256 ? 4 : 8;
+  const Kernel& k;
+  u32 a_lane, b_lane;  // the lane's bytes of its first row of A' and column of B' in a stage
+  i32x4 c[4][NJ];
+  i64 wide[Deep ? 4 : 1][Deep ? NJ : 1][Deep ? 4 : 1];
+  [[gnu::always_inline]] void step(const u8* stage, i64 s) {
+    if constexpr (D == 64) {
       // B' fragments for the whole stage, A' fragments row tile by row tile (fewer live registers).
       u32x4 bw[NJ];
 #pragma unroll
-      for (int j = 0; j < NJ; ++j) bw[j] = load16(stage + b_lane + 8 * j * 64);
+      for (int j = 0; j < NJ; ++j) bw[j] = load16(stage + b_lane + 8 * j * D);
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const u32x4 lo = load16(stage + a_lane + 16 * i * 64);
-        const u32x4 hi = load16(stage + a_lane + (16 * i + 8) * 64);
+        const u32x4 lo = load16(stage + a_lane + 16 * i * D);
+        const u32x4 hi = load16(stage + a_lane + (16 * i + 8) * D);
 #pragma unroll
         for (int j = 0; j < NJ; ++j) {
           c[i][j] = mma_u8s8(c[i][j], lo.x, hi.x, lo.y, hi.y, bw[j].x, bw[j].y);
           c[i][j] = mma_u8s8(c[i][j], lo.z, hi.z, lo.w, hi.w, bw[j].z, bw[j].w);
         }
       }
-      if constexpr (Deep) {
-        if (slice_ends(k, s * depth_step)) {
+    } else {
+      u32x2 bw[NJ];
 #pragma unroll
-          for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < NJ; ++j) bw[j] = load8(stage + b_lane + 8 * j * D);
 #pragma unroll
-            for (int j = 0; j < NJ; ++j) {
+      for (int i = 0; i < 4; ++i) {
+        const u32x2 lo = load8(stage + a_lane + 16 * i * D);
+        const u32x2 hi = load8(stage + a_lane + (16 * i + 8) * D);
 #pragma unroll
-              for (int e = 0; e < 4; ++e) wide[i][j][e] += c[i][j][e];
-              c[i][j] = i32x4{0, 0, 0, 0};
-            }
-        }
+        for (int j = 0; j < NJ; ++j) c[i][j] = mma_u8s8(c[i][j], lo.x, hi.x, lo.y, hi.y, bw[j].x, bw[j].y);
       }
     }
-    team_barrier();
+    if constexpr (Deep) {
+      if (slice_ends<D>(k, s * D)) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+          for (int j = 0; j < NJ; ++j) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) wide[i][j][e] += c[i][j][e];
+            c[i][j] = i32x4{0, 0, 0, 0};
+          }
+      }
+    }
+  }
+};
+
+// Where lane quarter q of line r starts in a stage: 16 bytes at chunk q (D = 64), 8 bytes at byte
+// 8q (D = 32).
+template <int D>
+[[gnu::always_inline]] inline u32 lane_offset(int r, int q) {
+  return D == 64 ? Stage<D>::offset(r, q) : Stage<D>::offset(r, q / 2) + u32(8 * (q % 2));
+}
+
+template <int Threads, int D, int Stages, bool Deep>
+[[gnu::always_inline]] inline void tiles_mma(const Kernel& k, u8* team_tiles, int tid, i64 team, i64 team_count) {
+  using Tile = MmaTile<Threads, D, Deep>;
+  constexpr int warps_n = int(tile_cols) / (8 * Tile::NJ);
+  const int warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
+  const int wr = warp / warps_n * 64, wc = warp % warps_n * 8 * Tile::NJ;
+  // Rows wr + 16i + g (+ 8) and columns wc + 8j + g share their swizzle bits with g: one offset
+  // per lane. D = 64: 16 bytes at chunk q; D = 32: 8 bytes at byte 8q.
+  const u32 a_lane = lane_offset<D>(wr + g, q), b_lane = u32(Stage<D>::panel) + lane_offset<D>(wc + g, q);
+  const u32 shared = shared_address(team_tiles);
+  const i64 tiles = k.batches * k.tiles_m * k.tiles_n;
+  for (i64 tile = team; tile < tiles; tile += team_count) {
+    i64 t, i0, j0;
+    k.tile_origin(tile, t, i0, j0);
+    const StageCopy<Threads, D> copy(k, t, i0, j0, tid);
+    Tile work{k, a_lane, b_lane, {}, {}};
+    StagedLoop<Threads, D, Stages>{copy, shared, team_tiles, k.kp / D}.run(work);
     // Strip by strip with constant indices: one loop over all of them is too long to unroll.
     const i64 m = i0 + wr + g, n = j0 + wc + 2 * q;
-    finish_strip<NJ, Deep>(k, t, m, n, c[0], wide[0]);
-    finish_strip<NJ, Deep>(k, t, m + 16, n, c[1], wide[Deep ? 1 : 0]);
-    finish_strip<NJ, Deep>(k, t, m + 32, n, c[2], wide[Deep ? 2 : 0]);
-    finish_strip<NJ, Deep>(k, t, m + 48, n, c[3], wide[Deep ? 3 : 0]);
+    finish_strip<Tile::NJ, Deep>(k, t, m, n, work.c[0], work.wide[0]);
+    finish_strip<Tile::NJ, Deep>(k, t, m + 16, n, work.c[1], work.wide[Deep ? 1 : 0]);
+    finish_strip<Tile::NJ, Deep>(k, t, m + 32, n, work.c[2], work.wide[Deep ? 2 : 0]);
+    finish_strip<Tile::NJ, Deep>(k, t, m + 48, n, work.c[3], work.wide[Deep ? 3 : 0]);
   }
 }
 #endif
 
 // The product kernels (SPMD: warp-collective mma needs it): teams take 128 x 128 tiles in turn.
-// On a GPU whose team got exactly Threads threads, the staged code of Kind runs with its stages in
-// static team memory; otherwise (the host fallback, another thread count) every thread computes
-// whole 64 x 32 blocks of a tile output by output. Each staged variant is a kernel of its own, so
-// that its register allocation is its own.
+// On a GPU whose team got exactly Threads threads, the staged code of Kind runs with Stages
+// D-deep stages in static team memory; otherwise (the host fallback, another thread count) every
+// thread computes whole 64 x 32 blocks of a tile output by output. Each staged variant is a
+// kernel of its own, so that its register allocation is its own.
 enum class Staged { none, dp4a, mma };
 
-template <Staged Kind, int Threads, bool Deep>
+template <Staged Kind, int Threads, int D, int Stages, bool Deep>
 void product(const Kernel k, int device, int teams, int threads) {
   const i64 tiles = k.batches * k.tiles_m * k.tiles_n;
 #pragma omp target teams num_teams(teams) thread_limit(threads) device(device) firstprivate(k)
@@ -470,13 +559,13 @@ void product(const Kernel k, int device, int teams, int threads) {
       if (nth == Threads) {
         // One array per team on the GPU; the host fallback never gets here (a static would be
         // one array for all host teams there).
-        static u32x4 team_tiles[2 * stage_bytes / 16];
+        static u32x4 team_tiles[Stages * Stage<D>::bytes / 16];
 #pragma omp allocate(team_tiles) allocator(omp_pteam_mem_alloc)
         staged = true;
         if constexpr (Kind == Staged::dp4a)
-          tiles_dp4a<Deep>(k, reinterpret_cast<u8*>(team_tiles), tid, team, team_count);
+          tiles_dp4a<D, Stages, Deep>(k, reinterpret_cast<u8*>(team_tiles), tid, team, team_count);
         else
-          tiles_mma<Threads, Deep>(k, reinterpret_cast<u8*>(team_tiles), tid, team, team_count);
+          tiles_mma<Threads, D, Stages, Deep>(k, reinterpret_cast<u8*>(team_tiles), tid, team, team_count);
       }
     }
 #endif
@@ -490,15 +579,19 @@ void product(const Kernel k, int device, int teams, int threads) {
 }
 
 template <bool Deep>
-void product(const Kernel& k, int device, OffloadQmmKernel kind, int teams, int threads) {
-  if (kind == OffloadQmmKernel::dp4a && threads == 256)
-    product<Staged::dp4a, 256, Deep>(k, device, teams, threads);
-  else if (kind == OffloadQmmKernel::mma && threads == 256)
-    product<Staged::mma, 256, Deep>(k, device, teams, threads);
-  else if (kind == OffloadQmmKernel::mma && threads == 128)
-    product<Staged::mma, 128, Deep>(k, device, teams, threads);
+void product(const Kernel& k, int device, const OffloadQmmArgs& x, int teams, int threads) {
+  const bool shallow = x.stage_depth == 32;  // 32-deep stages, four of them; else two of 64
+  if (x.kernel == OffloadQmmKernel::dp4a && threads == 256)
+    shallow ? product<Staged::dp4a, 256, 32, 4, Deep>(k, device, teams, threads)
+            : product<Staged::dp4a, 256, 64, 2, Deep>(k, device, teams, threads);
+  else if (x.kernel == OffloadQmmKernel::mma && threads == 256)
+    shallow ? product<Staged::mma, 256, 32, 4, Deep>(k, device, teams, threads)
+            : product<Staged::mma, 256, 64, 2, Deep>(k, device, teams, threads);
+  else if (x.kernel == OffloadQmmKernel::mma && threads == 128)
+    shallow ? product<Staged::mma, 128, 32, 4, Deep>(k, device, teams, threads)
+            : product<Staged::mma, 128, 64, 2, Deep>(k, device, teams, threads);
   else
-    product<Staged::none, 0, Deep>(k, device, teams, threads);
+    product<Staged::none, 0, 64, 2, Deep>(k, device, teams, threads);
 }
 
 Kernel make_kernel(const OffloadQmmArgs& x, const WorkspaceLayout& w) {
@@ -550,9 +643,9 @@ void qmm_offload_product(const OffloadQmmArgs& x) {
   const int teams = int(std::min<i64>(x.teams > 0 ? x.teams : tiles, tiles));
   const int threads = x.threads > 0 ? x.threads : default_threads_per_team;
   if (k.kp > int32_depth)
-    product<true>(k, x.device, x.kernel, teams, threads);
+    product<true>(k, x.device, x, teams, threads);
   else
-    product<false>(k, x.device, x.kernel, teams, threads);
+    product<false>(k, x.device, x, teams, threads);
 }
 
 void qmm_offload(const OffloadQmmArgs& x) {

@@ -45,6 +45,7 @@ struct OffloadQmmArgs {
   OffloadQmmKernel kernel = OffloadQmmKernel::dp4a;
   int teams = 0;    // 0: one team per output tile
   int threads = 0;  // threads per team; 0: the kernel's default
+  int stage_depth = 0;  // k per team-memory stage of the staged kernels: 32 (four stages) or 64 (two)
   void* workspace = nullptr;  // device memory of qmm_offload_workspace_bytes(*this) bytes
 };
 
