@@ -7,10 +7,10 @@
 // slice cannot overflow), adds the slices in int64 when the depth is larger, and its epilogue
 // folds the zero points back exactly (qmm_pack.hpp) and requantizes with requantize()'s semantics.
 //
-// On a GPU the product kernels are SPMD target regions that stage each 64-deep slice of a
-// 128 x 128 tile's A' rows and B' columns in static team memory with cp.async (two buffers,
-// 32 KiB: the copies of the next slice run while the team computes on this one) and read 16-byte
-// fragments from there. On the host fallback, or with a thread count the staged code is not
+// On a GPU the product kernels are SPMD target regions that stage depth slices of a 128 x 128
+// tile's A' rows and B' columns in team memory (the kernel's dynamic shared memory, 32 KiB) with
+// cp.async, the copies of the next slices running while the team computes on this one, and read
+// 16-byte fragments from there. On the host fallback, or with a thread count the staged code is not
 // written for, the same regions run a plain per-output loop.
 #include "schedules/qmm_offload.hpp"
 
@@ -248,12 +248,21 @@ inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
     }
 }
 
+// Bytes of team memory of the staged kernels: Stages stages of D-deep slices of 128 rows of A'
+// and 128 columns of B'.
+constexpr int staged_bytes(int D, int Stages) { return Stages * 2 * int(tile_rows) * D; }
+
 #ifdef __NVPTX__
 // The staged kernels. Each keeps its locals in registers: no lambda captures and no addresses of
 // locals passed on, since OpenMP would move such locals to a per-thread heap allocation
-// (__kmpc_alloc_shared, which falls back to the device's malloc heap; a NULL from an exhausted heap
-// was the illegal memory access of the earlier staged kernels).
-[[gnu::always_inline]] inline void team_barrier() { asm volatile("bar.sync 0;" ::: "memory"); }
+// (__kmpc_alloc_shared, which falls back to the device's malloc heap). Their team memory is the
+// kernel's dynamic shared memory (ompx_dyn_cgroup_mem), as in the scan kernels: a function-local
+// static array with omp_pteam_mem_alloc, the other way to get team memory, faulted on the H100
+// even in a kernel that only copied through it (an invalid 8-byte read near address 0 in the
+// threads past the first warp), and so did every kernel holding one.
+[[gnu::always_inline]] inline void team_barrier() {
+#pragma omp barrier
+}
 
 [[gnu::always_inline]] inline u32 shared_address(const void* p) {
   u32 address;
@@ -540,7 +549,7 @@ template <int Threads, int D, int Stages, bool Deep>
 
 // The product kernels (SPMD: warp-collective mma needs it): teams take 128 x 128 tiles in turn.
 // On a GPU whose team got exactly Threads threads, the staged code of Kind runs with Stages
-// D-deep stages in static team memory; otherwise (the host fallback, another thread count) every
+// D-deep stages in dynamic team memory; otherwise (the host fallback, another thread count) every
 // thread computes whole 64 x 32 blocks of a tile output by output. Each staged variant is a
 // kernel of its own, so that its register allocation is its own.
 enum class Staged { none, dp4a, mma };
@@ -548,7 +557,9 @@ enum class Staged { none, dp4a, mma };
 template <Staged Kind, int Threads, int D, int Stages, bool Deep>
 void product(const Kernel k, int device, int teams, int threads) {
   const i64 tiles = k.batches * k.tiles_m * k.tiles_n;
-#pragma omp target teams num_teams(teams) thread_limit(threads) device(device) firstprivate(k)
+  constexpr int team_bytes = Kind == Staged::none ? 0 : staged_bytes(D, Stages);
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(device) firstprivate(k) \
+    ompx_dyn_cgroup_mem(team_bytes)
 #pragma omp parallel
   {
     const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
@@ -556,16 +567,14 @@ void product(const Kernel k, int device, int teams, int threads) {
     bool staged = false;
 #ifdef __NVPTX__
     if constexpr (Kind != Staged::none) {
-      if (nth == Threads) {
-        // One array per team on the GPU; the host fallback never gets here (a static would be
-        // one array for all host teams there).
-        static u32x4 team_tiles[Stages * Stage<D>::bytes / 16];
-#pragma omp allocate(team_tiles) allocator(omp_pteam_mem_alloc)
+      // Null on the host fallback.
+      u8* team_tiles = static_cast<u8*>(llvm_omp_target_dynamic_shared_alloc());
+      if (team_tiles && nth == Threads) {
         staged = true;
         if constexpr (Kind == Staged::dp4a)
-          tiles_dp4a<D, Stages, Deep>(k, reinterpret_cast<u8*>(team_tiles), tid, team, team_count);
+          tiles_dp4a<D, Stages, Deep>(k, team_tiles, tid, team, team_count);
         else
-          tiles_mma<Threads, D, Stages, Deep>(k, reinterpret_cast<u8*>(team_tiles), tid, team, team_count);
+          tiles_mma<Threads, D, Stages, Deep>(k, team_tiles, tid, team, team_count);
       }
     }
 #endif
