@@ -67,21 +67,17 @@ struct Row {
 struct Variant {
   const char* name;
   OffloadQmmKernel kernel;
-  int teams, threads, stage_depth;
+  int teams, threads;
   bool b_column_major;
 };
 
 constexpr Variant variants[] = {
-    {"qmm.offload (dp4a), 256 threads", OffloadQmmKernel::dp4a, 0, 256, 64, false},
-    {"qmm.offload (dp4a), 256 threads, stages 4 x 32", OffloadQmmKernel::dp4a, 0, 256, 32, false},
-    {"qmm.offload (dp4a), 256 threads, 132 teams", OffloadQmmKernel::dp4a, 132, 256, 64, false},
-    {"qmm.offload_mma, 256 threads", OffloadQmmKernel::mma, 0, 256, 64, false},
-    {"qmm.offload_mma, 256 threads, stages 4 x 32", OffloadQmmKernel::mma, 0, 256, 32, false},
-    {"qmm.offload_mma, 128 threads", OffloadQmmKernel::mma, 0, 128, 64, false},
-    {"qmm.offload_mma, 128 threads, stages 4 x 32", OffloadQmmKernel::mma, 0, 128, 32, false},
-    {"qmm.offload_mma, 256 threads, 132 teams", OffloadQmmKernel::mma, 132, 256, 64, false},
-    {"qmm.offload_mma, 256 threads, 264 teams, 4 x 32", OffloadQmmKernel::mma, 264, 256, 32, false},
-    {"qmm.offload_mma, 256 threads, B column-major", OffloadQmmKernel::mma, 0, 256, 64, true},
+    {"qmm.offload (dp4a), 256 threads", OffloadQmmKernel::dp4a, 0, 256, false},
+    {"qmm.offload (dp4a), 256 threads, 528 teams", OffloadQmmKernel::dp4a, 528, 256, false},
+    {"qmm.offload_mma, 256 threads", OffloadQmmKernel::mma, 0, 256, false},
+    {"qmm.offload_mma, 128 threads", OffloadQmmKernel::mma, 0, 128, false},
+    {"qmm.offload_mma, 256 threads, 264 teams", OffloadQmmKernel::mma, 264, 256, false},
+    {"qmm.offload_mma, 256 threads, B column-major", OffloadQmmKernel::mma, 0, 256, true},
 };
 
 // Every variant of one shape, appended to rows.
@@ -136,7 +132,7 @@ void run_shape(std::int64_t M, std::int64_t N, std::int64_t K, int reps, int dev
   const double ops = 2.0 * double(M) * double(N) * double(K);
   const std::vector<std::uint8_t> zeros(y_dev.size(), 0);
   for (const Variant& v : variants) {
-    x.kernel = v.kernel, x.teams = v.teams, x.threads = v.threads, x.stage_depth = v.stage_depth;
+    x.kernel = v.kernel, x.teams = v.teams, x.threads = v.threads;
     x.b = v.b_column_major ? hk::detail::MatrixView{hk::DataType::int8, d_b_cols.data, {0, 0}, 1, K}
                            : hk::detail::MatrixView{hk::DataType::int8, d_b.data, {0, 0}, N, 1};
     // No earlier result can pass for this one.

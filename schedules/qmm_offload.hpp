@@ -5,11 +5,8 @@
 // arrays of one value or one per row / column. A workspace on the same device receives A and B
 // packed as u8 x s8 (signedness folded as in qmm_pack.hpp) with their row and column sums; the
 // product kernel then requantizes each output exactly in its epilogue. Two product kernels:
-//   dp4a  tiles of 128 x 128 outputs per team, A' and B' staged through team memory, dp4a; 256
-//         threads per team (8 x 8 outputs each)
-//   mma   tensor cores (mma.sync m16n8k32 u8 x s8), the same staging; 256 threads per team (a
-//         warp per 64 x 32 outputs) or 128 (a warp per 64 x 64)
-// Other thread counts, and the host fallback, compute each output with a plain loop.
+//   dp4a  tiles of 128 x 128 outputs per team, A and B staged through team-local memory, dp4a
+//   mma   tensor cores (mma.sync m16n8k32 u8 x s8) in an SPMD kernel, 64 x 32 outputs per warp
 // Without a device (or with OMP_TARGET_OFFLOAD=DISABLED) every kernel runs on the host with the
 // same results.
 #pragma once
@@ -45,7 +42,6 @@ struct OffloadQmmArgs {
   OffloadQmmKernel kernel = OffloadQmmKernel::dp4a;
   int teams = 0;    // 0: one team per output tile
   int threads = 0;  // threads per team; 0: the kernel's default
-  int stage_depth = 0;  // k per team-memory stage of the staged kernels: 32 (four stages) or 64 (two)
   void* workspace = nullptr;  // device memory of qmm_offload_workspace_bytes(*this) bytes
 };
 
