@@ -1,12 +1,14 @@
 // hetkern-qmm-offload-bench: QuantizedLinearMatMul on the OpenMP target device with data resident
 // there (offload builds only).
 //
-//   hetkern-qmm-offload-bench [M N K] [--reps N]
+//   hetkern-qmm-offload-bench [M N K]... [--reps N]
 //
-// u8 A x s8 B -> u8, A and the output centred by zero point 128, per-tensor scales. For every
-// product kernel and team shape it prints the median time of qmm_offload (packing, product and
-// requantization; no transfers), the TOPS (2*M*N*K per call) and how many outputs differ from
-// the host's exact result (must be 0); then the same call through the host-tensor entry, whose
+// u8 A x s8 B -> u8, A and the output centred by zero point 128, per-tensor scales; one or more
+// shapes (default 4096 4096 4096), all in one process (the device image is JIT-compiled once).
+// For every product kernel and team shape it prints the median time of qmm_offload (packing,
+// product and requantization; no transfers), the TOPS (2*M*N*K per call) and how many outputs
+// differ from the host's exact result (must be 0), and the medians of its two steps apart
+// (qmm_offload_pack, qmm_offload_product); then the same call through the host-tensor entry, whose
 // time includes the allocations and transfers. One line per measurement, the table last.
 #include <omp.h>
 
@@ -39,43 +41,55 @@ struct DeviceCopy {
     }
     if (host) omp_target_memcpy(data, host, bytes, 0, 0, dev, omp_get_initial_device());
   }
+  DeviceCopy(const DeviceCopy&) = delete;
+  DeviceCopy& operator=(const DeviceCopy&) = delete;
   ~DeviceCopy() { omp_target_free(data, device); }
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+template <class F>
+double median_seconds(int reps, F&& call) {
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    const double t0 = omp_get_wtime();
+    call();
+    t.push_back(omp_get_wtime() - t0);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
 }
 
-}  // namespace
+struct Row {
+  std::string shape, what;
+  double pack_ms, product_ms, ms, tops;
+  std::int64_t mismatches;
+};
 
-int main(int argc, char** argv) {
-  std::int64_t M = 4096, N = 4096, K = 4096;
-  int reps = 20;
-  std::vector<std::string> positional;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
-      reps = std::max(1, std::atoi(argv[++i]));
-    else
-      positional.emplace_back(argv[i]);
-  }
-  if (positional.size() == 3) {
-    M = std::atoll(positional[0].c_str()), N = std::atoll(positional[1].c_str()), K = std::atoll(positional[2].c_str());
-  } else if (!positional.empty() || M <= 0 || N <= 0 || K <= 0) {
-    std::fprintf(stderr, "usage: hetkern-qmm-offload-bench [M N K] [--reps N]\n");
-    return 2;
-  }
-  const int device = omp_get_num_devices() > 0 ? omp_get_default_device() : omp_get_initial_device();
-  int on_host = 1;
-#pragma omp target device(device) map(from : on_host)
-  on_host = omp_is_initial_device();
-  std::printf("devices %d, running on %s\n", omp_get_num_devices(), on_host ? "the host (fallback)" : "the GPU");
+struct Variant {
+  const char* name;
+  OffloadQmmKernel kernel;
+  int teams, threads;
+  bool b_column_major;
+};
 
+constexpr Variant variants[] = {
+    {"qmm.offload (dp4a), 256 threads", OffloadQmmKernel::dp4a, 0, 256, false},
+    {"qmm.offload (dp4a), 256 threads, 528 teams", OffloadQmmKernel::dp4a, 528, 256, false},
+    {"qmm.offload_mma, 256 threads", OffloadQmmKernel::mma, 0, 256, false},
+    {"qmm.offload_mma, 128 threads", OffloadQmmKernel::mma, 0, 128, false},
+    {"qmm.offload_mma, 256 threads, 264 teams", OffloadQmmKernel::mma, 264, 256, false},
+    {"qmm.offload_mma, 256 threads, B column-major", OffloadQmmKernel::mma, 0, 256, true},
+};
+
+// Every variant of one shape, appended to rows.
+void run_shape(std::int64_t M, std::int64_t N, std::int64_t K, int reps, int device, std::vector<Row>& rows) {
+  const std::string shape = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
   std::mt19937_64 rng(42);
-  std::vector<std::uint8_t> a(std::size_t(M * K)), b(std::size_t(K * N)), y_host(std::size_t(M * N)),
-      y_dev(std::size_t(M * N));
+  std::vector<std::uint8_t> a(std::size_t(M * K)), b(std::size_t(K * N)), b_cols(std::size_t(K * N)),
+      y_host(std::size_t(M * N)), y_dev(std::size_t(M * N));
   for (auto& v : a) v = std::uint8_t(rng());
   for (auto& v : b) v = std::uint8_t(rng());
+  for (std::int64_t k = 0; k < K; ++k)
+    for (std::int64_t n = 0; n < N; ++n) b_cols[std::size_t(n * K + k)] = b[std::size_t(k * N + n)];
   // Products of K terms spread about sqrt(K) * 74 * 74 around 0: scale that to about +-40.
   const float a_scale = 0.5f, b_scale = 0.25f;
   const float out_scale = a_scale * b_scale * float(std::sqrt(double(K))) * 74.0f * 74.0f / 40.0f;
@@ -97,13 +111,13 @@ int main(int argc, char** argv) {
   const float params_f[3] = {a_scale, b_scale, out_scale};
   const std::int32_t params_z[3] = {zero, 0, zero};
   DeviceCopy d_a(a.data(), a.size(), device), d_b(b.data(), b.size(), device);
+  DeviceCopy d_b_cols(b_cols.data(), b_cols.size(), device);
   DeviceCopy d_y(nullptr, y_dev.size(), device);
   DeviceCopy d_f(params_f, sizeof(params_f), device), d_z(params_z, sizeof(params_z), device);
   OffloadQmmArgs x;
   x.device = device;
   x.M = M, x.N = N, x.K = K;
   x.a = {hk::DataType::uint8, d_a.data, {0, 0}, K, 1};
-  x.b = {hk::DataType::int8, d_b.data, {0, 0}, N, 1};
   x.out_type = hk::DataType::uint8;
   x.out = d_y.data;
   x.out_row_stride = N, x.out_col_stride = 1;
@@ -111,69 +125,78 @@ int main(int argc, char** argv) {
   const auto* z = static_cast<const std::int32_t*>(d_z.data);
   x.a_scale = f, x.b_scale = f + 1, x.out_scale = f + 2;
   x.a_zero = z, x.b_zero = z + 1, x.out_zero = z + 2;
+  x.b = {hk::DataType::int8, d_b.data, {0, 0}, N, 1};
   DeviceCopy workspace(nullptr, std::size_t(hk::detail::qmm_offload_workspace_bytes(x)), device);
   x.workspace = workspace.data;
 
-  struct Row {
-    std::string what;
-    double ms, tops;
-    std::int64_t mismatches;
-  };
-  std::vector<Row> rows;
   const double ops = 2.0 * double(M) * double(N) * double(K);
-  const auto check = [&]() {
+  const std::vector<std::uint8_t> zeros(y_dev.size(), 0);
+  for (const Variant& v : variants) {
+    x.kernel = v.kernel, x.teams = v.teams, x.threads = v.threads;
+    x.b = v.b_column_major ? hk::detail::MatrixView{hk::DataType::int8, d_b_cols.data, {0, 0}, 1, K}
+                           : hk::detail::MatrixView{hk::DataType::int8, d_b.data, {0, 0}, N, 1};
+    // No earlier result can pass for this one.
+    omp_target_memcpy(d_y.data, zeros.data(), zeros.size(), 0, 0, device, omp_get_initial_device());
+    hk::detail::qmm_offload(x);  // warm-up (the first launch JIT-compiles the image)
     omp_target_memcpy(y_dev.data(), d_y.data, y_dev.size(), 0, 0, omp_get_initial_device(), device);
     std::int64_t bad = 0;
     for (std::size_t i = 0; i < y_dev.size(); ++i) bad += y_dev[i] != y_host[i];
-    return bad;
-  };
-  struct Variant {
-    const char* name;
-    OffloadQmmKernel kernel;
-    int teams, threads;
-  };
-  const Variant variants[] = {
-      {"qmm.offload (dp4a), 256 threads", OffloadQmmKernel::dp4a, 0, 256},
-      {"qmm.offload (dp4a), 256 threads, 528 teams", OffloadQmmKernel::dp4a, 528, 256},
-      {"qmm.offload_mma, 256 threads", OffloadQmmKernel::mma, 0, 256},
-      {"qmm.offload_mma, 128 threads", OffloadQmmKernel::mma, 0, 128},
-      {"qmm.offload_mma, 256 threads, 264 teams", OffloadQmmKernel::mma, 264, 256},
-  };
-  for (const Variant& v : variants) {
-    x.kernel = v.kernel, x.teams = v.teams, x.threads = v.threads;
-    const std::vector<std::uint8_t> zeros(y_dev.size(), 0);  // no earlier result can pass for this one
-    omp_target_memcpy(d_y.data, zeros.data(), zeros.size(), 0, 0, device, omp_get_initial_device());
-    hk::detail::qmm_offload(x);  // warm-up (the first launch JIT-compiles the image)
-    const std::int64_t bad = check();
-    std::vector<double> t;
-    for (int r = 0; r < reps; ++r) {
-      const double t0 = omp_get_wtime();
-      hk::detail::qmm_offload(x);
-      t.push_back(omp_get_wtime() - t0);
-    }
-    const double s = median(t);
-    rows.push_back({v.name, s * 1e3, ops / s / 1e12, bad});
-    std::printf("%-48s %9.3f ms %8.1f TOPS  mismatches %lld\n", v.name, s * 1e3, ops / s / 1e12, (long long)bad);
+    const double s = median_seconds(reps, [&] { hk::detail::qmm_offload(x); });
+    const double pack_s = median_seconds(reps, [&] { hk::detail::qmm_offload_pack(x); });
+    const double product_s = median_seconds(reps, [&] { hk::detail::qmm_offload_product(x); });
+    rows.push_back({shape, v.name, pack_s * 1e3, product_s * 1e3, s * 1e3, ops / s / 1e12, bad});
+    std::printf("%-16s %-48s pack %8.3f ms product %8.3f ms total %8.3f ms %8.1f TOPS  mismatches %lld\n",
+                shape.c_str(), v.name, pack_s * 1e3, product_s * 1e3, s * 1e3, ops / s / 1e12, (long long)bad);
+    std::fflush(stdout);
   }
   for (const char* text : {"qmm.offload", "qmm.offload_mma"}) {
     std::vector<std::uint8_t> y(y_host.size());
-    std::vector<double> t;
-    for (int r = 0; r < std::max(3, reps / 4); ++r) {
-      const double t0 = omp_get_wtime();
+    const double s = median_seconds(std::max(3, reps / 4), [&] {
       hk::quantized_linear_matmul(args, {y_desc, y.data()}, hk::Schedule::parse(text));
-      t.push_back(omp_get_wtime() - t0);
-    }
+    });
     std::int64_t bad = 0;
     for (std::size_t i = 0; i < y.size(); ++i) bad += y[i] != y_host[i];
-    const double s = median(t);
-    rows.push_back({std::string(text) + " from host tensors (with transfers)", s * 1e3, ops / s / 1e12, bad});
+    rows.push_back({shape, std::string(text) + " from host tensors (with transfers)", 0, 0, s * 1e3, ops / s / 1e12, bad});
   }
-  rows.push_back({"host, library's default schedule (one call)", host_s * 1e3, ops / host_s / 1e12, 0});
+  rows.push_back({shape, "host, library's default schedule (one call)", 0, 0, host_s * 1e3, ops / host_s / 1e12, 0});
+}
 
-  std::printf("\nQuantizedLinearMatMul u8 x s8 -> u8, %lld x %lld x %lld\n", (long long)M, (long long)N, (long long)K);
-  std::printf("%-56s %10s %9s %11s\n", "schedule", "ms", "TOPS", "mismatches");
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 20;
+  std::vector<std::int64_t> dims;
+  bool usage = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+      reps = std::max(1, std::atoi(argv[++i]));
+    } else {
+      char* end = nullptr;
+      const long long v = std::strtoll(argv[i], &end, 10);
+      usage = usage || end == argv[i] || *end != '\0' || v <= 0;
+      dims.push_back(v);
+    }
+  }
+  if (dims.empty()) dims = {4096, 4096, 4096};
+  if (usage || dims.size() % 3 != 0) {
+    std::fprintf(stderr, "usage: hetkern-qmm-offload-bench [M N K]... [--reps N]\n");
+    return 2;
+  }
+  const int device = omp_get_num_devices() > 0 ? omp_get_default_device() : omp_get_initial_device();
+  int on_host = 1;
+#pragma omp target device(device) map(from : on_host)
+  on_host = omp_is_initial_device();
+  std::printf("devices %d, running on %s\n", omp_get_num_devices(), on_host ? "the host (fallback)" : "the GPU");
+
+  std::vector<Row> rows;
+  for (std::size_t i = 0; i < dims.size(); i += 3) run_shape(dims[i], dims[i + 1], dims[i + 2], reps, device, rows);
+
+  std::printf("\nQuantizedLinearMatMul u8 x s8 -> u8 (pack and product: the steps of the total, timed apart)\n");
+  std::printf("%-16s %-52s %9s %9s %9s %8s %10s\n", "M x N x K", "schedule", "pack ms", "prod ms", "total ms", "TOPS",
+              "mismatches");
   for (const Row& r : rows)
-    std::printf("%-56s %10.3f %9.1f %11lld\n", r.what.c_str(), r.ms, r.tops, (long long)r.mismatches);
+    std::printf("%-16s %-52s %9.3f %9.3f %9.3f %8.1f %10lld\n", r.shape.c_str(), r.what.c_str(), r.pack_ms,
+                r.product_ms, r.ms, r.tops, (long long)r.mismatches);
   for (const Row& r : rows)
     if (r.mismatches != 0) return 1;
   return 0;

@@ -411,11 +411,15 @@ std::int64_t qmm_offload_workspace_bytes(const OffloadQmmArgs& args) {
   return workspace_layout(args).bytes;
 }
 
-void qmm_offload(const OffloadQmmArgs& x) {
+void qmm_offload_pack(const OffloadQmmArgs& x) {
+  if (x.M == 0 || x.N == 0 || x.batch[0] * x.batch[1] == 0) return;
+  pack(make_kernel(x, workspace_layout(x)), x.device);
+}
+
+void qmm_offload_product(const OffloadQmmArgs& x) {
   if (x.M == 0 || x.N == 0 || x.batch[0] * x.batch[1] == 0) return;
   const WorkspaceLayout w = workspace_layout(x);
   const Kernel k = make_kernel(x, w);
-  pack(k, x.device);
   const i64 tiles = k.batches * k.tiles_m * k.tiles_n;
   const int teams = int(std::min<i64>(x.teams > 0 ? x.teams : tiles, tiles));
   const int threads = x.threads > 0 ? x.threads : default_threads_per_team;
@@ -424,6 +428,11 @@ void qmm_offload(const OffloadQmmArgs& x) {
     deep ? product_mma<true>(k, x.device, teams, threads) : product_mma<false>(k, x.device, teams, threads);
   else
     deep ? product_dp4a<true>(k, x.device, teams, threads) : product_dp4a<false>(k, x.device, teams, threads);
+}
+
+void qmm_offload(const OffloadQmmArgs& x) {
+  qmm_offload_pack(x);
+  qmm_offload_product(x);
 }
 
 }  // namespace hk::detail

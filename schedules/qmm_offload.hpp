@@ -48,8 +48,14 @@ struct OffloadQmmArgs {
 /// Bytes of device workspace a call needs (packed A and B and their sums).
 std::int64_t qmm_offload_workspace_bytes(const OffloadQmmArgs& args);
 
-/// Runs the call on args.device. Every pointer must be valid there.
+/// Runs the call on args.device: qmm_offload_pack, then qmm_offload_product. Every pointer must
+/// be valid there.
 void qmm_offload(const OffloadQmmArgs& args);
+
+/// The two steps of qmm_offload, apart for the benchmark: A' and B' with their sums into the
+/// workspace, then the product and requantization from the workspace into the output.
+void qmm_offload_pack(const OffloadQmmArgs& args);
+void qmm_offload_product(const OffloadQmmArgs& args);
 
 /// A validated problem whose A, B and output are addresses on `device` (an OpenMP device number,
 /// or the initial device for the host fallback): the quantization parameters are copied there
