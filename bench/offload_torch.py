@@ -3,11 +3,15 @@
 same form: the peer (role "peer") and the CUDA device-to-device copy (role "cuda copy").
 
 Each group is a function of this file listed in GROUPS; another operator adds its function there
-(for example torch._int_mm for quantized matmul) and its own records then join the table.
+and its own records then join the table. Groups: scans (torch.cumsum) and qmm (torch._int_mm,
+cuBLASLt int8 x int8 -> int32, with B row-major and column-major: its fastest layout is the peer
+of hetkern-qmm-offload-bench --jsonl).
 
-usage: offload_torch.py [--quick]
+usage: offload_torch.py [--quick] [--group scan|qmm]...   (no --group: every group)
+       QMM_SHAPES="M N K ..." sets the matmuls of the qmm group
 """
 import json
+import os
 import sys
 
 import torch
@@ -64,11 +68,42 @@ def scan_group():
     emit("latency", "cumsum float32 {1,1,3,4} axis 3 (per call)", "torch.cumsum (CUDA)", "peer", ms, 0, "-")
 
 
-GROUPS = [scan_group]
+def qmm_shapes():
+    """M N K triples from the environment's QMM_SHAPES (as tools/offload-gpu-report.sh sets it), else
+    1024^3 with --quick, else 4096^3, 8192^3 and 128 x 4096 x 4096."""
+    dims = [int(v) for v in os.environ.get("QMM_SHAPES", "").split()]
+    if dims and len(dims) % 3 == 0:
+        return [tuple(dims[i:i + 3]) for i in range(0, len(dims), 3)]
+    if dims:
+        sys.exit("offload_torch.py: QMM_SHAPES must hold M N K triples")
+    return [(1024, 1024, 1024)] if QUICK else [(4096, 4096, 4096), (8192, 8192, 8192), (128, 4096, 4096)]
+
+
+def qmm_group():
+    for m, n, k in qmm_shapes():
+        a = torch.randint(-128, 128, (m, k), dtype=torch.int8, device="cuda")
+        b = torch.randint(-128, 128, (k, n), dtype=torch.int8, device="cuda")
+        reference = torch._int_mm(a, b)
+        for layout, bl in (("B row-major", b), ("B column-major", b.t().contiguous().t())):
+            exact = torch.equal(torch._int_mm(a, bl), reference)
+            ms = median_ms(lambda: torch._int_mm(a, bl))
+            print(json.dumps({"group": "qmm", "case": f"qlinear-matmul {m}x{n}x{k}",
+                              "impl": f"torch._int_mm (cuBLASLt, int32 out), {layout}", "role": "peer",
+                              "ms": ms, "rate": 2 * m * n * k / (ms * 1e-3) / 1e12, "unit": "TOPS",
+                              "check": "same as row-major" if exact else "DIFFERS from row-major"}), flush=True)
+        del a, b, reference
+        torch.cuda.empty_cache()
+
+
+GROUPS = {"scan": scan_group, "qmm": qmm_group}
 
 if __name__ == "__main__":
     if not torch.cuda.is_available():
         sys.exit("offload_torch.py: PyTorch sees no CUDA device")
     print(f"# torch {torch.__version__} on {torch.cuda.get_device_name()}", file=sys.stderr)
-    for group in GROUPS:
-        group()
+    chosen = [sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1]) if a == "--group"] or list(GROUPS)
+    unknown = [g for g in chosen if g not in GROUPS]
+    if unknown:
+        sys.exit(f"offload_torch.py: unknown group {unknown[0]} (groups: {', '.join(GROUPS)})")
+    for name in chosen:
+        GROUPS[name]()

@@ -1,7 +1,7 @@
 // hetkern-qmm-offload-bench: QuantizedLinearMatMul on the OpenMP target device with data resident
 // there (offload builds only).
 //
-//   hetkern-qmm-offload-bench [M N K]... [--reps N]
+//   hetkern-qmm-offload-bench [M N K]... [--reps N] [--jsonl]
 //
 // u8 A x s8 B -> u8, A and the output centred by zero point 128, per-tensor scales; one or more
 // shapes (default 4096 4096 4096), all in one process (the device image is JIT-compiled once).
@@ -9,7 +9,9 @@
 // product and requantization; no transfers), the TOPS (2*M*N*K per call) and how many outputs
 // differ from the host's exact result (must be 0), and the medians of its two steps apart
 // (qmm_offload_pack, qmm_offload_product); then the same call through the host-tensor entry, whose
-// time includes the allocations and transfers. One line per measurement, the table last.
+// time includes the allocations and transfers. One line per measurement, the table last; with
+// --jsonl the measurements go to stderr and stdout gets one JSON record per row instead of the
+// table, in the form bench/offload_report.py tables next to offload_torch.py's torch._int_mm.
 #include <omp.h>
 
 #include <algorithm>
@@ -81,7 +83,8 @@ constexpr Variant variants[] = {
 };
 
 // Every variant of one shape, appended to rows.
-void run_shape(std::int64_t M, std::int64_t N, std::int64_t K, int reps, int device, std::vector<Row>& rows) {
+void run_shape(std::int64_t M, std::int64_t N, std::int64_t K, int reps, int device, std::FILE* progress,
+               std::vector<Row>& rows) {
   const std::string shape = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
   std::mt19937_64 rng(42);
   std::vector<std::uint8_t> a(std::size_t(M * K)), b(std::size_t(K * N)), b_cols(std::size_t(K * N)),
@@ -145,9 +148,9 @@ void run_shape(std::int64_t M, std::int64_t N, std::int64_t K, int reps, int dev
     const double pack_s = median_seconds(reps, [&] { hk::detail::qmm_offload_pack(x); });
     const double product_s = median_seconds(reps, [&] { hk::detail::qmm_offload_product(x); });
     rows.push_back({shape, v.name, pack_s * 1e3, product_s * 1e3, s * 1e3, ops / s / 1e12, bad});
-    std::printf("%-16s %-48s pack %8.3f ms product %8.3f ms total %8.3f ms %8.1f TOPS  mismatches %lld\n",
-                shape.c_str(), v.name, pack_s * 1e3, product_s * 1e3, s * 1e3, ops / s / 1e12, (long long)bad);
-    std::fflush(stdout);
+    std::fprintf(progress, "%-16s %-48s pack %8.3f ms product %8.3f ms total %8.3f ms %8.1f TOPS  mismatches %lld\n",
+                 shape.c_str(), v.name, pack_s * 1e3, product_s * 1e3, s * 1e3, ops / s / 1e12, (long long)bad);
+    std::fflush(progress);
   }
   for (const char* text : {"qmm.offload", "qmm.offload_mma"}) {
     std::vector<std::uint8_t> y(y_host.size());
@@ -166,10 +169,12 @@ void run_shape(std::int64_t M, std::int64_t N, std::int64_t K, int reps, int dev
 int main(int argc, char** argv) {
   int reps = 20;
   std::vector<std::int64_t> dims;
-  bool usage = false;
+  bool usage = false, jsonl = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++i]));
+    } else if (std::strcmp(argv[i], "--jsonl") == 0) {
+      jsonl = true;
     } else {
       char* end = nullptr;
       const long long v = std::strtoll(argv[i], &end, 10);
@@ -179,17 +184,28 @@ int main(int argc, char** argv) {
   }
   if (dims.empty()) dims = {4096, 4096, 4096};
   if (usage || dims.size() % 3 != 0) {
-    std::fprintf(stderr, "usage: hetkern-qmm-offload-bench [M N K]... [--reps N]\n");
+    std::fprintf(stderr, "usage: hetkern-qmm-offload-bench [M N K]... [--reps N] [--jsonl]\n");
     return 2;
   }
   const int device = omp_get_num_devices() > 0 ? omp_get_default_device() : omp_get_initial_device();
   int on_host = 1;
 #pragma omp target device(device) map(from : on_host)
   on_host = omp_is_initial_device();
-  std::printf("devices %d, running on %s\n", omp_get_num_devices(), on_host ? "the host (fallback)" : "the GPU");
+  std::FILE* const progress = jsonl ? stderr : stdout;
+  std::fprintf(progress, "devices %d, running on %s\n", omp_get_num_devices(), on_host ? "the host (fallback)" : "the GPU");
 
   std::vector<Row> rows;
-  for (std::size_t i = 0; i < dims.size(); i += 3) run_shape(dims[i], dims[i + 1], dims[i + 2], reps, device, rows);
+  for (std::size_t i = 0; i < dims.size(); i += 3)
+    run_shape(dims[i], dims[i + 1], dims[i + 2], reps, device, progress, rows);
+  if (jsonl) {
+    for (const Row& r : rows) {
+      const std::string check = r.mismatches == 0 ? "exact" : std::to_string(r.mismatches) + " MISMATCHES";
+      std::printf("{\"group\": \"qmm\", \"case\": \"qlinear-matmul %s\", \"impl\": \"%s\", \"role\": \"\", "
+                  "\"ms\": %.6f, \"rate\": %.6g, \"unit\": \"TOPS\", \"check\": \"%s\"}\n",
+                  r.shape.c_str(), r.what.c_str(), r.ms, r.tops, check.c_str());
+    }
+    return std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.mismatches != 0; }) ? 1 : 0;
+  }
 
   std::printf("\nQuantizedLinearMatMul u8 x s8 -> u8 (pack and product: the steps of the total, timed apart)\n");
   std::printf("%-16s %-52s %9s %9s %9s %8s %10s\n", "M x N x K", "schedule", "pack ms", "prod ms", "total ms", "TOPS",
