@@ -1,11 +1,11 @@
 // Offload lowering of the cumulative schedules: OpenMP `target` kernels for rows (a team per
 // line), columns (a warp per block of neighbouring lines, or a thread per line and axis chunk)
-// and one long line (single-pass chained scan
-// with look-back). Compiled with the offload flags. The rows and chained kernels are SPMD target
-// regions (`target teams` with a directly nested `parallel`) whose device body is a tile
-// algorithm (16-byte loads, warp shuffles, team-local memory through ompx_dyn_cgroup_mem); on the
-// host fallback every strategy runs the rows region, whose host body scans each line on one host
-// thread. The kernels take the team and thread counts they got, never the ones asked for.
+// and one long line (single-pass chained scan with look-back). Compiled with the offload flags.
+// The rows and chained kernels are SPMD target regions (`target teams` with a directly nested
+// `parallel`) whose device body is a tile algorithm (16-byte loads, warp shuffles, team-local
+// memory through ompx_dyn_cgroup_mem); on the host fallback every strategy runs the rows region,
+// whose host body scans each line on one host thread. The kernels take the team and thread
+// counts they got, never the ones asked for.
 #include "schedules/scan_offload.hpp"
 
 #include <omp.h>
