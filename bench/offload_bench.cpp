@@ -201,7 +201,7 @@ int main(int argc, char** argv) {
       // Width as bytes of neighbouring lines per warp, like items above.
       for (int threads : {128, 256})
         for (int bytes : {128, 256, 512})
-          v.push_back("scan.offload_columns(threads=" + std::to_string(threads) + ", chunks=1, items=8, width=" +
+          v.push_back("scan.offload_columns(threads=" + std::to_string(threads) + ", chunks=1, width=" +
                       items(t, bytes) + ")");
       v.push_back("scan.offload_columns(threads=256, chunks=4)");
     }
