@@ -198,7 +198,7 @@ int main(int argc, char** argv) {
   auto cols = [&](DataType t) {
     std::vector<std::string> v = {""};
     if (sweep) {
-      // Width as bytes of neighbouring lines per warp, like items above.
+      // Width as bytes of neighbouring lines per team, like items above.
       for (int threads : {128, 256})
         for (int bytes : {128, 256, 512})
           v.push_back("scan.offload_columns(threads=" + std::to_string(threads) + ", chunks=1, width=" +

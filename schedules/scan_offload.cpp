@@ -35,15 +35,17 @@ constexpr std::int64_t columns_teams_min = 264;  // 2 teams on each of an H100's
 // a run of 8 rows and the next tile's take. Teams asked for more threads get these many.
 constexpr int rows_max_team_threads = 512;
 constexpr int columns_max_team_threads = 256;
-// One-pass columns (measured on an H100, {16384,16384} along axis 0, standalone kernel): a team's
-// warps share a block of lines and split its tiles' rows; 256 threads, so that about 1024 warps
-// are at work. 4-byte types: 512 bytes of lines and runs of 8 rows (float32 2544 GB/s, int32
-// 2582, against 1996 and 2150 with a warp per 128-byte block; runs of 4 rows lose a third).
-// 2-byte types: 256 bytes and runs of 16 rows (float16 2340, against 1894 with runs of 8 and 1038
-// with a warp per 64-byte block).
+// One-pass columns (measured on an H100, {16384,16384} along axis 0, hetkern-offload-bench): a
+// team's warps share a block of lines and split its tiles' rows, runs of 8 rows, about 1024 warps
+// at work. 4-byte types: 256 threads and 512 bytes of lines (float32 2521 GB/s, int32 2352,
+// against 2128 and 2095 with a warp per 128-byte block; 128 threads lose a fifth); 2-byte types:
+// 128 threads and 128 bytes (float16 1677, against 1556 with a warp per 64-byte block and 1605
+// with 256 threads and 256 bytes).
 constexpr int column_default_threads = 256;
+constexpr int column_default_threads_2byte = 128;
+constexpr int column_default_items = offload_column_max_items;
 constexpr std::int64_t column_default_width_bytes = 512;
-constexpr std::int64_t column_default_width_bytes_2byte = 256;
+constexpr std::int64_t column_default_width_bytes_2byte = 128;
 // Rows (measured on an H100, {16384,16384} along axis 1): 64 threads, 128 for 2-byte types
 // (float16 2144 GB/s against 2045 with 64), the tile after next requested into the L2 (float32
 // 2362 GB/s against 2237 without).
@@ -476,7 +478,7 @@ void gpu_rows(const KernelArgs<T>& a) {
 // A tile of one-pass scan.offload_columns held by one lane: up to items rows of its group (V
 // adjacent lines, loaded and stored as one 16-byte vector when V > 1).
 template <class T, int V> struct ColumnTile {
-  static constexpr int cap = offload_column_item_cap(sizeof(T));
+  static constexpr int cap = offload_column_max_items;
   T v[cap][V];
 
   void load(const T* base, std::int64_t offset, std::int64_t step, int count) {
@@ -705,7 +707,7 @@ void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
   if (chunks == 1) {
     KernelArgs<T> a{.s = s, .x = x, .y = y, .exclusive = exclusive};
     a.vec = columns_vectorizable(s, x, y);
-    a.items = std::clamp(plan.items, 1, offload_column_item_cap(sizeof(T)));
+    a.items = std::clamp(plan.items, 1, offload_column_max_items);
     a.lanes = column_lanes<T>(plan.width, a.vec);
     const int team_threads = std::min(threads, columns_max_team_threads);
     // Two sets of the warps' totals per group (column_group), when a team has several warps.
@@ -949,7 +951,7 @@ ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) 
                         ? 1
                         : std::clamp<std::int64_t>(column_target_threads / lines, 1,
                                                    std::max<std::int64_t>(1, s.length / column_min_chunk));
-      plan.items = offload_column_item_cap(elem_bytes(call));
+      plan.items = column_default_items;
       plan.width = int((elem_bytes(call) == 2 ? column_default_width_bytes_2byte : column_default_width_bytes) /
                        elem_bytes(call));
       if (plan.chunks == 1) {
@@ -959,7 +961,7 @@ ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) 
         const bool vec = s.in_strides[inner] == 1 && s.out_strides[inner] == 1 && s.sizes[inner] % v == 0;
         const std::int64_t lanes = std::clamp<std::int64_t>(vec ? plan.width / v : plan.width, 1, 32);
         const std::int64_t blocks = ((vec ? lines / v : lines) + lanes - 1) / lanes;
-        plan.threads = column_default_threads;
+        plan.threads = elem_bytes(call) == 2 ? column_default_threads_2byte : column_default_threads;
         plan.teams = int(std::clamp<std::int64_t>(blocks, 1, std::int64_t(1) << 20));
         break;
       }
