@@ -7,8 +7,8 @@
 //
 // usage: hetkern-offload-bench [--quick] [--sweep]
 //   --quick  small shapes, for a smoke test
-//   --sweep  every case also with a sweep of teams, threads and items (for columns: threads,
-//            items and width in one pass, and a chunked run)
+//   --sweep  every case also with a sweep of teams, threads and items (for columns: threads
+//            and width in one pass, and a chunked run)
 //   --case chained|rows|columns  only the one long line, the lines along the contiguous axis, or
 //            the scanned axis outside it (repeatable: --case rows --case columns)
 #include <omp.h>
@@ -198,13 +198,11 @@ int main(int argc, char** argv) {
   auto cols = [&](DataType t) {
     std::vector<std::string> v = {""};
     if (sweep) {
-      // Width as bytes of neighbouring lines per warp, like items above.
+      // Width as bytes of neighbouring lines per team, like items above.
       for (int threads : {128, 256})
-        for (int rows : {4, 8})
-          for (int bytes : {32, 64})
-            v.push_back("scan.offload_columns(threads=" + std::to_string(threads) + ", chunks=1, items=" +
-                        std::to_string(rows) + ", width=" + items(t, bytes) + ")");
-      v.push_back("scan.offload_columns(threads=256, chunks=1, items=8, width=" + items(t, 128) + ")");
+        for (int bytes : {128, 256, 512})
+          v.push_back("scan.offload_columns(threads=" + std::to_string(threads) + ", chunks=1, width=" +
+                      items(t, bytes) + ")");
       v.push_back("scan.offload_columns(threads=256, chunks=4)");
     }
     return v;

@@ -1,5 +1,5 @@
 // Offload lowering of the cumulative schedules: OpenMP `target` kernels for rows (a team per
-// line), columns (a warp per block of neighbouring lines, or a thread per line and axis chunk)
+// line), columns (a team per block of neighbouring lines, or a thread per line and axis chunk)
 // and one long line (single-pass chained scan with look-back). Compiled with the offload flags.
 // The rows and chained kernels are SPMD target regions (`target teams` with a directly nested
 // `parallel`) whose device body is a tile algorithm (16-byte loads, warp shuffles, team-local
@@ -35,13 +35,17 @@ constexpr std::int64_t columns_teams_min = 264;  // 2 teams on each of an H100's
 // a run of 8 rows and the next tile's take. Teams asked for more threads get these many.
 constexpr int rows_max_team_threads = 512;
 constexpr int columns_max_team_threads = 256;
-// One-pass columns (measured on an H100, {16384,16384} along axis 0): 256 threads, runs of 8
-// rows and 128 bytes of lines per warp (float32 2036 GB/s, against 1480 with 64 bytes and 1802
-// with runs of 4 rows and 64 bytes); 64 bytes for 2-byte types (float16 1602 GB/s, 1007 with 32).
+// One-pass columns (measured on an H100, {16384,16384} along axis 0, hetkern-offload-bench): a
+// team's warps share a block of lines and split its tiles' rows, runs of 8 rows, about 1024 warps
+// at work. 4-byte types: 256 threads and 512 bytes of lines (float32 2521 GB/s, int32 2352,
+// against 2128 and 2095 with a warp per 128-byte block; 128 threads lose a fifth); 2-byte types:
+// 128 threads and 128 bytes (float16 1677, against 1556 with a warp per 64-byte block and 1605
+// with 256 threads and 256 bytes).
 constexpr int column_default_threads = 256;
+constexpr int column_default_threads_2byte = 128;
 constexpr int column_default_items = offload_column_max_items;
-constexpr std::int64_t column_default_width_bytes = 128;
-constexpr std::int64_t column_default_width_bytes_2byte = 64;
+constexpr std::int64_t column_default_width_bytes = 512;
+constexpr std::int64_t column_default_width_bytes_2byte = 128;
 // Rows (measured on an H100, {16384,16384} along axis 1): 64 threads, 128 for 2-byte types
 // (float16 2144 GB/s against 2045 with 64), the tile after next requested into the L2 (float32
 // 2362 GB/s against 2237 without).
@@ -530,20 +534,25 @@ template <class T, int V> struct ColumnTile {
   }
 };
 
-// Group g (lines g * V ...) of one-pass scan.offload_columns, walked by the L lanes of its warp
-// that share lane % W: row-thread r takes rows r * items ... of each tile of L x items rows. The
-// L folds of a tile are scanned with shuffles (every lane of the warp takes part, those without
-// a group too: valid false), then each row-thread rescans its rows from its carry. The next
-// tile's rows are loaded before the current tile is combined. Reading ahead is safe in place:
-// each element is read, then written, by one lane only.
+// Group g (lines g * V ...) of one-pass scan.offload_columns, walked by warp w of the team's Wp
+// warps that share its block, lanes that share lane % W: a team tile holds Wp x L x items rows,
+// warp w the rows w * L * items ..., row-thread r of them rows r * items ... The L folds of a
+// warp are scanned with shuffles (every lane of the warp takes part, those without a group too:
+// valid false); with Wp > 1 each warp's totals go through team memory (two sets, used
+// alternately, so one barrier per tile suffices) and every lane adds those of the warps before
+// its own. Each row-thread then rescans its rows from its carry. The next tile's rows are loaded
+// before the current tile is combined. Reading ahead is safe in place: each element is read,
+// then written, by one lane only. Lanes of a partial warp (in_warp false) hold no group and only
+// keep the team's barriers.
 template <class T, class Op, int V>
-void column_group(const KernelArgs<T>& a, std::int64_t g, bool valid, int r, int L, int W, u32 lane, u32 mask) {
+void column_group(const KernelArgs<T>& a, AccOf<T>* folds, std::int64_t g, bool valid, bool in_warp, int w, int Wp,
+                  int r, int L, int W, u32 lane, u32 mask) {
   using Acc = AccOf<T>;
   const ScanLayout& s = a.s;
   std::int64_t xo = 0, yo = 0;
   if (valid) line_offsets(s, g * V, xo, yo);
   const int items = a.items;
-  const std::int64_t rows = std::int64_t(L) * items, first = std::int64_t(r) * items;
+  const std::int64_t rows = std::int64_t(Wp) * L * items, first = (std::int64_t(w) * L + r) * items;
   const std::int64_t length = valid ? s.length : 0;
   Acc carry[V];
 #pragma unroll
@@ -551,7 +560,8 @@ void column_group(const KernelArgs<T>& a, std::int64_t g, bool valid, int r, int
   ColumnTile<T, V> cur, next;
   int count = run_count(length, first, items);
   cur.load(a.x, xo + first * s.in_step, s.in_step, count);
-  const u32 last_row = u32((L - 1) * W) + lane % u32(W);
+  const u32 group_lane = lane % u32(W), last_row = u32((L - 1) * W) + group_lane;
+  int buf = 0;
   for (std::int64_t q = 0; q < s.length; q += rows) {
     const int next_count = run_count(length, q + rows + first, items);
     next.load(a.x, xo + (q + rows + first) * s.in_step, s.in_step, next_count);
@@ -559,7 +569,7 @@ void column_group(const KernelArgs<T>& a, std::int64_t g, bool valid, int r, int
     cur.template fold<Op>(count, total);
 #pragma unroll
     for (int j = 0; j < V; ++j) before[j] = inclusive_start<Op, Acc>();
-    if (L > 1) {
+    if (in_warp && L > 1) {
 #pragma unroll
       for (int j = 0; j < V; ++j) {
         Acc inc = total[j];
@@ -571,6 +581,25 @@ void column_group(const KernelArgs<T>& a, std::int64_t g, bool valid, int r, int
         if (r > 0) before[j] = up;
         total[j] = shfl_idx(inc, last_row, mask);
       }
+    }
+    if (Wp > 1) {
+      Acc* const set = folds + std::int64_t(buf) * Wp * W * V;
+      if (in_warp && r == 0)
+#pragma unroll
+        for (int j = 0; j < V; ++j) set[(w * W + int(group_lane)) * V + j] = total[j];
+#pragma omp barrier
+      if (in_warp)
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+          Acc warps_before = inclusive_start<Op, Acc>(), team = warps_before;
+          for (int k = 0; k < Wp; ++k) {
+            if (k == w) warps_before = team;
+            team = Op::apply(team, set[(k * W + int(group_lane)) * V + j]);
+          }
+          before[j] = Op::apply(warps_before, before[j]);
+          total[j] = team;
+        }
+      buf ^= 1;
     }
     Acc c[V];
 #pragma unroll
@@ -585,27 +614,28 @@ void column_group(const KernelArgs<T>& a, std::int64_t g, bool valid, int r, int
 }
 
 // One-pass scan.offload_columns: the groups (lines / V of them) cut into blocks of W side by
-// side, a warp per block in turn. A whole warp puts L = 32 / W lanes on each group of its block
-// (lanes beyond L x W idle); a partial warp (a team of threads not a multiple of 32) puts one
-// lane on a group, its lanes taking the block's groups in turn. No team memory, no barrier.
+// side, a team per block in turn. The team's full warps share the block (32 / W = L lanes on
+// each group of it, lanes beyond L x W idle) and split each tile's rows; the lanes of a partial
+// warp idle. A team of one partial warp (fewer than 32 threads) puts one lane on a group, its
+// lanes taking the block's groups in turn, without barriers.
 template <class T, class Op, int V>
 void gpu_columns(const KernelArgs<T>& a) {
-  const int n = omp_get_num_threads();
+  const int n = omp_get_num_threads(), Wp = n / 32, w = omp_get_thread_num() >> 5;
   const u32 lane = lane_id(), mask = warp_mask(n);
-  const std::int64_t warps_per_team = (n + 31) / 32;
-  const std::int64_t warps = omp_get_num_teams() * warps_per_team;
   const std::int64_t groups = line_count(a.s) / V;
   const int W = std::clamp(a.lanes, 1, 32);
   const std::int64_t blocks = (groups + W - 1) / W;
-  for (std::int64_t b = omp_get_team_num() * warps_per_team + (omp_get_thread_num() >> 5); b < blocks; b += warps) {
-    if (mask == ~0u) {
+  auto* folds = static_cast<AccOf<T>*>(llvm_omp_target_dynamic_shared_alloc());
+  for (std::int64_t b = omp_get_team_num(); b < blocks; b += omp_get_num_teams()) {
+    if (Wp > 0) {
+      const bool in_warp = w < Wp;
       const int L = 32 / W, r = int(lane) / W;
       const std::int64_t g = b * W + int(lane) % W;
-      column_group<T, Op, V>(a, g, r < L && g < groups, r, L, W, lane, mask);
+      column_group<T, Op, V>(a, folds, g, in_warp && r < L && g < groups, in_warp, w, Wp, r, L, W, lane, mask);
     } else {
       const int active = __builtin_popcount(mask);
-      for (int w = int(lane); w < W; w += active)
-        column_group<T, Op, V>(a, b * W + w, b * W + w < groups, 0, 1, W, lane, mask);
+      for (int k = int(lane); k < W; k += active)
+        column_group<T, Op, V>(a, folds, b * W + k, b * W + k < groups, true, 0, 1, 0, 1, W, lane, mask);
     }
   }
 }
@@ -680,8 +710,11 @@ void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
     a.items = std::clamp(plan.items, 1, offload_column_max_items);
     a.lanes = column_lanes<T>(plan.width, a.vec);
     const int team_threads = std::min(threads, columns_max_team_threads);
+    // Two sets of the warps' totals per group (column_group), when a team has several warps.
+    const std::size_t warps = std::size_t(team_threads / 32);
+    const std::size_t shared = warps > 1 ? 2 * warps * std::size_t(a.lanes) * std::size_t(a.vec ? vec_elems<T> : 1) * sizeof(Acc) : 0;
 #pragma omp target teams num_teams(teams) thread_limit(team_threads) device(dev) firstprivate(a) \
-    ompx_attribute(__attribute__((launch_bounds(columns_max_team_threads))))
+    ompx_dyn_cgroup_mem(shared) ompx_attribute(__attribute__((launch_bounds(columns_max_team_threads))))
 #pragma omp parallel
     {
 #ifdef __NVPTX__
@@ -922,15 +955,14 @@ ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) 
       plan.width = int((elem_bytes(call) == 2 ? column_default_width_bytes_2byte : column_default_width_bytes) /
                        elem_bytes(call));
       if (plan.chunks == 1) {
-        // A warp per block of width lines (vectors of them where the layout allows).
+        // A team per block of width lines (vectors of them where the layout allows).
         const std::int64_t v = 16 / elem_bytes(call);
         const int inner = s.rank - 1;
         const bool vec = s.in_strides[inner] == 1 && s.out_strides[inner] == 1 && s.sizes[inner] % v == 0;
         const std::int64_t lanes = std::clamp<std::int64_t>(vec ? plan.width / v : plan.width, 1, 32);
         const std::int64_t blocks = ((vec ? lines / v : lines) + lanes - 1) / lanes;
-        plan.threads = column_default_threads;
-        plan.teams = int(std::clamp<std::int64_t>((blocks + plan.threads / 32 - 1) / (plan.threads / 32), 1,
-                                                  std::int64_t(1) << 20));
+        plan.threads = elem_bytes(call) == 2 ? column_default_threads_2byte : column_default_threads;
+        plan.teams = int(std::clamp<std::int64_t>(blocks, 1, std::int64_t(1) << 20));
         break;
       }
       // Small teams when there are few threads in all, so that every SM gets some.

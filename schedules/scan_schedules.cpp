@@ -93,27 +93,28 @@ const std::vector<StrategySpec>& table() {
          "loads (default 1)"}}},
       {"scan.offload_columns",
        "GPU (OpenMP target), for the scanned axis outside the contiguous one. chunks = 1: each "
-       "warp takes width neighbouring lines (16-byte vectors of adjacent lines where aligned) "
-       "and walks the whole axis in tiles of items rows per thread, the warp's lanes splitting a "
-       "tile's rows among them: each lane folds its rows in registers, the folds are scanned "
-       "with shuffles, each lane rescans its rows from its carry; the next tile's rows are "
-       "loaded before the current one is combined. chunks > 1: one thread per line and axis "
+       "team takes width neighbouring lines (16-byte vectors of adjacent lines where aligned) "
+       "and walks the whole axis in tiles of items rows per thread, its warps and their lanes "
+       "splitting a tile's rows among them: each lane folds its rows in registers, the folds are "
+       "scanned with shuffles within a warp and through team memory across warps (one barrier "
+       "per tile), each lane rescans its rows from its carry; the next tile's rows are loaded "
+       "before the current one is combined. chunks > 1: one thread per line and axis "
        "chunk, consecutive threads on neighbouring lines, 32 loads in flight each: the chunks' "
        "folds, the carries, then each chunk rescanned from its carry",
        {{"teams", 1, std::int64_t(1) << 20,
-         "OpenMP teams (default: a warp per width lines; chunks > 1: a thread per line and "
+         "OpenMP teams (default: a team per width lines; chunks > 1: a thread per line and "
          "chunk)"},
         {"threads", 32, offload_max_threads,
-         "threads per team (default 256; chunks = 1: a team gets at most 256; chunks > 1: "
-         "fewer when 256 leaves under 264 teams)"},
+         "threads per team (default 256; chunks = 1: 128 for 2-byte types, a team gets at most "
+         "256; chunks > 1: fewer when 256 leaves under 264 teams)"},
         {"chunks", 1, std::int64_t(1) << 20,
          "chunks of the scanned axis (default: 1 when there are at least 16384 lines, else "
          "enough for about 2^18 threads, each chunk at least 64 long)"},
         {"items", 1, offload_column_max_items,
          "chunks = 1: consecutive rows of the axis per thread in a tile (default 8)"},
         {"width", 1, offload_column_max_width,
-         "chunks = 1: neighbouring lines per warp, at most 32 vectors or single lines (default: "
-         "128 bytes of them, 64 for 2-byte types: 32 lines of 4-byte types, 32 of float16)"}}},
+         "chunks = 1: neighbouring lines per team, at most 32 vectors or single lines (default: "
+         "512 bytes of them, 128 for 2-byte types: 128 lines of 4-byte types, 64 of float16)"}}},
       {"scan.offload_chained",
        "GPU (OpenMP target): single-pass chained scan; persistent teams take tiles of threads x "
        "items elements in order from an atomic ticket, scan them as scan.offload_rows does, "

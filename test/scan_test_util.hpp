@@ -37,6 +37,10 @@ inline std::vector<Schedule> all_scan_schedules() {
                            "scan.offload_columns(teams=2, threads=48, chunks=1, items=3, width=8)",
                            "scan.offload_columns(teams=3, threads=64, chunks=1, items=1, width=3)",
                            "scan.offload_columns(teams=1, threads=32, chunks=1, items=8, width=256)",
+                           // Several warps per block (folds through team memory), with a partial
+                           // warp, and lines per warp not dividing 32.
+                           "scan.offload_columns(teams=2, threads=80, chunks=1, items=2, width=4)",
+                           "scan.offload_columns(teams=3, threads=256, chunks=1, items=3, width=12)",
                            "scan.offload_chained(teams=3, threads=32, items=1)",
                            "scan.offload_chained(teams=4, threads=32, items=3)"})
     out.push_back(Schedule::parse(text));

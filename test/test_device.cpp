@@ -87,9 +87,10 @@ TEST(DeviceTensors, EveryOffloadScheduleMatchesTheReference) {
     std::vector<std::int64_t> sizes;
     int axis;
   };
-  // {97, 64} and {70, 3, 40} along axis 0: 16-byte vectors of lines, whole and partial blocks.
+  // {97, 64} and {70, 3, 40} along axis 0: 16-byte vectors of lines, whole and partial blocks;
+  // {3, 64} and {1, 96}: lines shorter than a run of rows.
   const Shape shapes[] = {{{5000}, 0}, {{37, 129}, 1}, {{129, 37}, 0}, {{3, 1, 7, 11}, 2}, {{1}, 0},
-                          {{97, 64}, 0}, {{70, 3, 40}, 0}};
+                          {{97, 64}, 0}, {{70, 3, 40}, 0}, {{3, 64}, 0}, {{1, 96}, 0}};
   std::mt19937_64 rng(11);
   for (const auto& shape : shapes)
     for (DataType type : {DataType::int32, DataType::uint64, DataType::float32})
@@ -195,7 +196,8 @@ TEST(DeviceTensors, MustLieInsideTheirBuffers) {
 TEST(OffloadSchedules, RefuseRunsBeyondRegisters) {
   const TensorDesc desc(DataType::float32, {8, 8});
   std::vector<float> x(64), y(64);
-  for (const char* text : {"scan.offload_rows(threads=1024, items=64)", "scan.offload_chained(threads=512, items=33)"}) {
+  for (const char* text : {"scan.offload_rows(threads=1024, items=64)", "scan.offload_chained(threads=512, items=33)",
+                           "scan.offload_columns(items=9)"}) {
     try {
       cumulative_sum({desc, x.data()}, {desc, y.data()}, {.axis = 1}, Schedule::parse(text));
       FAIL() << text << " accepted";
