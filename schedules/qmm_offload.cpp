@@ -112,19 +112,62 @@ struct Kernel {
   const u8* a_rows(i64 t, i64 r) const { return ap + (a_batch(t) * Mp + r) * kp; }
   const std::int8_t* b_cols(i64 t, i64 c) const { return bp + (b_batch(t) * Np + c) * kp; }
 
-  // Output (t, m, n) from its dot(A', B'); rows and columns beyond the matrix are skipped.
-  void finish(i64 t, i64 m, i64 n, i64 dot) const {
-    if (m >= M || n >= N) return;
-    const i64 alpha = i64(ca) + za[m * za_step];
-    const i64 beta = i64(zb[n * zb_step]) - cb;
-    const i64 acc = dot - beta * row_sums[a_batch(t) * M + m] -
-                    alpha * (col_sums[b_batch(t) * N + n] - K * beta);
-    // float32(float32(sa * sb) / sy): a float product or quotient rounded from double is the
-    // correctly rounded float operation, whatever the device's float division does.
-    const float product = float(double(sa[m * sa_step]) * double(sb[n * sb_step]));
-    const float multiplier = float(double(product) / double(sy[m * sy_step]));
-    const i32 v = requantize_exact(acc, multiplier, zy[m * zy_step], qmin, qmax);
-    out[(t / batch1) * o_bs[0] + (t % batch1) * o_bs[1] + m * o_rs + n * o_cs] = u8(v);
+  // The epilogue's terms, gathered once per tile, per output row and per output column, so that
+  // an output costs a few multiplications: acc = dot - beta * row sum - alpha * (column sum -
+  // K * beta) folds the zero points back (qmm_pack.hpp), then float32(float32(sa * sb) / sy)
+  // requantizes it. (A float product or quotient rounded from double is the correctly rounded
+  // float operation, whatever the device's float division does.)
+  struct Tile {
+    const i64* row_sums;
+    const i64* col_sums;
+    u8* out;
+  };
+  struct Row {
+    bool inside = false;
+    i64 alpha = 0, sum = 0;
+    double sa = 0, sy = 1;
+    float multiplier = 0;  // the whole multiplier when B has one scale
+    i32 zy = 0;
+    u8* out = nullptr;
+  };
+  struct Col {
+    bool inside = false;
+    i64 beta = 0, term = 0, offset = 0;
+    double sb = 0;
+  };
+
+  Tile tile(i64 t) const {
+    return {row_sums + a_batch(t) * M, col_sums + b_batch(t) * N, out + (t / batch1) * o_bs[0] + (t % batch1) * o_bs[1]};
+  }
+  Row row(const Tile& tl, i64 m) const {
+    Row r;
+    if (m >= M) return r;
+    r.inside = true;
+    r.alpha = i64(ca) + za[m * za_step];
+    r.sum = tl.row_sums[m];
+    r.sa = sa[m * sa_step];
+    r.sy = sy[m * sy_step];
+    r.multiplier = float(double(float(r.sa * double(sb[0]))) / r.sy);
+    r.zy = zy[m * zy_step];
+    r.out = tl.out + m * o_rs;
+    return r;
+  }
+  Col col(const Tile& tl, i64 n) const {
+    Col c;
+    if (n >= N) return c;
+    c.inside = true;
+    c.beta = i64(zb[n * zb_step]) - cb;
+    c.term = tl.col_sums[n] - K * c.beta;
+    c.sb = sb[n * sb_step];
+    c.offset = n * o_cs;
+    return c;
+  }
+  // The output at (r, c) from its dot(A', B'); rows and columns beyond the matrix are skipped.
+  void finish(const Row& r, const Col& c, i64 dot) const {
+    if (!r.inside || !c.inside) return;
+    const i64 acc = dot - c.beta * r.sum - r.alpha * c.term;
+    const float multiplier = sb_step == 0 ? r.multiplier : float(double(float(r.sa * c.sb)) / r.sy);
+    r.out[c.offset] = u8(requantize_exact(acc, multiplier, r.zy, qmin, qmax));
   }
 };
 
@@ -210,28 +253,70 @@ bool transpose_packable(const Operand& o) {
   return o.line_stride == 1 && o.lines % 16 == 0 && aligned16(o.src, o.k_stride, o.bs[0], o.bs[1]);
 }
 
-constexpr i64 copy_piece = 128;  // bytes of a line per copying thread
+#ifdef __NVPTX__
+// The sum over the calling warp (SPMD kernels only: all 32 lanes call it).
+inline i64 warp_sum(i64 v) {
+  for (int d = 16; d > 0; d /= 2) {
+    u32 lo, hi;
+    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 31, -1;" : "=r"(lo) : "r"(u32(v)), "r"(d));
+    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 31, -1;" : "=r"(hi) : "r"(u32(std::uint64_t(v) >> 32)), "r"(d));
+    v += i64(std::uint64_t(hi) << 32 | lo);
+  }
+  return v;
+}
+#endif
 
-void pack_copy(const Operand o, i64 K, i64 kp, i64 batch1, int device) {
-  const i64 pieces = kp / copy_piece, count = o.batches * o.padded_lines * pieces;
-#pragma omp target teams distribute parallel for device(device) firstprivate(o)
-  for (i64 i = 0; i < count; ++i) {
-    const i64 piece = i % pieces, line = i / pieces % o.padded_lines, t = i / (pieces * o.padded_lines);
-    const u8* src = o.src + (t / batch1) * o.bs[0] + (t % batch1) * o.bs[1] + line * o.line_stride;
-    u32x4* dst = reinterpret_cast<u32x4*>(o.dst + (t * o.padded_lines + line) * kp + piece * copy_piece);
-    const u32 flip = u32(o.flip) * 0x01010101u;
-    i64 sum = 0;
-#pragma unroll
-    for (int v = 0; v < int(copy_piece / 16); ++v) {
-      const i64 kk = piece * copy_piece + 16 * v;
-      u32x4 w = {0, 0, 0, 0};
-      if (line < o.lines && kk < K) w = *reinterpret_cast<const u32x4*>(src + kk) ^ flip;
-      sum += byte_sum(w.x, o.is_a) + byte_sum(w.y, o.is_a) + byte_sum(w.z, o.is_a) + byte_sum(w.w, o.is_a);
-      dst[v] = w;
-    }
-    if (line < o.lines && sum != 0) {
-#pragma omp atomic update
-      o.sums[t * o.lines + line] += sum;
+constexpr int pack_threads = 256;
+
+// The copying kernel's work: one or two operands, and sums to zero for the kernels after it (those
+// that add theirs atomically), so that packing takes as few launches as the layouts allow.
+struct CopyJob {
+  Operand first, second;
+  int operands = 0;
+  i64* zero = nullptr;
+  i64 zero_count = 0;
+};
+
+// A warp per line on a GPU (whole warps), each lane copying every 32nd 16-byte chunk and the warp
+// adding the sum up with shuffles, so that the sum is stored, not accumulated; a thread per line
+// otherwise (the host fallback).
+void pack_copy(const CopyJob job, i64 K, i64 kp, i64 batch1, int device) {
+  const i64 first_lines = job.first.batches * job.first.padded_lines;
+  const i64 lines = first_lines + (job.operands > 1 ? job.second.batches * job.second.padded_lines : 0);
+  const int teams = int(std::clamp<i64>((lines + 7) / 8, 1, 8192));
+#pragma omp target teams num_teams(teams) thread_limit(pack_threads) device(device) firstprivate(job) \
+    ompx_attribute(__attribute__((launch_bounds(pack_threads))))
+#pragma omp parallel
+  {
+    const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+    const i64 team = omp_get_team_num(), team_count = omp_get_num_teams();
+    for (i64 i = team * nth + tid; i < job.zero_count; i += team_count * nth) job.zero[i] = 0;
+#ifdef __NVPTX__
+    const int lanes = nth % 32 == 0 ? 32 : 1;
+#else
+    const int lanes = 1;
+#endif
+    const i64 per_team = nth / lanes, chunks = kp / 16;
+    for (i64 l = team * per_team + tid / lanes; l < lines; l += team_count * per_team) {
+      const bool in_first = l < first_lines;
+      const Operand o = in_first ? job.first : job.second;
+      const i64 index = in_first ? l : l - first_lines;
+      const i64 t = index / o.padded_lines, line = index % o.padded_lines;
+      const u8* src = o.src + (t / batch1) * o.bs[0] + (t % batch1) * o.bs[1] + line * o.line_stride;
+      u32x4* dst = reinterpret_cast<u32x4*>(o.dst + index * kp);
+      const bool inside = line < o.lines;
+      const u32 flip = u32(o.flip) * 0x01010101u;
+      i64 sum = 0;
+      for (i64 c = tid % lanes; c < chunks; c += lanes) {
+        u32x4 w = {0, 0, 0, 0};
+        if (inside && 16 * c < K) w = *reinterpret_cast<const u32x4*>(src + 16 * c) ^ flip;
+        sum += byte_sum(w.x, o.is_a) + byte_sum(w.y, o.is_a) + byte_sum(w.z, o.is_a) + byte_sum(w.w, o.is_a);
+        dst[c] = w;
+      }
+#ifdef __NVPTX__
+      if (lanes == 32) sum = warp_sum(sum);
+#endif
+      if (tid % lanes == 0 && inside) o.sums[t * o.lines + line] = sum;
     }
   }
 }
@@ -308,17 +393,31 @@ void pack_gather(const Operand o, i64 K, i64 kp, i64 batch1, int device) {
   }
 }
 
-// A' and B' into the workspace with their sums (zeroed first, then added atomically), each
-// operand by the fastest packing kernel its layout allows.
+// A' and B' into the workspace with their sums, each operand by the fastest packing kernel its
+// layout allows: the copying kernel first (both operands in one launch where both allow it), which
+// also zeroes the sums that the transposing or gathering kernels after it add atomically.
 void pack(const Kernel k, int device) {
-  const i64 a_rows = (k.a_shared ? 1 : k.batches) * k.M, b_cols = (k.b_shared ? 1 : k.batches) * k.N;
-#pragma omp target teams distribute parallel for device(device) firstprivate(k)
-  for (i64 i = 0; i < a_rows + b_cols; ++i) (i < a_rows ? k.row_sums[i] : k.col_sums[i - a_rows]) = 0;
-  for (const bool is_a : {true, false}) {
-    const Operand o = operand_of(k, is_a);
-    if (copy_packable(o, k.K))
-      pack_copy(o, k.K, k.kp, k.batch1, device);
-    else if (transpose_packable(o))
+  const Operand a = operand_of(k, true), b = operand_of(k, false);
+  const bool a_copy = copy_packable(a, k.K), b_copy = copy_packable(b, k.K);
+  if (a_copy || b_copy) {
+    CopyJob job;
+    job.first = a_copy ? a : b;
+    job.operands = a_copy && b_copy ? 2 : 1;
+    job.second = b;
+    if (!a_copy || !b_copy) {
+      const Operand& other = a_copy ? b : a;
+      job.zero = other.sums, job.zero_count = other.batches * other.lines;
+    }
+    pack_copy(job, k.K, k.kp, k.batch1, device);
+  } else {
+    i64* sums[2] = {a.sums, b.sums};
+    const i64 a_count = a.batches * a.lines, count = a_count + b.batches * b.lines;
+#pragma omp target teams distribute parallel for device(device) firstprivate(sums)
+    for (i64 i = 0; i < count; ++i) (i < a_count ? sums[0][i] : sums[1][i - a_count]) = 0;
+  }
+  for (const Operand& o : {a, b}) {
+    if (copy_packable(o, k.K)) continue;
+    if (transpose_packable(o))
       pack_transpose(o, k.K, k.kp, k.batch1, device);
     else
       pack_gather(o, k.K, k.kp, k.batch1, device);
@@ -329,28 +428,37 @@ void pack(const Kernel k, int device) {
 // host fallback, and a device team without the staged kernels' conditions.
 inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
   const i64 words = k.kp / 4;
-  for (i64 r = r0; r < r0 + 64 && r < k.M; ++r)
+  const Kernel::Tile tl = k.tile(t);
+  for (i64 r = r0; r < r0 + 64 && r < k.M; ++r) {
+    const Kernel::Row rw = k.row(tl, r);
     for (i64 c = c0; c < c0 + 32 && c < k.N; ++c) {
       const u32* x = reinterpret_cast<const u32*>(k.a_rows(t, r));
       const u32* y = reinterpret_cast<const u32*>(k.b_cols(t, c));
       i64 dot = 0;
       for (i64 w = 0; w < words; ++w) dot += dot4(x[w], y[w], 0);
-      k.finish(t, r, c, dot);
+      k.finish(rw, k.col(tl, c), dot);
     }
+  }
 }
 
-// Team memory of the staged kernels: two stages, each a 64-deep slice of the tile's 128 rows of A'
-// then of its 128 columns of B', 64 bytes per line. Chunk c (16 bytes) of line r lies at chunk
-// c ^ ((r / 2) % 4) of the line, so that eight consecutive lines' chunk c fall in eight distinct
-// 16-byte bank groups (ldmatrix phases, 16-byte loads and the copies' stores all conflict-free).
-constexpr int line_bytes = int(depth_step);
-constexpr int operand_bytes = int(tile_rows) * line_bytes;
-constexpr int stage_bytes = 2 * operand_bytes;
-constexpr int team_memory_bytes = 2 * stage_bytes;
-constexpr int max_team_threads = 256;  // the staged kernels' launch bound
+// Team memory of the staged kernels: Stages stages, each a Slice-deep slice of the tile's 128 rows
+// of A' then of its 128 columns of B', Slice bytes per line. Chunk c (16 bytes) of line r lies at
+// chunk c ^ ((r / (8 / chunks)) % chunks) of the line, so that eight consecutive lines' chunk c fall
+// in eight distinct 16-byte bank groups (ldmatrix phases, 16-byte loads and the copies' stores are
+// all conflict-free).
+// Measured on the H100 at 4096^3 (see README "GPU offload"): 2, 3, 4 or 5 stages and slices of 32
+// or 64 moved the mma product by 8% at most (4 x 32 and 2 x 64 the fastest, within 1%).
+constexpr int mma_slice = 32, mma_stages = 4;
+constexpr int dp4a_slice = 64, dp4a_stages = 2;
+// The mma epilogue stages up to four warps' 16 x 64 int64 accumulators.
+constexpr int team_memory_bytes =
+    std::max({mma_slice * 256 * mma_stages, dp4a_slice * 256 * dp4a_stages, 4 * 16 * 64 * 8});
 
 #ifdef __NVPTX__
-inline int swizzled(int r, int c) { return r * line_bytes + ((c ^ ((r >> 1) & 3)) << 4); }
+template <int Slice> inline int swizzled(int r, int c) {
+  constexpr int chunks = Slice / 16;
+  return r * Slice + ((c ^ ((r / (8 / chunks)) % chunks)) << 4);
+}
 
 inline u32 shared_address(const void* p) {
   u32 a;
@@ -363,12 +471,15 @@ inline void warp_sync() { asm volatile("bar.warp.sync -1;" ::: "memory"); }
 
 // Requests the tile's slice at depth k0 into the stage at `stage` (a shared address) with 16-byte
 // cp.async copies spread over all threads, as one commit group.
+template <int Slice>
 inline void stage_slice(const Kernel& k, i64 t, i64 i0, i64 j0, i64 k0, u32 stage, int tid, int nth) {
-  for (int e = tid; e < 2 * int(tile_rows) * 4; e += nth) {
-    const bool is_b = e >= int(tile_rows) * 4;
-    const int r = (e >> 2) & int(tile_rows - 1), c = e & 3;
+  constexpr int chunks = Slice / 16;
+  for (int e = tid; e < 2 * int(tile_rows) * chunks; e += nth) {
+    const bool is_b = e >= int(tile_rows) * chunks;
+    const int r = (e / chunks) % int(tile_rows), c = e % chunks;
     const u8* src = is_b ? reinterpret_cast<const u8*>(k.b_cols(t, j0 + r)) : k.a_rows(t, i0 + r);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(stage + (is_b ? operand_bytes : 0) + swizzled(r, c)),
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(stage + (is_b ? int(tile_rows) * Slice : 0) +
+                                                                   swizzled<Slice>(r, c)),
                  "l"(src + k0 + 16 * c)
                  : "memory");
   }
@@ -381,23 +492,37 @@ inline u32x4 load_shared16(u32 address) {
   return v;
 }
 
-// The staged pipeline: before slice s (at depth k0) is used, the next slice is requested into the
-// other stage, so that its copies run under the computation on this one; then this thread's copies
-// of slice s are awaited, then the team's. Returns slice s's stage. After its use, team_barrier()
-// frees the stage for refilling.
+// The staged pipeline, Stages - 1 slices ahead: first_slices requests slices 0 .. Stages - 2; before
+// slice s is used, next_slice waits for this thread's copies of it, then for the team's (after
+// which no thread still reads slice s - 1), and requests slice s + Stages - 1 into the stage slice
+// s - 1 used. Returns slice s's stage. A tile ends with team_barrier(), so that the next one may
+// refill every stage.
+template <int Slice, int Stages>
+inline void first_slices(const Kernel& k, i64 t, i64 i0, i64 j0, u32 shared, int tid, int nth) {
+  for (int s = 0; s < Stages - 1; ++s) {
+    if (s * Slice < k.kp)
+      stage_slice<Slice>(k, t, i0, j0, s * Slice, shared + u32(s * 2 * int(tile_rows) * Slice), tid, nth);
+    else
+      asm volatile("cp.async.commit_group;" ::: "memory");  // empty groups keep the wait counts exact
+  }
+}
+
+template <int Slice, int Stages>
 inline u32 next_slice(const Kernel& k, i64 t, i64 i0, i64 j0, i64 k0, i64 s, u32 shared, int tid, int nth) {
-  if (k0 + depth_step < k.kp)
-    stage_slice(k, t, i0, j0, k0 + depth_step, shared + u32((s + 1) & 1) * stage_bytes, tid, nth);
-  else
-    asm volatile("cp.async.commit_group;" ::: "memory");  // an empty group keeps wait_group 1 exact
-  asm volatile("cp.async.wait_group 1;" ::: "memory");
+  constexpr u32 stage_bytes = 2 * u32(tile_rows) * Slice;
+  asm volatile("cp.async.wait_group %0;" ::"n"(Stages - 2) : "memory");
   team_barrier();
-  return shared + u32(s & 1) * stage_bytes;
+  const i64 ahead = k0 + (Stages - 1) * Slice;
+  if (ahead < k.kp)
+    stage_slice<Slice>(k, t, i0, j0, ahead, shared + u32((s + Stages - 1) % Stages) * stage_bytes, tid, nth);
+  else
+    asm volatile("cp.async.commit_group;" ::: "memory");
+  return shared + u32(s % Stages) * stage_bytes;
 }
 
 // Whether the int32 accumulators end a depth slice of at most int32_depth after the slice at k0.
-inline bool fold_after(const Kernel& k, i64 k0) {
-  return (k0 + depth_step) % int32_depth == 0 || k0 + depth_step == k.kp;
+template <int Slice> inline bool fold_after(const Kernel& k, i64 k0) {
+  return (k0 + Slice) % int32_depth == 0 || k0 + Slice == k.kp;
 }
 
 // dp4a from team memory: thread block b (of 256) holds the 8 x 8 outputs at rows b / 16 + 16i and
@@ -406,42 +531,47 @@ inline bool fold_after(const Kernel& k, i64 k0) {
 // out of registers.)
 template <bool Deep>
 inline void tile_dp4a(const Kernel& k, i64 t, i64 i0, i64 j0, u32 shared, int tid, int nth) {
+  constexpr int Slice = dp4a_slice, Stages = dp4a_stages;
   for (int first = 0; first < 256; first += nth) {
     const int block = first + tid, tr = block / 16, tc = block % 16;
     const bool active = block < 256 && i0 + tr < k.M && j0 + tc < k.N;
     i32 acc[8][8] = {};
     i64 wide[Deep ? 8 : 1][Deep ? 8 : 1] = {};
-    stage_slice(k, t, i0, j0, 0, shared, tid, nth);
-    for (i64 k0 = 0, s = 0; k0 < k.kp; k0 += depth_step, ++s) {
-      const u32 stage = next_slice(k, t, i0, j0, k0, s, shared, tid, nth);
+    first_slices<Slice, Stages>(k, t, i0, j0, shared, tid, nth);
+    for (i64 k0 = 0, s = 0; k0 < k.kp; k0 += Slice, ++s) {
+      const u32 stage = next_slice<Slice, Stages>(k, t, i0, j0, k0, s, shared, tid, nth);
       if (active) {
 #pragma unroll
-        for (int c = 0; c < 4; ++c) {
+        for (int c = 0; c < Slice / 16; ++c) {
           u32x4 x[8];
 #pragma unroll
-          for (int i = 0; i < 8; ++i) x[i] = load_shared16(stage + swizzled(tr + 16 * i, c));
+          for (int i = 0; i < 8; ++i) x[i] = load_shared16(stage + swizzled<Slice>(tr + 16 * i, c));
 #pragma unroll
           for (int j = 0; j < 8; ++j) {
-            const u32x4 y = load_shared16(stage + operand_bytes + swizzled(tc + 16 * j, c));
+            const u32x4 y = load_shared16(stage + int(tile_rows) * Slice + swizzled<Slice>(tc + 16 * j, c));
 #pragma unroll
             for (int i = 0; i < 8; ++i)
               acc[i][j] = dot4(x[i].w, y.w, dot4(x[i].z, y.z, dot4(x[i].y, y.y, dot4(x[i].x, y.x, acc[i][j]))));
           }
         }
       }
-      team_barrier();
       if constexpr (Deep)
-        if (fold_after(k, k0))
+        if (fold_after<Slice>(k, k0))
 #pragma unroll
           for (int i = 0; i < 8; ++i)
 #pragma unroll
             for (int j = 0; j < 8; ++j) wide[i][j] += acc[i][j], acc[i][j] = 0;
     }
-    if (active)
+    team_barrier();
+    if (active) {
+      const Kernel::Tile tl = k.tile(t);
 #pragma unroll
-      for (int i = 0; i < 8; ++i)
+      for (int i = 0; i < 8; ++i) {
+        const Kernel::Row rw = k.row(tl, i0 + tr + 16 * i);
 #pragma unroll
-        for (int j = 0; j < 8; ++j) k.finish(t, i0 + tr + 16 * i, j0 + tc + 16 * j, Deep ? wide[i][j] : acc[i][j]);
+        for (int j = 0; j < 8; ++j) k.finish(rw, k.col(tl, j0 + tc + 16 * j), Deep ? wide[i][j] : acc[i][j]);
+      }
+    }
   }
 }
 
@@ -467,6 +597,7 @@ inline void ldmatrix_x4(u32 (&d)[4], u32 address) {
 // warp only stage.
 template <bool Deep>
 inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int tid, int nth) {
+  constexpr int Slice = mma_slice, Stages = mma_stages;
   const u32 shared = shared_address(memory);
   const int warps = nth / 32, warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
   for (int first = 0; first < 4; first += warps) {
@@ -474,28 +605,28 @@ inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int t
     const bool active = warp < warps && w < 4 && i0 + wr < k.M && j0 + wc < k.N;
     i32 c[4][8][4] = {};
     i64 wide[Deep ? 4 : 1][Deep ? 8 : 1][Deep ? 4 : 1] = {};
-    stage_slice(k, t, i0, j0, 0, shared, tid, nth);
-    for (i64 k0 = 0, s = 0; k0 < k.kp; k0 += depth_step, ++s) {
-      const u32 stage = next_slice(k, t, i0, j0, k0, s, shared, tid, nth);
+    first_slices<Slice, Stages>(k, t, i0, j0, shared, tid, nth);
+    for (i64 k0 = 0, s = 0; k0 < k.kp; k0 += Slice, ++s) {
+      const u32 stage = next_slice<Slice, Stages>(k, t, i0, j0, k0, s, shared, tid, nth);
       if (active) {
 #pragma unroll
-        for (int ks = 0; ks < 2; ++ks) {
+        for (int ks = 0; ks < Slice / 32; ++ks) {
           u32 a[4][4], b[4][4];
 #pragma unroll
-          for (int m = 0; m < 4; ++m) ldmatrix_x4(a[m], stage + swizzled(wr + 16 * m + lane % 16, 2 * ks + lane / 16));
+          for (int m = 0; m < 4; ++m)
+            ldmatrix_x4(a[m], stage + swizzled<Slice>(wr + 16 * m + lane % 16, 2 * ks + lane / 16));
 #pragma unroll
           for (int n = 0; n < 4; ++n)
-            ldmatrix_x4(b[n], stage + operand_bytes +
-                                  swizzled(wc + 16 * n + 8 * (lane / 16) + lane % 8, 2 * ks + (lane / 8) % 2));
+            ldmatrix_x4(b[n], stage + int(tile_rows) * Slice +
+                                  swizzled<Slice>(wc + 16 * n + 8 * (lane / 16) + lane % 8, 2 * ks + (lane / 8) % 2));
 #pragma unroll
           for (int m = 0; m < 4; ++m)
 #pragma unroll
             for (int n = 0; n < 8; ++n) mma_u8s8(c[m][n], a[m], b[n / 2][2 * (n % 2)], b[n / 2][2 * (n % 2) + 1]);
         }
       }
-      team_barrier();
       if constexpr (Deep)
-        if (fold_after(k, k0))
+        if (fold_after<Slice>(k, k0))
 #pragma unroll
           for (int m = 0; m < 4; ++m)
 #pragma unroll
@@ -503,14 +634,17 @@ inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int t
 #pragma unroll
               for (int e = 0; e < 4; ++e) wide[m][n][e] += c[m][n][e], c[m][n][e] = 0;
     }
+    team_barrier();  // every warp is done with the stages
     // The epilogue through team memory (free after the last barrier), 16 rows of the warp's block
-    // at a time, each lane then finishing every 32nd output of them: constant register indices
-    // (indexing the accumulators in a loop would move them to local memory), and neighbouring
-    // lanes write neighbouring columns.
+    // at a time: constant register indices (indexing the accumulators in a loop would move them to
+    // local memory), then lane l finishes columns l and l + 32 of each row, so that neighbouring
+    // lanes write neighbouring columns and a lane's column terms are gathered once.
     if (active) {
       using Acc = std::conditional_t<Deep, i64, i32>;
       constexpr int pitch = Deep ? 64 : 68;  // padded against bank conflicts where it fits
       Acc* staged = reinterpret_cast<Acc*>(memory) + warp * 16 * pitch;
+      const Kernel::Tile tl = k.tile(t);
+      const Kernel::Col left = k.col(tl, j0 + wc + lane), right = k.col(tl, j0 + wc + lane + 32);
 #pragma unroll
       for (int m = 0; m < 4; ++m) {
 #pragma unroll
@@ -524,8 +658,11 @@ inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int t
               v = c[m][n][e];
           }
         warp_sync();
-        for (int i = lane; i < 16 * 64; i += 32)
-          k.finish(t, i0 + wr + 16 * m + i / 64, j0 + wc + i % 64, staged[(i / 64) * pitch + i % 64]);
+        for (int r = 0; r < 16; ++r) {
+          const Kernel::Row rw = k.row(tl, i0 + wr + 16 * m + r);
+          k.finish(rw, left, staged[r * pitch + lane]);
+          k.finish(rw, right, staged[r * pitch + lane + 32]);
+        }
         warp_sync();
       }
     }
@@ -534,38 +671,54 @@ inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int t
 }
 #endif
 
-// Both products in one SPMD kernel shape (warp-collective instructions need one): teams take
+// The body of both product kernels (SPMD: warp-collective instructions need one): teams take
 // 128 x 128 tiles in turn; on a GPU with team memory and at least the threads the kernel's staging
 // needs (one whole warp for mma, any for dp4a), the staged tile kernel, otherwise (the host
 // fallback) 64 x 32 blocks thread by thread.
 template <OffloadQmmKernel Which, bool Deep>
-void product(const Kernel k, int device, int teams, int threads) {
+inline void product_team(const Kernel& k) {
   const i64 tiles = k.batches * k.tiles_m * k.tiles_n;
-#pragma omp target teams num_teams(teams) thread_limit(threads) device(device) firstprivate(k) \
-    ompx_dyn_cgroup_mem(team_memory_bytes) ompx_attribute(__attribute__((launch_bounds(max_team_threads))))
-#pragma omp parallel
-  {
-    const i64 team = omp_get_team_num(), team_count = omp_get_num_teams();
-    const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+  const i64 team = omp_get_team_num(), team_count = omp_get_num_teams();
+  const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
 #ifdef __NVPTX__
-    void* memory = llvm_omp_target_dynamic_shared_alloc();
-    const bool staged = memory && (Which == OffloadQmmKernel::dp4a || nth >= 32);
+  void* memory = llvm_omp_target_dynamic_shared_alloc();
+  const bool staged = memory && (Which == OffloadQmmKernel::dp4a || nth >= 32);
 #endif
-    for (i64 tile = team; tile < tiles; tile += team_count) {
-      const i64 t = tile / (k.tiles_m * k.tiles_n), i0 = (tile / k.tiles_n % k.tiles_m) * tile_rows,
-                j0 = (tile % k.tiles_n) * tile_cols;
+  for (i64 tile = team; tile < tiles; tile += team_count) {
+    const i64 t = tile / (k.tiles_m * k.tiles_n), i0 = (tile / k.tiles_n % k.tiles_m) * tile_rows,
+              j0 = (tile % k.tiles_n) * tile_cols;
 #ifdef __NVPTX__
-      if (staged) {
-        if constexpr (Which == OffloadQmmKernel::mma)
-          tile_mma<Deep>(k, t, i0, j0, memory, tid, nth);
-        else
-          tile_dp4a<Deep>(k, t, i0, j0, shared_address(memory), tid, nth);
-        continue;
-      }
-#endif
-      for (int w = tid; w < 8; w += nth) block_scalar(k, t, i0 + (w / 4) * 64, j0 + (w % 4) * 32);
+    if (staged) {
+      if constexpr (Which == OffloadQmmKernel::mma)
+        tile_mma<Deep>(k, t, i0, j0, memory, tid, nth);
+      else
+        tile_dp4a<Deep>(k, t, i0, j0, shared_address(memory), tid, nth);
+      continue;
     }
+#endif
+    for (int w = tid; w < 8; w += nth) block_scalar(k, t, i0 + (w / 4) * 64, j0 + (w % 4) * 32);
   }
+}
+
+// Launch bounds. dp4a's 512 caps ptxas at 128 registers, so that two 256-thread teams share an
+// SM (80 TOPS against 63 with 224 registers and one team). (Two kernels rather than one template:
+// clang 19 crashes on a launch bound that depends on a template parameter.)
+constexpr int dp4a_bound = 512, mma_bound = 256;
+
+template <bool Deep>
+void product_dp4a(const Kernel k, int device, int teams, int threads) {
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(device) firstprivate(k) \
+    ompx_dyn_cgroup_mem(team_memory_bytes) ompx_attribute(__attribute__((launch_bounds(dp4a_bound))))
+#pragma omp parallel
+  product_team<OffloadQmmKernel::dp4a, Deep>(k);
+}
+
+template <bool Deep>
+void product_mma(const Kernel k, int device, int teams, int threads) {
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(device) firstprivate(k) \
+    ompx_dyn_cgroup_mem(team_memory_bytes) ompx_attribute(__attribute__((launch_bounds(mma_bound))))
+#pragma omp parallel
+  product_team<OffloadQmmKernel::mma, Deep>(k);
 }
 
 Kernel make_kernel(const OffloadQmmArgs& x, const WorkspaceLayout& w) {
@@ -618,12 +771,11 @@ void qmm_offload_product(const OffloadQmmArgs& x) {
   const int teams = int(std::min<i64>(x.teams > 0 ? x.teams : tiles, tiles));
   const bool use_mma = x.kernel == OffloadQmmKernel::mma;
   const int threads = std::min(x.threads > 0 ? x.threads : use_mma ? default_mma_threads : default_dp4a_threads,
-                               max_team_threads);
-  using enum OffloadQmmKernel;
+                               use_mma ? mma_bound : dp4a_bound);
   if (w.kp > int32_depth)
-    use_mma ? product<mma, true>(k, x.device, teams, threads) : product<dp4a, true>(k, x.device, teams, threads);
+    use_mma ? product_mma<true>(k, x.device, teams, threads) : product_dp4a<true>(k, x.device, teams, threads);
   else
-    use_mma ? product<mma, false>(k, x.device, teams, threads) : product<dp4a, false>(k, x.device, teams, threads);
+    use_mma ? product_mma<false>(k, x.device, teams, threads) : product_dp4a<false>(k, x.device, teams, threads);
 }
 
 void qmm_offload(const OffloadQmmArgs& x) {
