@@ -6,8 +6,8 @@
 // kernel computes int32 dot(A', B') over depth slices of at most 65536 (|a'b'| <= 255 * 128, so a
 // slice cannot overflow), adds the slices in int64 when the depth is larger, and its epilogue
 // folds the zero points back exactly (qmm_pack.hpp) and requantizes with requantize()'s semantics.
-// On a GPU both products stage 64-deep slices of a tile's A' rows and B' columns in dynamic team
-// memory with cp.async, double-buffered; the host fallback computes from the workspace directly.
+// On a GPU both products stage slices of a tile's A' rows and B' columns in dynamic team memory
+// with cp.async, one to three slices ahead; the host fallback computes from the workspace directly.
 #include "schedules/qmm_offload.hpp"
 
 #include <omp.h>
