@@ -22,8 +22,8 @@ namespace hk::detail {
 namespace {
 
 constexpr std::int64_t tile_rows = 128, tile_cols = 128;  // outputs per team tile
-constexpr std::int64_t depth_step = 64;                     // k per staged slice / packing chunk
-constexpr std::int64_t depth_align = 128;                   // kp: whole 128-byte copy pieces
+constexpr std::int64_t depth_step = 64;                     // k per transposed or gathered chunk
+constexpr std::int64_t depth_align = 128;                   // kp: whole slices and chunks
 constexpr std::int64_t int32_depth = 65536;                 // deepest int32-safe slice
 constexpr std::int64_t workspace_align = 256;
 constexpr int default_dp4a_threads = 256, default_mma_threads = 128;
@@ -240,8 +240,8 @@ bool aligned16(const void* p, i64 a, i64 b, i64 c) {
   return reinterpret_cast<std::uintptr_t>(p) % 16 == 0 && a % 16 == 0 && b % 16 == 0 && c % 16 == 0;
 }
 
-// Depth contiguous, every line and 16-k chunk 16-byte aligned: a thread copies 128 bytes of a line
-// with 16-byte loads and stores, neighbouring threads taking neighbouring pieces.
+// Depth contiguous, every line and 16-k chunk 16-byte aligned: lines are copied in 16-byte chunks
+// (pack_copy).
 bool copy_packable(const Operand& o, i64 K) {
   return o.k_stride == 1 && K % 16 == 0 && aligned16(o.src, o.line_stride, o.bs[0], o.bs[1]);
 }
