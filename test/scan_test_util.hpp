@@ -38,7 +38,10 @@ inline std::vector<Schedule> all_scan_schedules() {
                            "scan.offload_columns(teams=3, threads=64, chunks=1, items=1, width=3)",
                            "scan.offload_columns(teams=1, threads=32, chunks=1, items=8, width=256)",
                            "scan.offload_chained(teams=3, threads=32, items=1)",
-                           "scan.offload_chained(teams=4, threads=32, items=3)"})
+                           "scan.offload_chained(teams=4, threads=32, items=3)",
+                           // Runs of 16 or 32 bytes: tiles staged through team memory too.
+                           "scan.offload_chained(teams=3, threads=32, items=4)",
+                           "scan.offload_chained(teams=2, threads=64, items=8)"})
     out.push_back(Schedule::parse(text));
 #endif
   return out;
