@@ -943,6 +943,84 @@ template <class T> struct StagedRun {
   }
 };
 
+// A staged chained tile: its place in its line (the b-th tile), where it starts in x and y, and
+// its elements.
+struct StagedTile {
+  std::int64_t b, xo, yo, count;
+};
+
+inline StagedTile staged_tile(const ScanLayout& s, std::int64_t v, std::int64_t tiles, std::int64_t width) {
+  StagedTile tile;
+  const std::int64_t line = v / tiles;
+  tile.b = v - line * tiles;
+  const std::int64_t q = tile.b * width;
+  line_offsets(s, line, tile.xo, tile.yo);
+  tile.xo += q;
+  tile.yo += q;
+  tile.count = s.length - q < width ? s.length - q : width;
+  return tile;
+}
+
+// The 16-byte chunks of a staged tile that one thread copies in and out: chunk c of the tile lies
+// in run c / per_run at position c % per_run of a tile buffer, and a thread takes chunks t, t + n,
+// t + 2n, ... Its place in the buffer advances by additions: the 64-bit divisions of computing it
+// per chunk took more issue slots than the copies themselves (on an H100, threads of the 4 teams
+// on an SM spent 6.8 us of a tile's 13 us issuing the copy-out and the next copy-in).
+struct ChunkWalk {
+  int offset, pos;    // the chunk's byte offset in a tile buffer, its position in its run
+  int step, step_pos; // bytes and positions per n chunks
+  int wrap;           // bytes added on moving into the next run
+  int per_run;
+
+  void advance() {
+    offset += step;
+    pos += step_pos;
+    if (pos >= per_run) {
+      pos -= per_run;
+      offset += wrap;
+    }
+  }
+};
+
+inline ChunkWalk chunk_walk(int t, int n, int per_run, int stride) {
+  ChunkWalk w;
+  w.per_run = per_run;
+  w.pos = t % per_run;
+  w.offset = (t / per_run) * stride + w.pos * 16;
+  w.step_pos = n % per_run;
+  w.step = (n / per_run) * stride + w.step_pos * 16;
+  w.wrap = stride - per_run * 16;
+  return w;
+}
+
+// Issues the asynchronous copy of a tile of count elements from src into a tile buffer (a partial
+// last chunk element by element).
+template <class T> void stage_in(const T* src, std::int64_t count, char* buffer, ChunkWalk w, int n) {
+  constexpr int ve = vec_elems<T>;
+  for (std::int64_t c = omp_get_thread_num(); c * ve < count; c += n, w.advance()) {
+    char* dst = buffer + w.offset;
+    if ((c + 1) * ve <= count) {
+      copy_async_16(dst, src + c * ve);
+    } else {
+      for (std::int64_t e = c * ve; e < count; ++e) reinterpret_cast<T*>(dst)[e - c * ve] = src[e];
+    }
+  }
+  copy_async_commit();
+}
+
+// Writes a scanned tile of count elements from its buffer to dst, 16 bytes at a time.
+template <class T> void stage_out(const char* buffer, std::int64_t count, T* dst, ChunkWalk w, int n) {
+  constexpr int ve = vec_elems<T>;
+  for (std::int64_t c = omp_get_thread_num(); c * ve < count; c += n, w.advance()) {
+    const char* from = buffer + w.offset;
+    if ((c + 1) * ve <= count) {
+      *reinterpret_cast<u32x4*>(dst + c * ve) = *reinterpret_cast<const u32x4*>(from);
+    } else {
+      for (std::int64_t e = c * ve; e < count; ++e) dst[e] = reinterpret_cast<const T*>(from)[e - c * ve];
+    }
+  }
+}
+
 // Chained tiles staged through team memory, for contiguous 16-byte aligned lines: the tile comes
 // in by asynchronous 16-byte copies (consecutive threads on consecutive chunks), each thread folds
 // and later scans its run of per elements in place there, and the tile goes out in 16-byte chunks
@@ -967,42 +1045,19 @@ void gpu_chained_staged(const KernelArgs<T>& a) {
     serial_lines<T, Op>(a);
     return;
   }
-  const int stride = per * int(sizeof(T)) + int(staged_run_pad), chunks_per_run = per / ve;
+  const int stride = per * int(sizeof(T)) + int(staged_run_pad);
   char* const buffers[2] = {base + staged_head_bytes<Acc>(), base + staged_head_bytes<Acc>() + std::int64_t(n) * stride};
-  auto chunk_at = [&](char* buffer, std::int64_t c) {
-    return buffer + (c / chunks_per_run) * stride + (c % chunks_per_run) * 16;
-  };
-  // Elements of tile v, and where its line starts in x and y.
-  auto tile_span = [&](std::int64_t v, std::int64_t& xo, std::int64_t& yo) {
-    const std::int64_t q = (v % tiles) * width;
-    line_offsets(s, v / tiles, xo, yo);
-    xo += q;
-    yo += q;
-    return s.length - q < width ? s.length - q : width;
-  };
-  // Issues the copy-in of tile v (a partial last chunk element by element).
-  auto copy_in = [&](std::int64_t v, char* buffer) {
-    std::int64_t xo, yo;
-    const std::int64_t count = tile_span(v, xo, yo);
-    const T* src = a.x + xo;
-    for (std::int64_t c = t; c * ve < count; c += n) {
-      char* dst = chunk_at(buffer, c);
-      if ((c + 1) * ve <= count) {
-        copy_async_16(dst, src + c * ve);
-      } else {
-        for (std::int64_t e = c * ve; e < count; ++e) reinterpret_cast<T*>(dst)[e - c * ve] = src[e];
-      }
-    }
-    copy_async_commit();
-  };
+  const ChunkWalk walk = chunk_walk(t, n, per / ve, stride);
   std::int64_t u = first_ticket(a.ticket, sh);
+  StagedTile tile{};
+  if (u < units) {
+    tile = staged_tile(s, u, tiles, width);
+    stage_in(a.x + tile.xo, tile.count, buffers[0], walk, n);
+  }
   int cur = 0;
-  if (u < units) copy_in(u, buffers[0]);
   while (u < units) {
-    const std::int64_t b = u % tiles;
-    std::int64_t xo, yo;
-    const std::int64_t count_in_tile = tile_span(u, xo, yo);
-    const int count = run_count(count_in_tile, std::int64_t(t) * per, per);
+    const StagedTile current = tile;
+    const int count = run_count(current.count, std::int64_t(t) * per, per);
     StagedRun<T> run{buffers[cur] + std::int64_t(t) * stride};
     copy_async_wait();
 #pragma omp barrier
@@ -1010,23 +1065,18 @@ void gpu_chained_staged(const KernelArgs<T>& a) {
 #pragma omp barrier
     Acc warp_before, total;
     tile_block_scan<Op>(sh->warp_total[0], n, lane, mask, warp_before, total);
-    if (t < 32) chained_publish<Op>(a.words, a.ticket, sh, u, b, total, a.exclusive, lane, mask);
+    if (t < 32) chained_publish<Op>(a.words, a.ticket, sh, u, current.b, total, a.exclusive, lane, mask);
 #pragma omp barrier
     const Acc carry = sh->carry;
     const std::int64_t next = sh->ticket;
     // The other buffer was last read by the previous tile's copy-out, before the first barrier.
-    if (next < units) copy_in(next, buffers[cur ^ 1]);
+    if (next < units) {
+      tile = staged_tile(s, next, tiles, width);
+      stage_in(a.x + tile.xo, tile.count, buffers[cur ^ 1], walk, n);
+    }
     run.template scan<Op>(count, Op::apply(Op::apply(carry, warp_before), lane_before), a.exclusive);
 #pragma omp barrier
-    T* const dst = a.y + yo;
-    for (std::int64_t c = t; c * ve < count_in_tile; c += n) {
-      const char* from = chunk_at(buffers[cur], c);
-      if ((c + 1) * ve <= count_in_tile) {
-        *reinterpret_cast<u32x4*>(dst + c * ve) = *reinterpret_cast<const u32x4*>(from);
-      } else {
-        for (std::int64_t e = c * ve; e < count_in_tile; ++e) dst[e] = reinterpret_cast<const T*>(from)[e - c * ve];
-      }
-    }
+    stage_out(buffers[cur], current.count, a.y + current.yo, walk, n);
     cur ^= 1;
     u = next;
   }
