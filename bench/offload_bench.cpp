@@ -9,8 +9,9 @@
 //   --quick  small shapes, for a smoke test
 //   --sweep  every case also with a sweep of teams, threads and items (for columns: threads
 //            and width in one pass, and a chunked run)
-//   --case chained|rows|columns  only the one long line, the lines along the contiguous axis, or
-//            the scanned axis outside it (repeatable: --case rows --case columns)
+//   --case chained|rows|columns  only the long line(s) (one, and eight of an eighth the length), the
+//            lines along the contiguous axis, or the scanned axis outside it (repeatable:
+//            --case rows --case columns)
 #include <omp.h>
 
 #include <algorithm>
@@ -180,7 +181,8 @@ int main(int argc, char** argv) {
       for (int threads : {64, 128, 256})
         for (int bytes : {64, 128})
           v.push_back("scan.offload_chained(threads=" + std::to_string(threads) + ", items=" + items(t, bytes) + ")");
-      for (int teams : {528, 2112}) v.push_back("scan.offload_chained(teams=" + std::to_string(teams) + ")");
+      v.push_back("scan.offload_chained(threads=128, items=" + items(t, 96) + ")");
+      for (int teams : {528, 792}) v.push_back("scan.offload_chained(teams=" + std::to_string(teams) + ")");
     }
     return v;
   };
@@ -213,12 +215,14 @@ int main(int argc, char** argv) {
   const double start = omp_get_wtime();
   try {
     // Case by case, each for every type: a case that fails leaves the others' records.
-    const char* const case_names[] = {"rows", "columns", "chained"};
-    for (int i = 0; i < 3; ++i) {
+    // "chained" names both the one long line and 8 long lines.
+    const char* const case_names[] = {"rows", "columns", "chained", "chained"};
+    for (int i = 0; i < 4; ++i) {
       if (!only_cases.empty() && std::find(only_cases.begin(), only_cases.end(), case_names[i]) == only_cases.end())
         continue;
       for (DataType t : {DataType::float32, DataType::int32, DataType::float16}) {
-        const ScanCase cases[] = {{t, {side, side}, 1, rows(t)}, {t, {side, side}, 0, cols(t)}, {t, {long_line}, 0, chain(t)}};
+        const ScanCase cases[] = {{t, {side, side}, 1, rows(t)}, {t, {side, side}, 0, cols(t)}, {t, {long_line}, 0, chain(t)},
+                                  {t, {8, long_line / 8}, 1, {""}}};
         std::fprintf(stderr, "%.1f s: %s %s\n", omp_get_wtime() - start, case_names[i], std::string(name_of(t)).c_str());
         switch (t) {
           case DataType::float32: run_scan_case<float>(cases[i], rng); break;

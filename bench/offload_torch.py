@@ -49,7 +49,7 @@ def scan_group():
     side = 1024 if QUICK else 16384
     types = {"float32": torch.float32, "int32": torch.int32, "float16": torch.float16}
     for name, dtype in types.items():
-        for shape, axis in (((long_line,), 0), ((side, side), 1), ((side, side), 0)):
+        for shape, axis in (((long_line,), 0), ((8, long_line // 8), 1), ((side, side), 1), ((side, side), 0)):
             case = f"cumsum {name} {{{','.join(map(str, shape))}}} axis {axis}"
             if dtype.is_floating_point:
                 x = torch.rand(shape, device="cuda", dtype=dtype)

@@ -6,12 +6,15 @@
 // kernel computes int32 dot(A', B') over depth slices of at most 65536 (|a'b'| <= 255 * 128, so a
 // slice cannot overflow), adds the slices in int64 when the depth is larger, and its epilogue
 // folds the zero points back exactly (qmm_pack.hpp) and requantizes with requantize()'s semantics.
+// On a GPU both products stage slices of a tile's A' rows and B' columns in dynamic team memory
+// with cp.async, one to three slices ahead; the host fallback computes from the workspace directly.
 #include "schedules/qmm_offload.hpp"
 
 #include <omp.h>
 
 #include <algorithm>
 #include <bit>
+#include <type_traits>
 
 #include "schedules/qmm_pack.hpp"
 
@@ -19,11 +22,11 @@ namespace hk::detail {
 namespace {
 
 constexpr std::int64_t tile_rows = 128, tile_cols = 128;  // outputs per team tile
-constexpr std::int64_t depth_step = 64;                     // k per packing chunk / mma pair
-constexpr std::int64_t stage_depth = 128;                   // k per dp4a slice in team memory
+constexpr std::int64_t depth_step = 64;                     // k per transposed or gathered chunk
+constexpr std::int64_t depth_align = 128;                   // kp: whole slices and chunks
 constexpr std::int64_t int32_depth = 65536;                 // deepest int32-safe slice
 constexpr std::int64_t workspace_align = 256;
-constexpr int default_threads_per_team = 256;
+constexpr int default_dp4a_threads = 256, default_mma_threads = 128;
 
 using u8 = std::uint8_t;
 using u32 = std::uint32_t;
@@ -43,6 +46,29 @@ inline i32 dot4(u32 a, u32 b, i32 c) {
 #endif
 }
 
+// The sum of a word's bytes: unsigned for A', signed for B' (dp4a takes its first operand
+// unsigned, so A' bytes times ones, ones times B' bytes).
+inline i32 byte_sum(u32 word, bool is_a) { return is_a ? dot4(word, 0x01010101u, 0) : dot4(0x01010101u, word, 0); }
+
+// RNE(acc * multiplier) for |acc| >= 2^29, exactly through the multiplier's bits, saturated to
+// +-limit. Kept out of line: the product kernels inline the common case into every output.
+[[gnu::noinline]] i64 rounded_product_wide(i64 acc, float multiplier, i64 limit) {
+  const u32 bits = std::bit_cast<u32>(multiplier);
+  const int biased = int(bits >> 23) & 0xff;
+  const i64 mantissa = biased == 0 ? i64(bits & 0x7fffff) : i64((bits & 0x7fffff) | 0x800000);
+  const int shift = (biased == 0 ? 1 : biased) - 150;  // multiplier = mantissa * 2^shift
+  const __int128 product = __int128(acc) * mantissa;
+  if (product == 0) return 0;
+  if (shift >= 0) return product > 0 ? limit : -limit;  // |acc| >= 2^29 and multiplier >= 1
+  if (-shift >= 90) return 0;                            // |product| < 2^88, so |value| < 1/4
+  const int s = -shift;
+  __int128 quotient = product >> s;  // floor
+  const __int128 remainder = product - (quotient << s);
+  const __int128 half = __int128(1) << (s - 1);
+  if (remainder > half || (remainder == half && (quotient & 1))) ++quotient;
+  return quotient < -limit ? -limit : quotient > limit ? limit : i64(quotient);
+}
+
 // RNE(acc * multiplier) + zero_point saturated to [qmin, qmax]: requantize() without libm, so it
 // compiles for the device too. The multiplier is finite and non-negative (validated).
 inline i32 requantize_exact(i64 acc, float multiplier, i32 zero_point, i32 qmin, i32 qmax) {
@@ -53,25 +79,7 @@ inline i32 requantize_exact(i64 acc, float multiplier, i32 zero_point, i32 qmin,
     const double v = __builtin_rint(double(acc) * double(multiplier));
     rounded = v < -double(limit) ? -limit : v > double(limit) ? limit : i64(v);
   } else {
-    const u32 bits = std::bit_cast<u32>(multiplier);
-    const int biased = int(bits >> 23) & 0xff;
-    const i64 mantissa = biased == 0 ? i64(bits & 0x7fffff) : i64((bits & 0x7fffff) | 0x800000);
-    const int shift = (biased == 0 ? 1 : biased) - 150;  // multiplier = mantissa * 2^shift
-    const __int128 product = __int128(acc) * mantissa;
-    if (product == 0) {
-      rounded = 0;
-    } else if (shift >= 0) {
-      rounded = product > 0 ? limit : -limit;  // |acc| >= 2^29 and multiplier >= 1
-    } else if (-shift >= 90) {
-      rounded = 0;  // |product| < 2^88, so |value| < 1/4
-    } else {
-      const int s = -shift;
-      __int128 quotient = product >> s;  // floor
-      const __int128 remainder = product - (quotient << s);
-      const __int128 half = __int128(1) << (s - 1);
-      if (remainder > half || (remainder == half && (quotient & 1))) ++quotient;
-      rounded = quotient < -limit ? -limit : quotient > limit ? limit : i64(quotient);
-    }
+    rounded = rounded_product_wide(acc, multiplier, limit);
   }
   const i64 v = rounded + zero_point;
   return i32(v < qmin ? qmin : v > qmax ? qmax : v);
@@ -104,19 +112,62 @@ struct Kernel {
   const u8* a_rows(i64 t, i64 r) const { return ap + (a_batch(t) * Mp + r) * kp; }
   const std::int8_t* b_cols(i64 t, i64 c) const { return bp + (b_batch(t) * Np + c) * kp; }
 
-  // Output (t, m, n) from its dot(A', B'); rows and columns beyond the matrix are skipped.
-  void finish(i64 t, i64 m, i64 n, i64 dot) const {
-    if (m >= M || n >= N) return;
-    const i64 alpha = i64(ca) + za[m * za_step];
-    const i64 beta = i64(zb[n * zb_step]) - cb;
-    const i64 acc = dot - beta * row_sums[a_batch(t) * M + m] -
-                    alpha * (col_sums[b_batch(t) * N + n] - K * beta);
-    // float32(float32(sa * sb) / sy): a float product or quotient rounded from double is the
-    // correctly rounded float operation, whatever the device's float division does.
-    const float product = float(double(sa[m * sa_step]) * double(sb[n * sb_step]));
-    const float multiplier = float(double(product) / double(sy[m * sy_step]));
-    const i32 v = requantize_exact(acc, multiplier, zy[m * zy_step], qmin, qmax);
-    out[(t / batch1) * o_bs[0] + (t % batch1) * o_bs[1] + m * o_rs + n * o_cs] = u8(v);
+  // The epilogue's terms, gathered once per tile, per output row and per output column, so that
+  // an output costs a few multiplications: acc = dot - beta * row sum - alpha * (column sum -
+  // K * beta) folds the zero points back (qmm_pack.hpp), then float32(float32(sa * sb) / sy)
+  // requantizes it. (A float product or quotient rounded from double is the correctly rounded
+  // float operation, whatever the device's float division does.)
+  struct Tile {
+    const i64* row_sums;
+    const i64* col_sums;
+    u8* out;
+  };
+  struct Row {
+    bool inside = false;
+    i64 alpha = 0, sum = 0;
+    double sa = 0, sy = 1;
+    float multiplier = 0;  // the whole multiplier when B has one scale
+    i32 zy = 0;
+    u8* out = nullptr;
+  };
+  struct Col {
+    bool inside = false;
+    i64 beta = 0, term = 0, offset = 0;
+    double sb = 0;
+  };
+
+  Tile tile(i64 t) const {
+    return {row_sums + a_batch(t) * M, col_sums + b_batch(t) * N, out + (t / batch1) * o_bs[0] + (t % batch1) * o_bs[1]};
+  }
+  Row row(const Tile& tl, i64 m) const {
+    Row r;
+    if (m >= M) return r;
+    r.inside = true;
+    r.alpha = i64(ca) + za[m * za_step];
+    r.sum = tl.row_sums[m];
+    r.sa = sa[m * sa_step];
+    r.sy = sy[m * sy_step];
+    r.multiplier = float(double(float(r.sa * double(sb[0]))) / r.sy);
+    r.zy = zy[m * zy_step];
+    r.out = tl.out + m * o_rs;
+    return r;
+  }
+  Col col(const Tile& tl, i64 n) const {
+    Col c;
+    if (n >= N) return c;
+    c.inside = true;
+    c.beta = i64(zb[n * zb_step]) - cb;
+    c.term = tl.col_sums[n] - K * c.beta;
+    c.sb = sb[n * sb_step];
+    c.offset = n * o_cs;
+    return c;
+  }
+  // The output at (r, c) from its dot(A', B'); rows and columns beyond the matrix are skipped.
+  void finish(const Row& r, const Col& c, i64 dot) const {
+    if (!r.inside || !c.inside) return;
+    const i64 acc = dot - c.beta * r.sum - r.alpha * c.term;
+    const float multiplier = sb_step == 0 ? r.multiplier : float(double(float(r.sa * c.sb)) / r.sy);
+    r.out[c.offset] = u8(requantize_exact(acc, multiplier, r.zy, qmin, qmax));
   }
 };
 
@@ -135,7 +186,7 @@ WorkspaceLayout workspace_layout(const OffloadQmmArgs& x) {
   w.b_batches = batch_shared(x.b) ? 1 : batches;
   w.Mp = round_up(x.M, tile_rows);
   w.Np = round_up(x.N, tile_cols);
-  w.kp = round_up(x.K, stage_depth);
+  w.kp = round_up(x.K, depth_align);
   w.ap = 0;
   w.bp = align_up(w.ap + w.a_batches * w.Mp * w.kp);
   w.row_sums = align_up(w.bp + w.b_batches * w.Np * w.kp);
@@ -159,8 +210,7 @@ inline i64 pack_chunk(const u8* src, i64 k_stride, i64 kk0, i64 K, bool inside, 
       if (inside && kk < K) word |= u32(u8(src[kk * k_stride] ^ flip)) << (8 * j);
     }
     words[w] = word;
-    // dp4a takes its first operand unsigned: A' bytes times ones, ones times B' bytes.
-    sum += is_a ? dot4(word, 0x01010101u, 0) : dot4(0x01010101u, word, 0);
+    sum += byte_sum(word, is_a);
   }
 #pragma unroll
   for (int v = 0; v < 4; ++v)
@@ -168,210 +218,507 @@ inline i64 pack_chunk(const u8* src, i64 k_stride, i64 kk0, i64 K, bool inside, 
   return sum;
 }
 
-// A' and B' into the workspace with their sums: a thread per 64-deep chunk of a row of A' (a
-// column of B'), its sum added atomically. Neighbouring threads take neighbouring chunks when the
-// source's k stride is the smaller one, neighbouring rows (columns) otherwise, so that they read
-// neighbouring bytes.
-void pack(const Kernel k, int device) {
-  const i64 chunks = k.kp / depth_step;
-  const i64 a_batches = k.a_shared ? 1 : k.batches, b_batches = k.b_shared ? 1 : k.batches;
-  const i64 a_rows = a_batches * k.M, b_cols = b_batches * k.N;
-#pragma omp target teams distribute parallel for device(device) firstprivate(k)
-  for (i64 i = 0; i < a_rows + b_cols; ++i) (i < a_rows ? k.row_sums[i] : k.col_sums[i - a_rows]) = 0;
+// One operand as the packing kernels see it: lines (rows of A, columns of B) of depth K.
+struct Operand {
+  const u8* src;
+  i64 bs[2], line_stride, k_stride, lines, padded_lines, batches;
+  u8 flip;
+  bool is_a;
+  u8* dst;
+  i64* sums;
+};
 
-  const bool a_chunk_inner = k.a_cs <= k.a_rs, b_chunk_inner = k.b_rs <= k.b_cs;
-  const i64 a_count = a_batches * k.Mp * chunks, b_count = b_batches * k.Np * chunks;
-#pragma omp target teams distribute parallel for device(device) firstprivate(k)
-  for (i64 i = 0; i < a_count + b_count; ++i) {
-    const bool is_a = i < a_count;
-    const i64 j = is_a ? i : i - a_count, lines = is_a ? k.Mp : k.Np, count = is_a ? k.M : k.N;
-    const bool chunk_inner = is_a ? a_chunk_inner : b_chunk_inner;
-    const i64 t = j / (lines * chunks), rest = j % (lines * chunks);
-    const i64 r = chunk_inner ? rest / chunks : rest % lines, c = chunk_inner ? rest % chunks : rest / lines;
-    const i64 b0 = t / k.batch1, b1 = t % k.batch1;
-    const u8* src = is_a ? k.a + b0 * k.a_bs[0] + b1 * k.a_bs[1] + r * k.a_rs
-                         : k.b + b0 * k.b_bs[0] + b1 * k.b_bs[1] + r * k.b_cs;
-    u8* dst = (is_a ? k.ap : reinterpret_cast<u8*>(k.bp)) + (t * lines + r) * k.kp + c * depth_step;
-    const i64 sum = pack_chunk(src, is_a ? k.a_cs : k.b_rs, c * depth_step, k.K, r < count,
-                               is_a ? k.a_flip : k.b_flip, is_a, dst);
-    if (r < count) {
-      i64& total = is_a ? k.row_sums[t * k.M + r] : k.col_sums[t * k.N + r];
-#pragma omp atomic update
-      total += sum;
+Operand operand_of(const Kernel& k, bool is_a) {
+  if (is_a)
+    return {k.a, {k.a_bs[0], k.a_bs[1]}, k.a_rs, k.a_cs, k.M, k.Mp, k.a_shared ? 1 : k.batches, k.a_flip,
+            true, k.ap, k.row_sums};
+  return {k.b, {k.b_bs[0], k.b_bs[1]}, k.b_cs, k.b_rs, k.N, k.Np, k.b_shared ? 1 : k.batches, k.b_flip,
+          false, reinterpret_cast<u8*>(k.bp), k.col_sums};
+}
+
+bool aligned16(const void* p, i64 a, i64 b, i64 c) {
+  return reinterpret_cast<std::uintptr_t>(p) % 16 == 0 && a % 16 == 0 && b % 16 == 0 && c % 16 == 0;
+}
+
+// Depth contiguous, every line and 16-k chunk 16-byte aligned: lines are copied in 16-byte chunks
+// (pack_copy).
+bool copy_packable(const Operand& o, i64 K) {
+  return o.k_stride == 1 && K % 16 == 0 && aligned16(o.src, o.line_stride, o.bs[0], o.bs[1]);
+}
+
+// Lines contiguous (the transposed layout) in 16-line groups: a thread reads 16-byte rows of 16
+// lines and transposes them in registers, 64 k at a time, neighbouring threads taking
+// neighbouring line groups.
+bool transpose_packable(const Operand& o) {
+  return o.line_stride == 1 && o.lines % 16 == 0 && aligned16(o.src, o.k_stride, o.bs[0], o.bs[1]);
+}
+
+#ifdef __NVPTX__
+// The sum over the calling warp (SPMD kernels only: all 32 lanes call it).
+inline i64 warp_sum(i64 v) {
+  for (int d = 16; d > 0; d /= 2) {
+    u32 lo, hi;
+    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 31, -1;" : "=r"(lo) : "r"(u32(v)), "r"(d));
+    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 31, -1;" : "=r"(hi) : "r"(u32(std::uint64_t(v) >> 32)), "r"(d));
+    v += i64(std::uint64_t(hi) << 32 | lo);
+  }
+  return v;
+}
+#endif
+
+constexpr int pack_threads = 256;
+
+// The copying kernel's work: one or two operands, and sums to zero for the kernels after it (those
+// that add theirs atomically), so that packing takes as few launches as the layouts allow.
+struct CopyJob {
+  Operand first, second;
+  int operands = 0;
+  i64* zero = nullptr;
+  i64 zero_count = 0;
+};
+
+// A warp per line on a GPU (whole warps), each lane copying every 32nd 16-byte chunk and the warp
+// adding the sum up with shuffles, so that the sum is stored, not accumulated; a thread per line
+// otherwise (the host fallback).
+void pack_copy(const CopyJob job, i64 K, i64 kp, i64 batch1, int device) {
+  const i64 first_lines = job.first.batches * job.first.padded_lines;
+  const i64 lines = first_lines + (job.operands > 1 ? job.second.batches * job.second.padded_lines : 0);
+  const int teams = int(std::clamp<i64>((lines + 7) / 8, 1, 8192));
+#pragma omp target teams num_teams(teams) thread_limit(pack_threads) device(device) firstprivate(job) \
+    ompx_attribute(__attribute__((launch_bounds(pack_threads))))
+#pragma omp parallel
+  {
+    const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+    const i64 team = omp_get_team_num(), team_count = omp_get_num_teams();
+    for (i64 i = team * nth + tid; i < job.zero_count; i += team_count * nth) job.zero[i] = 0;
+#ifdef __NVPTX__
+    const int lanes = nth % 32 == 0 ? 32 : 1;
+#else
+    const int lanes = 1;
+#endif
+    const i64 per_team = nth / lanes, chunks = kp / 16;
+    for (i64 l = team * per_team + tid / lanes; l < lines; l += team_count * per_team) {
+      const bool in_first = l < first_lines;
+      const Operand o = in_first ? job.first : job.second;
+      const i64 index = in_first ? l : l - first_lines;
+      const i64 t = index / o.padded_lines, line = index % o.padded_lines;
+      const u8* src = o.src + (t / batch1) * o.bs[0] + (t % batch1) * o.bs[1] + line * o.line_stride;
+      u32x4* dst = reinterpret_cast<u32x4*>(o.dst + index * kp);
+      const bool inside = line < o.lines;
+      const u32 flip = u32(o.flip) * 0x01010101u;
+      i64 sum = 0;
+      for (i64 c = tid % lanes; c < chunks; c += lanes) {
+        u32x4 w = {0, 0, 0, 0};
+        if (inside && 16 * c < K) w = *reinterpret_cast<const u32x4*>(src + 16 * c) ^ flip;
+        sum += byte_sum(w.x, o.is_a) + byte_sum(w.y, o.is_a) + byte_sum(w.z, o.is_a) + byte_sum(w.w, o.is_a);
+        dst[c] = w;
+      }
+#ifdef __NVPTX__
+      if (lanes == 32) sum = warp_sum(sum);
+#endif
+      if (tid % lanes == 0 && inside) o.sums[t * o.lines + line] = sum;
     }
   }
 }
 
-// dp4a product: one 128 x 128 tile per team at a time, depth slices of 128 staged in team-local
-// memory, each thread an 8 x 8 block of outputs (rows tr + 16i, columns tc + 16j). With fewer
-// threads than the 256 blocks, the threads take the blocks in rounds; blocks wholly past the
-// matrix's edge only help staging.
-template <bool Deep>
-void product_dp4a(const Kernel k, int device, int teams, int threads) {
-  constexpr int words = int(stage_depth / 4), blocks = 256;
-  const i64 tiles = k.batches * k.tiles_m * k.tiles_n;
-#pragma omp target teams distribute num_teams(teams) thread_limit(threads) device(device) firstprivate(k)
-  for (i64 tile = 0; tile < tiles; ++tile) {
-    u32 sa[words][tile_rows + 1];  // team-local: [k word][row], padded against bank conflicts
-    u32 sb[words][tile_cols + 1];
-    const i64 t = tile / (k.tiles_m * k.tiles_n), i0 = (tile / k.tiles_n % k.tiles_m) * tile_rows,
-              j0 = (tile % k.tiles_n) * tile_cols;
-    const u32* a_src = reinterpret_cast<const u32*>(k.a_rows(t, i0));
-    const u32* b_src = reinterpret_cast<const u32*>(k.b_cols(t, j0));
-    const i64 row_words = k.kp / 4;
-#pragma omp parallel
-    {
-      const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-      for (int first = 0; first < blocks; first += nth) {
-        const int block = first + tid;
-        const int tr = block / 16, tc = block % 16;
-        // A block whose first row or column lies past the matrix holds no output.
-        const bool active = block < blocks && i0 + tr < k.M && j0 + tc < k.N;
-        i32 acc[8][8] = {};
-        i64 wide[Deep ? 8 : 1][Deep ? 8 : 1] = {};
-        for (i64 k0 = 0; k0 < k.kp; k0 += stage_depth) {
-          for (int e = tid; e < int(tile_rows) * words; e += nth) {
-            const int r = e / words, w = e % words;
-            sa[w][r] = a_src[r * row_words + k0 / 4 + w];
-            sb[w][r] = b_src[r * row_words + k0 / 4 + w];
-          }
-#pragma omp barrier
-          if (active) {
-            for (int w = 0; w < words; ++w) {
-              u32 x[8], y[8];
+// Byte j of each of four words (four k of one line j) as one word.
+inline u32 gather_byte(u32 w0, u32 w1, u32 w2, u32 w3, int j) {
+  const int s = 8 * j;
+  return ((w0 >> s) & 0xff) | ((w1 >> s) & 0xff) << 8 | ((w2 >> s) & 0xff) << 16 | ((w3 >> s) & 0xff) << 24;
+}
+
+void pack_transpose(const Operand o, i64 K, i64 kp, i64 batch1, int device) {
+  const i64 groups = o.padded_lines / 16, chunks = kp / depth_step, count = o.batches * groups * chunks;
+#pragma omp target teams distribute parallel for device(device) firstprivate(o) thread_limit(256) \
+    ompx_attribute(__attribute__((launch_bounds(256))))
+  for (i64 i = 0; i < count; ++i) {
+    const i64 group = i % groups, chunk = i / groups % chunks, t = i / (groups * chunks);
+    const i64 line0 = group * 16;
+    const bool inside = line0 < o.lines;
+    const u8* src = o.src + (t / batch1) * o.bs[0] + (t % batch1) * o.bs[1] + line0;
+    u8* dst = o.dst + (t * o.padded_lines + line0) * kp + chunk * depth_step;
+    const u32 flip = u32(o.flip) * 0x01010101u;
+    i32 sums[16] = {};
+    for (int q = 0; q < int(depth_step / 16); ++q) {
+      // rows[r]: lines line0..line0+15 at depth k0 + r.
+      const i64 k0 = chunk * depth_step + 16 * q;
+      u32x4 rows[16];
 #pragma unroll
-              for (int i = 0; i < 8; ++i) x[i] = sa[w][tr + 16 * i];
+      for (int r = 0; r < 16; ++r) {
+        rows[r] = u32x4{0, 0, 0, 0};
+        if (inside && k0 + r < K) rows[r] = *reinterpret_cast<const u32x4*>(src + (k0 + r) * o.k_stride) ^ flip;
+      }
 #pragma unroll
-              for (int j = 0; j < 8; ++j) y[j] = sb[w][tc + 16 * j];
+      for (int l = 0; l < 16; ++l) {
+        u32 out[4];
 #pragma unroll
-              for (int i = 0; i < 8; ++i)
-#pragma unroll
-                for (int j = 0; j < 8; ++j) acc[i][j] = dot4(x[i], y[j], acc[i][j]);
-            }
-          }
-#pragma omp barrier
-          if constexpr (Deep) {
-            if ((k0 + stage_depth) % int32_depth == 0 || k0 + stage_depth == k.kp)
-#pragma unroll
-              for (int i = 0; i < 8; ++i)
-#pragma unroll
-                for (int j = 0; j < 8; ++j) wide[i][j] += acc[i][j], acc[i][j] = 0;
-          }
+        for (int g = 0; g < 4; ++g) {
+          const u32x4 &w0 = rows[4 * g], &w1 = rows[4 * g + 1], &w2 = rows[4 * g + 2], &w3 = rows[4 * g + 3];
+          const int word = l / 4, byte = l % 4;
+          out[g] = gather_byte(w0[word], w1[word], w2[word], w3[word], byte);
+          sums[l] += byte_sum(out[g], o.is_a);
         }
-        if (active)
-#pragma unroll
-          for (int i = 0; i < 8; ++i)
-#pragma unroll
-            for (int j = 0; j < 8; ++j)
-              k.finish(t, i0 + tr + 16 * i, j0 + tc + 16 * j, Deep ? wide[i][j] : acc[i][j]);
+        *reinterpret_cast<u32x4*>(dst + l * kp + 16 * q) = u32x4{out[0], out[1], out[2], out[3]};
       }
     }
+    if (inside)
+#pragma unroll
+      for (int l = 0; l < 16; ++l) {
+        if (sums[l] != 0) {
+#pragma omp atomic update
+          o.sums[t * o.lines + line0 + l] += i64(sums[l]);
+        }
+      }
   }
 }
 
-// A 64 x 32 block of a tile computed by one worker without warp instructions: the host fallback,
-// and a device team that got fewer than 32 threads.
+// Any other layout: a thread per 64-deep chunk, bytes gathered through the strides. Neighbouring
+// threads take neighbouring chunks when the source's k stride is the smaller one, neighbouring
+// lines otherwise, so that they read neighbouring bytes.
+void pack_gather(const Operand o, i64 K, i64 kp, i64 batch1, int device) {
+  const i64 chunks = kp / depth_step, count = o.batches * o.padded_lines * chunks;
+  const bool chunk_inner = o.k_stride <= o.line_stride;
+#pragma omp target teams distribute parallel for device(device) firstprivate(o)
+  for (i64 i = 0; i < count; ++i) {
+    const i64 t = i / (o.padded_lines * chunks), rest = i % (o.padded_lines * chunks);
+    const i64 r = chunk_inner ? rest / chunks : rest % o.padded_lines;
+    const i64 c = chunk_inner ? rest % chunks : rest / o.padded_lines;
+    const u8* src = o.src + (t / batch1) * o.bs[0] + (t % batch1) * o.bs[1] + r * o.line_stride;
+    u8* dst = o.dst + (t * o.padded_lines + r) * kp + c * depth_step;
+    const i64 sum = pack_chunk(src, o.k_stride, c * depth_step, K, r < o.lines, o.flip, o.is_a, dst);
+    if (r < o.lines) {
+#pragma omp atomic update
+      o.sums[t * o.lines + r] += sum;
+    }
+  }
+}
+
+// A' and B' into the workspace with their sums, each operand by the fastest packing kernel its
+// layout allows: the copying kernel first (both operands in one launch where both allow it), which
+// also zeroes the sums that the transposing or gathering kernels after it add atomically.
+void pack(const Kernel k, int device) {
+  const Operand a = operand_of(k, true), b = operand_of(k, false);
+  const bool a_copy = copy_packable(a, k.K), b_copy = copy_packable(b, k.K);
+  if (a_copy || b_copy) {
+    CopyJob job;
+    job.first = a_copy ? a : b;
+    job.operands = a_copy && b_copy ? 2 : 1;
+    job.second = b;
+    if (!a_copy || !b_copy) {
+      const Operand& other = a_copy ? b : a;
+      job.zero = other.sums, job.zero_count = other.batches * other.lines;
+    }
+    pack_copy(job, k.K, k.kp, k.batch1, device);
+  } else {
+    i64* sums[2] = {a.sums, b.sums};
+    const i64 a_count = a.batches * a.lines, count = a_count + b.batches * b.lines;
+#pragma omp target teams distribute parallel for device(device) firstprivate(sums)
+    for (i64 i = 0; i < count; ++i) (i < a_count ? sums[0][i] : sums[1][i - a_count]) = 0;
+  }
+  for (const Operand& o : {a, b}) {
+    if (copy_packable(o, k.K)) continue;
+    if (transpose_packable(o))
+      pack_transpose(o, k.K, k.kp, k.batch1, device);
+    else
+      pack_gather(o, k.K, k.kp, k.batch1, device);
+  }
+}
+
+// A 64 x 32 block of a tile computed by one worker without team memory or warp instructions: the
+// host fallback, and a device team without the staged kernels' conditions.
 inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
   const i64 words = k.kp / 4;
-  for (i64 r = r0; r < r0 + 64 && r < k.M; ++r)
+  const Kernel::Tile tl = k.tile(t);
+  for (i64 r = r0; r < r0 + 64 && r < k.M; ++r) {
+    const Kernel::Row rw = k.row(tl, r);
     for (i64 c = c0; c < c0 + 32 && c < k.N; ++c) {
       const u32* x = reinterpret_cast<const u32*>(k.a_rows(t, r));
       const u32* y = reinterpret_cast<const u32*>(k.b_cols(t, c));
       i64 dot = 0;
       for (i64 w = 0; w < words; ++w) dot += dot4(x[w], y[w], 0);
-      k.finish(t, r, c, dot);
+      k.finish(rw, k.col(tl, c), dot);
     }
+  }
 }
 
+// Team memory of the staged kernels: Stages stages, each a Slice-deep slice of the tile's 128 rows
+// of A' then of its 128 columns of B', Slice bytes per line. Chunk c (16 bytes) of line r lies at
+// chunk c ^ ((r / (8 / chunks)) % chunks) of the line, so that eight consecutive lines' chunk c fall
+// in eight distinct 16-byte bank groups (ldmatrix phases, 16-byte loads and the copies' stores are
+// all conflict-free).
+// Measured on the H100 at 4096^3 (see README "GPU offload"): 2, 3, 4 or 5 stages and slices of 32
+// or 64 moved the mma product by 8% at most (4 x 32 and 2 x 64 the fastest, within 1%).
+constexpr int mma_slice = 32, mma_stages = 4;
+constexpr int dp4a_slice = 64, dp4a_stages = 2;
+// The mma epilogue stages up to four warps' 16 x 64 int64 accumulators.
+constexpr int team_memory_bytes =
+    std::max({mma_slice * 256 * mma_stages, dp4a_slice * 256 * dp4a_stages, 4 * 16 * 64 * 8});
+
 #ifdef __NVPTX__
-inline void mma_u8s8(i32 (&c)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
+template <int Slice> inline int swizzled(int r, int c) {
+  constexpr int chunks = Slice / 16;
+  return r * Slice + ((c ^ ((r / (8 / chunks)) % chunks)) << 4);
+}
+
+inline u32 shared_address(const void* p) {
+  u32 a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+
+inline void team_barrier() { asm volatile("bar.sync 0;" ::: "memory"); }
+inline void warp_sync() { asm volatile("bar.warp.sync -1;" ::: "memory"); }
+
+// Requests the tile's slice at depth k0 into the stage at `stage` (a shared address) with 16-byte
+// cp.async copies spread over all threads, as one commit group.
+template <int Slice>
+inline void stage_slice(const Kernel& k, i64 t, i64 i0, i64 j0, i64 k0, u32 stage, int tid, int nth) {
+  constexpr int chunks = Slice / 16;
+  for (int e = tid; e < 2 * int(tile_rows) * chunks; e += nth) {
+    const bool is_b = e >= int(tile_rows) * chunks;
+    const int r = (e / chunks) % int(tile_rows), c = e % chunks;
+    const u8* src = is_b ? reinterpret_cast<const u8*>(k.b_cols(t, j0 + r)) : k.a_rows(t, i0 + r);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(stage + (is_b ? int(tile_rows) * Slice : 0) +
+                                                                   swizzled<Slice>(r, c)),
+                 "l"(src + k0 + 16 * c)
+                 : "memory");
+  }
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+inline u32x4 load_shared16(u32 address) {
+  u32x4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(address));
+  return v;
+}
+
+// The staged pipeline, Stages - 1 slices ahead: first_slices requests slices 0 .. Stages - 2; before
+// slice s is used, next_slice waits for this thread's copies of it, then for the team's (after
+// which no thread still reads slice s - 1), and requests slice s + Stages - 1 into the stage slice
+// s - 1 used. Returns slice s's stage. A tile ends with team_barrier(), so that the next one may
+// refill every stage.
+template <int Slice, int Stages>
+inline void first_slices(const Kernel& k, i64 t, i64 i0, i64 j0, u32 shared, int tid, int nth) {
+  for (int s = 0; s < Stages - 1; ++s) {
+    if (s * Slice < k.kp)
+      stage_slice<Slice>(k, t, i0, j0, s * Slice, shared + u32(s * 2 * int(tile_rows) * Slice), tid, nth);
+    else
+      asm volatile("cp.async.commit_group;" ::: "memory");  // empty groups keep the wait counts exact
+  }
+}
+
+template <int Slice, int Stages>
+inline u32 next_slice(const Kernel& k, i64 t, i64 i0, i64 j0, i64 k0, i64 s, u32 shared, int tid, int nth) {
+  constexpr u32 stage_bytes = 2 * u32(tile_rows) * Slice;
+  asm volatile("cp.async.wait_group %0;" ::"n"(Stages - 2) : "memory");
+  team_barrier();
+  const i64 ahead = k0 + (Stages - 1) * Slice;
+  if (ahead < k.kp)
+    stage_slice<Slice>(k, t, i0, j0, ahead, shared + u32((s + Stages - 1) % Stages) * stage_bytes, tid, nth);
+  else
+    asm volatile("cp.async.commit_group;" ::: "memory");
+  return shared + u32(s % Stages) * stage_bytes;
+}
+
+// Whether the int32 accumulators end a depth slice of at most int32_depth after the slice at k0.
+template <int Slice> inline bool fold_after(const Kernel& k, i64 k0) {
+  return (k0 + Slice) % int32_depth == 0 || k0 + Slice == k.kp;
+}
+
+// dp4a from team memory: thread block b (of 256) holds the 8 x 8 outputs at rows b / 16 + 16i and
+// columns b % 16 + 16j of the tile; with fewer than 256 threads the blocks are taken in rounds,
+// each round over the whole depth. (No lambdas here: device code moves arrays that lambdas capture
+// out of registers.)
+template <bool Deep>
+inline void tile_dp4a(const Kernel& k, i64 t, i64 i0, i64 j0, u32 shared, int tid, int nth) {
+  constexpr int Slice = dp4a_slice, Stages = dp4a_stages;
+  for (int first = 0; first < 256; first += nth) {
+    const int block = first + tid, tr = block / 16, tc = block % 16;
+    const bool active = block < 256 && i0 + tr < k.M && j0 + tc < k.N;
+    i32 acc[8][8] = {};
+    i64 wide[Deep ? 8 : 1][Deep ? 8 : 1] = {};
+    first_slices<Slice, Stages>(k, t, i0, j0, shared, tid, nth);
+    for (i64 k0 = 0, s = 0; k0 < k.kp; k0 += Slice, ++s) {
+      const u32 stage = next_slice<Slice, Stages>(k, t, i0, j0, k0, s, shared, tid, nth);
+      if (active) {
+#pragma unroll
+        for (int c = 0; c < Slice / 16; ++c) {
+          u32x4 x[8];
+#pragma unroll
+          for (int i = 0; i < 8; ++i) x[i] = load_shared16(stage + swizzled<Slice>(tr + 16 * i, c));
+#pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            const u32x4 y = load_shared16(stage + int(tile_rows) * Slice + swizzled<Slice>(tc + 16 * j, c));
+#pragma unroll
+            for (int i = 0; i < 8; ++i)
+              acc[i][j] = dot4(x[i].w, y.w, dot4(x[i].z, y.z, dot4(x[i].y, y.y, dot4(x[i].x, y.x, acc[i][j]))));
+          }
+        }
+      }
+      if constexpr (Deep)
+        if (fold_after<Slice>(k, k0))
+#pragma unroll
+          for (int i = 0; i < 8; ++i)
+#pragma unroll
+            for (int j = 0; j < 8; ++j) wide[i][j] += acc[i][j], acc[i][j] = 0;
+    }
+    team_barrier();
+    if (active) {
+      const Kernel::Tile tl = k.tile(t);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const Kernel::Row rw = k.row(tl, i0 + tr + 16 * i);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) k.finish(rw, k.col(tl, j0 + tc + 16 * j), Deep ? wide[i][j] : acc[i][j]);
+      }
+    }
+  }
+}
+
+inline void mma_u8s8(i32 (&c)[4], const u32 (&a)[4], u32 b0, u32 b1) {
   asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
       "{%0,%1,%2,%3};"
       : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// A 64 x 32 block by one warp: 4 x 4 mma tiles of 16 x 8. Each lane loads 16 consecutive bytes
-// of a row (a column of B') per 64-deep slice; since a dot product may take its k in any order,
-// lane q's bytes 16q..16q+15 play the k that the mma fragment layout assigns to it (bytes 0-7 in
-// the first mma, 8-15 in the second), identically for A' and B'.
+inline void ldmatrix_x4(u32 (&d)[4], u32 address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+               : "r"(address));
+}
+
+// Tensor cores from team memory: the tile's four 64 x 64 warp blocks (rows 64 * (w / 2), columns
+// 64 * (w % 2)), taken by the team's whole warps in rounds, each round over the whole depth. Per
+// 32-deep step a warp loads its A fragments (16 rows x 32 bytes each) and B fragments (two 8-column
+// groups x 32 bytes each) with ldmatrix: lane l addresses row l % 16, bytes 16 * (l / 16) of an A
+// fragment, and column 8 * (l / 16) + l % 8, bytes 16 * ((l / 8) % 2) of a B pair, which gives each
+// lane exactly the bytes the m16n8k32 fragment layout assigns to it. Threads past the last whole
+// warp only stage.
 template <bool Deep>
-inline void block_mma(const Kernel& k, i64 t, i64 r0, i64 c0, int lane) {
-  const int g = lane / 4, q = lane % 4;
-  i32 c[4][4][4] = {};
-  i64 wide[Deep ? 4 : 1][Deep ? 4 : 1][Deep ? 4 : 1] = {};
-  const u8* a_base = k.a_rows(t, r0 + g) + 16 * q;
-  const u8* b_base = reinterpret_cast<const u8*>(k.b_cols(t, c0 + g)) + 16 * q;
-  // The next slice's fragments are loaded before this slice's mma run, hiding their latency.
-  const auto load = [&](i64 k0, u32x4(&lo)[4], u32x4(&hi)[4], u32x4(&bw)[4]) {
+inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int tid, int nth) {
+  constexpr int Slice = mma_slice, Stages = mma_stages;
+  const u32 shared = shared_address(memory);
+  const int warps = nth / 32, warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
+  for (int first = 0; first < 4; first += warps) {
+    const int w = first + warp, wr = (w / 2) * 64, wc = (w % 2) * 64;
+    const bool active = warp < warps && w < 4 && i0 + wr < k.M && j0 + wc < k.N;
+    i32 c[4][8][4] = {};
+    i64 wide[Deep ? 4 : 1][Deep ? 8 : 1][Deep ? 4 : 1] = {};
+    first_slices<Slice, Stages>(k, t, i0, j0, shared, tid, nth);
+    for (i64 k0 = 0, s = 0; k0 < k.kp; k0 += Slice, ++s) {
+      const u32 stage = next_slice<Slice, Stages>(k, t, i0, j0, k0, s, shared, tid, nth);
+      if (active) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      lo[i] = *reinterpret_cast<const u32x4*>(a_base + (16 * i) * k.kp + k0);
-      hi[i] = *reinterpret_cast<const u32x4*>(a_base + (16 * i + 8) * k.kp + k0);
-    }
+        for (int ks = 0; ks < Slice / 32; ++ks) {
+          u32 a[4][4], b[4][4];
 #pragma unroll
-    for (int j = 0; j < 4; ++j) bw[j] = *reinterpret_cast<const u32x4*>(b_base + (8 * j) * k.kp + k0);
-  };
-  u32x4 lo[4], hi[4], bw[4];
-  load(0, lo, hi, bw);
-  for (i64 k0 = 0; k0 < k.kp; k0 += depth_step) {
-    u32x4 next_lo[4], next_hi[4], next_bw[4];
-    load(k0 + depth_step < k.kp ? k0 + depth_step : k0, next_lo, next_hi, next_bw);
+          for (int m = 0; m < 4; ++m)
+            ldmatrix_x4(a[m], stage + swizzled<Slice>(wr + 16 * m + lane % 16, 2 * ks + lane / 16));
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
+          for (int n = 0; n < 4; ++n)
+            ldmatrix_x4(b[n], stage + int(tile_rows) * Slice +
+                                  swizzled<Slice>(wc + 16 * n + 8 * (lane / 16) + lane % 8, 2 * ks + (lane / 8) % 2));
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        mma_u8s8(c[i][j], lo[i].x, hi[i].x, lo[i].y, hi[i].y, bw[j].x, bw[j].y);
-        mma_u8s8(c[i][j], lo[i].z, hi[i].z, lo[i].w, hi[i].w, bw[j].z, bw[j].w);
+          for (int m = 0; m < 4; ++m)
+#pragma unroll
+            for (int n = 0; n < 8; ++n) mma_u8s8(c[m][n], a[m], b[n / 2][2 * (n % 2)], b[n / 2][2 * (n % 2) + 1]);
+        }
       }
+      if constexpr (Deep)
+        if (fold_after<Slice>(k, k0))
 #pragma unroll
-    for (int i = 0; i < 4; ++i) lo[i] = next_lo[i], hi[i] = next_hi[i], bw[i] = next_bw[i];
-    if constexpr (Deep) {
-      if ((k0 + depth_step) % int32_depth == 0 || k0 + depth_step == k.kp)
+          for (int m = 0; m < 4; ++m)
 #pragma unroll
-        for (int i = 0; i < 4; ++i)
+            for (int n = 0; n < 8; ++n)
 #pragma unroll
-          for (int j = 0; j < 4; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) wide[i][j][e] += c[i][j][e], c[i][j][e] = 0;
+              for (int e = 0; e < 4; ++e) wide[m][n][e] += c[m][n][e], c[m][n][e] = 0;
     }
+    team_barrier();  // every warp is done with the stages
+    // The epilogue through team memory (free after the last barrier), 16 rows of the warp's block
+    // at a time: constant register indices (indexing the accumulators in a loop would move them to
+    // local memory), then lane l finishes columns l and l + 32 of each row, so that neighbouring
+    // lanes write neighbouring columns and a lane's column terms are gathered once.
+    if (active) {
+      using Acc = std::conditional_t<Deep, i64, i32>;
+      constexpr int pitch = Deep ? 64 : 68;  // padded against bank conflicts where it fits
+      Acc* staged = reinterpret_cast<Acc*>(memory) + warp * 16 * pitch;
+      const Kernel::Tile tl = k.tile(t);
+      const Kernel::Col left = k.col(tl, j0 + wc + lane), right = k.col(tl, j0 + wc + lane + 32);
+#pragma unroll
+      for (int m = 0; m < 4; ++m) {
+#pragma unroll
+        for (int n = 0; n < 8; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            Acc& v = staged[(g + 8 * (e / 2)) * pitch + 8 * n + 2 * q + e % 2];
+            if constexpr (Deep)
+              v = wide[m][n][e];
+            else
+              v = c[m][n][e];
+          }
+        warp_sync();
+        for (int r = 0; r < 16; ++r) {
+          const Kernel::Row rw = k.row(tl, i0 + wr + 16 * m + r);
+          k.finish(rw, left, staged[r * pitch + lane]);
+          k.finish(rw, right, staged[r * pitch + lane + 32]);
+        }
+        warp_sync();
+      }
+    }
+    team_barrier();  // the next round stages into the memory read above
   }
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        k.finish(t, r0 + 16 * i + g + 8 * (e / 2), c0 + 8 * j + 2 * q + e % 2,
-                 Deep ? wide[i][j][e] : c[i][j][e]);
 }
 #endif
 
-// Tensor-core product in an SPMD kernel (warp-collective mma needs one): teams take 128 x 128
-// tiles in turn, the warps of a team its eight 64 x 32 blocks. Threads past the last whole warp
-// idle; a team without a whole warp computes its blocks thread by thread.
+// The body of both product kernels (SPMD: warp-collective instructions need one): teams take
+// 128 x 128 tiles in turn; on a GPU with team memory and at least the threads the kernel's staging
+// needs (one whole warp for mma, any for dp4a), the staged tile kernel, otherwise (the host
+// fallback) 64 x 32 blocks thread by thread.
+template <OffloadQmmKernel Which, bool Deep>
+inline void product_team(const Kernel& k) {
+  const i64 tiles = k.batches * k.tiles_m * k.tiles_n;
+  const i64 team = omp_get_team_num(), team_count = omp_get_num_teams();
+  const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+#ifdef __NVPTX__
+  void* memory = llvm_omp_target_dynamic_shared_alloc();
+  const bool staged = memory && (Which == OffloadQmmKernel::dp4a || nth >= 32);
+#endif
+  for (i64 tile = team; tile < tiles; tile += team_count) {
+    const i64 t = tile / (k.tiles_m * k.tiles_n), i0 = (tile / k.tiles_n % k.tiles_m) * tile_rows,
+              j0 = (tile % k.tiles_n) * tile_cols;
+#ifdef __NVPTX__
+    if (staged) {
+      if constexpr (Which == OffloadQmmKernel::mma)
+        tile_mma<Deep>(k, t, i0, j0, memory, tid, nth);
+      else
+        tile_dp4a<Deep>(k, t, i0, j0, shared_address(memory), tid, nth);
+      continue;
+    }
+#endif
+    for (int w = tid; w < 8; w += nth) block_scalar(k, t, i0 + (w / 4) * 64, j0 + (w % 4) * 32);
+  }
+}
+
+// Launch bounds. dp4a's 512 caps ptxas at 128 registers, so that two 256-thread teams share an
+// SM (80 TOPS against 63 with 224 registers and one team). (Two kernels rather than one template:
+// clang 19 crashes on a launch bound that depends on a template parameter.)
+constexpr int dp4a_bound = 512, mma_bound = 256;
+
+template <bool Deep>
+void product_dp4a(const Kernel k, int device, int teams, int threads) {
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(device) firstprivate(k) \
+    ompx_dyn_cgroup_mem(team_memory_bytes) ompx_attribute(__attribute__((launch_bounds(dp4a_bound))))
+#pragma omp parallel
+  product_team<OffloadQmmKernel::dp4a, Deep>(k);
+}
+
 template <bool Deep>
 void product_mma(const Kernel k, int device, int teams, int threads) {
-  const i64 tiles = k.batches * k.tiles_m * k.tiles_n;
-#pragma omp target teams num_teams(teams) thread_limit(threads) device(device) firstprivate(k)
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(device) firstprivate(k) \
+    ompx_dyn_cgroup_mem(team_memory_bytes) ompx_attribute(__attribute__((launch_bounds(mma_bound))))
 #pragma omp parallel
-  {
-    const i64 team = omp_get_team_num(), team_count = omp_get_num_teams();
-    const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-    for (i64 tile = team; tile < tiles; tile += team_count) {
-      const i64 t = tile / (k.tiles_m * k.tiles_n), i0 = (tile / k.tiles_n % k.tiles_m) * tile_rows,
-                j0 = (tile % k.tiles_n) * tile_cols;
-#ifdef __NVPTX__
-      if (nth >= 32) {
-        if (tid < nth / 32 * 32)
-          for (int w = tid / 32; w < 8; w += nth / 32)
-            block_mma<Deep>(k, t, i0 + (w / 4) * 64, j0 + (w % 4) * 32, tid % 32);
-        continue;
-      }
-#endif
-      for (int w = tid; w < 8; w += nth) block_scalar(k, t, i0 + (w / 4) * 64, j0 + (w % 4) * 32);
-    }
-  }
+  product_team<OffloadQmmKernel::mma, Deep>(k);
 }
 
 Kernel make_kernel(const OffloadQmmArgs& x, const WorkspaceLayout& w) {
@@ -422,12 +769,13 @@ void qmm_offload_product(const OffloadQmmArgs& x) {
   const Kernel k = make_kernel(x, w);
   const i64 tiles = k.batches * k.tiles_m * k.tiles_n;
   const int teams = int(std::min<i64>(x.teams > 0 ? x.teams : tiles, tiles));
-  const int threads = x.threads > 0 ? x.threads : default_threads_per_team;
-  const bool deep = w.kp > int32_depth;
-  if (x.kernel == OffloadQmmKernel::mma)
-    deep ? product_mma<true>(k, x.device, teams, threads) : product_mma<false>(k, x.device, teams, threads);
+  const bool use_mma = x.kernel == OffloadQmmKernel::mma;
+  const int threads = std::min(x.threads > 0 ? x.threads : use_mma ? default_mma_threads : default_dp4a_threads,
+                               use_mma ? mma_bound : dp4a_bound);
+  if (w.kp > int32_depth)
+    use_mma ? product_mma<true>(k, x.device, teams, threads) : product_dp4a<true>(k, x.device, teams, threads);
   else
-    deep ? product_dp4a<true>(k, x.device, teams, threads) : product_dp4a<false>(k, x.device, teams, threads);
+    use_mma ? product_mma<false>(k, x.device, teams, threads) : product_dp4a<false>(k, x.device, teams, threads);
 }
 
 void qmm_offload(const OffloadQmmArgs& x) {

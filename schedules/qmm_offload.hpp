@@ -6,7 +6,7 @@
 // packed as u8 x s8 (signedness folded as in qmm_pack.hpp) with their row and column sums; the
 // product kernel then requantizes each output exactly in its epilogue. Two product kernels:
 //   dp4a  tiles of 128 x 128 outputs per team, A and B staged through team-local memory, dp4a
-//   mma   tensor cores (mma.sync m16n8k32 u8 x s8) in an SPMD kernel, 64 x 32 outputs per warp
+//   mma   the same tiles on tensor cores (ldmatrix, mma.sync m16n8k32 u8 x s8), 64 x 64 per warp
 // Without a device (or with OMP_TARGET_OFFLOAD=DISABLED) every kernel runs on the host with the
 // same results.
 #pragma once

@@ -35,15 +35,17 @@ const std::vector<StrategySpec>& table() {
 #ifdef HETKERN_OFFLOAD
       {"qmm.offload",
        "OpenMP target device (the host without one): A and B packed there as u8 x s8, 128 x 128 "
-       "output tiles dealt out to teams, depth slices of 128 staged in team-local memory, dp4a, "
-       "requantized exactly in the epilogue",
+       "output tiles dealt out to teams, 64-deep slices of A and B staged in team-local memory "
+       "(cp.async, two stages), dp4a, requantized exactly in the epilogue",
        {{"teams", 1, 65536, "teams at most (default: one per tile)"},
-        {"threads", 32, 1024, "threads per team (default 256: one 8 x 8 block of outputs each)"}}},
+        {"threads", 32, 1024,
+         "threads per team (default 256: one 8 x 8 block of outputs each; at most 512 used)"}}},
       {"qmm.offload_mma",
-       "qmm.offload with tensor cores: each warp computes 64 x 32 outputs with mma.sync "
-       "m16n8k32 u8 x s8 in an SPMD kernel, requantized exactly in the epilogue",
+       "qmm.offload with tensor cores: 32-deep slices staged in team-local memory (cp.async, four "
+       "stages), each warp 64 x 64 outputs from ldmatrix fragments with mma.sync m16n8k32 u8 x s8 "
+       "in an SPMD kernel, requantized exactly in the epilogue",
        {{"teams", 1, 65536, "teams at most (default: one per tile)"},
-        {"threads", 32, 1024, "threads per team (default 256: 8 warps)"}}},
+        {"threads", 32, 1024, "threads per team (default 128: the tile's four warps; at most 256 used)"}}},
 #endif
   };
   return specs;
@@ -103,7 +105,7 @@ QmmPlan plan_qmm(const QmmProblem& problem, const Schedule& schedule) {
     QmmPlan plan;
     plan.kind = kind;
     plan.teams = int(std::min(p.get(0, tiles), tiles));
-    plan.threads = int(p.get(1, 256));
+    plan.threads = int(p.get(1, kind == QmmPlan::Kind::offload_mma ? 128 : 256));
     return plan;
   }
   const int threads = kind == QmmPlan::Kind::parallel ? int(p.get(3, default_threads())) : 1;

@@ -29,6 +29,9 @@ constexpr std::int64_t column_lines_single_pass = 16384;
 constexpr std::int64_t column_target_threads = std::int64_t(1) << 18;
 constexpr std::int64_t column_min_chunk = 64;
 constexpr std::int64_t columns_teams_min = 264;  // 2 teams on each of an H100's 132 SMs
+// The staged chained teams that fit an H100 at once: 4 of 128 threads on each of its 132 SMs
+// (128 registers a thread under the kernel's launch bound; two 18 KB tiles of team memory each).
+constexpr std::int64_t chained_teams_cap = 528;
 // Launch bounds of the rows and one-pass columns kernels: the most threads a team may have, which
 // caps the registers ptxas gives a thread at 65536 / threads. Rows: 128 (under 128 bytes of
 // spills, in L1), where left alone it takes 240 and half the teams fit an SM; columns: 255, what
@@ -70,6 +73,13 @@ inline void line_offsets(const ScanLayout& s, std::int64_t line, std::int64_t& x
   }
 }
 
+// A chained tile's published state and value in one 16-byte word, written and read with single
+// relaxed vector accesses at GPU scope: a reader that sees the state sees its value, with no fence
+// on either side (as CUB's tile descriptors).
+struct alignas(16) TileWord {
+  unsigned long long state, value;
+};
+
 // Everything a kernel reads, handed to its target region as one firstprivate value (the pointers
 // are addresses on the device).
 template <class T> struct KernelArgs {
@@ -80,9 +90,8 @@ template <class T> struct KernelArgs {
   bool vec = false;                     // 16-byte accesses allowed (rows_vectorizable)
   int items = 1;                        // rows: elements per thread in a tile
   std::int64_t width = 1, tiles = 1;    // chained: elements per tile, tiles per line
-  AccOf<T>* folds = nullptr;            // chained: tile folds
-  AccOf<T>* prefixes = nullptr;         // chained: tile prefixes
-  int* state = nullptr;                 // chained: tile states
+  TileWord* words = nullptr;            // chained: per tile its published state and value
+  std::int64_t team_bytes = 0;          // chained, staged: team memory granted to each team
   unsigned long long* ticket = nullptr; // chained: the next tile
   int lanes = 1;                        // columns: groups of adjacent lines side by side per warp
   int ahead = 0;                        // rows: tiles requested into the L2 ahead of the loads
@@ -166,9 +175,13 @@ using u32x4 = unsigned __attribute__((ext_vector_type(4)));
 inline u32 lane_id() { return u32(omp_get_thread_num()) & 31u; }
 
 // Elements of a run of up to `items` that starts `start` elements into a line of `length`. (A
-// function rather than a lambda: device code globalizes variables that lambdas capture.)
+// function rather than a lambda: device code globalizes variables that lambdas capture. Values,
+// not std::clamp's references to temporaries: LLVM 19's OpenMP optimizer took those for dead
+// memory, called the run's count undefined and deleted the chained int32 product kernel's tile
+// path, which then wrote nothing.)
 inline int run_count(std::int64_t length, std::int64_t start, int items) {
-  return int(std::clamp<std::int64_t>(length - start, 0, items));
+  const std::int64_t rest = length - start;
+  return rest <= 0 ? 0 : rest >= items ? items : int(rest);
 }
 
 // The lanes of the calling thread's warp that exist: all 32 but in a last, partial warp.
@@ -217,6 +230,40 @@ template <class Op, class A> A warp_inclusive(A v, u32 lane, u32 mask) {
   }
   return v;
 }
+
+inline void store_tile_word(TileWord* p, unsigned long long state, unsigned long long value) {
+  asm volatile("st.relaxed.gpu.v2.b64 [%0], {%1, %2};" ::"l"(p), "l"(state), "l"(value) : "memory");
+}
+
+inline void load_tile_word(const TileWord* p, unsigned long long& state, unsigned long long& value) {
+  asm volatile("ld.relaxed.gpu.v2.b64 {%0, %1}, [%2];" : "=l"(state), "=l"(value) : "l"(p) : "memory");
+}
+
+template <class A> unsigned long long to_word_bits(A a) {
+  if constexpr (sizeof(A) == 8)
+    return std::bit_cast<unsigned long long>(a);
+  else
+    return std::bit_cast<u32>(a);
+}
+
+template <class A> A from_word_bits(unsigned long long b) {
+  if constexpr (sizeof(A) == 8)
+    return std::bit_cast<A>(b);
+  else
+    return std::bit_cast<A>(u32(b));
+}
+
+// Asynchronous 16-byte copies from global to team memory (sm_80 and newer): no registers held
+// while they are in flight.
+inline void copy_async_16(void* team_dst, const void* global_src) {
+  asm volatile(
+      "{ .reg .u64 s, g; cvta.to.shared.u64 s, %0; cvta.to.global.u64 g, %1; "
+      "cp.async.cg.shared.global [s], [g], 16; }" ::"l"(team_dst),
+      "l"(global_src)
+      : "memory");
+}
+inline void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+inline void copy_async_wait() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 
 // A thread's run of up to `cap` consecutive elements (MaxBytes of them), kept in registers.
 template <class T, std::int64_t MaxBytes> struct Run {
@@ -767,31 +814,94 @@ void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
   }
 }
 
-// Publication states of a chained tile.
-constexpr int tile_pending = 0;
+// Publication states of a chained tile (TileWord::state; the scratch starts all pending).
+constexpr unsigned long long tile_pending = 0;
+
+// Team memory of the staged chained kernel: the TileShared head, then two tile buffers of
+// `threads` runs, each run padded by 16 bytes so that a warp's 16-byte accesses to its runs, and
+// to consecutive chunks, fall in distinct banks.
+constexpr std::int64_t staged_run_pad = 16;
+constexpr int staged_max_threads = 512;
+
+template <class Acc> constexpr std::int64_t staged_head_bytes() {
+  return (std::int64_t(sizeof(TileShared<Acc>)) + 15) / 16 * 16;
+}
+
+template <class T> std::int64_t staged_team_bytes(std::int64_t threads, std::int64_t per) {
+  return staged_head_bytes<AccOf<T>>() + 2 * threads * (per * std::int64_t(sizeof(T)) + staged_run_pad);
+}
 
 #ifdef __NVPTX__
-constexpr int tile_folded = 1, tile_prefixed = 2;
+constexpr unsigned long long tile_folded = 1, tile_prefixed = 2;
 
-// Chained tiles (decoupled look-back): a team takes tiles of width elements in order from an
-// atomic ticket, so that every predecessor of its tile belongs to a team that runs. After the
-// block scan, warp 0 publishes the tile's fold, reads 32 predecessors at once (lane i tile
-// u-1-i, waiting until it has published at least its fold), combines them back to the nearest
-// published prefix (moving 32 further back when there is none), publishes the tile's inclusive
-// prefix and hands the carry to the team. Values first, then (after a fence) the state that
-// announces them; all through atomics, which bypass the GPU's incoherent L1.
+// Decoupled look-back by one warp for tile u, the b-th (b > 0) of its line: lane i reads tile
+// u-1-i (waiting, as a warp, until none of the 32 is pending), the warp combines them back to the
+// nearest one holding its inclusive prefix (a tile past the line's start counts as one holding
+// the identity), and moves 32 further back when there is none. Returns the carry into tile u.
+template <class Op, class Acc>
+Acc chained_lookback(const TileWord* words, std::int64_t u, std::int64_t b, u32 lane, u32 mask) {
+  Acc acc = inclusive_start<Op, Acc>();
+  const std::int64_t line_first = u - b;
+  for (std::int64_t last = u - 1;; last -= 32) {
+    const std::int64_t j = last - std::int64_t(lane);
+    const bool in_line = j >= line_first;
+    unsigned long long state = tile_prefixed, bits = to_word_bits(inclusive_start<Op, Acc>());
+    if (in_line) load_tile_word(&words[j], state, bits);
+    while (ballot(state == tile_pending, mask))
+      if (state == tile_pending) load_tile_word(&words[j], state, bits);
+    // Lanes up to the first one holding a prefix count.
+    const u32 stops = ballot(state == tile_prefixed, mask);
+    const u32 upto = stops ? u32(__builtin_ctz(stops)) : 31u;
+    Acc val = from_word_bits<Acc>(bits);
+    if (lane > upto) val = inclusive_start<Op, Acc>();
+    const Acc window = shfl_idx(warp_inclusive<Op>(val, lane, mask), upto, mask);
+    acc = Op::apply(window, acc);
+    if (stops) return acc;
+  }
+}
+
+// Warp 0 of a team, after the block scan of tile u (the b-th of its line, whose fold is `total`):
+// publishes the fold, looks back for the carry, publishes the inclusive prefix, leaves the carry
+// and the team's next tile (a new ticket) in team memory.
+template <class Op, class Acc>
+void chained_publish(TileWord* words, unsigned long long* ticket, TileShared<Acc>* sh, std::int64_t u,
+                     std::int64_t b, Acc total, bool exclusive, u32 lane, u32 mask) {
+  Acc carry = line_start<Op, Acc>(exclusive);
+  if (b > 0) {
+    if (lane == 0) store_tile_word(&words[u], tile_folded, to_word_bits(total));
+    carry = chained_lookback<Op, Acc>(words, u, b, lane, mask);
+  }
+  if (lane == 0) {
+    store_tile_word(&words[u], tile_prefixed, to_word_bits(Op::apply(carry, total)));
+    sh->carry = carry;
+    std::int64_t next;
+#pragma omp atomic capture
+    next = (*ticket)++;
+    sh->ticket = next;
+  }
+}
+
+// The team's first tile: a ticket, handed to all its threads.
+template <class Acc> std::int64_t first_ticket(unsigned long long* ticket, TileShared<Acc>* sh) {
+  if (omp_get_thread_num() == 0) {
+    std::int64_t u;
+#pragma omp atomic capture
+    u = (*ticket)++;
+    sh->ticket = u;
+  }
+#pragma omp barrier
+  return sh->ticket;
+}
+
+// Chained tiles (decoupled look-back), register runs: a team takes tiles of width elements in
+// order from an atomic ticket, so that every predecessor of its tile belongs to a team that runs,
+// scans each as gpu_rows does and gets its carry from chained_publish. For the layouts the staged
+// kernel does not take (strided or unaligned lines, or tiles too large for team memory).
 template <class T, class Op>
 void gpu_chained(const KernelArgs<T>& a) {
   using Acc = AccOf<T>;
   const ScanLayout& s = a.s;
-  const T* const x = a.x;
-  T* const y = a.y;
-  const bool exclusive = a.exclusive;
   const std::int64_t width = a.width, tiles = a.tiles;
-  unsigned long long* const ticket = a.ticket;
-  int* const state = a.state;
-  Acc* const folds = a.folds;
-  Acc* const prefixes = a.prefixes;
   auto* sh = static_cast<TileShared<Acc>*>(llvm_omp_target_dynamic_shared_alloc());
   const int n = omp_get_num_threads(), t = omp_get_thread_num();
   const u32 lane = lane_id(), mask = warp_mask(n);
@@ -805,116 +915,250 @@ void gpu_chained(const KernelArgs<T>& a) {
     return;
   }
   const bool vec = a.vec && per % vec_elems<T> == 0 && width % vec_elems<T> == 0;
-  if (t == 0) {
-    std::int64_t u;
-#pragma omp atomic capture
-    u = (*ticket)++;
-    sh->ticket = u;
-  }
-#pragma omp barrier
-  std::int64_t u = sh->ticket;
+  std::int64_t u = first_ticket(a.ticket, sh);
   while (u < units) {
     const std::int64_t line = u / tiles, b = u % tiles, q = b * width;
     std::int64_t xo, yo;
     line_offsets(s, line, xo, yo);
     const std::int64_t start = q + std::int64_t(t) * per;
-    const std::int64_t end = std::min(s.length, q + width);
-    const int count = int(std::clamp<std::int64_t>(end - start, 0, per));
+    const int count = run_count(q + width < s.length ? q + width : s.length, start, per);
     const bool v = vec && count == per;
     Run<T, offload_chained_max_item_bytes> run;
-    run.load(x + xo + start * s.in_step, s.in_step, count, v);
+    run.load(a.x + xo + start * s.in_step, s.in_step, count, v);
     const Acc lane_before = tile_warp_scan<T, Op>(run, count, sh->warp_total[0], lane, mask);
 #pragma omp barrier
     Acc warp_before, total;
     tile_block_scan<Op>(sh->warp_total[0], n, lane, mask, warp_before, total);
-    if (t < 32) {
-      Acc carry = line_start<Op, Acc>(exclusive);
-      if (b > 0) {
-        if (t == 0) {
-#pragma omp atomic write
-          folds[u] = total;
-#pragma omp flush
-#pragma omp atomic write
-          state[u] = tile_folded;
-        }
-        Acc acc = inclusive_start<Op, Acc>();
-        const std::int64_t line_first = u - b;
-        for (std::int64_t last = u - 1;; last -= 32) {
-          const std::int64_t j = last - std::int64_t(lane);
-          int st = tile_prefixed;
-          Acc val = inclusive_start<Op, Acc>();
-          if (j >= line_first) {
-            do {
-#pragma omp atomic read
-              st = state[j];
-            } while (st == tile_pending);
-#pragma omp flush
-            if (st == tile_prefixed) {
-#pragma omp atomic read
-              val = prefixes[j];
-            } else {
-#pragma omp atomic read
-              val = folds[j];
-            }
-          }
-          // Lanes up to the first one holding a prefix (or past the line's start) count.
-          const u32 stops = ballot(st == tile_prefixed, mask);
-          const u32 upto = stops ? u32(__builtin_ctz(stops)) : 31u;
-          if (lane > upto) val = inclusive_start<Op, Acc>();
-          const Acc window = shfl_idx(warp_inclusive<Op>(val, lane, mask), upto, mask);
-          acc = Op::apply(window, acc);
-          if (stops) break;
-        }
-        carry = acc;
-      }
-      if (t == 0) {
-        const Acc prefix = Op::apply(carry, total);
-#pragma omp atomic write
-        prefixes[u] = prefix;
-#pragma omp flush
-#pragma omp atomic write
-        state[u] = tile_prefixed;
-        sh->carry = carry;
-        std::int64_t next;
-#pragma omp atomic capture
-        next = (*ticket)++;
-        sh->ticket = next;
-      }
-    }
+    if (t < 32) chained_publish<Op>(a.words, a.ticket, sh, u, b, total, a.exclusive, lane, mask);
 #pragma omp barrier
     const Acc carry = sh->carry;
     u = sh->ticket;
-    run.template scan_store<Op>(y + yo + start * s.out_step, s.out_step, count, v,
-                                Op::apply(Op::apply(carry, warp_before), lane_before), exclusive);
+    run.template scan_store<Op>(a.y + yo + start * s.out_step, s.out_step, count, v,
+                                Op::apply(Op::apply(carry, warp_before), lane_before), a.exclusive);
+  }
+}
+
+// A thread's run in team memory (staged tiles): 16-byte aligned, read and rewritten in place 16
+// bytes at a time; the interface tile_warp_scan expects of a run.
+template <class T> struct StagedRun {
+  static constexpr int ve = vec_elems<T>;
+  char* p;
+
+  template <class Op> AccOf<T> fold(int count) const {
+    AccOf<T> f = inclusive_start<Op, AccOf<T>>();
+    for (int j = 0; j * ve < count; ++j) {
+      T e[ve];
+      const u32x4 w = *reinterpret_cast<const u32x4*>(p + j * 16);
+      __builtin_memcpy(e, &w, 16);
+#pragma unroll
+      for (int i = 0; i < ve; ++i)
+        if (j * ve + i < count) f = Op::apply(f, widen(e[i]));
+    }
+    return f;
+  }
+
+  template <class Op> void scan(int count, AccOf<T> c, bool exclusive) {
+    for (int j = 0; j * ve < count; ++j) {
+      T e[ve];
+      u32x4 w = *reinterpret_cast<const u32x4*>(p + j * 16);
+      __builtin_memcpy(e, &w, 16);
+#pragma unroll
+      for (int i = 0; i < ve; ++i)
+        if (j * ve + i < count) {
+          const AccOf<T> v = widen(e[i]);
+          if (exclusive) {
+            e[i] = narrow<T>(c);
+            c = Op::apply(c, v);
+          } else {
+            c = Op::apply(c, v);
+            e[i] = narrow<T>(c);
+          }
+        }
+      __builtin_memcpy(&w, e, 16);
+      *reinterpret_cast<u32x4*>(p + j * 16) = w;
+    }
+  }
+};
+
+// A staged chained tile: its place in its line (the b-th tile), where it starts in x and y, and
+// its elements.
+struct StagedTile {
+  std::int64_t b, xo, yo, count;
+};
+
+inline StagedTile staged_tile(const ScanLayout& s, std::int64_t v, std::int64_t tiles, std::int64_t width) {
+  StagedTile tile;
+  const std::int64_t line = v / tiles;
+  tile.b = v - line * tiles;
+  const std::int64_t q = tile.b * width;
+  line_offsets(s, line, tile.xo, tile.yo);
+  tile.xo += q;
+  tile.yo += q;
+  tile.count = s.length - q < width ? s.length - q : width;
+  return tile;
+}
+
+// The 16-byte chunks of a staged tile that one thread copies in and out: chunk c of the tile lies
+// in run c / per_run at position c % per_run of a tile buffer, and a thread takes chunks t, t + n,
+// t + 2n, ... Its place in the buffer advances by additions: the 64-bit divisions of computing it
+// per chunk took more issue slots than the copies themselves (on an H100, threads of the 4 teams
+// on an SM spent 6.8 us of a tile's 13 us issuing the copy-out and the next copy-in).
+struct ChunkWalk {
+  int offset, pos;    // the chunk's byte offset in a tile buffer, its position in its run
+  int step, step_pos; // bytes and positions per n chunks
+  int wrap;           // bytes added on moving into the next run
+  int per_run;
+
+  void advance() {
+    offset += step;
+    pos += step_pos;
+    if (pos >= per_run) {
+      pos -= per_run;
+      offset += wrap;
+    }
+  }
+};
+
+inline ChunkWalk chunk_walk(int t, int n, int per_run, int stride) {
+  ChunkWalk w;
+  w.per_run = per_run;
+  w.pos = t % per_run;
+  w.offset = (t / per_run) * stride + w.pos * 16;
+  w.step_pos = n % per_run;
+  w.step = (n / per_run) * stride + w.step_pos * 16;
+  w.wrap = stride - per_run * 16;
+  return w;
+}
+
+// Issues the asynchronous copy of a tile of count elements from src into a tile buffer (a partial
+// last chunk element by element).
+template <class T> void stage_in(const T* src, std::int64_t count, char* buffer, ChunkWalk w, int n) {
+  constexpr int ve = vec_elems<T>;
+  for (std::int64_t c = omp_get_thread_num(); c * ve < count; c += n, w.advance()) {
+    char* dst = buffer + w.offset;
+    if ((c + 1) * ve <= count) {
+      copy_async_16(dst, src + c * ve);
+    } else {
+      for (std::int64_t e = c * ve; e < count; ++e) reinterpret_cast<T*>(dst)[e - c * ve] = src[e];
+    }
+  }
+  copy_async_commit();
+}
+
+// Writes a scanned tile of count elements from its buffer to dst, 16 bytes at a time.
+template <class T> void stage_out(const char* buffer, std::int64_t count, T* dst, ChunkWalk w, int n) {
+  constexpr int ve = vec_elems<T>;
+  for (std::int64_t c = omp_get_thread_num(); c * ve < count; c += n, w.advance()) {
+    const char* from = buffer + w.offset;
+    if ((c + 1) * ve <= count) {
+      *reinterpret_cast<u32x4*>(dst + c * ve) = *reinterpret_cast<const u32x4*>(from);
+    } else {
+      for (std::int64_t e = c * ve; e < count; ++e) dst[e] = reinterpret_cast<const T*>(from)[e - c * ve];
+    }
+  }
+}
+
+// Chained tiles staged through team memory, for contiguous 16-byte aligned lines: the tile comes
+// in by asynchronous 16-byte copies (consecutive threads on consecutive chunks), each thread folds
+// and later scans its run of per elements in place there, and the tile goes out in 16-byte chunks
+// again. The data in flight holds no registers, so the teams that fit an SM keep more of it in
+// flight than register runs do. Two buffers: the next tile's copy-in is issued as soon as its
+// ticket is known, before the current tile is scanned and written.
+template <class T, class Op>
+void gpu_chained_staged(const KernelArgs<T>& a) {
+  using Acc = AccOf<T>;
+  constexpr int ve = vec_elems<T>;
+  const ScanLayout& s = a.s;
+  const std::int64_t width = a.width, tiles = a.tiles;
+  char* const base = static_cast<char*>(llvm_omp_target_dynamic_shared_alloc());
+  auto* sh = reinterpret_cast<TileShared<Acc>*>(base);
+  const int n = omp_get_num_threads(), t = omp_get_thread_num();
+  const u32 lane = lane_id(), mask = warp_mask(n);
+  const std::int64_t units = line_count(s) * tiles;
+  const int per = int((width + n - 1) / n);
+  // Fewer threads than asked for make longer runs, which may not fit the team memory granted:
+  // then every team scans its lines serially (the same decision in all teams of one launch).
+  if (!base || reinterpret_cast<std::uintptr_t>(base) % 16 || per % ve || staged_team_bytes<T>(n, per) > a.team_bytes) {
+    serial_lines<T, Op>(a);
+    return;
+  }
+  const int stride = per * int(sizeof(T)) + int(staged_run_pad);
+  char* const buffers[2] = {base + staged_head_bytes<Acc>(), base + staged_head_bytes<Acc>() + std::int64_t(n) * stride};
+  const ChunkWalk walk = chunk_walk(t, n, per / ve, stride);
+  std::int64_t u = first_ticket(a.ticket, sh);
+  StagedTile tile{};
+  if (u < units) {
+    tile = staged_tile(s, u, tiles, width);
+    stage_in(a.x + tile.xo, tile.count, buffers[0], walk, n);
+  }
+  int cur = 0;
+  while (u < units) {
+    const StagedTile current = tile;
+    const int count = run_count(current.count, std::int64_t(t) * per, per);
+    StagedRun<T> run{buffers[cur] + std::int64_t(t) * stride};
+    copy_async_wait();
+#pragma omp barrier
+    const Acc lane_before = tile_warp_scan<T, Op>(run, count, sh->warp_total[0], lane, mask);
+#pragma omp barrier
+    Acc warp_before, total;
+    tile_block_scan<Op>(sh->warp_total[0], n, lane, mask, warp_before, total);
+    if (t < 32) chained_publish<Op>(a.words, a.ticket, sh, u, current.b, total, a.exclusive, lane, mask);
+#pragma omp barrier
+    const Acc carry = sh->carry;
+    const std::int64_t next = sh->ticket;
+    // The other buffer was last read by the previous tile's copy-out, before the first barrier.
+    if (next < units) {
+      tile = staged_tile(s, next, tiles, width);
+      stage_in(a.x + tile.xo, tile.count, buffers[cur ^ 1], walk, n);
+    }
+    run.template scan<Op>(count, Op::apply(Op::apply(carry, warp_before), lane_before), a.exclusive);
+#pragma omp barrier
+    stage_out(buffers[cur], current.count, a.y + current.yo, walk, n);
+    cur ^= 1;
+    u = next;
   }
 }
 #endif
 
 template <class T, class Op>
 void chained(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const ScanPlan& plan) {
-  using Acc = AccOf<T>;
   KernelArgs<T> a{.s = s, .x = x, .y = y, .exclusive = exclusive};
   a.vec = rows_vectorizable(s, x, y);
   a.width = std::int64_t(plan.threads) * plan.items;
   a.tiles = (s.length + a.width - 1) / a.width;
   const std::int64_t units = s.lines() * a.tiles;
   const int teams = plan.teams, threads = plan.threads;
-  // One ticket counter, then per tile its state, its fold and its inclusive prefix.
-  const std::size_t state_offset = 64, fold_offset = state_offset + std::size_t(units) * sizeof(int);
-  const std::size_t aligned_fold = (fold_offset + 15) / 16 * 16;
-  ScratchLease scratch(dev, aligned_fold + 2 * std::size_t(units) * sizeof(Acc));
-  char* base = static_cast<char*>(scratch.data());
+  // One ticket counter (its own 64 bytes), then a 16-byte word per tile.
+  constexpr std::size_t words_offset = 64;
+  ScratchLease scratch(dev, words_offset + std::size_t(units) * sizeof(TileWord));
+  char* const base = static_cast<char*>(scratch.data());
   a.ticket = reinterpret_cast<unsigned long long*>(base);
-  a.state = reinterpret_cast<int*>(base + state_offset);
-  a.folds = reinterpret_cast<Acc*>(base + aligned_fold);
-  a.prefixes = a.folds + units;
-  const std::size_t shared = sizeof(TileShared<Acc>);
+  a.words = reinterpret_cast<TileWord*>(base + words_offset);
 #pragma omp target teams distribute parallel for num_teams(teams) thread_limit(threads) \
     device(dev) firstprivate(a)
   for (std::int64_t u = 0; u < units; ++u) {
-    a.state[u] = tile_pending;
+    a.words[u] = TileWord{tile_pending, 0};
     if (u == 0) *a.ticket = 0;
   }
+  // Staged through team memory where the lines allow 16-byte copies and two tiles fit. Its
+  // launch bound caps the registers at 128 per thread, so that four teams of 128 threads fit an
+  // SM (their team memory allows that many).
+  const std::int64_t staged_bytes = staged_team_bytes<T>(threads, plan.items);
+  if (a.vec && plan.items % vec_elems<T> == 0 && staged_bytes <= offload_team_memory_bytes &&
+      threads <= staged_max_threads) {
+    a.team_bytes = staged_bytes;
+    const std::size_t shared = std::size_t(staged_bytes);
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) firstprivate(a) \
+    ompx_dyn_cgroup_mem(shared) ompx_attribute(__attribute__((launch_bounds(staged_max_threads))))
+#pragma omp parallel
+    {
+#ifdef __NVPTX__
+      gpu_chained_staged<T, Op>(a);
+#endif
+    }
+    return;
+  }
+  const std::size_t shared = sizeof(TileShared<AccOf<T>>);
 #pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) firstprivate(a) \
     ompx_dyn_cgroup_mem(shared)
 #pragma omp parallel
@@ -937,7 +1181,10 @@ ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) 
   plan.kind = kind;
   // Measured on an H100 ({16384,16384} rows and a 2^28 line; float32, int32, float16): rows
   // fastest with runs of 64 bytes (threads and read-ahead: rows_default_* above),
-  // chained tiles with 128 threads and runs of 128 bytes.
+  // chained tiles with 128 threads and runs of 128 bytes (staged: 1376 GB/s float32; before the
+  // division-free chunk walk, runs of 64 or 96 bytes 883 and 1084 against 1190, and 256 threads
+  // 906 in registers), 528 teams as fast as 1056 for float32 and int32 and 5% faster for float16
+  // (660, 396 and 1056 x 64 threads 3-17% slower in a standalone copy of the kernel).
   plan.threads = 128;
   switch (kind) {
     case ScanPlan::Kind::offload_rows:
@@ -979,7 +1226,7 @@ ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) 
       plan.items = int(offload_chained_max_item_bytes / elem_bytes(call));
       const std::int64_t width = std::int64_t(plan.threads) * plan.items;
       plan.teams = int(std::clamp<std::int64_t>(s.lines() * ((s.length + width - 1) / width), 1,
-                                                default_teams_cap));
+                                                chained_teams_cap));
       break;
     }
   }

@@ -15,6 +15,9 @@ namespace hk::detail {
 inline constexpr std::int64_t offload_rows_max_item_bytes = 64;
 inline constexpr std::int64_t offload_chained_max_item_bytes = 128;
 inline constexpr std::int64_t offload_max_threads = 1024;
+/// Team memory the chained kernel asks for at most when it stages tiles there (two tile buffers):
+/// under the 48 KB a team gets without opting in, leaving room for the runtime's own.
+inline constexpr std::int64_t offload_team_memory_bytes = 47 * 1024;
 
 /// Loads a thread of scan.offload_columns issues before it combines them (chunks > 1).
 inline constexpr int offload_column_batch = 32;

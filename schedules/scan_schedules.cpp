@@ -118,11 +118,13 @@ const std::vector<StrategySpec>& table() {
          "512 bytes of them, 256 for 2-byte types: 128 lines of 4-byte types or of float16)"}}},
       {"scan.offload_chained",
        "GPU (OpenMP target): single-pass chained scan; persistent teams take tiles of threads x "
-       "items elements in order from an atomic ticket, scan them as scan.offload_rows does, "
+       "items elements in order from an atomic ticket, scan them (staged through team memory "
+       "by asynchronous copies when the lines are contiguous and 16-byte aligned and two tiles "
+       "fit in 47 KB with at most 512 threads, else in registers as scan.offload_rows does), "
        "publish each tile's fold, look back over their predecessors' published folds and "
        "prefixes (a warp, 32 tiles at a time) for the carry: memory sees one read and one write; "
        "for few long lines",
-       {{"teams", 1, 65536, "OpenMP teams (default: the tiles, at most 1056)"},
+       {{"teams", 1, 65536, "OpenMP teams (default: the tiles, at most 528)"},
         {"threads", 32, offload_max_threads, "threads per team (default 128)"},
         {"items", 1, 64,
          "consecutive elements per thread in a tile, at most 128 bytes of them (default: 128 "

@@ -42,7 +42,13 @@ inline std::vector<Schedule> all_scan_schedules() {
                            "scan.offload_columns(teams=2, threads=80, chunks=1, items=2, width=4)",
                            "scan.offload_columns(teams=3, threads=256, chunks=1, items=3, width=12)",
                            "scan.offload_chained(teams=3, threads=32, items=1)",
-                           "scan.offload_chained(teams=4, threads=32, items=3)"})
+                           "scan.offload_chained(teams=4, threads=32, items=3)",
+                           // Runs of 16 or 32 bytes: tiles staged through team memory too.
+                           "scan.offload_chained(teams=3, threads=32, items=4)",
+                           "scan.offload_chained(teams=2, threads=64, items=8)",
+                           // 33 threads: a partial warp, and chunks that wrap across runs as a
+                           // thread steps through a staged tile.
+                           "scan.offload_chained(teams=3, threads=33, items=8)"})
     out.push_back(Schedule::parse(text));
 #endif
   return out;

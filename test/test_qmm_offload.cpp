@@ -1,6 +1,7 @@
 // The offload schedules past what the shared property tests reach (offload builds only; those
 // tests run every offload schedule too, through the strategy table): depths beyond one int32 slice
-// of the product kernels, and batches with a broadcast A and B in one call.
+// of the product kernels, batches with a broadcast A and B in one call, and each packing kernel
+// with each other one.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -71,6 +72,46 @@ TEST(QmmOffload, BatchesWithBroadcastAcrossTileEdges) {
   p.y_scale = qmmt::literal_f({130, 1}, {9.0f, 11.0f}, rng);
   const qmmt::Expected e = qmmt::oracle(p, true);
   check(p, e, "batches {2,3}");
+}
+
+
+// Packing picks a kernel per operand from its layout: 16-byte chunks where the depth is contiguous
+// and 16-byte aligned, 16 x 16 transposes where the lines are (in groups of 16), byte gathers
+// otherwise; the copying kernel runs first and zeroes the sums the others add atomically. Every
+// pairing, with tiles and depth cut off mid-tile, B scales per column or per tensor.
+TEST(QmmOffload, EveryPairOfPackingKernels) {
+  std::mt19937_64 rng(16);
+  struct Case {
+    const char* name;
+    i64 M, N, K;
+    bool a_transposed, b_transposed;  // column-major A; B with k contiguous (column-major)
+    bool b_scale_per_column;
+  };
+  const Case cases[] = {
+      {"copy A, transpose B", 144, 160, 208, false, false, true},
+      {"copy A and B in one launch", 144, 160, 208, false, true, false},
+      {"transpose A, copy B", 144, 160, 208, true, true, true},
+      {"transpose A and B", 48, 32, 90, true, false, false},
+      {"gather A and B", 50, 70, 90, false, false, true},
+      {"copy A, gather B", 50, 70, 96, false, false, false},
+      {"gather A, copy B", 50, 70, 96, true, true, true},
+  };
+  for (const Case& c : cases) {
+    Problem p;
+    p.M = c.M, p.N = c.N, p.K = c.K;
+    p.a = Buffer(DataType::uint8, {c.M, c.K}, c.a_transposed ? std::vector<i64>{1, c.M} : std::vector<i64>{}, rng);
+    p.b = Buffer(DataType::int8, {c.K, c.N}, c.b_transposed ? std::vector<i64>{1, c.K} : std::vector<i64>{}, rng);
+    p.y = Buffer(DataType::uint8, {c.M, c.N}, {}, rng);
+    p.a_zero = qmmt::literal_q(DataType::uint8, {c.M, 1}, {128, 3, 250}, rng);
+    p.b_zero = qmmt::literal_q(DataType::int8, {1}, {-5}, rng);
+    p.y_zero = qmmt::literal_q(DataType::uint8, {1}, {120}, rng);
+    p.a_scale = qmmt::literal_f({c.M, 1}, {0.02f, 0.03f}, rng);
+    p.b_scale = c.b_scale_per_column ? qmmt::literal_f({1, c.N}, {0.01f, 0.015f, 0.02f}, rng)
+                                     : qmmt::literal_f({1}, {0.0125f}, rng);
+    p.y_scale = qmmt::literal_f({1}, {4.0f}, rng);
+    const qmmt::Expected e = qmmt::oracle(p, true);
+    check(p, e, c.name);
+  }
 }
 
 }  // namespace
