@@ -35,15 +35,16 @@ constexpr std::int64_t chained_teams_cap = 528;
 // Launch bounds of the rows and one-pass columns kernels: the most threads a team may have, which
 // caps the registers ptxas gives a thread at 65536 / threads. Rows: 128 (under 128 bytes of
 // spills, in L1), where left alone it takes 240 and half the teams fit an SM; columns: 255, what
-// 16 rows of float16 vectors and the next tile's take (248). Teams asked for more threads get
+// 16 rows of float16 vectors and the next tile's take (245). Teams asked for more threads get
 // these many.
 constexpr int rows_max_team_threads = 512;
 constexpr int columns_max_team_threads = 256;
 // One-pass columns (measured on an H100, {16384,16384} along axis 0, hetkern-offload-bench): a
 // team's warps share a block of lines and split its tiles' rows, 256 threads, about 1024 warps
-// at work. 4-byte types: 512 bytes of lines, runs of 8 rows (float32 2521 GB/s, int32 2352,
-// against 2128 and 2095 with a warp per 128-byte block; 128 threads lose a fifth); 2-byte types:
-// 256 bytes, runs of 16 rows (float16 1677 with runs of 8, 128 threads and 128 bytes).
+// at work. 4-byte types: 512 bytes of lines, runs of 8 rows (float32 2424-2521 GB/s, int32
+// 2352-2419, against 2128 and 2095 with a warp per 128-byte block; 128 threads lose a fifth);
+// 2-byte types: 256 bytes, runs of 16 rows (float16 2380-2445, against 1426 with runs of 8, 2294
+// with 128 bytes, 1318 with 512 and 1508 with 128 threads).
 constexpr int column_default_threads = 256;
 constexpr std::int64_t column_default_width_bytes = 512;
 constexpr std::int64_t column_default_width_bytes_2byte = 256;

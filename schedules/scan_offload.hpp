@@ -25,7 +25,7 @@ inline constexpr int offload_column_batch = 32;
 /// scan.offload_columns in one pass (chunks = 1): rows of the scanned axis per thread in a tile,
 /// kept in registers (with the next tile's), and lines side by side per team. 2-byte types take
 /// up to 16 rows, wider types up to 8: each (type, path) has its own kernel, whose registers hold
-/// that many rows without spills (ptxas for sm_90: 248 registers for float16 16-byte vectors).
+/// that many rows without spills (ptxas for sm_90: 245 registers for float16 16-byte vectors).
 inline constexpr int offload_column_max_items = 16;
 constexpr int offload_column_item_cap(std::int64_t element_bytes) { return element_bytes == 2 ? 16 : 8; }
 inline constexpr int offload_column_max_width = 256;
