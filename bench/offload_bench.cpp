@@ -205,6 +205,8 @@ int main(int argc, char** argv) {
         for (int bytes : {128, 256, 512})
           v.push_back("scan.offload_columns(threads=" + std::to_string(threads) + ", chunks=1, width=" +
                       items(t, bytes) + ")");
+      // Runs of 8 rows at the default threads and width (2-byte types default to 16).
+      v.push_back("scan.offload_columns(chunks=1, items=8)");
       v.push_back("scan.offload_columns(threads=256, chunks=4)");
     }
     return v;

@@ -35,20 +35,19 @@ constexpr std::int64_t chained_teams_cap = 528;
 // Launch bounds of the rows and one-pass columns kernels: the most threads a team may have, which
 // caps the registers ptxas gives a thread at 65536 / threads. Rows: 128 (under 128 bytes of
 // spills, in L1), where left alone it takes 240 and half the teams fit an SM; columns: 255, what
-// a run of 8 rows and the next tile's take. Teams asked for more threads get these many.
+// 16 rows of float16 vectors and the next tile's take (245). Teams asked for more threads get
+// these many.
 constexpr int rows_max_team_threads = 512;
 constexpr int columns_max_team_threads = 256;
 // One-pass columns (measured on an H100, {16384,16384} along axis 0, hetkern-offload-bench): a
-// team's warps share a block of lines and split its tiles' rows, runs of 8 rows, about 1024 warps
-// at work. 4-byte types: 256 threads and 512 bytes of lines (float32 2521 GB/s, int32 2352,
-// against 2128 and 2095 with a warp per 128-byte block; 128 threads lose a fifth); 2-byte types:
-// 128 threads and 128 bytes (float16 1677, against 1556 with a warp per 64-byte block and 1605
-// with 256 threads and 256 bytes).
+// team's warps share a block of lines and split its tiles' rows, 256 threads, about 1024 warps
+// at work. 4-byte types: 512 bytes of lines, runs of 8 rows (float32 2424-2521 GB/s, int32
+// 2352-2419, against 2128 and 2095 with a warp per 128-byte block; 128 threads lose a fifth);
+// 2-byte types: 256 bytes, runs of 16 rows (float16 2380-2445, against 1426 with runs of 8, 2294
+// with 128 bytes, 1318 with 512 and 1508 with 128 threads).
 constexpr int column_default_threads = 256;
-constexpr int column_default_threads_2byte = 128;
-constexpr int column_default_items = offload_column_max_items;
 constexpr std::int64_t column_default_width_bytes = 512;
-constexpr std::int64_t column_default_width_bytes_2byte = 128;
+constexpr std::int64_t column_default_width_bytes_2byte = 256;
 // Rows (measured on an H100, {16384,16384} along axis 1): 64 threads, 128 for 2-byte types
 // (float16 2144 GB/s against 2045 with 64), the tile after next requested into the L2 (float32
 // 2362 GB/s against 2237 without).
@@ -522,10 +521,9 @@ void gpu_rows(const KernelArgs<T>& a) {
   }
 }
 
-// A tile of one-pass scan.offload_columns held by one lane: up to items rows of its group (V
+// A tile of one-pass scan.offload_columns held by one lane: up to cap rows of its group (V
 // adjacent lines, loaded and stored as one 16-byte vector when V > 1).
-template <class T, int V> struct ColumnTile {
-  static constexpr int cap = offload_column_max_items;
+template <class T, int V, int cap> struct ColumnTile {
   T v[cap][V];
 
   void load(const T* base, std::int64_t offset, std::int64_t step, int count) {
@@ -591,7 +589,7 @@ template <class T, int V> struct ColumnTile {
 // before the current tile is combined. Reading ahead is safe in place: each element is read,
 // then written, by one lane only. Lanes of a partial warp (in_warp false) hold no group and only
 // keep the team's barriers.
-template <class T, class Op, int V>
+template <class T, class Op, int V, int Cap>
 void column_group(const KernelArgs<T>& a, AccOf<T>* folds, std::int64_t g, bool valid, bool in_warp, int w, int Wp,
                   int r, int L, int W, u32 lane, u32 mask) {
   using Acc = AccOf<T>;
@@ -604,7 +602,7 @@ void column_group(const KernelArgs<T>& a, AccOf<T>* folds, std::int64_t g, bool 
   Acc carry[V];
 #pragma unroll
   for (int j = 0; j < V; ++j) carry[j] = line_start<Op, Acc>(a.exclusive);
-  ColumnTile<T, V> cur, next;
+  ColumnTile<T, V, Cap> cur, next;
   int count = run_count(length, first, items);
   cur.load(a.x, xo + first * s.in_step, s.in_step, count);
   const u32 group_lane = lane % u32(W), last_row = u32((L - 1) * W) + group_lane;
@@ -664,8 +662,9 @@ void column_group(const KernelArgs<T>& a, AccOf<T>* folds, std::int64_t g, bool 
 // side, a team per block in turn. The team's full warps share the block (32 / W = L lanes on
 // each group of it, lanes beyond L x W idle) and split each tile's rows; the lanes of a partial
 // warp idle. A team of one partial warp (fewer than 32 threads) puts one lane on a group, its
-// lanes taking the block's groups in turn, without barriers.
-template <class T, class Op, int V>
+// lanes taking the block's groups in turn, without barriers. Both cases go through one call of
+// column_group: a second inlined copy of it made ptxas spill the 16-row tiles of 2-byte types.
+template <class T, class Op, int V, int Cap>
 void gpu_columns(const KernelArgs<T>& a) {
   const int n = omp_get_num_threads(), Wp = n / 32, w = omp_get_thread_num() >> 5;
   const u32 lane = lane_id(), mask = warp_mask(n);
@@ -673,18 +672,16 @@ void gpu_columns(const KernelArgs<T>& a) {
   const int W = std::clamp(a.lanes, 1, 32);
   const std::int64_t blocks = (groups + W - 1) / W;
   auto* folds = static_cast<AccOf<T>*>(llvm_omp_target_dynamic_shared_alloc());
-  for (std::int64_t b = omp_get_team_num(); b < blocks; b += omp_get_num_teams()) {
-    if (Wp > 0) {
-      const bool in_warp = w < Wp;
-      const int L = 32 / W, r = int(lane) / W;
-      const std::int64_t g = b * W + int(lane) % W;
-      column_group<T, Op, V>(a, folds, g, in_warp && r < L && g < groups, in_warp, w, Wp, r, L, W, lane, mask);
-    } else {
-      const int active = __builtin_popcount(mask);
-      for (int k = int(lane); k < W; k += active)
-        column_group<T, Op, V>(a, folds, b * W + k, b * W + k < groups, true, 0, 1, 0, 1, W, lane, mask);
+  const bool full = Wp > 0, in_warp = !full || w < Wp;
+  const int L = full ? 32 / W : 1, r = full ? int(lane) / W : 0;
+  // Full warps: lane % W is the lane's group, one pass. A partial warp: every group in turn.
+  const int first = full ? int(lane) % W : int(lane), stride = full ? W : __builtin_popcount(mask);
+  for (std::int64_t b = omp_get_team_num(); b < blocks; b += omp_get_num_teams())
+    for (int k = first; k < W; k += stride) {
+      const std::int64_t g = b * W + k;
+      column_group<T, Op, V, Cap>(a, folds, g, in_warp && r < L && g < groups, in_warp, full ? w : 0, full ? Wp : 1, r,
+                                  L, W, lane, mask);
     }
-  }
 }
 #endif
 
@@ -744,6 +741,23 @@ AccOf<T> column_run(const T* x, std::int64_t in_step, T* y, std::int64_t out_ste
   return acc;
 }
 
+// Launches one-pass scan.offload_columns on groups of V lines with runs of up to Cap rows: a
+// kernel per (V, Cap), so that each reserves the registers of its own tiles only.
+template <class T, class Op, int V, int Cap>
+void columns_one_pass(int dev, const KernelArgs<T> a, int teams, int threads) {
+  // Two sets of the warps' totals per group (column_group), when a team has several warps.
+  const std::size_t warps = std::size_t(threads / 32);
+  const std::size_t shared = warps > 1 ? 2 * warps * std::size_t(a.lanes) * V * sizeof(AccOf<T>) : 0;
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) firstprivate(a) \
+    ompx_dyn_cgroup_mem(shared) ompx_attribute(__attribute__((launch_bounds(columns_max_team_threads))))
+#pragma omp parallel
+  {
+#ifdef __NVPTX__
+    gpu_columns<T, Op, V, Cap>(a);
+#endif
+  }
+}
+
 template <class T, class Op>
 void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const ScanPlan& plan) {
   using Acc = AccOf<T>;
@@ -754,23 +768,14 @@ void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
   if (chunks == 1) {
     KernelArgs<T> a{.s = s, .x = x, .y = y, .exclusive = exclusive};
     a.vec = columns_vectorizable(s, x, y);
-    a.items = std::clamp(plan.items, 1, offload_column_max_items);
     a.lanes = column_lanes<T>(plan.width, a.vec);
     const int team_threads = std::min(threads, columns_max_team_threads);
-    // Two sets of the warps' totals per group (column_group), when a team has several warps.
-    const std::size_t warps = std::size_t(team_threads / 32);
-    const std::size_t shared = warps > 1 ? 2 * warps * std::size_t(a.lanes) * std::size_t(a.vec ? vec_elems<T> : 1) * sizeof(Acc) : 0;
-#pragma omp target teams num_teams(teams) thread_limit(team_threads) device(dev) firstprivate(a) \
-    ompx_dyn_cgroup_mem(shared) ompx_attribute(__attribute__((launch_bounds(columns_max_team_threads))))
-#pragma omp parallel
-    {
-#ifdef __NVPTX__
-      if (a.vec)
-        gpu_columns<T, Op, vec_elems<T>>(a);
-      else
-        gpu_columns<T, Op, 1>(a);
-#endif
-    }
+    constexpr int cap = offload_column_item_cap(sizeof(T));
+    a.items = std::clamp(plan.items, 1, cap);
+    if (a.vec)
+      columns_one_pass<T, Op, vec_elems<T>, cap>(dev, a, teams, team_threads);
+    else
+      columns_one_pass<T, Op, 1, cap>(dev, a, teams, team_threads);
     return;
   }
   // Work item i: chunk i / lines of line i % lines, so that neighbouring threads read
@@ -1198,7 +1203,7 @@ ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) 
                         ? 1
                         : std::clamp<std::int64_t>(column_target_threads / lines, 1,
                                                    std::max<std::int64_t>(1, s.length / column_min_chunk));
-      plan.items = column_default_items;
+      plan.items = offload_column_item_cap(elem_bytes(call));
       plan.width = int((elem_bytes(call) == 2 ? column_default_width_bytes_2byte : column_default_width_bytes) /
                        elem_bytes(call));
       if (plan.chunks == 1) {
@@ -1208,7 +1213,7 @@ ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) 
         const bool vec = s.in_strides[inner] == 1 && s.out_strides[inner] == 1 && s.sizes[inner] % v == 0;
         const std::int64_t lanes = std::clamp<std::int64_t>(vec ? plan.width / v : plan.width, 1, 32);
         const std::int64_t blocks = ((vec ? lines / v : lines) + lanes - 1) / lanes;
-        plan.threads = elem_bytes(call) == 2 ? column_default_threads_2byte : column_default_threads;
+        plan.threads = column_default_threads;
         plan.teams = int(std::clamp<std::int64_t>(blocks, 1, std::int64_t(1) << 20));
         break;
       }

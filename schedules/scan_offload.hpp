@@ -23,10 +23,11 @@ inline constexpr std::int64_t offload_team_memory_bytes = 47 * 1024;
 inline constexpr int offload_column_batch = 32;
 
 /// scan.offload_columns in one pass (chunks = 1): rows of the scanned axis per thread in a tile,
-/// kept in registers (with the next tile's), and lines side by side per team. Room for 16 rows
-/// was measured slower on an H100 (float16 {16384,16384} along axis 0: 1082 GB/s with runs of 16
-/// against 1677 with runs of 8; float32 slower at 8 rows too).
-inline constexpr int offload_column_max_items = 8;
+/// kept in registers (with the next tile's), and lines side by side per team. 2-byte types take
+/// up to 16 rows, wider types up to 8: each (type, path) has its own kernel, whose registers hold
+/// that many rows without spills (ptxas for sm_90: 245 registers for float16 16-byte vectors).
+inline constexpr int offload_column_max_items = 16;
+constexpr int offload_column_item_cap(std::int64_t element_bytes) { return element_bytes == 2 ? 16 : 8; }
 inline constexpr int offload_column_max_width = 256;
 
 /// Rows: at most this many tiles requested into the L2 ahead of the loads.

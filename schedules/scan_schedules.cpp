@@ -105,16 +105,17 @@ const std::vector<StrategySpec>& table() {
          "OpenMP teams (default: a team per width lines; chunks > 1: a thread per line and "
          "chunk)"},
         {"threads", 32, offload_max_threads,
-         "threads per team (default 256; chunks = 1: 128 for 2-byte types, a team gets at most "
-         "256; chunks > 1: fewer when 256 leaves under 264 teams)"},
+         "threads per team (default 256; chunks = 1: a team gets at most 256; chunks > 1: fewer "
+         "when 256 leaves under 264 teams)"},
         {"chunks", 1, std::int64_t(1) << 20,
          "chunks of the scanned axis (default: 1 when there are at least 16384 lines, else "
          "enough for about 2^18 threads, each chunk at least 64 long)"},
         {"items", 1, offload_column_max_items,
-         "chunks = 1: consecutive rows of the axis per thread in a tile (default 8)"},
+         "chunks = 1: consecutive rows of the axis per thread in a tile (default and most: 16 "
+         "for 2-byte types, 8 for wider ones)"},
         {"width", 1, offload_column_max_width,
          "chunks = 1: neighbouring lines per team, at most 32 vectors or single lines (default: "
-         "512 bytes of them, 128 for 2-byte types: 128 lines of 4-byte types, 64 of float16)"}}},
+         "512 bytes of them, 256 for 2-byte types: 128 lines of 4-byte types or of float16)"}}},
       {"scan.offload_chained",
        "GPU (OpenMP target): single-pass chained scan; persistent teams take tiles of threads x "
        "items elements in order from an atomic ticket, scan them (staged through team memory "
@@ -136,6 +137,15 @@ const std::vector<StrategySpec>& table() {
 #ifdef HETKERN_OFFLOAD
 // A thread's run of items elements must fit the registers the tile kernels give it.
 void check_offload_tile(const CumulativeCall& call, const Schedule& schedule, const ScanPlan& plan) {
+  if (plan.kind == ScanPlan::Kind::offload_columns) {
+    const int cap = offload_column_item_cap(element_bytes(call));
+    if (plan.items > cap)
+      throw Error(Errc::invalid_schedule, call.op_name(), schedule.to_string(),
+                  "items = " + std::to_string(plan.items) + " rows exceed the " + std::to_string(cap) +
+                      " rows of " + std::to_string(element_bytes(call)) +
+                      "-byte elements a thread holds in registers");
+    return;
+  }
   const std::int64_t bytes = std::int64_t(plan.items) * element_bytes(call);
   const std::int64_t max_bytes = plan.kind == ScanPlan::Kind::offload_rows ? offload_rows_max_item_bytes
                                                                            : offload_chained_max_item_bytes;
@@ -212,7 +222,7 @@ ScanPlan plan_scan(const CumulativeCall& call, const Schedule& schedule) {
         plan.items = int(p.get(2, plan.items));
         if (plan.kind == ScanPlan::Kind::offload_rows) plan.ahead = int(p.get(3, plan.ahead));
       }
-      if (plan.kind != ScanPlan::Kind::offload_columns) check_offload_tile(call, schedule, plan);
+      check_offload_tile(call, schedule, plan);
     }
 #endif
       break;

@@ -80,20 +80,21 @@ TEST(DeviceCopy, CopiesEveryByteAlignedOrNot) {
   EXPECT_THROW(device_copy(a.data(), b.data(), 16, 0, 64), Error);
 }
 
-// Device tensors against the reference run on host copies: integers exactly, float32 within the
-// spec's bound for a float64 accumulation in any order.
+// Device tensors against the reference run on host copies: integers and float16 (small integers)
+// exactly, float32 within the spec's bound for a float64 accumulation in any order.
 TEST(DeviceTensors, EveryOffloadScheduleMatchesTheReference) {
   struct Shape {
     std::vector<std::int64_t> sizes;
     int axis;
   };
   // {97, 64} and {70, 3, 40} along axis 0: 16-byte vectors of lines, whole and partial blocks;
-  // {3, 64} and {1, 96}: lines shorter than a run of rows.
+  // {3, 64} and {1, 96}: lines shorter than a run of rows; {300, 72}: several tiles of 16-row
+  // runs (float16) over a partial block.
   const Shape shapes[] = {{{5000}, 0}, {{37, 129}, 1}, {{129, 37}, 0}, {{3, 1, 7, 11}, 2}, {{1}, 0},
-                          {{97, 64}, 0}, {{70, 3, 40}, 0}, {{3, 64}, 0}, {{1, 96}, 0}};
+                          {{97, 64}, 0}, {{70, 3, 40}, 0}, {{3, 64}, 0}, {{1, 96}, 0}, {{300, 72}, 0}};
   std::mt19937_64 rng(11);
   for (const auto& shape : shapes)
-    for (DataType type : {DataType::int32, DataType::uint64, DataType::float32})
+    for (DataType type : {DataType::int32, DataType::uint64, DataType::float32, DataType::float16})
       for (const std::string& text : offload_schedules())
         for (bool exclusive : {false, true}) {
           const TensorDesc desc(type, shape.sizes);
@@ -103,6 +104,11 @@ TEST(DeviceTensors, EveryOffloadScheduleMatchesTheReference) {
             if (type == DataType::float32) {
               const float v = float(int(rng() % 2001) - 1000) / 256.0f;
               std::memcpy(&x[i * 4], &v, 4);
+            } else if (type == DataType::float16) {
+              // Small integers: every partial sum is exact in the float32 accumulator, so the
+              // result is bitwise that of the reference in any order of accumulation.
+              const _Float16 v = _Float16(int(rng() % 17) - 8);
+              std::memcpy(&x[i * 2], &v, 2);
             } else {
               for (std::size_t b = 0; b < size_of(type); ++b) x[i * size_of(type) + b] = std::uint8_t(rng());
             }
