@@ -179,7 +179,7 @@ inline u32 lane_id() { return u32(omp_get_thread_num()) & 31u; }
 // function rather than a lambda: device code globalizes variables that lambdas capture. Values,
 // not std::clamp's references to temporaries: LLVM 19's OpenMP optimizer took those for dead
 // memory, called the run's count undefined and deleted the chained int32 product kernel's tile
-// path, which then wrote nothing.)
+// path, which then wrote nothing. Device code in this file therefore bounds values by hand.)
 inline int run_count(std::int64_t length, std::int64_t start, int items) {
   const std::int64_t rest = length - start;
   return rest <= 0 ? 0 : rest >= items ? items : int(rest);
@@ -457,7 +457,7 @@ void gpu_rows(const KernelArgs<T>& a) {
   const std::int64_t first = std::int64_t(t) * items;
   // Striped tiles: the warp's segment, its lanes and the vectors of each lane.
   const std::int64_t segment = std::int64_t(t & ~31) * items;
-  const int lanes = std::min(32, n - (t & ~31)), vectors = items / vec_elems<T>;
+  const int lanes = n - (t & ~31) < 32 ? n - (t & ~31) : 32, vectors = items / vec_elems<T>;
   const std::int64_t ahead = std::int64_t(a.ahead) * width;
   std::int64_t line = omp_get_team_num();
   if (line >= lines) return;
@@ -669,7 +669,7 @@ void gpu_columns(const KernelArgs<T>& a) {
   const int n = omp_get_num_threads(), Wp = n / 32, w = omp_get_thread_num() >> 5;
   const u32 lane = lane_id(), mask = warp_mask(n);
   const std::int64_t groups = line_count(a.s) / V;
-  const int W = std::clamp(a.lanes, 1, 32);
+  const int W = a.lanes < 1 ? 1 : a.lanes > 32 ? 32 : a.lanes;
   const std::int64_t blocks = (groups + W - 1) / W;
   auto* folds = static_cast<AccOf<T>*>(llvm_omp_target_dynamic_shared_alloc());
   const bool full = Wp > 0, in_warp = !full || w < Wp;
@@ -789,7 +789,7 @@ void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
     std::int64_t xo, yo;
     line_offsets(s, i % lines, xo, yo);
     const std::int64_t q = (i / lines) * chunk;
-    const std::int64_t count = std::max<std::int64_t>(0, std::min(chunk, s.length - q));
+    const std::int64_t count = s.length - q <= 0 ? 0 : s.length - q < chunk ? s.length - q : chunk;
     carries[i] = column_run<T, Op, false>(x + xo + q * s.in_step, s.in_step, nullptr, 0, count,
                                           inclusive_start<Op, Acc>(), false);
   }
@@ -809,7 +809,7 @@ void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
     std::int64_t xo, yo;
     line_offsets(s, i % lines, xo, yo);
     const std::int64_t q = (i / lines) * chunk;
-    const std::int64_t count = std::max<std::int64_t>(0, std::min(chunk, s.length - q));
+    const std::int64_t count = s.length - q <= 0 ? 0 : s.length - q < chunk ? s.length - q : chunk;
     column_run<T, Op, true>(x + xo + q * s.in_step, s.in_step, y + yo + q * s.out_step,
                             s.out_step, count, carries[i], exclusive);
   }
