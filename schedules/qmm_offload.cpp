@@ -7,7 +7,7 @@
 // slice cannot overflow), adds the slices in int64 when the depth is larger, and its epilogue
 // folds the zero points back exactly (qmm_pack.hpp) and requantizes with requantize()'s semantics.
 // On a GPU both products stage slices of a tile's A' rows and B' columns in dynamic team memory
-// with cp.async, one to three slices ahead; the host fallback computes from the workspace directly.
+// with cp.async, a slice ahead; the host fallback computes from the workspace directly.
 #include "schedules/qmm_offload.hpp"
 
 #include <omp.h>
@@ -446,9 +446,10 @@ inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
 // chunk c ^ ((r / (8 / chunks)) % chunks) of the line, so that eight consecutive lines' chunk c fall
 // in eight distinct 16-byte bank groups (ldmatrix phases, 16-byte loads and the copies' stores are
 // all conflict-free).
-// Measured on the H100 at 4096^3 (see README "GPU offload"): 2, 3, 4 or 5 stages and slices of 32
-// or 64 moved the mma product by 8% at most (4 x 32 and 2 x 64 the fastest, within 1%).
-constexpr int mma_slice = 32, mma_stages = 4;
+// Measured on the H100 (see README "GPU offload"): with the staging sources in registers, 64-deep
+// mma slices in two stages (two k-steps per barrier) beat 32 x 4 and 32 x 5 by 9-13% (4096^3 and
+// 8192^3); for dp4a, 32 x 4 lost to 64 x 2. The cp.async L2::128B prefetch hint did not help.
+constexpr int mma_slice = 64, mma_stages = 2;
 constexpr int dp4a_slice = 64, dp4a_stages = 2;
 // The mma epilogue stages up to four warps' 16 x 64 int64 accumulators.
 constexpr int team_memory_bytes =
