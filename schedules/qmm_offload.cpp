@@ -7,7 +7,7 @@
 // slice cannot overflow), adds the slices in int64 when the depth is larger, and its epilogue
 // folds the zero points back exactly (qmm_pack.hpp) and requantizes with requantize()'s semantics.
 // On a GPU both products stage slices of a tile's A' rows and B' columns in dynamic team memory
-// with cp.async, one to three slices ahead; the host fallback computes from the workspace directly.
+// with cp.async, a slice ahead; the host fallback computes from the workspace directly.
 #include "schedules/qmm_offload.hpp"
 
 #include <omp.h>
@@ -446,9 +446,10 @@ inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
 // chunk c ^ ((r / (8 / chunks)) % chunks) of the line, so that eight consecutive lines' chunk c fall
 // in eight distinct 16-byte bank groups (ldmatrix phases, 16-byte loads and the copies' stores are
 // all conflict-free).
-// Measured on the H100 at 4096^3 (see README "GPU offload"): 2, 3, 4 or 5 stages and slices of 32
-// or 64 moved the mma product by 8% at most (4 x 32 and 2 x 64 the fastest, within 1%).
-constexpr int mma_slice = 32, mma_stages = 4;
+// Measured on the H100 (see README "GPU offload"): with the staging sources in registers, 64-deep
+// mma slices in two stages (two k-steps per barrier) beat 32 x 4 and 32 x 5 by 9-13% (4096^3 and
+// 8192^3); for dp4a, 32 x 4 lost to 64 x 2. The cp.async L2::128B prefetch hint did not help.
+constexpr int mma_slice = 64, mma_stages = 2;
 constexpr int dp4a_slice = 64, dp4a_stages = 2;
 // The mma epilogue stages up to four warps' 16 x 64 int64 accumulators.
 constexpr int team_memory_bytes =
@@ -469,18 +470,29 @@ inline u32 shared_address(const void* p) {
 inline void team_barrier() { asm volatile("bar.sync 0;" ::: "memory"); }
 inline void warp_sync() { asm volatile("bar.warp.sync -1;" ::: "memory"); }
 
+// A tile's staging sources, read from the kernel's parameters once per tile: the parameters live
+// in global memory, and the copies' memory clobbers would otherwise reload them for every copy.
+struct Staging {
+  const u8* a;  // the tile's first row of A'
+  const u8* b;  // the tile's first column of B'
+  i64 kp;
+};
+
+inline Staging staging(const Kernel& k, i64 t, i64 i0, i64 j0) {
+  return {k.a_rows(t, i0), reinterpret_cast<const u8*>(k.b_cols(t, j0)), k.kp};
+}
+
 // Requests the tile's slice at depth k0 into the stage at `stage` (a shared address) with 16-byte
-// cp.async copies spread over all threads, as one commit group.
+// cp.async copies spread over all threads, as one commit group. Lines 0-127 of a stage are the
+// tile's rows of A', lines 128-255 its columns of B' (the swizzle repeats every 128 lines).
 template <int Slice>
-inline void stage_slice(const Kernel& k, i64 t, i64 i0, i64 j0, i64 k0, u32 stage, int tid, int nth) {
-  constexpr int chunks = Slice / 16;
-  for (int e = tid; e < 2 * int(tile_rows) * chunks; e += nth) {
-    const bool is_b = e >= int(tile_rows) * chunks;
-    const int r = (e / chunks) % int(tile_rows), c = e % chunks;
-    const u8* src = is_b ? reinterpret_cast<const u8*>(k.b_cols(t, j0 + r)) : k.a_rows(t, i0 + r);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(stage + (is_b ? int(tile_rows) * Slice : 0) +
-                                                                   swizzled<Slice>(r, c)),
-                 "l"(src + k0 + 16 * c)
+inline void stage_slice(const Staging& g, i64 k0, u32 stage, int tid, int nth) {
+  constexpr u32 chunks = Slice / 16, rows = u32(tile_rows);
+  for (u32 e = u32(tid); e < 2 * rows * chunks; e += u32(nth)) {
+    const u32 line = e / chunks, c = e % chunks;
+    const u8* src = (line < rows ? g.a : g.b) + i64(line % rows) * g.kp + k0 + 16 * c;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(stage + u32(swizzled<Slice>(int(line), int(c)))),
+                 "l"(src)
                  : "memory");
   }
   asm volatile("cp.async.commit_group;" ::: "memory");
@@ -498,31 +510,31 @@ inline u32x4 load_shared16(u32 address) {
 // s - 1 used. Returns slice s's stage. A tile ends with team_barrier(), so that the next one may
 // refill every stage.
 template <int Slice, int Stages>
-inline void first_slices(const Kernel& k, i64 t, i64 i0, i64 j0, u32 shared, int tid, int nth) {
+inline void first_slices(const Staging& g, u32 shared, int tid, int nth) {
   for (int s = 0; s < Stages - 1; ++s) {
-    if (s * Slice < k.kp)
-      stage_slice<Slice>(k, t, i0, j0, s * Slice, shared + u32(s * 2 * int(tile_rows) * Slice), tid, nth);
+    if (s * Slice < g.kp)
+      stage_slice<Slice>(g, s * Slice, shared + u32(s * 2 * int(tile_rows) * Slice), tid, nth);
     else
       asm volatile("cp.async.commit_group;" ::: "memory");  // empty groups keep the wait counts exact
   }
 }
 
 template <int Slice, int Stages>
-inline u32 next_slice(const Kernel& k, i64 t, i64 i0, i64 j0, i64 k0, i64 s, u32 shared, int tid, int nth) {
+inline u32 next_slice(const Staging& g, i64 k0, i64 s, u32 shared, int tid, int nth) {
   constexpr u32 stage_bytes = 2 * u32(tile_rows) * Slice;
   asm volatile("cp.async.wait_group %0;" ::"n"(Stages - 2) : "memory");
   team_barrier();
   const i64 ahead = k0 + (Stages - 1) * Slice;
-  if (ahead < k.kp)
-    stage_slice<Slice>(k, t, i0, j0, ahead, shared + u32((s + Stages - 1) % Stages) * stage_bytes, tid, nth);
+  if (ahead < g.kp)
+    stage_slice<Slice>(g, ahead, shared + u32((s + Stages - 1) % Stages) * stage_bytes, tid, nth);
   else
     asm volatile("cp.async.commit_group;" ::: "memory");
   return shared + u32(s % Stages) * stage_bytes;
 }
 
 // Whether the int32 accumulators end a depth slice of at most int32_depth after the slice at k0.
-template <int Slice> inline bool fold_after(const Kernel& k, i64 k0) {
-  return (k0 + Slice) % int32_depth == 0 || k0 + Slice == k.kp;
+template <int Slice> inline bool fold_after(i64 kp, i64 k0) {
+  return (k0 + Slice) % int32_depth == 0 || k0 + Slice == kp;
 }
 
 // dp4a from team memory: thread block b (of 256) holds the 8 x 8 outputs at rows b / 16 + 16i and
@@ -532,14 +544,15 @@ template <int Slice> inline bool fold_after(const Kernel& k, i64 k0) {
 template <bool Deep>
 inline void tile_dp4a(const Kernel& k, i64 t, i64 i0, i64 j0, u32 shared, int tid, int nth) {
   constexpr int Slice = dp4a_slice, Stages = dp4a_stages;
+  const Staging source = staging(k, t, i0, j0);
   for (int first = 0; first < 256; first += nth) {
     const int block = first + tid, tr = block / 16, tc = block % 16;
     const bool active = block < 256 && i0 + tr < k.M && j0 + tc < k.N;
     i32 acc[8][8] = {};
     i64 wide[Deep ? 8 : 1][Deep ? 8 : 1] = {};
-    first_slices<Slice, Stages>(k, t, i0, j0, shared, tid, nth);
-    for (i64 k0 = 0, s = 0; k0 < k.kp; k0 += Slice, ++s) {
-      const u32 stage = next_slice<Slice, Stages>(k, t, i0, j0, k0, s, shared, tid, nth);
+    first_slices<Slice, Stages>(source, shared, tid, nth);
+    for (i64 k0 = 0, s = 0; k0 < source.kp; k0 += Slice, ++s) {
+      const u32 stage = next_slice<Slice, Stages>(source, k0, s, shared, tid, nth);
       if (active) {
 #pragma unroll
         for (int c = 0; c < Slice / 16; ++c) {
@@ -556,7 +569,7 @@ inline void tile_dp4a(const Kernel& k, i64 t, i64 i0, i64 j0, u32 shared, int ti
         }
       }
       if constexpr (Deep)
-        if (fold_after<Slice>(k, k0))
+        if (fold_after<Slice>(source.kp, k0))
 #pragma unroll
           for (int i = 0; i < 8; ++i)
 #pragma unroll
@@ -599,26 +612,32 @@ template <bool Deep>
 inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int tid, int nth) {
   constexpr int Slice = mma_slice, Stages = mma_stages;
   const u32 shared = shared_address(memory);
+  const Staging source = staging(k, t, i0, j0);
   const int warps = nth / 32, warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
   for (int first = 0; first < 4; first += warps) {
     const int w = first + warp, wr = (w / 2) * 64, wc = (w % 2) * 64;
     const bool active = warp < warps && w < 4 && i0 + wr < k.M && j0 + wc < k.N;
     i32 c[4][8][4] = {};
     i64 wide[Deep ? 4 : 1][Deep ? 8 : 1][Deep ? 4 : 1] = {};
-    first_slices<Slice, Stages>(k, t, i0, j0, shared, tid, nth);
-    for (i64 k0 = 0, s = 0; k0 < k.kp; k0 += Slice, ++s) {
-      const u32 stage = next_slice<Slice, Stages>(k, t, i0, j0, k0, s, shared, tid, nth);
+    // The lane's ldmatrix addresses in a stage, fixed over the depth; the swizzle repeats every 16
+    // lines, so fragment m (n) lies 16 * m (16 * n) lines after fragment 0.
+    u32 a_at[Slice / 32], b_at[Slice / 32];
+#pragma unroll
+    for (int ks = 0; ks < Slice / 32; ++ks) {
+      a_at[ks] = u32(swizzled<Slice>(wr + lane % 16, 2 * ks + lane / 16));
+      b_at[ks] = u32(int(tile_rows) * Slice + swizzled<Slice>(wc + 8 * (lane / 16) + lane % 8, 2 * ks + (lane / 8) % 2));
+    }
+    first_slices<Slice, Stages>(source, shared, tid, nth);
+    for (i64 k0 = 0, s = 0; k0 < source.kp; k0 += Slice, ++s) {
+      const u32 stage = next_slice<Slice, Stages>(source, k0, s, shared, tid, nth);
       if (active) {
 #pragma unroll
         for (int ks = 0; ks < Slice / 32; ++ks) {
           u32 a[4][4], b[4][4];
 #pragma unroll
-          for (int m = 0; m < 4; ++m)
-            ldmatrix_x4(a[m], stage + swizzled<Slice>(wr + 16 * m + lane % 16, 2 * ks + lane / 16));
+          for (int m = 0; m < 4; ++m) ldmatrix_x4(a[m], stage + a_at[ks] + u32(16 * m * Slice));
 #pragma unroll
-          for (int n = 0; n < 4; ++n)
-            ldmatrix_x4(b[n], stage + int(tile_rows) * Slice +
-                                  swizzled<Slice>(wc + 16 * n + 8 * (lane / 16) + lane % 8, 2 * ks + (lane / 8) % 2));
+          for (int n = 0; n < 4; ++n) ldmatrix_x4(b[n], stage + b_at[ks] + u32(16 * n * Slice));
 #pragma unroll
           for (int m = 0; m < 4; ++m)
 #pragma unroll
@@ -626,7 +645,7 @@ inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int t
         }
       }
       if constexpr (Deep)
-        if (fold_after<Slice>(k, k0))
+        if (fold_after<Slice>(source.kp, k0))
 #pragma unroll
           for (int m = 0; m < 4; ++m)
 #pragma unroll
