@@ -882,6 +882,36 @@ void chained_publish(TileWord* words, unsigned long long* ticket, TileShared<Acc
   }
 }
 
+// The staged kernel's halves of chained_publish, so that its next tile's copy-in is in flight
+// while warp 0 looks back. First, by thread 0 after the block scan of tile u (the b-th of its
+// line, whose fold is `total`): publishes the fold (a line's first tile: its inclusive prefix)
+// and leaves the team's next tile (a new ticket) in team memory.
+template <class Op, class Acc>
+void chained_announce(TileWord* words, unsigned long long* ticket, TileShared<Acc>* sh, std::int64_t u,
+                      std::int64_t b, Acc total, bool exclusive) {
+  if (b > 0)
+    store_tile_word(&words[u], tile_folded, to_word_bits(total));
+  else
+    store_tile_word(&words[u], tile_prefixed, to_word_bits(Op::apply(line_start<Op, Acc>(exclusive), total)));
+  std::int64_t next;
+#pragma omp atomic capture
+  next = (*ticket)++;
+  sh->ticket = next;
+}
+
+// Then, by warp 0: looks back for the carry into tile u, publishes the tile's inclusive prefix and
+// leaves the carry in team memory.
+template <class Op, class Acc>
+void chained_resolve(TileWord* words, TileShared<Acc>* sh, std::int64_t u, std::int64_t b, Acc total,
+                     bool exclusive, u32 lane, u32 mask) {
+  Acc carry = line_start<Op, Acc>(exclusive);
+  if (b > 0) {
+    carry = chained_lookback<Op, Acc>(words, u, b, lane, mask);
+    if (lane == 0) store_tile_word(&words[u], tile_prefixed, to_word_bits(Op::apply(carry, total)));
+  }
+  if (lane == 0) sh->carry = carry;
+}
+
 // The team's first tile: a ticket, handed to all its threads.
 template <class Acc> std::int64_t first_ticket(unsigned long long* ticket, TileShared<Acc>* sh) {
   if (omp_get_thread_num() == 0) {
@@ -1032,10 +1062,10 @@ inline ChunkWalk chunk_walk(int t, int n, int per_run, int stride) {
 }
 
 // Issues the asynchronous copy of a tile of count elements from src into a tile buffer (a partial
-// last chunk element by element).
-template <class T> void stage_in(const T* src, std::int64_t count, char* buffer, ChunkWalk w, int n) {
+// last chunk element by element): chunks first, first + n, ... (w walks them).
+template <class T> void stage_in(const T* src, std::int64_t count, char* buffer, ChunkWalk w, int first, int n) {
   constexpr int ve = vec_elems<T>;
-  for (std::int64_t c = omp_get_thread_num(); c * ve < count; c += n, w.advance()) {
+  for (std::int64_t c = first; c * ve < count; c += n, w.advance()) {
     char* dst = buffer + w.offset;
     if ((c + 1) * ve <= count) {
       copy_async_16(dst, src + c * ve);
@@ -1046,15 +1076,28 @@ template <class T> void stage_in(const T* src, std::int64_t count, char* buffer,
   copy_async_commit();
 }
 
-// Writes a scanned tile of count elements from its buffer to dst, 16 bytes at a time.
-template <class T> void stage_out(const char* buffer, std::int64_t count, T* dst, ChunkWalk w, int n) {
+// Writes a scanned tile of count elements from its buffer to dst, 16 bytes at a time; with
+// Combine, each element x as carry (+) x (the buffer then holds the tile's scan from the identity).
+template <class T, class Op, bool Combine>
+void stage_out(const char* buffer, std::int64_t count, T* dst, ChunkWalk w, int n, AccOf<T> carry) {
   constexpr int ve = vec_elems<T>;
   for (std::int64_t c = omp_get_thread_num(); c * ve < count; c += n, w.advance()) {
     const char* from = buffer + w.offset;
     if ((c + 1) * ve <= count) {
-      *reinterpret_cast<u32x4*>(dst + c * ve) = *reinterpret_cast<const u32x4*>(from);
+      u32x4 v = *reinterpret_cast<const u32x4*>(from);
+      if constexpr (Combine) {
+        T e[ve];
+        __builtin_memcpy(e, &v, 16);
+#pragma unroll
+        for (int i = 0; i < ve; ++i) e[i] = narrow<T>(Op::apply(carry, widen(e[i])));
+        __builtin_memcpy(&v, e, 16);
+      }
+      *reinterpret_cast<u32x4*>(dst + c * ve) = v;
     } else {
-      for (std::int64_t e = c * ve; e < count; ++e) dst[e] = reinterpret_cast<const T*>(from)[e - c * ve];
+      for (std::int64_t e = c * ve; e < count; ++e) {
+        const T x = reinterpret_cast<const T*>(from)[e - c * ve];
+        dst[e] = Combine ? narrow<T>(Op::apply(carry, widen(x))) : x;
+      }
     }
   }
 }
@@ -1063,12 +1106,16 @@ template <class T> void stage_out(const char* buffer, std::int64_t count, T* dst
 // in by asynchronous 16-byte copies (consecutive threads on consecutive chunks), each thread folds
 // and later scans its run of per elements in place there, and the tile goes out in 16-byte chunks
 // again. The data in flight holds no registers, so the teams that fit an SM keep more of it in
-// flight than register runs do. Two buffers: the next tile's copy-in is issued as soon as its
-// ticket is known, before the current tile is scanned and written.
+// flight than register runs do. Two buffers: the next tile's ticket is drawn as soon as the
+// current tile's fold is published, and its copy-in is issued by the other warps while warp 0
+// looks back (by warp 0 first in a team of one warp). Integers, whose wrapping sums and products
+// regroup exactly, are scanned from the identity before the look-back ends and get the carry on
+// the way out; floating types (each output rounded once, from the accumulator) wait for it.
 template <class T, class Op>
 void gpu_chained_staged(const KernelArgs<T>& a) {
   using Acc = AccOf<T>;
   constexpr int ve = vec_elems<T>;
+  constexpr bool regroup = std::is_integral_v<T>;
   const ScanLayout& s = a.s;
   const std::int64_t width = a.width, tiles = a.tiles;
   char* const base = static_cast<char*>(llvm_omp_target_dynamic_shared_alloc());
@@ -1086,11 +1133,14 @@ void gpu_chained_staged(const KernelArgs<T>& a) {
   const int stride = per * int(sizeof(T)) + int(staged_run_pad);
   char* const buffers[2] = {base + staged_head_bytes<Acc>(), base + staged_head_bytes<Acc>() + std::int64_t(n) * stride};
   const ChunkWalk walk = chunk_walk(t, n, per / ve, stride);
+  const bool lone_warp = n <= 32;
+  const int in_first = lone_warp ? t : t - 32, in_threads = lone_warp ? n : n - 32;
+  const ChunkWalk walk_in = lone_warp ? walk : chunk_walk(in_first, in_threads, per / ve, stride);
   std::int64_t u = first_ticket(a.ticket, sh);
   StagedTile tile{};
   if (u < units) {
     tile = staged_tile(s, u, tiles, width);
-    stage_in(a.x + tile.xo, tile.count, buffers[0], walk, n);
+    stage_in(a.x + tile.xo, tile.count, buffers[0], walk, t, n);
   }
   int cur = 0;
   while (u < units) {
@@ -1103,18 +1153,23 @@ void gpu_chained_staged(const KernelArgs<T>& a) {
 #pragma omp barrier
     Acc warp_before, total;
     tile_block_scan<Op>(sh->warp_total[0], n, lane, mask, warp_before, total);
-    if (t < 32) chained_publish<Op>(a.words, a.ticket, sh, u, current.b, total, a.exclusive, lane, mask);
+    if (t == 0) chained_announce<Op>(a.words, a.ticket, sh, u, current.b, total, a.exclusive);
 #pragma omp barrier
-    const Acc carry = sh->carry;
     const std::int64_t next = sh->ticket;
     // The other buffer was last read by the previous tile's copy-out, before the first barrier.
     if (next < units) {
       tile = staged_tile(s, next, tiles, width);
-      stage_in(a.x + tile.xo, tile.count, buffers[cur ^ 1], walk, n);
+      if (lone_warp || t >= 32) stage_in(a.x + tile.xo, tile.count, buffers[cur ^ 1], walk_in, in_first, in_threads);
     }
-    run.template scan<Op>(count, Op::apply(Op::apply(carry, warp_before), lane_before), a.exclusive);
+    if constexpr (regroup) run.template scan<Op>(count, Op::apply(warp_before, lane_before), a.exclusive);
+    if (t < 32) chained_resolve<Op>(a.words, sh, u, current.b, total, a.exclusive, lane, mask);
 #pragma omp barrier
-    stage_out(buffers[cur], current.count, a.y + current.yo, walk, n);
+    const Acc carry = sh->carry;
+    if constexpr (!regroup) {
+      run.template scan<Op>(count, Op::apply(Op::apply(carry, warp_before), lane_before), a.exclusive);
+#pragma omp barrier
+    }
+    stage_out<T, Op, regroup>(buffers[cur], current.count, a.y + current.yo, walk, n, carry);
     cur ^= 1;
     u = next;
   }
@@ -1182,9 +1237,9 @@ ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) 
   plan.kind = kind;
   // Measured on an H100 ({16384,16384} rows and a 2^28 line; float32, int32, float16): rows
   // fastest with runs of 64 bytes (threads and read-ahead: rows_default_* above),
-  // chained tiles with 128 threads and runs of 128 bytes (staged: 1376 GB/s float32; before the
-  // division-free chunk walk, runs of 64 or 96 bytes 883 and 1084 against 1190, and 256 threads
-  // 906 in registers), 528 teams as fast as 1056 for float32 and int32 and 5% faster for float16
+  // chained tiles with 128 threads and runs of 128 bytes (staged: 1658 GB/s float32, against 1467
+  // with runs of 96 bytes and 1251 with 256 threads and runs of 64 bytes; 256 threads 906 in
+  // registers before the division-free chunk walk), 528 teams as fast as 792 and, earlier, 1056
   // (660, 396 and 1056 x 64 threads 3-17% slower in a standalone copy of the kernel).
   plan.threads = 128;
   switch (kind) {
