@@ -246,9 +246,8 @@ bool copy_packable(const Operand& o, i64 K) {
   return o.k_stride == 1 && K % 16 == 0 && aligned16(o.src, o.line_stride, o.bs[0], o.bs[1]);
 }
 
-// Lines contiguous (the transposed layout) in 16-line groups: a thread reads 16-byte rows of 16
-// lines and transposes them in registers, 64 k at a time, neighbouring threads taking
-// neighbouring line groups.
+// Lines contiguous (the transposed layout) in 16-line groups, read 16 bytes (16 lines) at a time
+// and transposed through team memory (pack_transpose).
 bool transpose_packable(const Operand& o) {
   return o.line_stride == 1 && o.lines % 16 == 0 && aligned16(o.src, o.k_stride, o.bs[0], o.bs[1]);
 }
@@ -264,6 +263,18 @@ inline i64 warp_sum(i64 v) {
   }
   return v;
 }
+
+// The sum over the calling lane's group of eight neighbouring lanes (all 32 lanes call it).
+inline i32 group8_sum(i32 v) {
+  for (int d = 4; d > 0; d /= 2) {
+    i32 other;
+    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 31, -1;" : "=r"(other) : "r"(v), "r"(d));
+    v += other;
+  }
+  return v;
+}
+
+inline void team_barrier() { asm volatile("bar.sync 0;" ::: "memory"); }
 #endif
 
 constexpr int pack_threads = 256;
@@ -327,48 +338,91 @@ inline u32 gather_byte(u32 w0, u32 w1, u32 w2, u32 w3, int j) {
   return ((w0 >> s) & 0xff) | ((w1 >> s) & 0xff) << 8 | ((w2 >> s) & 0xff) << 16 | ((w3 >> s) & 0xff) << 24;
 }
 
-void pack_transpose(const Operand o, i64 K, i64 kp, i64 batch1, int device) {
-  const i64 groups = o.padded_lines / 16, chunks = kp / depth_step, count = o.batches * groups * chunks;
-#pragma omp target teams distribute parallel for device(device) firstprivate(o) thread_limit(256) \
-    ompx_attribute(__attribute__((launch_bounds(256))))
-  for (i64 i = 0; i < count; ++i) {
-    const i64 group = i % groups, chunk = i / groups % chunks, t = i / (groups * chunks);
-    const i64 line0 = group * 16;
-    const bool inside = line0 < o.lines;
-    const u8* src = o.src + (t / batch1) * o.bs[0] + (t % batch1) * o.bs[1] + line0;
-    u8* dst = o.dst + (t * o.padded_lines + line0) * kp + chunk * depth_step;
-    const u32 flip = u32(o.flip) * 0x01010101u;
-    i32 sums[16] = {};
-    for (int q = 0; q < int(depth_step / 16); ++q) {
-      // rows[r]: lines line0..line0+15 at depth k0 + r.
-      const i64 k0 = chunk * depth_step + 16 * q;
-      u32x4 rows[16];
-#pragma unroll
-      for (int r = 0; r < 16; ++r) {
-        rows[r] = u32x4{0, 0, 0, 0};
-        if (inside && k0 + r < K) rows[r] = *reinterpret_cast<const u32x4*>(src + (k0 + r) * o.k_stride) ^ flip;
-      }
-#pragma unroll
-      for (int l = 0; l < 16; ++l) {
-        u32 out[4];
-#pragma unroll
-        for (int g = 0; g < 4; ++g) {
-          const u32x4 &w0 = rows[4 * g], &w1 = rows[4 * g + 1], &w2 = rows[4 * g + 2], &w3 = rows[4 * g + 3];
-          const int word = l / 4, byte = l % 4;
-          out[g] = gather_byte(w0[word], w1[word], w2[word], w3[word], byte);
-          sums[l] += byte_sum(out[g], o.is_a);
+// Lines contiguous: a team per tile of 128 lines x 128 k. On a GPU the team first stages the tile
+// in team memory, row by row of the source with 16-byte reads (eight neighbouring threads cover a
+// row's 128 contiguous bytes); each thread then transposes one 4-line x 16-k block in registers
+// and writes it as four 16-byte pieces, eight neighbouring threads covering 128 contiguous bytes
+// of a packed line. Word w of staged row r lies at word w ^ (4 * ((r / 16) % 8)), so that a
+// warp's reads of the staged blocks fall in 32 distinct banks. The host fallback (no team memory)
+// reads the blocks from the source directly. A block's line sums are added up over its tile's
+// eight depth blocks with shuffles (whole warps) before one atomic add per line.
+constexpr i64 transpose_tile = 128;
+constexpr int transpose_memory_bytes = int(transpose_tile * transpose_tile);
+
+void pack_transpose(const u8* src, i64 bs0, i64 bs1, i64 batch1, i64 k_stride, i64 lines, i64 padded_lines,
+                    i64 batches, u8 flip, bool is_a, u8* dst, i64* sums, i64 K, i64 kp, int device) {
+  const i64 line_tiles = padded_lines / transpose_tile, depth_tiles = kp / transpose_tile;
+  const i64 tiles = batches * line_tiles * depth_tiles;
+  const int teams = int(tiles < 65536 ? tiles : 65536);
+#pragma omp target teams num_teams(teams) thread_limit(pack_threads) device(device) is_device_ptr(src, dst, sums) \
+    ompx_dyn_cgroup_mem(transpose_memory_bytes) ompx_attribute(__attribute__((launch_bounds(pack_threads))))
+#pragma omp parallel
+  {
+    const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+    const u32 flips = u32(flip) * 0x01010101u;
+#ifdef __NVPTX__
+    u32* staged = static_cast<u32*>(llvm_omp_target_dynamic_shared_alloc());
+    const bool whole_warps = nth % 32 == 0;
+#else
+    u32* staged = nullptr;
+    const bool whole_warps = false;
+#endif
+    for (i64 tile = omp_get_team_num(); tile < tiles; tile += omp_get_num_teams()) {
+      const i64 t = tile / (line_tiles * depth_tiles), line0 = (tile / depth_tiles % line_tiles) * transpose_tile,
+                k0 = (tile % depth_tiles) * transpose_tile;
+      const u8* from = src + (t / batch1) * bs0 + (t % batch1) * bs1 + line0;
+#ifdef __NVPTX__
+      if (staged) {
+        for (int e = tid; e < 1024; e += nth) {
+          const int r = e / 8, j = e % 8;
+          u32x4 w = {0, 0, 0, 0};
+          if (line0 + 16 * j < lines && k0 + r < K)
+            w = *reinterpret_cast<const u32x4*>(from + (k0 + r) * k_stride + 16 * j) ^ flips;
+          *reinterpret_cast<u32x4*>(staged + r * 32 + ((4 * j) ^ (4 * ((r / 16) % 8)))) = w;
         }
-        *reinterpret_cast<u32x4*>(dst + l * kp + 16 * q) = u32x4{out[0], out[1], out[2], out[3]};
+        team_barrier();
       }
-    }
-    if (inside)
+#endif
+      for (int item = tid; item < 256; item += nth) {
+        const int c = item % 8, g = item / 8;  // k 16c .. 16c + 15 of lines 4g .. 4g + 3
+        const bool inside = line0 + 4 * g < lines;
+        u32 w[16];
 #pragma unroll
-      for (int l = 0; l < 16; ++l) {
-        if (sums[l] != 0) {
+        for (int r = 0; r < 16; ++r) {
+          const int kk = 16 * c + r;
+          if (staged)
+            w[r] = staged[kk * 32 + (g ^ (4 * c))];
+          else
+            w[r] = inside && k0 + kk < K ? *reinterpret_cast<const u32*>(from + (k0 + kk) * k_stride + 4 * g) ^ flips : 0;
+        }
+        i32 line_sums[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          u32 out[4];
+#pragma unroll
+          for (int q = 0; q < 4; ++q) out[q] = gather_byte(w[4 * q], w[4 * q + 1], w[4 * q + 2], w[4 * q + 3], j);
+          line_sums[j] = byte_sum(out[0], is_a) + byte_sum(out[1], is_a) + byte_sum(out[2], is_a) + byte_sum(out[3], is_a);
+          *reinterpret_cast<u32x4*>(dst + (t * padded_lines + line0 + 4 * g + j) * kp + k0 + 16 * c) =
+              u32x4{out[0], out[1], out[2], out[3]};
+        }
+#ifdef __NVPTX__
+        if (whole_warps)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) line_sums[j] = group8_sum(line_sums[j]);
+#endif
+        if (inside && (!whole_warps || c == 0))
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            if (line_sums[j] != 0) {
 #pragma omp atomic update
-          o.sums[t * o.lines + line0 + l] += i64(sums[l]);
-        }
+              sums[t * lines + line0 + 4 * g + j] += i64(line_sums[j]);
+            }
+          }
       }
+#ifdef __NVPTX__
+      if (staged) team_barrier();  // the next tile stages into the memory read above
+#endif
+    }
   }
 }
 
@@ -418,7 +472,8 @@ void pack(const Kernel k, int device) {
   for (const Operand& o : {a, b}) {
     if (copy_packable(o, k.K)) continue;
     if (transpose_packable(o))
-      pack_transpose(o, k.K, k.kp, k.batch1, device);
+      pack_transpose(o.src, o.bs[0], o.bs[1], k.batch1, o.k_stride, o.lines, o.padded_lines, o.batches, o.flip, o.is_a,
+                     o.dst, o.sums, k.K, k.kp, device);
     else
       pack_gather(o, k.K, k.kp, k.batch1, device);
   }
@@ -467,7 +522,6 @@ inline u32 shared_address(const void* p) {
   return a;
 }
 
-inline void team_barrier() { asm volatile("bar.sync 0;" ::: "memory"); }
 inline void warp_sync() { asm volatile("bar.warp.sync -1;" ::: "memory"); }
 
 // A tile's staging sources, read from the kernel's parameters once per tile: the parameters live
@@ -595,6 +649,32 @@ inline void mma_u8s8(i32 (&c)[4], const u32 (&a)[4], u32 b0, u32 b1) {
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+inline u32 lane_word(u32 v, int from) {
+  u32 d;
+  asm volatile("shfl.sync.idx.b32 %0, %1, %2, 31, -1;" : "=r"(d) : "r"(v), "r"(from));
+  return d;
+}
+
+inline std::uint64_t lane_dword(std::uint64_t v, int from) {
+  return std::uint64_t(lane_word(u32(v >> 32), from)) << 32 | lane_word(u32(v), from);
+}
+
+// Lane `from`'s row terms (all 32 lanes call it); the scales apart only where B has one per column.
+inline Kernel::Row lane_row(const Kernel::Row& mine, int from, bool per_column_scales) {
+  Kernel::Row r;
+  r.inside = lane_word(u32(mine.inside), from) != 0;
+  r.alpha = i64(lane_dword(std::uint64_t(mine.alpha), from));
+  r.sum = i64(lane_dword(std::uint64_t(mine.sum), from));
+  r.multiplier = std::bit_cast<float>(lane_word(std::bit_cast<u32>(mine.multiplier), from));
+  r.zy = i32(lane_word(u32(mine.zy), from));
+  r.out = reinterpret_cast<u8*>(lane_dword(reinterpret_cast<std::uint64_t>(mine.out), from));
+  if (per_column_scales) {
+    r.sa = std::bit_cast<double>(lane_dword(std::bit_cast<std::uint64_t>(mine.sa), from));
+    r.sy = std::bit_cast<double>(lane_dword(std::bit_cast<std::uint64_t>(mine.sy), from));
+  }
+  return r;
+}
+
 inline void ldmatrix_x4(u32 (&d)[4], u32 address) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
@@ -657,7 +737,9 @@ inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int t
     // The epilogue through team memory (free after the last barrier), 16 rows of the warp's block
     // at a time: constant register indices (indexing the accumulators in a loop would move them to
     // local memory), then lane l finishes columns l and l + 32 of each row, so that neighbouring
-    // lanes write neighbouring columns and a lane's column terms are gathered once.
+    // lanes write neighbouring columns and a lane's column terms are gathered once. Lane r (and
+    // r + 16) gathers row r's terms, its division included, and the others take them by shuffles:
+    // one row's gathering per lane and 16 rows rather than 16 in turn.
     if (active) {
       using Acc = std::conditional_t<Deep, i64, i32>;
       constexpr int pitch = Deep ? 64 : 68;  // padded against bank conflicts where it fits
@@ -677,8 +759,9 @@ inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int t
               v = c[m][n][e];
           }
         warp_sync();
+        const Kernel::Row mine = k.row(tl, i0 + wr + 16 * m + lane % 16);
         for (int r = 0; r < 16; ++r) {
-          const Kernel::Row rw = k.row(tl, i0 + wr + 16 * m + r);
+          const Kernel::Row rw = lane_row(mine, r, k.sb_step != 0);
           k.finish(rw, left, staged[r * pitch + lane]);
           k.finish(rw, right, staged[r * pitch + lane + 32]);
         }
