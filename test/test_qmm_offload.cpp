@@ -74,7 +74,6 @@ TEST(QmmOffload, BatchesWithBroadcastAcrossTileEdges) {
   check(p, e, "batches {2,3}");
 }
 
-
 // Packing picks a kernel per operand from its layout: 16-byte chunks where the depth is contiguous
 // and 16-byte aligned, 16 x 16 transposes where the lines are (in groups of 16), byte gathers
 // otherwise; the copying kernel runs first and zeroes the sums the others add atomically. Every
