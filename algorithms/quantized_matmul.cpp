@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "algorithms/requantize.hpp"
 #include "algorithms/tensor_checks.hpp"
 #include "hetkern/error.hpp"
 
@@ -209,37 +210,8 @@ QmmProblem validate(const QuantizedMatMulArgs& args, const Tensor& output) {
 }
 
 std::int32_t requantize(std::int64_t acc, float multiplier, std::int32_t zero_point, DataType out) {
-  const std::int32_t qmin = out == DataType::uint8 ? 0 : -128;
-  const std::int32_t qmax = out == DataType::uint8 ? 255 : 127;
-  constexpr std::int64_t limit = std::int64_t(1) << 20;  // far beyond any 8-bit result
-  std::int64_t rounded;
-  if (acc > -(std::int64_t(1) << 29) && acc < (std::int64_t(1) << 29)) {
-    // 29 + 24 significant bits fit a double: the product is exact, so its RNE is too.
-    const double v = std::nearbyint(double(acc) * double(multiplier));
-    rounded = std::int64_t(std::fmax(-double(limit), std::fmin(double(limit), v)));
-  } else {
-    int exponent = 0;
-    const float fraction = std::frexp(multiplier, &exponent);  // multiplier = fraction * 2^exponent
-    const auto mantissa = std::int64_t(std::ldexp(fraction, 24));
-    const int shift = exponent - 24;                           // multiplier = mantissa * 2^shift
-    const __int128 product = __int128(acc) * mantissa;
-    if (product == 0) {
-      rounded = 0;
-    } else if (shift >= 0) {
-      rounded = shift > 40 ? (product > 0 ? limit : -limit)
-                           : std::int64_t(std::max<__int128>(-limit, std::min<__int128>(limit, product << shift)));
-    } else if (-shift >= 90) {
-      rounded = 0;  // |product| < 2^88, so |value| < 1/4
-    } else {
-      const int s = -shift;
-      __int128 quotient = product >> s;  // floor
-      const __int128 remainder = product - (quotient << s);
-      const __int128 half = __int128(1) << (s - 1);
-      if (remainder > half || (remainder == half && (quotient & 1))) ++quotient;
-      rounded = std::int64_t(std::max<__int128>(-limit, std::min<__int128>(limit, quotient)));
-    }
-  }
-  return std::int32_t(std::clamp<std::int64_t>(rounded + zero_point, qmin, qmax));
+  return out == DataType::uint8 ? requantize_exact(acc, multiplier, zero_point, 0, 255)
+                                : requantize_exact(acc, multiplier, zero_point, -128, 127);
 }
 
 void reference_qmm(const QmmProblem& p) {

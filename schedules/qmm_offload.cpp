@@ -16,6 +16,7 @@
 #include <bit>
 #include <type_traits>
 
+#include "algorithms/requantize.hpp"
 #include "schedules/qmm_pack.hpp"
 
 namespace hk::detail {
@@ -49,41 +50,6 @@ inline i32 dot4(u32 a, u32 b, i32 c) {
 // The sum of a word's bytes: unsigned for A', signed for B' (dp4a takes its first operand
 // unsigned, so A' bytes times ones, ones times B' bytes).
 inline i32 byte_sum(u32 word, bool is_a) { return is_a ? dot4(word, 0x01010101u, 0) : dot4(0x01010101u, word, 0); }
-
-// RNE(acc * multiplier) for |acc| >= 2^29, exactly through the multiplier's bits, saturated to
-// +-limit. Kept out of line: the product kernels inline the common case into every output.
-[[gnu::noinline]] i64 rounded_product_wide(i64 acc, float multiplier, i64 limit) {
-  const u32 bits = std::bit_cast<u32>(multiplier);
-  const int biased = int(bits >> 23) & 0xff;
-  const i64 mantissa = biased == 0 ? i64(bits & 0x7fffff) : i64((bits & 0x7fffff) | 0x800000);
-  const int shift = (biased == 0 ? 1 : biased) - 150;  // multiplier = mantissa * 2^shift
-  const __int128 product = __int128(acc) * mantissa;
-  if (product == 0) return 0;
-  if (shift >= 0) return product > 0 ? limit : -limit;  // |acc| >= 2^29 and multiplier >= 1
-  if (-shift >= 90) return 0;                            // |product| < 2^88, so |value| < 1/4
-  const int s = -shift;
-  __int128 quotient = product >> s;  // floor
-  const __int128 remainder = product - (quotient << s);
-  const __int128 half = __int128(1) << (s - 1);
-  if (remainder > half || (remainder == half && (quotient & 1))) ++quotient;
-  return quotient < -limit ? -limit : quotient > limit ? limit : i64(quotient);
-}
-
-// RNE(acc * multiplier) + zero_point saturated to [qmin, qmax]: requantize() without libm, so it
-// compiles for the device too. The multiplier is finite and non-negative (validated).
-inline i32 requantize_exact(i64 acc, float multiplier, i32 zero_point, i32 qmin, i32 qmax) {
-  constexpr i64 limit = i64(1) << 20;
-  i64 rounded;
-  if (acc > -(i64(1) << 29) && acc < (i64(1) << 29)) {
-    // 29 + 24 significant bits fit a double: the product and its RNE are exact.
-    const double v = __builtin_rint(double(acc) * double(multiplier));
-    rounded = v < -double(limit) ? -limit : v > double(limit) ? limit : i64(v);
-  } else {
-    rounded = rounded_product_wide(acc, multiplier, limit);
-  }
-  const i64 v = rounded + zero_point;
-  return i32(v < qmin ? qmin : v > qmax ? qmax : v);
-}
 
 // Everything a kernel reads, passed by value into each target region.
 struct Kernel {

@@ -1,0 +1,47 @@
+// QuantizedLinearMatMul's requantization, RNE(acc * multiplier) + zero_point saturated to the
+// output range, exact for every 64-bit acc and every finite non-negative multiplier. One
+// definition for the reference, the host epilogue and the offload kernels: it uses no libm, so it
+// compiles for the device too.
+#pragma once
+
+#include <bit>
+#include <cstdint>
+
+namespace hk::detail {
+
+/// RNE(acc * multiplier) for |acc| >= 2^29, exactly through the multiplier's bits, saturated to
+/// +-limit. Out of line: callers inline the common case into every output.
+[[gnu::noinline]] inline std::int64_t requantize_wide(std::int64_t acc, float multiplier, std::int64_t limit) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(multiplier);
+  const int biased = int(bits >> 23) & 0xff;
+  const std::int64_t mantissa = biased == 0 ? std::int64_t(bits & 0x7fffff) : std::int64_t((bits & 0x7fffff) | 0x800000);
+  const int shift = (biased == 0 ? 1 : biased) - 150;  // multiplier = mantissa * 2^shift
+  const __int128 product = __int128(acc) * mantissa;
+  if (product == 0) return 0;
+  if (shift >= 0) return product > 0 ? limit : -limit;  // |acc| >= 2^29 and multiplier >= 1
+  if (-shift >= 90) return 0;                            // |product| < 2^88, so |value| < 1/4
+  const int s = -shift;
+  __int128 quotient = product >> s;  // floor
+  const __int128 remainder = product - (quotient << s);
+  const __int128 half = __int128(1) << (s - 1);
+  if (remainder > half || (remainder == half && (quotient & 1))) ++quotient;
+  return quotient < -limit ? -limit : quotient > limit ? limit : std::int64_t(quotient);
+}
+
+/// RNE(acc * multiplier) + zero_point saturated to [qmin, qmax].
+inline std::int32_t requantize_exact(std::int64_t acc, float multiplier, std::int32_t zero_point, std::int32_t qmin,
+                                     std::int32_t qmax) {
+  constexpr std::int64_t limit = std::int64_t(1) << 20;  // far beyond any 8-bit result
+  std::int64_t rounded;
+  if (acc > -(std::int64_t(1) << 29) && acc < (std::int64_t(1) << 29)) {
+    // 29 + 24 significant bits fit a double: the product is exact, so its RNE is too.
+    const double v = __builtin_rint(double(acc) * double(multiplier));
+    rounded = v < -double(limit) ? -limit : v > double(limit) ? limit : std::int64_t(v);
+  } else {
+    rounded = requantize_wide(acc, multiplier, limit);
+  }
+  const std::int64_t v = rounded + zero_point;
+  return std::int32_t(v < qmin ? qmin : v > qmax ? qmax : v);
+}
+
+}  // namespace hk::detail
