@@ -861,46 +861,35 @@ Acc chained_lookback(const TileWord* words, std::int64_t u, std::int64_t b, u32 
   }
 }
 
-// Warp 0 of a team, after the block scan of tile u (the b-th of its line, whose fold is `total`):
-// publishes the fold, looks back for the carry, publishes the inclusive prefix, leaves the carry
-// and the team's next tile (a new ticket) in team memory.
-template <class Op, class Acc>
-void chained_publish(TileWord* words, unsigned long long* ticket, TileShared<Acc>* sh, std::int64_t u,
-                     std::int64_t b, Acc total, bool exclusive, u32 lane, u32 mask) {
-  Acc carry = line_start<Op, Acc>(exclusive);
-  if (b > 0) {
-    if (lane == 0) store_tile_word(&words[u], tile_folded, to_word_bits(total));
-    carry = chained_lookback<Op, Acc>(words, u, b, lane, mask);
-  }
-  if (lane == 0) {
-    store_tile_word(&words[u], tile_prefixed, to_word_bits(Op::apply(carry, total)));
-    sh->carry = carry;
-    std::int64_t next;
-#pragma omp atomic capture
-    next = (*ticket)++;
-    sh->ticket = next;
-  }
-}
-
-// The staged kernel's halves of chained_publish, so that its next tile's copy-in is in flight
-// while warp 0 looks back. First, by thread 0 after the block scan of tile u (the b-th of its
-// line, whose fold is `total`): publishes the fold (a line's first tile: its inclusive prefix)
-// and leaves the team's next tile (a new ticket) in team memory.
-template <class Op, class Acc>
-void chained_announce(TileWord* words, unsigned long long* ticket, TileShared<Acc>* sh, std::int64_t u,
-                      std::int64_t b, Acc total, bool exclusive) {
-  if (b > 0)
-    store_tile_word(&words[u], tile_folded, to_word_bits(total));
-  else
-    store_tile_word(&words[u], tile_prefixed, to_word_bits(Op::apply(line_start<Op, Acc>(exclusive), total)));
+// Draws the team's next tile (a new ticket) and leaves it in team memory. By one thread.
+template <class Acc> void leave_next_ticket(unsigned long long* ticket, TileShared<Acc>* sh) {
   std::int64_t next;
 #pragma omp atomic capture
   next = (*ticket)++;
   sh->ticket = next;
 }
 
-// Then, by warp 0: looks back for the carry into tile u, publishes the tile's inclusive prefix and
-// leaves the carry in team memory.
+// Publishes the fold `total` of tile u, the b-th of its line (a line's first tile: its inclusive
+// prefix at once). By one thread, after the tile's block scan.
+template <class Op, class Acc>
+void publish_fold(TileWord* words, std::int64_t u, std::int64_t b, Acc total, bool exclusive) {
+  if (b > 0)
+    store_tile_word(&words[u], tile_folded, to_word_bits(total));
+  else
+    store_tile_word(&words[u], tile_prefixed, to_word_bits(Op::apply(line_start<Op, Acc>(exclusive), total)));
+}
+
+// The staged kernel's first half of chained_publish, by thread 0: the fold, then the team's next
+// tile at once, so that the tile's copy-in overlaps the look-back (chained_resolve).
+template <class Op, class Acc>
+void chained_announce(TileWord* words, unsigned long long* ticket, TileShared<Acc>* sh, std::int64_t u,
+                      std::int64_t b, Acc total, bool exclusive) {
+  publish_fold<Op>(words, u, b, total, exclusive);
+  leave_next_ticket(ticket, sh);
+}
+
+// By warp 0, after publish_fold: looks back for the carry into tile u, publishes the tile's
+// inclusive prefix and leaves the carry in team memory.
 template <class Op, class Acc>
 void chained_resolve(TileWord* words, TileShared<Acc>* sh, std::int64_t u, std::int64_t b, Acc total,
                      bool exclusive, u32 lane, u32 mask) {
@@ -912,14 +901,29 @@ void chained_resolve(TileWord* words, TileShared<Acc>* sh, std::int64_t u, std::
   if (lane == 0) sh->carry = carry;
 }
 
+// Warp 0 of a team of the register kernel, after the block scan of tile u: publishes the fold,
+// looks back for the carry, publishes the inclusive prefix, leaves the carry and the team's next
+// tile in team memory: chained_announce and chained_resolve in one, the next tile drawn last.
+// (Written out rather than composed from them: composed, the JIT's PTX of the chained kernels
+// changed, and no GPU run has measured that form.)
+template <class Op, class Acc>
+void chained_publish(TileWord* words, unsigned long long* ticket, TileShared<Acc>* sh, std::int64_t u,
+                     std::int64_t b, Acc total, bool exclusive, u32 lane, u32 mask) {
+  Acc carry = line_start<Op, Acc>(exclusive);
+  if (b > 0) {
+    if (lane == 0) store_tile_word(&words[u], tile_folded, to_word_bits(total));
+    carry = chained_lookback<Op, Acc>(words, u, b, lane, mask);
+  }
+  if (lane == 0) {
+    store_tile_word(&words[u], tile_prefixed, to_word_bits(Op::apply(carry, total)));
+    sh->carry = carry;
+    leave_next_ticket(ticket, sh);
+  }
+}
+
 // The team's first tile: a ticket, handed to all its threads.
 template <class Acc> std::int64_t first_ticket(unsigned long long* ticket, TileShared<Acc>* sh) {
-  if (omp_get_thread_num() == 0) {
-    std::int64_t u;
-#pragma omp atomic capture
-    u = (*ticket)++;
-    sh->ticket = u;
-  }
+  if (omp_get_thread_num() == 0) leave_next_ticket(ticket, sh);
 #pragma omp barrier
   return sh->ticket;
 }
