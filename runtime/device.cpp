@@ -27,10 +27,45 @@ struct RegisterNvptxBackend {
 };
 const RegisterNvptxBackend register_nvptx_backend;
 
+// The CUDA driver's scheduling flags of a context (cuda.h): how a host thread waits for the GPU.
+constexpr unsigned cu_ctx_sched_spin = 0x1, cu_ctx_sched_blocking_sync = 0x4, cu_ctx_sched_mask = 0x7;
+
+// LLVM's CUDA plugin creates each device's primary context with CU_CTX_SCHED_BLOCKING_SYNC, unless
+// it is already active: the host thread then sleeps until the GPU interrupts it, which every
+// synchronous target region pays. Spin instead, as the CUDA runtime does by default on a host with
+// more cores than contexts (PyTorch, the peer, waits that way): a primary context active with the
+// plugin's flags gets spinning ones, an inactive one is activated with them (the plugin keeps the
+// flags of an active context); one that another user of the driver activated with other flags
+// keeps them. Without the driver loaded by the offload runtime there is nothing to do.
+void wait_for_gpus_by_spinning() {
+  void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (!cuda) return;
+  auto device_count = reinterpret_cast<int (*)(int*)>(dlsym(cuda, "cuDeviceGetCount"));
+  auto device_get = reinterpret_cast<int (*)(int*, int)>(dlsym(cuda, "cuDeviceGet"));
+  auto get_state = reinterpret_cast<int (*)(int, unsigned*, int*)>(dlsym(cuda, "cuDevicePrimaryCtxGetState"));
+  auto set_flags = reinterpret_cast<int (*)(int, unsigned)>(dlsym(cuda, "cuDevicePrimaryCtxSetFlags_v2"));
+  auto retain = reinterpret_cast<int (*)(void**, int)>(dlsym(cuda, "cuDevicePrimaryCtxRetain"));
+  int count = 0;
+  if (device_count && device_get && get_state && set_flags && retain && device_count(&count) == 0) {
+    for (int ordinal = 0; ordinal < count; ++ordinal) {
+      int device = 0, active = 0;
+      unsigned flags = 0;
+      if (device_get(&device, ordinal) != 0 || get_state(device, &flags, &active) != 0) continue;
+      if (active && (flags & cu_ctx_sched_mask) != cu_ctx_sched_blocking_sync) continue;
+      if (set_flags(device, (flags & ~cu_ctx_sched_mask) | cu_ctx_sched_spin) != 0 || active) continue;
+      void* context = nullptr;
+      retain(&context, device);  // held for the process, as the plugin holds it
+    }
+  }
+  dlclose(cuda);
+}
+
 }  // namespace
 
 int offload_device() {
-  return omp_get_num_devices() > 0 ? omp_get_default_device() : omp_get_initial_device();
+  const int devices = omp_get_num_devices();
+  [[maybe_unused]] static const bool spinning = (wait_for_gpus_by_spinning(), true);
+  return devices > 0 ? omp_get_default_device() : omp_get_initial_device();
 }
 
 bool offload_on_host() { return offload_device() == omp_get_initial_device(); }
@@ -95,20 +130,21 @@ void device_copy(const void* src, void* dst, std::size_t bytes, int teams, int t
     auto* d = static_cast<Vec16*>(dst);
     const std::int64_t n = std::int64_t(bytes / 16);
     // SPMD kernel: each team copies one contiguous range, its threads side by side (coalesced),
-    // each thread several loads in flight before it stores; counts as the region got them.
+    // each thread several loads in flight before it stores, the last partial batch too (a range of
+    // one or two loads per thread still issues them all at once); counts as the region got them.
 #pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) is_device_ptr(s, d)
 #pragma omp parallel
     {
       const std::int64_t team_count = omp_get_num_teams(), team = omp_get_team_num();
       const std::int64_t first = n * team / team_count, last = n * (team + 1) / team_count;
       const std::int64_t step = omp_get_num_threads();
-      std::int64_t i = first + omp_get_thread_num();
-      for (; i + (copy_loads_in_flight - 1) * step < last; i += copy_loads_in_flight * step) {
+      for (std::int64_t i = first + omp_get_thread_num(); i < last; i += copy_loads_in_flight * step) {
         Vec16 v[copy_loads_in_flight];
-        for (int k = 0; k < copy_loads_in_flight; ++k) v[k] = s[i + k * step];
-        for (int k = 0; k < copy_loads_in_flight; ++k) d[i + k * step] = v[k];
+        for (int k = 0; k < copy_loads_in_flight; ++k)
+          if (i + k * step < last) v[k] = s[i + k * step];
+        for (int k = 0; k < copy_loads_in_flight; ++k)
+          if (i + k * step < last) d[i + k * step] = v[k];
       }
-      for (; i < last; i += step) d[i] = s[i];
     }
     return;
   }
