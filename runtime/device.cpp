@@ -6,6 +6,9 @@
 #include <omp.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <utility>
 
 #include "hetkern/error.hpp"
@@ -60,11 +63,21 @@ void wait_for_gpus_by_spinning() {
   dlclose(cuda);
 }
 
+// HETKERN_GPU_WAIT: spin (the default) or block (the offload runtime's sleeping wait, for hosts
+// whose cores are all busy with other work).
+bool spin_requested() {
+  const char* text = std::getenv("HETKERN_GPU_WAIT");
+  if (!text || !*text || std::strcmp(text, "spin") == 0) return true;
+  if (std::strcmp(text, "block") == 0) return false;
+  std::fprintf(stderr, "hetkern: warning: HETKERN_GPU_WAIT=%s ignored: expected spin or block\n", text);
+  return true;
+}
+
 }  // namespace
 
 int offload_device() {
   const int devices = omp_get_num_devices();
-  [[maybe_unused]] static const bool spinning = (wait_for_gpus_by_spinning(), true);
+  [[maybe_unused]] static const bool spinning = spin_requested() && (wait_for_gpus_by_spinning(), true);
   return devices > 0 ? omp_get_default_device() : omp_get_initial_device();
 }
 

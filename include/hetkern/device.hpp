@@ -17,6 +17,7 @@ namespace hk {
 /// host threads spin, rather than sleep, while they wait for an NVIDIA GPU (the CUDA primary
 /// context's scheduling flags, which LLVM's offload runtime sets to blocking): each synchronous
 /// offload call returns tens of microseconds sooner, for a host core busy while it waits.
+/// HETKERN_GPU_WAIT=block keeps the sleeping wait (another value is reported and ignored).
 int offload_device();
 /// True when offload_device() is the host.
 bool offload_on_host();
