@@ -32,7 +32,6 @@ constexpr std::int64_t columns_teams_min = 264;  // 2 teams on each of an H100's
 // The staged chained teams that fit an H100 at once: 4 of 128 threads on each of its 132 SMs
 // (128 registers a thread under the kernel's launch bound; two 18 KB tiles of team memory each).
 constexpr std::int64_t chained_teams_cap = 528;
-constexpr int chained_default_subtiles = 1;
 // Launch bounds of the rows and one-pass columns kernels: the most threads a team may have, which
 // caps the registers ptxas gives a thread at 65536 / threads. Rows: 128 (under 128 bytes of
 // spills, in L1), where left alone it takes 240 and half the teams fit an SM; columns: 255, what
@@ -96,9 +95,7 @@ template <class T> struct KernelArgs {
   std::int64_t team_bytes = 0;          // chained, staged: team memory granted to each team
   unsigned long long* ticket = nullptr; // chained: the next tile
   int lanes = 1;                        // columns: groups of adjacent lines side by side per warp
-  int ahead = 0;                        // rows: tiles requested into the L2 ahead of the loads;
-                                        // chained, subtiles > 1: the next ticket's (0 or 1)
-  int subtiles = 1;                     // chained, staged: tiles per ticket
+  int ahead = 0;                        // rows: tiles requested into the L2 ahead of the loads
 };
 
 // The host fallback's body of every kernel (and the device's where a team's threads cannot hold
@@ -267,15 +264,6 @@ inline void copy_async_16(void* team_dst, const void* global_src) {
       : "memory");
 }
 inline void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-
-// A 16-byte store marked evict-first (st.global.cs), so that output on its way to memory does not
-// push out of the L2 input that is to be read a second time.
-inline void store_streaming_16(void* global_dst, u32x4 v) {
-  asm volatile(
-      "{ .reg .u64 g; cvta.to.global.u64 g, %0; st.global.cs.v4.b32 [g], {%1, %2, %3, %4}; }" ::"l"(global_dst),
-      "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
-      : "memory");
-}
 inline void copy_async_wait() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 
 // A thread's run of up to `cap` consecutive elements (MaxBytes of them), kept in registers.
@@ -1093,9 +1081,8 @@ template <class T> void stage_in(const T* src, std::int64_t count, char* buffer,
 }
 
 // Writes a scanned tile of count elements from its buffer to dst, 16 bytes at a time; with
-// Combine, each element x as carry (+) x (the buffer then holds the tile's scan from the identity);
-// with Stream, the 16-byte stores evict-first.
-template <class T, class Op, bool Combine, bool Stream = false>
+// Combine, each element x as carry (+) x (the buffer then holds the tile's scan from the identity).
+template <class T, class Op, bool Combine>
 void stage_out(const char* buffer, std::int64_t count, T* dst, ChunkWalk w, int n, AccOf<T> carry) {
   constexpr int ve = vec_elems<T>;
   for (std::int64_t c = omp_get_thread_num(); c * ve < count; c += n, w.advance()) {
@@ -1109,10 +1096,7 @@ void stage_out(const char* buffer, std::int64_t count, T* dst, ChunkWalk w, int 
         for (int i = 0; i < ve; ++i) e[i] = narrow<T>(Op::apply(carry, widen(e[i])));
         __builtin_memcpy(&v, e, 16);
       }
-      if constexpr (Stream)
-        store_streaming_16(dst + c * ve, v);
-      else
-        *reinterpret_cast<u32x4*>(dst + c * ve) = v;
+      *reinterpret_cast<u32x4*>(dst + c * ve) = v;
     } else {
       for (std::int64_t e = c * ve; e < count; ++e) {
         const T x = reinterpret_cast<const T*>(from)[e - c * ve];
@@ -1194,128 +1178,6 @@ void gpu_chained_staged(const KernelArgs<T>& a) {
     u = next;
   }
 }
-// A thread's fold handed to tile_warp_scan, which asks a run for it.
-template <class Acc> struct FoldedRun {
-  Acc f;
-  template <class Op> Acc fold(int) const { return f; }
-};
-
-template <class T, class Op> AccOf<T> fold_vector(AccOf<T> f, u32x4 w) {
-  T e[vec_elems<T>];
-  __builtin_memcpy(e, &w, 16);
-#pragma unroll
-  for (int i = 0; i < vec_elems<T>; ++i) f = Op::apply(f, widen(e[i]));
-  return f;
-}
-
-// The thread's share of the fold of count elements from p (16-byte aligned): 16-byte chunks t,
-// t + n, ... (consecutive threads on consecutive chunks), eight loads in flight before they are
-// combined; thread 0 also takes a partial last chunk.
-template <class T, class Op> AccOf<T> fold_chunks(const T* p, std::int64_t count, int t, int n) {
-  using Acc = AccOf<T>;
-  constexpr int ve = vec_elems<T>, batch = 8;
-  const std::int64_t full = count / ve;
-  Acc f = inclusive_start<Op, Acc>();
-  std::int64_t c = t;
-  for (; c + std::int64_t(batch - 1) * n < full; c += std::int64_t(batch) * n) {
-    u32x4 w[batch];
-#pragma unroll
-    for (int k = 0; k < batch; ++k) w[k] = *reinterpret_cast<const u32x4*>(p + (c + std::int64_t(k) * n) * ve);
-#pragma unroll
-    for (int k = 0; k < batch; ++k) f = fold_vector<T, Op>(f, w[k]);
-  }
-  for (; c < full; c += n) f = fold_vector<T, Op>(f, *reinterpret_cast<const u32x4*>(p + c * ve));
-  if (t == 0)
-    for (std::int64_t e = full * ve; e < count; ++e) f = Op::apply(f, widen(p[e]));
-  return f;
-}
-
-// Asks the L2 for the count elements from p, a 128-byte line per thread at a time.
-template <class T> void request_l2(const T* p, std::int64_t count, int t, int n) {
-  const char* const bytes = reinterpret_cast<const char*>(p);
-  const std::int64_t size = count * std::int64_t(sizeof(T));
-  for (std::int64_t l = std::int64_t(t) * 128; l < size; l += std::int64_t(n) * 128) prefetch_l2(bytes + l);
-}
-
-// Chained tickets of subtiles staged tiles each, read twice: the team folds the ticket's elements
-// straight from memory (registers, 16-byte loads), publishes that one fold and draws its next
-// ticket; warp 0 looks back while the other warps bring the first tile back from the L2 into
-// team memory; then the tiles stream through the two buffers as in gpu_chained_staged, each
-// scanned from the running carry and stored evict-first, so that the input of the tickets in
-// flight stays in the L2 between the passes. One look-back serves subtiles tiles. With a.ahead,
-// the next ticket's elements are requested into the L2 tile by tile during the rescan.
-template <class T, class Op>
-void gpu_chained_reread(const KernelArgs<T>& a) {
-  using Acc = AccOf<T>;
-  constexpr int ve = vec_elems<T>;
-  const ScanLayout& s = a.s;
-  const std::int64_t width = a.width, span = width * a.subtiles, tiles = a.tiles;
-  char* const base = static_cast<char*>(llvm_omp_target_dynamic_shared_alloc());
-  auto* sh = reinterpret_cast<TileShared<Acc>*>(base);
-  const int n = omp_get_num_threads(), t = omp_get_thread_num();
-  const u32 lane = lane_id(), mask = warp_mask(n);
-  const std::int64_t units = line_count(s) * tiles;
-  const int per = int((width + n - 1) / n);
-  // As gpu_chained_staged: runs that do not fit the team memory granted scan serially.
-  if (!base || reinterpret_cast<std::uintptr_t>(base) % 16 || per % ve || staged_team_bytes<T>(n, per) > a.team_bytes) {
-    serial_lines<T, Op>(a);
-    return;
-  }
-  const int stride = per * int(sizeof(T)) + int(staged_run_pad);
-  char* const buffers[2] = {base + staged_head_bytes<Acc>(), base + staged_head_bytes<Acc>() + std::int64_t(n) * stride};
-  const ChunkWalk walk = chunk_walk(t, n, per / ve, stride);
-  const bool lone_warp = n <= 32;
-  const int in_first = lone_warp ? t : t - 32, in_threads = lone_warp ? n : n - 32;
-  const ChunkWalk walk_in = lone_warp ? walk : chunk_walk(in_first, in_threads, per / ve, stride);
-  std::int64_t u = first_ticket(a.ticket, sh);
-  while (u < units) {
-    const StagedTile ticket = staged_tile(s, u, tiles, span);
-    const Acc f = fold_chunks<T, Op>(a.x + ticket.xo, ticket.count, t, n);
-    tile_warp_scan<T, Op>(FoldedRun<Acc>{f}, 0, sh->warp_total[0], lane, mask);
-    // Also orders the previous ticket's last copy-out before buffer 0 is refilled below.
-#pragma omp barrier
-    Acc warp_before, total;
-    tile_block_scan<Op>(sh->warp_total[0], n, lane, mask, warp_before, total);
-    if (t == 0) chained_announce<Op>(a.words, a.ticket, sh, u, ticket.b, total, a.exclusive);
-    const std::int64_t first_count = ticket.count < width ? ticket.count : width;
-    if (lone_warp || t >= 32) stage_in(a.x + ticket.xo, first_count, buffers[0], walk_in, in_first, in_threads);
-    if (t < 32) chained_resolve<Op>(a.words, sh, u, ticket.b, total, a.exclusive, lane, mask);
-#pragma omp barrier
-    Acc carry = sh->carry;
-    const std::int64_t next = sh->ticket;
-    StagedTile coming{};
-    const bool request = a.ahead > 0 && next < units;
-    if (request) coming = staged_tile(s, next, tiles, span);
-    const int subs = int((ticket.count + width - 1) / width);
-    for (int k = 0; k < subs; ++k) {
-      const int cur = k & 1;
-      const std::int64_t at = std::int64_t(k) * width;
-      const std::int64_t sub = ticket.count - at < width ? ticket.count - at : width;
-      copy_async_wait();
-      // The other buffer was last read by the previous tile's copy-out, before this barrier.
-#pragma omp barrier
-      if (k + 1 < subs) {
-        const std::int64_t rest = ticket.count - at - width;
-        stage_in(a.x + ticket.xo + at + width, rest < width ? rest : width, buffers[cur ^ 1], walk, t, n);
-      }
-      if (request && at < coming.count) {
-        const std::int64_t ahead = coming.count - at;
-        request_l2(a.x + coming.xo + at, ahead < width ? ahead : width, t, n);
-      }
-      const int count = run_count(sub, std::int64_t(t) * per, per);
-      StagedRun<T> run{buffers[cur] + std::int64_t(t) * stride};
-      const Acc lane_before = tile_warp_scan<T, Op>(run, count, sh->warp_total[0], lane, mask);
-#pragma omp barrier
-      Acc sub_before, sub_total;
-      tile_block_scan<Op>(sh->warp_total[0], n, lane, mask, sub_before, sub_total);
-      run.template scan<Op>(count, Op::apply(Op::apply(carry, sub_before), lane_before), a.exclusive);
-#pragma omp barrier
-      stage_out<T, Op, false, true>(buffers[cur], sub, a.y + ticket.yo + at, walk, n, carry);
-      carry = Op::apply(carry, sub_total);
-    }
-    u = next;
-  }
-}
 #endif
 
 template <class T, class Op>
@@ -1323,17 +1185,9 @@ void chained(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
   KernelArgs<T> a{.s = s, .x = x, .y = y, .exclusive = exclusive};
   a.vec = rows_vectorizable(s, x, y);
   a.width = std::int64_t(plan.threads) * plan.items;
-  const int teams = plan.teams, threads = plan.threads;
-  // Staged through team memory where the lines allow 16-byte copies and two tiles fit; then a
-  // ticket covers subtiles tiles (gpu_chained_reread where that is more than one).
-  const std::int64_t staged_bytes = staged_team_bytes<T>(threads, plan.items);
-  const bool staged = a.vec && plan.items % vec_elems<T> == 0 && staged_bytes <= offload_team_memory_bytes &&
-                      threads <= staged_max_threads;
-  a.subtiles = staged ? plan.subtiles : 1;
-  a.ahead = plan.ahead;
-  const std::int64_t span = a.width * a.subtiles;
-  a.tiles = (s.length + span - 1) / span;
+  a.tiles = (s.length + a.width - 1) / a.width;
   const std::int64_t units = s.lines() * a.tiles;
+  const int teams = plan.teams, threads = plan.threads;
   // One ticket counter (its own 64 bytes), then a 16-byte word per tile.
   constexpr std::size_t words_offset = 64;
   ScratchLease scratch(dev, words_offset + std::size_t(units) * sizeof(TileWord));
@@ -1346,22 +1200,12 @@ void chained(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
     a.words[u] = TileWord{tile_pending, 0};
     if (u == 0) *a.ticket = 0;
   }
-  // The staged kernels' launch bound caps the registers at 128 per thread, so that four teams of
-  // 128 threads fit an SM (their team memory allows that many).
-  if (staged && a.subtiles > 1) {
-    a.team_bytes = staged_bytes;
-    const std::size_t shared = std::size_t(staged_bytes);
-#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) firstprivate(a) \
-    ompx_dyn_cgroup_mem(shared) ompx_attribute(__attribute__((launch_bounds(staged_max_threads))))
-#pragma omp parallel
-    {
-#ifdef __NVPTX__
-      gpu_chained_reread<T, Op>(a);
-#endif
-    }
-    return;
-  }
-  if (staged) {
+  // Staged through team memory where the lines allow 16-byte copies and two tiles fit. Its
+  // launch bound caps the registers at 128 per thread, so that four teams of 128 threads fit an
+  // SM (their team memory allows that many).
+  const std::int64_t staged_bytes = staged_team_bytes<T>(threads, plan.items);
+  if (a.vec && plan.items % vec_elems<T> == 0 && staged_bytes <= offload_team_memory_bytes &&
+      threads <= staged_max_threads) {
     a.team_bytes = staged_bytes;
     const std::size_t shared = std::size_t(staged_bytes);
 #pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) firstprivate(a) \
@@ -1440,8 +1284,7 @@ ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) 
     }
     default: {
       plan.items = int(offload_chained_max_item_bytes / elem_bytes(call));
-      plan.subtiles = chained_default_subtiles;
-      const std::int64_t width = std::int64_t(plan.threads) * plan.items * plan.subtiles;
+      const std::int64_t width = std::int64_t(plan.threads) * plan.items;
       plan.teams = int(std::clamp<std::int64_t>(s.lines() * ((s.length + width - 1) / width), 1,
                                                 chained_teams_cap));
       break;

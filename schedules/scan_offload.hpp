@@ -33,10 +33,6 @@ inline constexpr int offload_column_max_width = 256;
 /// Rows: at most this many tiles requested into the L2 ahead of the loads.
 inline constexpr int offload_max_ahead = 8;
 
-/// Chained, staged: at most this many tiles per ticket (their input stays in the L2 between the
-/// fold and the rescan only while the resident teams' tickets fit it).
-inline constexpr int offload_max_subtiles = 64;
-
 /// Runs a validated call with an offload plan; the data pointers are addresses on `device` (an
 /// OpenMP device number, or the initial device for the host fallback). No transfers.
 void run_scan_offload(const CumulativeCall& call, const ScanPlan& plan, int device);

@@ -128,15 +128,7 @@ const std::vector<StrategySpec>& table() {
         {"threads", 32, offload_max_threads, "threads per team (default 128)"},
         {"items", 1, 64,
          "consecutive elements per thread in a tile, at most 128 bytes of them (default: 128 "
-         "bytes, e.g. 32 for 4-byte types)"},
-        {"subtiles", 1, offload_max_subtiles,
-         "staged tiles only: tiles per ticket; above 1 the team folds the ticket's tiles straight "
-         "from memory, publishes that one fold and looks back once, then streams the tiles through "
-         "team memory again (from the L2) to scan them, storing with evict-first hints (default "
-         "1)"},
-        {"ahead", 0, 1,
-         "subtiles > 1: 1 requests the team's next ticket into the L2 while it rescans the "
-         "current one (default 0)"}}},
+         "bytes, e.g. 32 for 4-byte types)"}}},
 #endif
   };
   return specs;
@@ -186,8 +178,7 @@ Schedule ScanPlan::to_schedule() const {
       return Schedule("scan.offload_columns").set("teams", teams).set("threads", threads).set("chunks", chunks)
           .set("items", items).set("width", width);
     case Kind::offload_chained:
-      return Schedule("scan.offload_chained").set("teams", teams).set("threads", threads).set("items", items)
-          .set("subtiles", subtiles).set("ahead", ahead);
+      return Schedule("scan.offload_chained").set("teams", teams).set("threads", threads).set("items", items);
   }
   return {};
 }
@@ -230,10 +221,6 @@ ScanPlan plan_scan(const CumulativeCall& call, const Schedule& schedule) {
       } else {
         plan.items = int(p.get(2, plan.items));
         if (plan.kind == ScanPlan::Kind::offload_rows) plan.ahead = int(p.get(3, plan.ahead));
-        if (plan.kind == ScanPlan::Kind::offload_chained) {
-          plan.subtiles = int(p.get(3, plan.subtiles));
-          plan.ahead = int(p.get(4, plan.ahead));
-        }
       }
       check_offload_tile(call, schedule, plan);
     }

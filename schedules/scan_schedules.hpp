@@ -23,8 +23,7 @@ struct ScanPlan {
   int items = 0;           // elements per thread in a team's tile (offload rows, chained)
   std::int64_t chunks = 1; // pieces the scanned axis is cut into, carries between them (offload columns)
   int width = 0;           // lines side by side per warp (offload columns)
-  int ahead = 0;           // tiles requested into the L2 ahead of the loads (offload rows, chained)
-  int subtiles = 1;        // tiles per ticket, folded then rescanned from the L2 (offload chained)
+  int ahead = 0;           // tiles requested into the L2 ahead of the loads (offload rows)
 
   bool offload() const { return kind >= Kind::offload_rows; }
 

@@ -48,10 +48,7 @@ inline std::vector<Schedule> all_scan_schedules() {
                            "scan.offload_chained(teams=2, threads=64, items=8)",
                            // 33 threads: a partial warp, and chunks that wrap across runs as a
                            // thread steps through a staged tile.
-                           "scan.offload_chained(teams=3, threads=33, items=8)",
-                           // Tickets of several staged tiles, folded then rescanned.
-                           "scan.offload_chained(teams=3, threads=32, items=4, subtiles=3)",
-                           "scan.offload_chained(teams=2, threads=33, items=8, subtiles=2, ahead=1)"})
+                           "scan.offload_chained(teams=3, threads=33, items=8)"})
     out.push_back(Schedule::parse(text));
 #endif
   return out;

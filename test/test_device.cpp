@@ -142,65 +142,6 @@ TEST(DeviceTensors, EveryOffloadScheduleMatchesTheReference) {
         }
 }
 
-// Chained tickets of several staged tiles (subtiles > 1): lines shorter than one tile, several
-// lines, partial last tiles and tickets, exclusive scans forward (contiguous, so staged), wrapping
-// int32 sums and products, float16 and float32 sums and float32 products whose partial results
-// are exact in the accumulator: bitwise the reference's.
-TEST(DeviceTensors, ChainedSubtilesMatchTheReference) {
-  struct Shape {
-    std::vector<std::int64_t> sizes;
-    int axis;
-  };
-  const Shape shapes[] = {{{70001}, 0}, {{3, 20000}, 1}, {{100}, 0}, {{2, 4096}, 1}};
-  const char* const schedules[] = {"scan.offload_chained(teams=3, threads=32, items=4, subtiles=3)",
-                                   "scan.offload_chained(teams=2, threads=64, items=8, subtiles=2, ahead=1)",
-                                   "scan.offload_chained(teams=3, threads=33, items=8, subtiles=5, ahead=1)",
-                                   "scan.offload_chained(teams=5, threads=128, items=8, subtiles=4)",
-                                   "scan.offload_chained(subtiles=8)"};
-  std::mt19937_64 rng(13);
-  for (const auto& shape : shapes)
-    for (DataType type : {DataType::int32, DataType::float32, DataType::float16})
-      for (bool product : {false, true})
-        for (bool exclusive : {false, true}) {
-          if (product && type == DataType::float16) continue;
-          const TensorDesc desc(type, shape.sizes);
-          const std::size_t n = std::size_t(desc.element_count()), bytes = n * size_of(type);
-          std::vector<std::uint8_t> x(bytes), want(bytes), got(bytes);
-          for (std::size_t i = 0; i < n; ++i) {
-            if (type == DataType::float32) {
-              // Sums: multiples of 2^-8 (every partial sum exact in float64); products: powers
-              // of two (exact until float32's range ends, the same in the reference).
-              static const float factors[] = {0.5f, 1.0f, 1.0f, 2.0f};
-              const float v = product ? factors[rng() % 4] : float(int(rng() % 2001) - 1000) / 256.0f;
-              std::memcpy(&x[i * 4], &v, 4);
-            } else if (type == DataType::float16) {
-              const _Float16 v = _Float16(int(rng() % 17) - 8);
-              std::memcpy(&x[i * 2], &v, 2);
-            } else {
-              const std::uint32_t v = std::uint32_t(rng());
-              std::memcpy(&x[i * 4], &v, 4);
-            }
-          }
-          const CumulativeOptions options{.axis = shape.axis, .exclusive = exclusive};
-          auto scan = [&](auto in, auto out, const Schedule& schedule) {
-            if (product)
-              cumulative_product(in, out, options, schedule);
-            else
-              cumulative_sum(in, out, options, schedule);
-          };
-          scan(ConstTensor{desc, x.data()}, Tensor{desc, want.data()}, Schedule("reference"));
-          DeviceBuffer dx(bytes), dy(bytes);
-          dx.upload(x.data(), bytes);
-          for (const char* text : schedules) {
-            scan(DeviceConstTensor{desc, &dx}, DeviceTensor{desc, &dy}, Schedule::parse(text));
-            dy.download(got.data(), bytes);
-            EXPECT_EQ(0, std::memcmp(got.data(), want.data(), bytes))
-                << desc.to_string() << " " << text << (product ? " product" : " sum")
-                << (exclusive ? " exclusive" : "");
-          }
-        }
-}
-
 TEST(DeviceTensors, DefaultScheduleAndInPlace) {
   const TensorDesc desc(DataType::int64, {300, 70});
   std::vector<std::int64_t> x(21000), want(21000), got(21000);
