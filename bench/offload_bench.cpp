@@ -12,6 +12,7 @@
 //   --case chained|rows|columns  only the long line(s) (one, and eight of an eighth the length), the
 //            lines along the contiguous axis, or the scanned axis outside it (repeatable:
 //            --case rows --case columns)
+//   --schedule TEXT  also time this schedule in the one-line chained case (repeatable)
 #include <omp.h>
 
 #include <algorithm>
@@ -169,6 +170,9 @@ int main(int argc, char** argv) {
   std::vector<std::string_view> only_cases;
   for (int i = 1; i + 1 < argc; ++i)
     if (std::string_view(argv[i]) == "--case") only_cases.push_back(argv[i + 1]);
+  std::vector<std::string> extra_chained;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::string_view(argv[i]) == "--schedule") extra_chained.push_back(argv[i + 1]);
   std::fprintf(stderr, "offload device %d (%s), %d OpenMP devices\n", offload_device(),
                offload_on_host() ? "host fallback" : "GPU", omp_get_num_devices());
   const std::int64_t long_line = quick ? std::int64_t(1) << 20 : std::int64_t(1) << 28;
@@ -184,6 +188,7 @@ int main(int argc, char** argv) {
       v.push_back("scan.offload_chained(threads=128, items=" + items(t, 96) + ")");
       for (int teams : {528, 792}) v.push_back("scan.offload_chained(teams=" + std::to_string(teams) + ")");
     }
+    v.insert(v.end(), extra_chained.begin(), extra_chained.end());
     return v;
   };
   auto rows = [&](DataType t) {

@@ -29,9 +29,10 @@ constexpr std::int64_t column_lines_single_pass = 16384;
 constexpr std::int64_t column_target_threads = std::int64_t(1) << 18;
 constexpr std::int64_t column_min_chunk = 64;
 constexpr std::int64_t columns_teams_min = 264;  // 2 teams on each of an H100's 132 SMs
-// The staged chained teams that fit an H100 at once: 4 of 128 threads on each of its 132 SMs
-// (128 registers a thread under the kernel's launch bound; two 18 KB tiles of team memory each).
-constexpr std::int64_t chained_teams_cap = 528;
+// The staged chained teams that fit an H100 at once: 5 of 128 threads on each of its 132 SMs
+// (96 registers a thread under the kernel's launch bound, staged_launch_bound; two 18 KB tiles of
+// team memory each).
+constexpr std::int64_t chained_teams_cap = 660;
 // Launch bounds of the rows and one-pass columns kernels: the most threads a team may have, which
 // caps the registers ptxas gives a thread at 65536 / threads. Rows: 128 (under 128 bytes of
 // spills, in L1), where left alone it takes 240 and half the teams fit an SM; columns: 255, what
@@ -823,6 +824,14 @@ constexpr unsigned long long tile_pending = 0;
 // to consecutive chunks, fall in distinct banks.
 constexpr std::int64_t staged_run_pad = 16;
 constexpr int staged_max_threads = 512;
+// The staged kernel's launch bound: 65536 registers / 640 threads caps ptxas at 96 registers a
+// thread, so that 5 teams of 128 threads fit an SM (team memory allows 6). Measured on an H100
+// (2^28 line, hetkern-offload-bench): 1816 GB/s float32, 1916 int32, 1705 float16 at 660 teams,
+// against 1675, 1856 and 1445 with the bound of 512 (128 registers, 4 teams, 528 teams) and
+// 1667-1706, 1658-1740 and 1377-1417 with 768 (80 registers: 6 teams, but 400-500 bytes of
+// spills); under 96 registers the kernel spills 120-160 bytes a thread, which costs nothing
+// measurable (1678 GB/s float32 at 528 teams).
+constexpr int staged_launch_bound = 640;
 
 template <class Acc> constexpr std::int64_t staged_head_bytes() {
   return (std::int64_t(sizeof(TileShared<Acc>)) + 15) / 16 * 16;
@@ -1201,15 +1210,15 @@ void chained(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
     if (u == 0) *a.ticket = 0;
   }
   // Staged through team memory where the lines allow 16-byte copies and two tiles fit. Its
-  // launch bound caps the registers at 128 per thread, so that four teams of 128 threads fit an
-  // SM (their team memory allows that many).
+  // launch bound caps the registers at 96 per thread, so that five teams of 128 threads fit an
+  // SM (their team memory allows six).
   const std::int64_t staged_bytes = staged_team_bytes<T>(threads, plan.items);
   if (a.vec && plan.items % vec_elems<T> == 0 && staged_bytes <= offload_team_memory_bytes &&
       threads <= staged_max_threads) {
     a.team_bytes = staged_bytes;
     const std::size_t shared = std::size_t(staged_bytes);
 #pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) firstprivate(a) \
-    ompx_dyn_cgroup_mem(shared) ompx_attribute(__attribute__((launch_bounds(staged_max_threads))))
+    ompx_dyn_cgroup_mem(shared) ompx_attribute(__attribute__((launch_bounds(staged_launch_bound))))
 #pragma omp parallel
     {
 #ifdef __NVPTX__
@@ -1243,8 +1252,8 @@ ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) 
   // fastest with runs of 64 bytes (threads and read-ahead: rows_default_* above),
   // chained tiles with 128 threads and runs of 128 bytes (staged: 1658 GB/s float32, against 1467
   // with runs of 96 bytes and 1251 with 256 threads and runs of 64 bytes; 256 threads 906 in
-  // registers before the division-free chunk walk), 528 teams as fast as 792 and, earlier, 1056
-  // (660, 396 and 1056 x 64 threads 3-17% slower in a standalone copy of the kernel).
+  // registers before the division-free chunk walk), 660 teams (as many as fit at once:
+  // chained_teams_cap) 8% faster than 528 for float32 and as fast as 792.
   plan.threads = 128;
   switch (kind) {
     case ScanPlan::Kind::offload_rows:

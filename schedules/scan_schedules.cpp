@@ -124,7 +124,7 @@ const std::vector<StrategySpec>& table() {
        "publish each tile's fold, look back over their predecessors' published folds and "
        "prefixes (a warp, 32 tiles at a time) for the carry: memory sees one read and one write; "
        "for few long lines",
-       {{"teams", 1, 65536, "OpenMP teams (default: the tiles, at most 528)"},
+       {{"teams", 1, 65536, "OpenMP teams (default: the tiles, at most 660)"},
         {"threads", 32, offload_max_threads, "threads per team (default 128)"},
         {"items", 1, 64,
          "consecutive elements per thread in a tile, at most 128 bytes of them (default: 128 "
