@@ -294,7 +294,9 @@ inline void copy_lines(const Operand& o, i64 unit, i64 K, i64 kp, i64 batch1, in
 // transposes 4-line x 16-k blocks in registers and writes them as four 16-byte pieces, neighbouring
 // threads covering neighbouring pieces of a packed line, and adds the blocks' line sums to team
 // memory (one thread per block and stage, no atomics); the unit's sums are added up at its end.
-// Without team memory (the host fallback) a thread per line gathers its bytes from the source.
+// A staged row is 32 bytes, so a warp's reads of one k of its blocks fall in 8 banks (4-way
+// conflicts), which the next stage's copies overlap. Without team memory (the host fallback) a
+// thread per line gathers its bytes from the source.
 constexpr i64 transpose_lines = 32, transpose_depth = 512;
 constexpr int transpose_stage_bytes = int(transpose_lines * transpose_depth);
 constexpr int transpose_blocks = int(transpose_lines / 4 * (transpose_depth / 16));
