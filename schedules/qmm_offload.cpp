@@ -207,13 +207,13 @@ bool aligned16(const void* p, i64 a, i64 b, i64 c) {
 }
 
 // Depth contiguous, every line and 16-k chunk 16-byte aligned: lines are copied in 16-byte chunks
-// (pack_copy).
+// (copy_lines).
 bool copy_packable(const Operand& o, i64 K) {
   return o.k_stride == 1 && K % 16 == 0 && aligned16(o.src, o.line_stride, o.bs[0], o.bs[1]);
 }
 
 // Lines contiguous (the transposed layout) in 16-line groups, read 16 bytes (16 lines) at a time
-// and transposed through team memory (pack_transpose).
+// and transposed through team memory (transpose_lines_unit).
 bool transpose_packable(const Operand& o) {
   return o.line_stride == 1 && o.lines % 16 == 0 && aligned16(o.src, o.k_stride, o.bs[0], o.bs[1]);
 }
@@ -230,164 +230,208 @@ inline i64 warp_sum(i64 v) {
   return v;
 }
 
-// The sum over the calling lane's group of eight neighbouring lanes (all 32 lanes call it).
-inline i32 group8_sum(i32 v) {
-  for (int d = 4; d > 0; d /= 2) {
-    i32 other;
-    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 31, -1;" : "=r"(other) : "r"(v), "r"(d));
-    v += other;
-  }
-  return v;
-}
-
 inline void team_barrier() { asm volatile("bar.sync 0;" ::: "memory"); }
+
+inline u32 shared_address(const void* p) {
+  u32 a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
 #endif
 
 constexpr int pack_threads = 256;
 
-// The copying kernel's work: one or two operands, and sums to zero for the kernels after it (those
-// that add theirs atomically), so that packing takes as few launches as the layouts allow.
-struct CopyJob {
-  Operand first, second;
-  int operands = 0;
-  i64* zero = nullptr;
-  i64 zero_count = 0;
-};
+// Depth contiguous: a unit of copy_unit_lines lines, a warp per line on a GPU (whole warps), each
+// lane copying every 32nd 16-byte chunk, four loads in flight, and the warp adding the sum up with
+// shuffles, so that the sum is stored, not accumulated; a thread per line otherwise (the host
+// fallback).
+constexpr i64 copy_unit_lines = 8;
 
-// A warp per line on a GPU (whole warps), each lane copying every 32nd 16-byte chunk and the warp
-// adding the sum up with shuffles, so that the sum is stored, not accumulated; a thread per line
-// otherwise (the host fallback).
-void pack_copy(const CopyJob job, i64 K, i64 kp, i64 batch1, int device) {
-  const i64 first_lines = job.first.batches * job.first.padded_lines;
-  const i64 lines = first_lines + (job.operands > 1 ? job.second.batches * job.second.padded_lines : 0);
-  const int teams = int(std::clamp<i64>((lines + 7) / 8, 1, 8192));
-#pragma omp target teams num_teams(teams) thread_limit(pack_threads) device(device) firstprivate(job) \
-    ompx_attribute(__attribute__((launch_bounds(pack_threads))))
-#pragma omp parallel
-  {
-    const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-    const i64 team = omp_get_team_num(), team_count = omp_get_num_teams();
-    for (i64 i = team * nth + tid; i < job.zero_count; i += team_count * nth) job.zero[i] = 0;
+inline void copy_lines(const Operand& o, i64 unit, i64 K, i64 kp, i64 batch1, int tid, int nth) {
 #ifdef __NVPTX__
-    const int lanes = nth % 32 == 0 ? 32 : 1;
+  const int lanes = nth % 32 == 0 ? 32 : 1;
 #else
-    const int lanes = 1;
+  const int lanes = 1;
 #endif
-    const i64 per_team = nth / lanes, chunks = kp / 16;
-    for (i64 l = team * per_team + tid / lanes; l < lines; l += team_count * per_team) {
-      const bool in_first = l < first_lines;
-      const Operand o = in_first ? job.first : job.second;
-      const i64 index = in_first ? l : l - first_lines;
-      const i64 t = index / o.padded_lines, line = index % o.padded_lines;
-      const u8* src = o.src + (t / batch1) * o.bs[0] + (t % batch1) * o.bs[1] + line * o.line_stride;
-      u32x4* dst = reinterpret_cast<u32x4*>(o.dst + index * kp);
-      const bool inside = line < o.lines;
-      const u32 flip = u32(o.flip) * 0x01010101u;
-      i64 sum = 0;
-      for (i64 c = tid % lanes; c < chunks; c += lanes) {
-        u32x4 w = {0, 0, 0, 0};
-        if (inside && 16 * c < K) w = *reinterpret_cast<const u32x4*>(src + 16 * c) ^ flip;
-        sum += byte_sum(w.x, o.is_a) + byte_sum(w.y, o.is_a) + byte_sum(w.z, o.is_a) + byte_sum(w.w, o.is_a);
-        dst[c] = w;
+  const i64 per_pass = nth / lanes, first = unit * copy_unit_lines;
+  const int chunks = int(kp / 16);
+  const u32 flip = u32(o.flip) * 0x01010101u;
+  for (i64 index = first + tid / lanes; index < first + copy_unit_lines; index += per_pass) {
+    const i64 t = index / o.padded_lines, line = index % o.padded_lines;
+    const u8* src = o.src + (t / batch1) * o.bs[0] + (t % batch1) * o.bs[1] + line * o.line_stride;
+    u32x4* dst = reinterpret_cast<u32x4*>(o.dst + index * kp);
+    const bool inside = line < o.lines;
+    const int filled = inside ? int(K / 16) : 0;  // chunks with data; the rest are padding
+    i64 sum = 0;
+#pragma unroll 1
+    for (int c0 = tid % lanes; c0 < chunks; c0 += 4 * lanes) {
+      u32x4 w[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int c = c0 + u * lanes;
+        w[u] = c < filled ? *reinterpret_cast<const u32x4*>(src + 16 * c) ^ flip : u32x4{0, 0, 0, 0};
       }
-#ifdef __NVPTX__
-      if (lanes == 32) sum = warp_sum(sum);
-#endif
-      if (tid % lanes == 0 && inside) o.sums[t * o.lines + line] = sum;
+      i32 part = 0;  // at most 64 bytes of 255
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int c = c0 + u * lanes;
+        if (c >= chunks) continue;
+        part += byte_sum(w[u].x, o.is_a) + byte_sum(w[u].y, o.is_a) + byte_sum(w[u].z, o.is_a) + byte_sum(w[u].w, o.is_a);
+        dst[c] = w[u];
+      }
+      sum += part;
     }
+#ifdef __NVPTX__
+    if (lanes == 32) sum = warp_sum(sum);
+#endif
+    if (tid % lanes == 0 && inside) o.sums[t * o.lines + line] = sum;
   }
 }
 
+// Lines contiguous: a team per unit of 32 lines over the whole depth, so that it owns their sums.
+// On a GPU the unit's source rows (32 bytes of each k) are staged 512 k at a time into team memory
+// with cp.async, the next stage in flight while the current one is transposed: each thread
+// transposes 4-line x 16-k blocks in registers and writes them as four 16-byte pieces, neighbouring
+// threads covering neighbouring pieces of a packed line, and adds the blocks' line sums to team
+// memory (one thread per block and stage, no atomics); the unit's sums are added up at its end.
+// A staged row is 32 bytes, so a warp's reads of one k of its blocks fall in 8 banks (4-way
+// conflicts), which the next stage's copies overlap. Without team memory (the host fallback) a
+// thread per line gathers its bytes from the source.
+constexpr i64 transpose_lines = 32, transpose_depth = 512;
+constexpr int transpose_stage_bytes = int(transpose_lines * transpose_depth);
+constexpr int transpose_blocks = int(transpose_lines / 4 * (transpose_depth / 16));
+constexpr int pack_memory_bytes = 2 * transpose_stage_bytes + 4 * transpose_blocks * int(sizeof(i64));
+
+#ifdef __NVPTX__
 // Byte j of each of four words (four k of one line j) as one word.
 inline u32 gather_byte(u32 w0, u32 w1, u32 w2, u32 w3, int j) {
   const int s = 8 * j;
   return ((w0 >> s) & 0xff) | ((w1 >> s) & 0xff) << 8 | ((w2 >> s) & 0xff) << 16 | ((w3 >> s) & 0xff) << 24;
 }
 
-// Lines contiguous: a team per tile of 128 lines x 128 k. On a GPU the team first stages the tile
-// in team memory, row by row of the source with 16-byte reads (eight neighbouring threads cover a
-// row's 128 contiguous bytes); each thread then transposes one 4-line x 16-k block in registers
-// and writes it as four 16-byte pieces, eight neighbouring threads covering 128 contiguous bytes
-// of a packed line. Word w of staged row r lies at word w ^ (4 * ((r / 16) % 8)), so that a
-// warp's reads of the staged blocks fall in 32 distinct banks. The host fallback (no team memory)
-// reads the blocks from the source directly. A block's line sums are added up over its tile's
-// eight depth blocks with shuffles (whole warps) before one atomic add per line.
-constexpr i64 transpose_tile = 128;
-constexpr int transpose_memory_bytes = int(transpose_tile * transpose_tile);
+// Requests step s of a transposing unit (source rows k0 .. k0 + 511, k0 = 512s) into its stage
+// (s % 2) as one cp.async group: row r holds the two 16-line halves of k0 + r, zero outside the
+// matrix.
+inline void stage_rows(const Operand& o, const u8* from, i64 line0, i64 s, i64 K, u32 shared, int tid, int nth) {
+  const i64 k0 = s * transpose_depth;
+  const u32 at = shared + u32(s % 2) * u32(transpose_stage_bytes);
+  for (int e = tid; e < 2 * int(transpose_depth); e += nth) {
+    const int r = e / 2, h = e % 2;
+    const bool inside = k0 + r < K && line0 + 16 * h < o.lines;
+    const u8* src = inside ? from + (k0 + r) * o.k_stride + 16 * h : from;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(at + u32(32 * r + 16 * h)), "l"(src),
+                 "r"(inside ? 16 : 0)
+                 : "memory");
+  }
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
+#endif
 
-void pack_transpose(const u8* src, i64 bs0, i64 bs1, i64 batch1, i64 k_stride, i64 lines, i64 padded_lines,
-                    i64 batches, u8 flip, bool is_a, u8* dst, i64* sums, i64 K, i64 kp, int device) {
-  const i64 line_tiles = padded_lines / transpose_tile, depth_tiles = kp / transpose_tile;
-  const i64 tiles = batches * line_tiles * depth_tiles;
-  const int teams = int(tiles < 65536 ? tiles : 65536);
-#pragma omp target teams num_teams(teams) thread_limit(pack_threads) device(device) is_device_ptr(src, dst, sums) \
-    ompx_dyn_cgroup_mem(transpose_memory_bytes) ompx_attribute(__attribute__((launch_bounds(pack_threads))))
-#pragma omp parallel
-  {
-    const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-    const u32 flips = u32(flip) * 0x01010101u;
+inline void transpose_lines_unit(const Operand& o, i64 unit, i64 K, i64 kp, i64 batch1, [[maybe_unused]] void* memory, int tid,
+                                 int nth) {
+  const i64 groups = o.padded_lines / transpose_lines;
+  const i64 t = unit / groups, line0 = (unit % groups) * transpose_lines;
+  const u8* from = o.src + (t / batch1) * o.bs[0] + (t % batch1) * o.bs[1] + line0;
+  u8* to = o.dst + (t * o.padded_lines + line0) * kp;
+  i64* sums = o.sums + t * o.lines + line0;
 #ifdef __NVPTX__
-    u32* staged = static_cast<u32*>(llvm_omp_target_dynamic_shared_alloc());
-    const bool whole_warps = nth % 32 == 0;
-#else
-    u32* staged = nullptr;
-    const bool whole_warps = false;
-#endif
-    for (i64 tile = omp_get_team_num(); tile < tiles; tile += omp_get_num_teams()) {
-      const i64 t = tile / (line_tiles * depth_tiles), line0 = (tile / depth_tiles % line_tiles) * transpose_tile,
-                k0 = (tile % depth_tiles) * transpose_tile;
-      const u8* from = src + (t / batch1) * bs0 + (t % batch1) * bs1 + line0;
-#ifdef __NVPTX__
-      if (staged) {
-        for (int e = tid; e < 1024; e += nth) {
-          const int r = e / 8, j = e % 8;
-          u32x4 w = {0, 0, 0, 0};
-          if (line0 + 16 * j < lines && k0 + r < K)
-            w = *reinterpret_cast<const u32x4*>(from + (k0 + r) * k_stride + 16 * j) ^ flips;
-          *reinterpret_cast<u32x4*>(staged + r * 32 + ((4 * j) ^ (4 * ((r / 16) % 8)))) = w;
-        }
-        team_barrier();
-      }
-#endif
-      for (int item = tid; item < 256; item += nth) {
-        const int c = item % 8, g = item / 8;  // k 16c .. 16c + 15 of lines 4g .. 4g + 3
-        const bool inside = line0 + 4 * g < lines;
+  if (memory) {
+    const u32 shared = shared_address(memory);
+    const u32* words = static_cast<const u32*>(memory);
+    i64* block_sums = reinterpret_cast<i64*>(static_cast<u8*>(memory) + 2 * transpose_stage_bytes);
+    for (int e = tid; e < 4 * transpose_blocks; e += nth) block_sums[e] = 0;
+    const u32 flips = u32(o.flip) * 0x01010101u;
+    const i64 steps = (kp + transpose_depth - 1) / transpose_depth;
+    stage_rows(o, from, line0, 0, K, shared, tid, nth);
+    for (i64 s = 0; s < steps; ++s) {
+      if (s + 1 < steps)
+        stage_rows(o, from, line0, s + 1, K, shared, tid, nth);
+      else
+        asm volatile("cp.async.commit_group;" ::: "memory");  // an empty group keeps the wait count exact
+      asm volatile("cp.async.wait_group 1;" ::: "memory");
+      team_barrier();
+      const u32* staged = words + (s % 2) * (transpose_stage_bytes / 4);
+      for (int item = tid; item < transpose_blocks; item += nth) {
+        const int g = item % 8, c = item / 8;  // lines 4g .. 4g + 3, k 16c .. 16c + 15 of the stage
+        const i64 kk0 = s * transpose_depth + 16 * c;
+        if (kk0 >= kp) continue;
+        const bool inside = line0 + 4 * g < o.lines;
         u32 w[16];
 #pragma unroll
-        for (int r = 0; r < 16; ++r) {
-          const int kk = 16 * c + r;
-          if (staged)
-            w[r] = staged[kk * 32 + (g ^ (4 * c))];
-          else
-            w[r] = inside && k0 + kk < K ? *reinterpret_cast<const u32*>(from + (k0 + kk) * k_stride + 4 * g) ^ flips : 0;
-        }
-        i32 line_sums[4];
+        for (int r = 0; r < 16; ++r) w[r] = staged[(16 * c + r) * 8 + g] ^ (inside && kk0 + r < K ? flips : 0u);
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
           u32 out[4];
 #pragma unroll
           for (int q = 0; q < 4; ++q) out[q] = gather_byte(w[4 * q], w[4 * q + 1], w[4 * q + 2], w[4 * q + 3], j);
-          line_sums[j] = byte_sum(out[0], is_a) + byte_sum(out[1], is_a) + byte_sum(out[2], is_a) + byte_sum(out[3], is_a);
-          *reinterpret_cast<u32x4*>(dst + (t * padded_lines + line0 + 4 * g + j) * kp + k0 + 16 * c) =
-              u32x4{out[0], out[1], out[2], out[3]};
+          block_sums[4 * item + j] +=
+              byte_sum(out[0], o.is_a) + byte_sum(out[1], o.is_a) + byte_sum(out[2], o.is_a) + byte_sum(out[3], o.is_a);
+          *reinterpret_cast<u32x4*>(to + (4 * g + j) * kp + kk0) = u32x4{out[0], out[1], out[2], out[3]};
         }
-#ifdef __NVPTX__
-        if (whole_warps)
-#pragma unroll
-          for (int j = 0; j < 4; ++j) line_sums[j] = group8_sum(line_sums[j]);
-#endif
-        if (inside && (!whole_warps || c == 0))
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            if (line_sums[j] != 0) {
-#pragma omp atomic update
-              sums[t * lines + line0 + 4 * g + j] += i64(line_sums[j]);
-            }
-          }
       }
-#ifdef __NVPTX__
-      if (staged) team_barrier();  // the next tile stages into the memory read above
+      team_barrier();  // the stage read above is refilled by the next step but one
+    }
+    for (int l = tid; l < int(transpose_lines); l += nth) {
+      if (line0 + l >= o.lines) continue;
+      i64 sum = 0;
+      for (int c = 0; c < int(transpose_depth / 16); ++c) sum += block_sums[4 * (8 * c + l / 4) + l % 4];
+      sums[l] = sum;
+    }
+    team_barrier();  // the next unit clears the sums read above
+    return;
+  }
 #endif
+  for (int l = tid; l < int(transpose_lines); l += nth) {
+    const bool inside = line0 + l < o.lines;
+    i64 sum = 0;
+    for (i64 kk0 = 0; kk0 < kp; kk0 += depth_step)
+      sum += pack_chunk(from + l, o.k_stride, kk0, K, inside, o.flip, o.is_a, to + l * kp + kk0);
+    if (inside) sums[l] = sum;
+  }
+}
+
+// The packing kernel's work: the operands that copy or transpose (transposing ones first, their
+// units being the longest), and the sums of the gathering ones to zero for pack_gather, which adds
+// to them atomically.
+struct PackJob {
+  Operand operands[2];
+  bool transposed[2] = {false, false};
+  i64 units[2] = {0, 0};
+  i64* zero[2] = {nullptr, nullptr};
+  i64 zero_count[2] = {0, 0};
+};
+
+// Transposes: whether an operand transposes; without, the kernel holds no transposing code and
+// asks for no team memory.
+template <bool Transposes>
+void pack_lines(const PackJob job, i64 K, i64 kp, i64 batch1, int device) {
+  const i64 units = job.units[0] + job.units[1];
+  const i64 zeros = job.zero_count[0] + job.zero_count[1];
+  const i64 wanted = units > 0 ? units : (zeros + pack_threads - 1) / pack_threads;
+  const int teams = int(wanted < 1 ? 1 : wanted > 65536 ? 65536 : wanted);
+#pragma omp target teams num_teams(teams) thread_limit(pack_threads) device(device) firstprivate(job) \
+    ompx_dyn_cgroup_mem(Transposes ? pack_memory_bytes : 0) ompx_attribute(__attribute__((launch_bounds(pack_threads))))
+#pragma omp parallel
+  {
+    const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+    const i64 team = omp_get_team_num(), team_count = omp_get_num_teams();
+    for (int z = 0; z < 2; ++z)
+      for (i64 i = team * nth + tid; i < job.zero_count[z]; i += team_count * nth) job.zero[z][i] = 0;
+    for (i64 u = team; u < units; u += team_count) {
+      const int which = u < job.units[0] ? 0 : 1;
+      const i64 unit = which == 0 ? u : u - job.units[0];
+      if constexpr (Transposes) {
+        if (job.transposed[which]) {
+#ifdef __NVPTX__
+          void* memory = llvm_omp_target_dynamic_shared_alloc();
+#else
+          void* memory = nullptr;
+#endif
+          transpose_lines_unit(job.operands[which], unit, K, kp, batch1, memory, tid, nth);
+          continue;
+        }
+      }
+      copy_lines(job.operands[which], unit, K, kp, batch1, tid, nth);
     }
   }
 }
@@ -413,36 +457,32 @@ void pack_gather(const Operand o, i64 K, i64 kp, i64 batch1, int device) {
   }
 }
 
-// A' and B' into the workspace with their sums, each operand by the fastest packing kernel its
-// layout allows: the copying kernel first (both operands in one launch where both allow it), which
-// also zeroes the sums that the transposing or gathering kernels after it add atomically.
+// A' and B' into the workspace with their sums: one launch copies or transposes every operand
+// whose layout allows it (and zeroes the others' sums), then each other operand is gathered.
 void pack(const Kernel k, int device) {
   const Operand a = operand_of(k, true), b = operand_of(k, false);
-  const bool a_copy = copy_packable(a, k.K), b_copy = copy_packable(b, k.K);
-  if (a_copy || b_copy) {
-    CopyJob job;
-    job.first = a_copy ? a : b;
-    job.operands = a_copy && b_copy ? 2 : 1;
-    job.second = b;
-    if (!a_copy || !b_copy) {
-      const Operand& other = a_copy ? b : a;
-      job.zero = other.sums, job.zero_count = other.batches * other.lines;
+  PackJob job;
+  int count = 0, gathered = 0;
+  Operand gather[2];
+  for (int pass = 0; pass < 2; ++pass)  // transposing operands first
+    for (const Operand& o : {a, b}) {
+      const bool copy = copy_packable(o, k.K), transpose = !copy && transpose_packable(o);
+      if (pass == 0 && transpose) {
+        job.operands[count] = o, job.transposed[count] = true;
+        job.units[count++] = o.batches * (o.padded_lines / transpose_lines);
+      } else if (pass == 1 && copy) {
+        job.operands[count] = o;
+        job.units[count++] = o.batches * (o.padded_lines / copy_unit_lines);
+      } else if (pass == 1 && !transpose) {
+        job.zero[gathered] = o.sums, job.zero_count[gathered] = o.batches * o.lines;
+        gather[gathered++] = o;
+      }
     }
-    pack_copy(job, k.K, k.kp, k.batch1, device);
-  } else {
-    i64* sums[2] = {a.sums, b.sums};
-    const i64 a_count = a.batches * a.lines, count = a_count + b.batches * b.lines;
-#pragma omp target teams distribute parallel for device(device) firstprivate(sums)
-    for (i64 i = 0; i < count; ++i) (i < a_count ? sums[0][i] : sums[1][i - a_count]) = 0;
-  }
-  for (const Operand& o : {a, b}) {
-    if (copy_packable(o, k.K)) continue;
-    if (transpose_packable(o))
-      pack_transpose(o.src, o.bs[0], o.bs[1], k.batch1, o.k_stride, o.lines, o.padded_lines, o.batches, o.flip, o.is_a,
-                     o.dst, o.sums, k.K, k.kp, device);
-    else
-      pack_gather(o, k.K, k.kp, k.batch1, device);
-  }
+  if (job.transposed[0])
+    pack_lines<true>(job, k.K, k.kp, k.batch1, device);
+  else
+    pack_lines<false>(job, k.K, k.kp, k.batch1, device);
+  for (int g = 0; g < gathered; ++g) pack_gather(gather[g], k.K, k.kp, k.batch1, device);
 }
 
 // A 64 x 32 block of a tile computed by one worker without team memory or warp instructions: the
@@ -478,20 +518,16 @@ inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
 // (240 registers): 0.545 ms, 0.599 with fixed-place copies as well.
 constexpr int mma_slice = 64, mma_stages = 2;
 constexpr int dp4a_slice = 64, dp4a_stages = 2;
-// The mma epilogue stages up to four warps' 16 x 64 int64 accumulators.
-constexpr int team_memory_bytes =
-    std::max({mma_slice * 256 * mma_stages, dp4a_slice * 256 * dp4a_stages, 4 * 16 * 64 * 8});
+// The mma epilogue stages up to four warps' 16 x 64 int64 accumulators; the dp4a epilogue holds a
+// tile's row and column terms.
+constexpr int team_memory_bytes = std::max(mma_slice * 256 * mma_stages, 4 * 16 * 64 * 8);
+constexpr int dp4a_memory_bytes =
+    std::max(dp4a_slice * 256 * dp4a_stages, int(tile_rows * sizeof(Kernel::Row) + tile_cols * sizeof(Kernel::Col)));
 
 #ifdef __NVPTX__
 template <int Slice> inline int swizzled(int r, int c) {
   constexpr int chunks = Slice / 16;
   return r * Slice + ((c ^ ((r / (8 / chunks)) % chunks)) << 4);
-}
-
-inline u32 shared_address(const void* p) {
-  u32 a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
 }
 
 inline void warp_sync() { asm volatile("bar.warp.sync -1;" ::: "memory"); }
@@ -565,29 +601,40 @@ template <int Slice> inline bool fold_after(i64 kp, i64 k0) {
 
 // dp4a from team memory: thread block b (of 256) holds the 8 x 8 outputs at rows b / 16 + 16i and
 // columns b % 16 + 16j of the tile; with fewer than 256 threads the blocks are taken in rounds,
-// each round over the whole depth. (No lambdas here: device code moves arrays that lambdas capture
-// out of registers.)
+// each round over the whole depth. The epilogue's row and column terms are gathered once per tile
+// into team memory (free after the last slice), a row or column per thread: gathered per output,
+// each output's loads of the parameters waited behind the previous output's store, which may alias
+// them. (No lambdas here: device code moves arrays that lambdas capture out of registers.)
 template <bool Deep>
-inline void tile_dp4a(const Kernel& k, i64 t, i64 i0, i64 j0, u32 shared, int tid, int nth) {
+inline void tile_dp4a(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int tid, int nth) {
   constexpr int Slice = dp4a_slice, Stages = dp4a_stages;
+  const u32 shared = shared_address(memory);
+  Kernel::Row* rows = static_cast<Kernel::Row*>(memory);
+  Kernel::Col* cols = reinterpret_cast<Kernel::Col*>(rows + tile_rows);
   const Staging source = staging(k, t, i0, j0);
   for (int first = 0; first < 256; first += nth) {
     const int block = first + tid, tr = block / 16, tc = block % 16;
     const bool active = block < 256 && i0 + tr < k.M && j0 + tc < k.N;
     i32 acc[8][8] = {};
     i64 wide[Deep ? 8 : 1][Deep ? 8 : 1] = {};
+    // The swizzle repeats every 8 lines, so lines tr + 16i (tc + 16j) share line tr's (tc's): a
+    // chunk's eight loads differ by constant offsets. (Written out: the compiler kept the 64
+    // swizzled offsets in registers across the depth loop and spilled the accumulators.)
+    const int x_swizzle = swizzled<Slice>(tr, 0) - tr * Slice, y_swizzle = swizzled<Slice>(tc, 0) - tc * Slice;
     first_slices<Slice, Stages>(source, shared, tid, nth);
     for (i64 k0 = 0, s = 0; k0 < source.kp; k0 += Slice, ++s) {
       const u32 stage = next_slice<Slice, Stages>(source, k0, s, shared, tid, nth);
       if (active) {
 #pragma unroll
         for (int c = 0; c < Slice / 16; ++c) {
+          const u32 x_at = stage + u32(tr * Slice + ((16 * c) ^ x_swizzle));
+          const u32 y_at = stage + u32((int(tile_rows) + tc) * Slice + ((16 * c) ^ y_swizzle));
           u32x4 x[8];
 #pragma unroll
-          for (int i = 0; i < 8; ++i) x[i] = load_shared16(stage + swizzled<Slice>(tr + 16 * i, c));
+          for (int i = 0; i < 8; ++i) x[i] = load_shared16(x_at + u32(16 * i * Slice));
 #pragma unroll
           for (int j = 0; j < 8; ++j) {
-            const u32x4 y = load_shared16(stage + int(tile_rows) * Slice + swizzled<Slice>(tc + 16 * j, c));
+            const u32x4 y = load_shared16(y_at + u32(16 * j * Slice));
 #pragma unroll
             for (int i = 0; i < 8; ++i)
               acc[i][j] = dot4(x[i].w, y.w, dot4(x[i].z, y.z, dot4(x[i].y, y.y, dot4(x[i].x, y.x, acc[i][j]))));
@@ -601,16 +648,24 @@ inline void tile_dp4a(const Kernel& k, i64 t, i64 i0, i64 j0, u32 shared, int ti
 #pragma unroll
             for (int j = 0; j < 8; ++j) wide[i][j] += acc[i][j], acc[i][j] = 0;
     }
+    team_barrier();  // every thread is done with the stages
+    const Kernel::Tile tl = k.tile(t);
+    for (int e = tid; e < int(tile_rows + tile_cols); e += nth) {
+      if (e < int(tile_rows))
+        rows[e] = k.row(tl, i0 + e);
+      else
+        cols[e - tile_rows] = k.col(tl, j0 + e - tile_rows);
+    }
     team_barrier();
     if (active) {
-      const Kernel::Tile tl = k.tile(t);
 #pragma unroll
       for (int i = 0; i < 8; ++i) {
-        const Kernel::Row rw = k.row(tl, i0 + tr + 16 * i);
+        const Kernel::Row rw = rows[tr + 16 * i];
 #pragma unroll
-        for (int j = 0; j < 8; ++j) k.finish(rw, k.col(tl, j0 + tc + 16 * j), Deep ? wide[i][j] : acc[i][j]);
+        for (int j = 0; j < 8; ++j) k.finish(rw, cols[tc + 16 * j], Deep ? wide[i][j] : acc[i][j]);
       }
     }
+    team_barrier();  // the next round stages into the terms read above
   }
 }
 
@@ -766,7 +821,7 @@ inline void product_team(const Kernel& k) {
       if constexpr (Which == OffloadQmmKernel::mma)
         tile_mma<Deep>(k, t, i0, j0, memory, tid, nth);
       else
-        tile_dp4a<Deep>(k, t, i0, j0, shared_address(memory), tid, nth);
+        tile_dp4a<Deep>(k, t, i0, j0, memory, tid, nth);
       continue;
     }
 #endif
@@ -782,7 +837,7 @@ constexpr int dp4a_bound = 512, mma_bound = 256;
 template <bool Deep>
 void product_dp4a(const Kernel k, int device, int teams, int threads) {
 #pragma omp target teams num_teams(teams) thread_limit(threads) device(device) firstprivate(k) \
-    ompx_dyn_cgroup_mem(team_memory_bytes) ompx_attribute(__attribute__((launch_bounds(dp4a_bound))))
+    ompx_dyn_cgroup_mem(dp4a_memory_bytes) ompx_attribute(__attribute__((launch_bounds(dp4a_bound))))
 #pragma omp parallel
   product_team<OffloadQmmKernel::dp4a, Deep>(k);
 }

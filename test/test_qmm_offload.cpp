@@ -92,6 +92,8 @@ TEST(QmmOffload, EveryPairOfPackingKernels) {
       {"transpose A, copy B", 144, 160, 208, true, true, true},
       {"transpose A and B", 48, 32, 90, true, false, false},
       {"copy A, transpose B over depth tiles and a partial line tile", 40, 400, 300, false, false, true},
+      {"transpose A and B over several staged depth steps, the last partial, and half-empty line groups", 48, 80,
+       1100, true, false, true},
       {"gather A and B", 50, 70, 90, false, false, true},
       {"copy A, gather B", 50, 70, 96, false, false, false},
       {"gather A, copy B", 50, 70, 96, true, true, true},
