@@ -515,7 +515,11 @@ inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
 // copies (0.466 against 0.437 ms at 4096^3). Without its epilogue the 4096^3 product ran a third
 // faster (0.28-0.33 ms): the epilogue is the cost to attack next. Not by finishing each lane's
 // outputs from its registers with the tile's row and column terms gathered once into team memory
-// (240 registers): 0.545 ms, 0.599 with fixed-place copies as well.
+// (240 registers): 0.545 ms, 0.599 with fixed-place copies as well. Nor by gathering the terms as
+// the tile starts and finishing four neighbouring columns per lane from the staged accumulators,
+// stored as one word, with every epilogue loop unrolled (1, 2 or 4 rows per batch alike): 0.54-0.61
+// against 0.469 ms at 4096^3, 3.3-3.4 against 2.60 at 8192^3. That straight-line epilogue took
+// the kernel from 10.2k to 17.5k instructions, each fetched once per tile: keep epilogue loops rolled.
 constexpr int mma_slice = 64, mma_stages = 2;
 constexpr int dp4a_slice = 64, dp4a_stages = 2;
 // The mma epilogue stages up to four warps' 16 x 64 int64 accumulators; the dp4a epilogue holds a

@@ -1,7 +1,7 @@
 // The offload schedules past what the shared property tests reach (offload builds only; those
 // tests run every offload schedule too, through the strategy table): depths beyond one int32 slice
-// of the product kernels, batches with a broadcast A and B in one call, and each packing kernel
-// with each other one.
+// of the product kernels, batches with a broadcast A and B in one call, each packing kernel with
+// each other one, and output layouts that split neighbouring outputs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -111,6 +111,41 @@ TEST(QmmOffload, EveryPairOfPackingKernels) {
     p.b_scale = c.b_scale_per_column ? qmmt::literal_f({1, c.N}, {0.01f, 0.015f, 0.02f}, rng)
                                      : qmmt::literal_f({1}, {0.0125f}, rng);
     p.y_scale = qmmt::literal_f({1}, {4.0f}, rng);
+    const qmmt::Expected e = qmmt::oracle(p, true);
+    check(p, e, c.name);
+  }
+}
+
+// Output layouts an epilogue that stores neighbouring outputs together must tell apart: an odd row
+// stride (every other row's 4-byte words misaligned), column-major outputs, a last tile cut
+// mid-word; int8 outputs with per-row output scales and B scales per column.
+TEST(QmmOffload, EpilogueOutputLayouts) {
+  std::mt19937_64 rng(4);
+  struct Case {
+    const char* name;
+    i64 M, N;
+    std::vector<i64> y_strides;
+    DataType y_type;
+    bool b_scale_per_column;
+  };
+  const Case cases[] = {
+      {"odd row stride", 136, 150, {151, 1}, DataType::uint8, false},
+      {"column-major", 136, 150, {1, 137}, DataType::uint8, true},
+      {"packed, N cut mid-word", 70, 133, {}, DataType::int8, true},
+  };
+  for (const Case& c : cases) {
+    Problem p;
+    p.M = c.M, p.N = c.N, p.K = 96;
+    p.a = Buffer(DataType::uint8, {c.M, 96}, {}, rng);
+    p.b = Buffer(DataType::int8, {96, c.N}, {}, rng);
+    p.y = Buffer(c.y_type, {c.M, c.N}, c.y_strides, rng);
+    p.a_zero = qmmt::literal_q(DataType::uint8, {c.M, 1}, {128, 7, 200}, rng);
+    p.b_zero = qmmt::literal_q(DataType::int8, {1, c.N}, {-3, 0, 9}, rng);
+    p.y_zero = qmmt::literal_q(c.y_type, {1}, {c.y_type == DataType::int8 ? 5 : 130}, rng);
+    p.a_scale = qmmt::literal_f({c.M, 1}, {0.02f, 0.03f}, rng);
+    p.b_scale = c.b_scale_per_column ? qmmt::literal_f({1, c.N}, {0.01f, 0.015f, 0.02f}, rng)
+                                     : qmmt::literal_f({1}, {0.0125f}, rng);
+    p.y_scale = qmmt::literal_f({c.M, 1}, {3.0f, 5.0f}, rng);
     const qmmt::Expected e = qmmt::oracle(p, true);
     check(p, e, c.name);
   }
