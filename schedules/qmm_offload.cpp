@@ -513,18 +513,22 @@ inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
 // Also no faster for mma, timed beside this kernel: 32-deep slices in 5 stages (40 KB, one or two
 // slices per barrier), and eight warps of 64 x 32 under a 128-register bound even with fixed-place
 // copies (0.466 against 0.437 ms at 4096^3). Without its epilogue the 4096^3 product ran a third
-// faster (0.28-0.33 ms): the epilogue is the cost to attack next. Not by finishing each lane's
-// outputs from its registers with the tile's row and column terms gathered once into team memory
-// (240 registers): 0.545 ms, 0.599 with fixed-place copies as well. Nor by gathering the terms as
-// the tile starts and finishing four neighbouring columns per lane from the staged accumulators,
-// stored as one word, with every epilogue loop unrolled (1, 2 or 4 rows per batch alike): 0.54-0.61
-// against 0.469 ms at 4096^3, 3.3-3.4 against 2.60 at 8192^3. That straight-line epilogue took
-// the kernel from 10.2k to 17.5k instructions, each fetched once per tile: keep epilogue loops rolled.
+// faster (0.28-0.33 ms), so the epilogue was rewritten (tile_mma): terms gathered as the tile
+// starts, four neighbouring columns per lane stored as one word, its row loop rolled. Timed beside
+// the former epilogue (row terms shuffled from lane to lane, two columns per lane): 0.384 / 0.392
+// against 0.436 / 0.459 ms at 4096^3 (B row- / column-major), 2.34 against 2.58 at 8192^3.
+// Slower at 4096^3: two rows per batch (0.402 / 0.396), the stage loop rolled too (0.402 / 0.396,
+// though 2.29 at 8192^3; 255 registers, and the deep kernel spills 21 KB), every
+// epilogue loop unrolled (0.54-0.61: 17.5k instructions against 10.5k, each fetched once per
+// tile), and finishing each lane's outputs straight from its registers (0.545; 240 registers).
 constexpr int mma_slice = 64, mma_stages = 2;
 constexpr int dp4a_slice = 64, dp4a_stages = 2;
-// The mma epilogue stages up to four warps' 16 x 64 int64 accumulators; the dp4a epilogue holds a
-// tile's row and column terms.
-constexpr int team_memory_bytes = std::max(mma_slice * 256 * mma_stages, 4 * 16 * 64 * 8);
+// The mma kernel's team memory: the stages, which its epilogue reuses to stage up to four warps'
+// 16 x 64 accumulators (int64 at most), then the tile's row and column terms, gathered as the tile
+// starts. The dp4a epilogue holds a tile's row and column terms where its stages were.
+constexpr int mma_stage_bytes = std::max(mma_slice * 256 * mma_stages, 4 * 16 * 64 * 8);
+constexpr int team_memory_bytes =
+    mma_stage_bytes + int(tile_rows * sizeof(Kernel::Row) + tile_cols * sizeof(Kernel::Col));
 constexpr int dp4a_memory_bytes =
     std::max(dp4a_slice * 256 * dp4a_stages, int(tile_rows * sizeof(Kernel::Row) + tile_cols * sizeof(Kernel::Col)));
 
@@ -680,37 +684,32 @@ inline void mma_u8s8(i32 (&c)[4], const u32 (&a)[4], u32 b0, u32 b1) {
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-inline u32 lane_word(u32 v, int from) {
-  u32 d;
-  asm volatile("shfl.sync.idx.b32 %0, %1, %2, 31, -1;" : "=r"(d) : "r"(v), "r"(from));
-  return d;
-}
-
-inline std::uint64_t lane_dword(std::uint64_t v, int from) {
-  return std::uint64_t(lane_word(u32(v >> 32), from)) << 32 | lane_word(u32(v), from);
-}
-
-// Lane `from`'s row terms (all 32 lanes call it); the scales apart only where B has one per column.
-inline Kernel::Row lane_row(const Kernel::Row& mine, int from, bool per_column_scales) {
-  Kernel::Row r;
-  r.inside = lane_word(u32(mine.inside), from) != 0;
-  r.alpha = i64(lane_dword(std::uint64_t(mine.alpha), from));
-  r.sum = i64(lane_dword(std::uint64_t(mine.sum), from));
-  r.multiplier = std::bit_cast<float>(lane_word(std::bit_cast<u32>(mine.multiplier), from));
-  r.zy = i32(lane_word(u32(mine.zy), from));
-  r.out = reinterpret_cast<u8*>(lane_dword(reinterpret_cast<std::uint64_t>(mine.out), from));
-  if (per_column_scales) {
-    r.sa = std::bit_cast<double>(lane_dword(std::bit_cast<std::uint64_t>(mine.sa), from));
-    r.sy = std::bit_cast<double>(lane_dword(std::bit_cast<std::uint64_t>(mine.sy), from));
-  }
-  return r;
-}
-
 inline void ldmatrix_x4(u32 (&d)[4], u32 address) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
                : "r"(address));
 }
+
+typedef i32 i32x2 __attribute__((ext_vector_type(2)));
+typedef i32 i32x4 __attribute__((ext_vector_type(4)));
+typedef i64 i64x2 __attribute__((ext_vector_type(2)));
+
+// Two neighbouring accumulators into team memory as one store, four back as one or two loads.
+inline void stage_pair(i32* at, i32 x, i32 y) { *reinterpret_cast<i32x2*>(at) = i32x2{x, y}; }
+inline void stage_pair(i64* at, i64 x, i64 y) { *reinterpret_cast<i64x2*>(at) = i64x2{x, y}; }
+inline void staged_four(const i32* at, i64 (&v)[4]) {
+  const i32x4 x = *reinterpret_cast<const i32x4*>(at);
+  v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
+}
+inline void staged_four(const i64* at, i64 (&v)[4]) {
+  const i64x2 x = *reinterpret_cast<const i64x2*>(at), y = *reinterpret_cast<const i64x2*>(at + 2);
+  v[0] = x.x, v[1] = x.y, v[2] = y.x, v[3] = y.y;
+}
+
+// Rows of the mma epilogue whose team-memory loads are all issued before any of their outputs is
+// stored (the compiler cannot tell the byte stores from team memory, so a load after a store
+// waits for it): one, in a rolled loop, measured fastest (see mma_slice).
+constexpr int mma_epilogue_rows = 1;
 
 // Tensor cores from team memory: the tile's four 64 x 64 warp blocks (rows 64 * (w / 2), columns
 // 64 * (w % 2)), taken by the team's whole warps in rounds, each round over the whole depth. Per
@@ -718,12 +717,15 @@ inline void ldmatrix_x4(u32 (&d)[4], u32 address) {
 // groups x 32 bytes each) with ldmatrix: lane l addresses row l % 16, bytes 16 * (l / 16) of an A
 // fragment, and column 8 * (l / 16) + l % 8, bytes 16 * ((l / 8) % 2) of a B pair, which gives each
 // lane exactly the bytes the m16n8k32 fragment layout assigns to it. Threads past the last whole
-// warp only stage.
+// warp only stage. The epilogue's row and column terms are gathered once per tile into team memory
+// past the stages, a row or column per thread, while the first slices are being copied in.
 template <bool Deep>
 inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int tid, int nth) {
   constexpr int Slice = mma_slice, Stages = mma_stages;
   const u32 shared = shared_address(memory);
   const Staging source = staging(k, t, i0, j0);
+  Kernel::Row* rows = reinterpret_cast<Kernel::Row*>(static_cast<u8*>(memory) + mma_stage_bytes);
+  Kernel::Col* cols = reinterpret_cast<Kernel::Col*>(rows + tile_rows);
   const int warps = nth / 32, warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
   for (int first = 0; first < 4; first += warps) {
     const int w = first + warp, wr = (w / 2) * 64, wc = (w % 2) * 64;
@@ -739,6 +741,14 @@ inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int t
       b_at[ks] = u32(int(tile_rows) * Slice + swizzled<Slice>(wc + 8 * (lane / 16) + lane % 8, 2 * ks + (lane / 8) % 2));
     }
     first_slices<Slice, Stages>(source, shared, tid, nth);
+    if (first == 0) {
+      const Kernel::Tile tl = k.tile(t);
+      for (int e = tid; e < int(tile_rows + tile_cols); e += nth)
+        if (e < int(tile_rows))
+          rows[e] = k.row(tl, i0 + e);
+        else
+          cols[e - int(tile_rows)] = k.col(tl, j0 + e - tile_rows);
+    }
     for (i64 k0 = 0, s = 0; k0 < source.kp; k0 += Slice, ++s) {
       const u32 stage = next_slice<Slice, Stages>(source, k0, s, shared, tid, nth);
       if (active) {
@@ -765,41 +775,74 @@ inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int t
               for (int e = 0; e < 4; ++e) wide[m][n][e] += c[m][n][e], c[m][n][e] = 0;
     }
     team_barrier();  // every warp is done with the stages
-    // The epilogue through team memory (free after the last barrier), 16 rows of the warp's block
-    // at a time: constant register indices (indexing the accumulators in a loop would move them to
-    // local memory), then lane l finishes columns l and l + 32 of each row, so that neighbouring
-    // lanes write neighbouring columns and a lane's column terms are gathered once. Lane r (and
-    // r + 16) gathers row r's terms, its division included, and the others take them by shuffles:
-    // one row's gathering per lane and 16 rows rather than 16 in turn.
+    // The epilogue stages 16 rows of the warp's block at a time in team memory (constant register
+    // indices: indexing the accumulators in a loop would move them to local memory); then lane l
+    // finishes the four neighbouring columns 4 * (l % 16) .. + 3 of rows l / 16, l / 16 + 2, ..,
+    // and stores them as one 4-byte word where they are contiguous and aligned. The lane's column
+    // terms and the kernel's scalars are read once, before any output store.
     if (active) {
       using Acc = std::conditional_t<Deep, i64, i32>;
-      constexpr int pitch = Deep ? 64 : 68;  // padded against bank conflicts where it fits
+      constexpr int pitch = Deep ? 64 : 72;  // int32: 8-byte stores and 16-byte loads conflict-free
       Acc* staged = reinterpret_cast<Acc*>(memory) + warp * 16 * pitch;
-      const Kernel::Tile tl = k.tile(t);
-      const Kernel::Col left = k.col(tl, j0 + wc + lane), right = k.col(tl, j0 + wc + lane + 32);
+      const bool per_column_scales = k.sb_step != 0;
+      const i32 qmin = k.qmin, qmax = k.qmax;
+      const i64 column_step = k.o_cs;
+      const int half = lane / 16, c0 = wc + 4 * (lane % 16);
+      i64 beta[4], term[4];
+      int columns = 0;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) beta[e] = cols[c0 + e].beta, term[e] = cols[c0 + e].term, columns += cols[c0 + e].inside;
+      const i64 offset = cols[c0].offset;
+      const bool whole = columns == 4 && column_step == 1;
 #pragma unroll
       for (int m = 0; m < 4; ++m) {
 #pragma unroll
         for (int n = 0; n < 8; ++n)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            Acc& v = staged[(g + 8 * (e / 2)) * pitch + 8 * n + 2 * q + e % 2];
+          for (int h = 0; h < 2; ++h) {
+            Acc* at = staged + (g + 8 * h) * pitch + 8 * n + 2 * q;
             if constexpr (Deep)
-              v = wide[m][n][e];
+              stage_pair(at, wide[m][n][2 * h], wide[m][n][2 * h + 1]);
             else
-              v = c[m][n][e];
+              stage_pair(at, c[m][n][2 * h], c[m][n][2 * h + 1]);
           }
         warp_sync();
-        const Kernel::Row mine = k.row(tl, i0 + wr + 16 * m + lane % 16);
-        for (int r = 0; r < 16; ++r) {
-          const Kernel::Row rw = lane_row(mine, r, k.sb_step != 0);
-          k.finish(rw, left, staged[r * pitch + lane]);
-          k.finish(rw, right, staged[r * pitch + lane + 32]);
+#pragma unroll 1
+        for (int i = 0; i < 8; i += mma_epilogue_rows) {
+          Kernel::Row rw[mma_epilogue_rows];
+          i64 v[mma_epilogue_rows][4];
+          u32 bytes[mma_epilogue_rows];
+#pragma unroll
+          for (int b = 0; b < mma_epilogue_rows; ++b) {
+            const int r = 2 * (i + b) + half;
+            rw[b] = rows[wr + 16 * m + r];
+            staged_four(staged + r * pitch + 4 * (lane % 16), v[b]);
+          }
+#pragma unroll
+          for (int b = 0; b < mma_epilogue_rows; ++b) {
+            bytes[b] = 0;
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const i64 acc = v[b][e] - beta[e] * rw[b].sum - rw[b].alpha * term[e];
+              const float multiplier =
+                  per_column_scales ? float(double(float(rw[b].sa * cols[c0 + e].sb)) / rw[b].sy) : rw[b].multiplier;
+              bytes[b] |= u32(u8(requantize_exact(acc, multiplier, rw[b].zy, qmin, qmax))) << (8 * e);
+            }
+          }
+#pragma unroll
+          for (int b = 0; b < mma_epilogue_rows; ++b) {
+            if (!rw[b].inside) continue;
+            u8* at = rw[b].out + offset;
+            if (whole && reinterpret_cast<std::uintptr_t>(at) % 4 == 0)
+              *reinterpret_cast<u32*>(at) = bytes[b];
+            else
+              for (int e = 0; e < columns; ++e) at[e * column_step] = u8(bytes[b] >> (8 * e));
+          }
         }
         warp_sync();
       }
     }
-    team_barrier();  // the next round stages into the memory read above
+    team_barrier();  // the next round stages into the memory read above, the next tile its terms
   }
 }
 #endif
