@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "hetkern/device.hpp"
@@ -60,6 +62,29 @@ TEST(DeviceBuffer, MovesOwnership) {
   EXPECT_EQ(b.data(), p);
   EXPECT_EQ(a.data(), nullptr);
   EXPECT_EQ(b.bytes(), 256u);
+}
+
+// HETKERN_GPU_WAIT is read by the process's first offload_device() call, so each case runs in a
+// fresh process (the threadsafe death-test style re-executes the test binary): exit code 0 when
+// stderr carries the warning exactly when it should.
+void expect_gpu_wait_warning(const char* value, bool warned) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("HETKERN_GPU_WAIT", value, 1);
+        testing::internal::CaptureStderr();
+        const int device = offload_device();
+        const std::string err = testing::internal::GetCapturedStderr();
+        const bool found = err.find("HETKERN_GPU_WAIT=" + std::string(value) + " ignored") != std::string::npos;
+        std::exit(found == warned && device == offload_device() ? 0 : 1);
+      },
+      testing::ExitedWithCode(0), "");
+}
+
+TEST(DeviceWaitDeathTest, GpuWaitTakesSpinOrBlockAndWarnsOfOtherValues) {
+  expect_gpu_wait_warning("spin", false);
+  expect_gpu_wait_warning("block", false);
+  expect_gpu_wait_warning("sleep", true);
 }
 
 TEST(DeviceCopy, CopiesEveryByteAlignedOrNot) {
