@@ -1,7 +1,7 @@
 // The offload schedules past what the shared property tests reach (offload builds only; those
 // tests run every offload schedule too, through the strategy table): depths beyond one int32 slice
-// of the product kernels, batches with a broadcast A and B in one call, each packing kernel with
-// each other one, and output layouts that split neighbouring outputs.
+// of the product kernels, batches with a broadcast A and B in one call, tiles in more than one
+// band, each packing kernel with each other one, and output layouts that split neighbouring outputs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -72,6 +72,26 @@ TEST(QmmOffload, BatchesWithBroadcastAcrossTileEdges) {
   p.y_scale = qmmt::literal_f({130, 1}, {9.0f, 11.0f}, rng);
   const qmmt::Expected e = qmmt::oracle(p, true);
   check(p, e, "batches {2,3}");
+}
+
+// Teams take tiles in bands of 16 tile rows, column by column: 18 tile rows (a whole band and one
+// of two rows, the last row cut at 2 of 128) by 2 tile columns, in two batches.
+TEST(QmmOffload, TilesInBandsPastOneBand) {
+  std::mt19937_64 rng(2178);
+  Problem p;
+  p.M = 17 * 128 + 2, p.N = 200, p.K = 64;
+  p.batch = {2};
+  p.a = Buffer(DataType::uint8, {2, p.M, p.K}, {}, rng);
+  p.b = Buffer(DataType::int8, {2, p.K, p.N}, {}, rng);
+  p.y = Buffer(DataType::uint8, {2, p.M, p.N}, {}, rng);
+  p.a_zero = qmmt::literal_q(DataType::uint8, {1}, {128}, rng);
+  p.b_zero = qmmt::literal_q(DataType::int8, {1}, {3}, rng);
+  p.y_zero = qmmt::literal_q(DataType::uint8, {1}, {110}, rng);
+  p.a_scale = qmmt::literal_f({1}, {0.02f}, rng);
+  p.b_scale = qmmt::literal_f({1}, {0.0125f}, rng);
+  p.y_scale = qmmt::literal_f({1}, {0.5f}, rng);
+  const qmmt::Expected e = qmmt::oracle(p, true);
+  check(p, e, "18 x 2 tiles, batch 2");
 }
 
 // Packing picks a kernel per operand from its layout: 16-byte chunks where the depth is contiguous
