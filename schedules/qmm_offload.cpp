@@ -611,6 +611,17 @@ template <int Slice> inline bool fold_after(i64 kp, i64 k0) {
   return (k0 + Slice) % int32_depth == 0 || k0 + Slice == kp;
 }
 
+// Adds int32 accumulators into their int64 twins and clears them: one element, or arrays of any
+// shape element by element (the kernels' register blocks; unrolled, so indices stay constant).
+inline void fold_wide(i64& wide, i32& acc) {
+  wide += acc;
+  acc = 0;
+}
+template <class W, class A, std::size_t N> inline void fold_wide(W (&wide)[N], A (&acc)[N]) {
+#pragma unroll
+  for (std::size_t i = 0; i < N; ++i) fold_wide(wide[i], acc[i]);
+}
+
 // dp4a from team memory: thread block b (of 256) holds the 8 x 8 outputs at rows b / 16 + 16i and
 // columns b % 16 + 16j of the tile; with fewer than 256 threads the blocks are taken in rounds,
 // each round over the whole depth. The epilogue's row and column terms are gathered once per tile
@@ -654,11 +665,7 @@ inline void tile_dp4a(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int 
         }
       }
       if constexpr (Deep)
-        if (fold_after<Slice>(source.kp, k0))
-#pragma unroll
-          for (int i = 0; i < 8; ++i)
-#pragma unroll
-            for (int j = 0; j < 8; ++j) wide[i][j] += acc[i][j], acc[i][j] = 0;
+        if (fold_after<Slice>(source.kp, k0)) fold_wide(wide, acc);
     }
     team_barrier();  // every thread is done with the stages
     const Kernel::Tile tl = k.tile(t);
@@ -770,13 +777,7 @@ inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int t
         }
       }
       if constexpr (Deep)
-        if (fold_after<Slice>(source.kp, k0))
-#pragma unroll
-          for (int m = 0; m < 4; ++m)
-#pragma unroll
-            for (int n = 0; n < 8; ++n)
-#pragma unroll
-              for (int e = 0; e < 4; ++e) wide[m][n][e] += c[m][n][e], c[m][n][e] = 0;
+        if (fold_after<Slice>(source.kp, k0)) fold_wide(wide, c);
     }
     team_barrier();  // every warp is done with the stages
     // The epilogue stages 16 rows of the warp's block at a time in team memory (constant register
