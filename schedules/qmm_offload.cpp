@@ -524,7 +524,13 @@ inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
 // For dp4a, gathering the epilogue's terms beside the stages while the first slices load (one
 // barrier a tile, not three) was no faster at 4096^3 or 8192^3. Its 256 B of spills under the
 // 128-register bound stay the same with x loaded in halves, 8-byte loads or the chunk loop rolled
-// (206 registers unbounded).
+// (206 registers unbounded). Also no faster for dp4a (4096^3 pack + product 1.402 / 1.394 ms, B
+// row- / column-major, against 1.406 / 1.386; 8192^3 product 10.47 against 10.31 beside this
+// kernel): its epilogue with the column terms read once and each row's terms read before its eight
+// byte stores (spills 544 B against 312), the same re-reading the column terms per row, and either
+// with the bytes exchanged by shuffles so that a lane stores eight neighbouring columns as one
+// word. Giving a thread eight neighbouring columns outright would break the swizzle: lines 8c + j
+// of eight threads share one 16-byte bank group (8-way conflicts on the B' loads).
 constexpr int mma_slice = 64, mma_stages = 2;
 constexpr int dp4a_slice = 64, dp4a_stages = 2;
 // The mma kernel's team memory: the stages, which its epilogue reuses to stage up to four warps'
