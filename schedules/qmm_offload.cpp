@@ -536,11 +536,10 @@ constexpr int dp4a_slice = 64, dp4a_stages = 2;
 // The mma kernel's team memory: the stages, which its epilogue reuses to stage up to four warps'
 // 16 x 64 accumulators (int64 at most), then the tile's row and column terms, gathered as the tile
 // starts. The dp4a epilogue holds a tile's row and column terms where its stages were.
+constexpr int tile_terms_bytes = int(tile_rows * sizeof(Kernel::Row) + tile_cols * sizeof(Kernel::Col));
 constexpr int mma_stage_bytes = std::max(mma_slice * 256 * mma_stages, 4 * 16 * 64 * 8);
-constexpr int team_memory_bytes =
-    mma_stage_bytes + int(tile_rows * sizeof(Kernel::Row) + tile_cols * sizeof(Kernel::Col));
-constexpr int dp4a_memory_bytes =
-    std::max(dp4a_slice * 256 * dp4a_stages, int(tile_rows * sizeof(Kernel::Row) + tile_cols * sizeof(Kernel::Col)));
+constexpr int team_memory_bytes = mma_stage_bytes + tile_terms_bytes;
+constexpr int dp4a_memory_bytes = std::max(dp4a_slice * 256 * dp4a_stages, tile_terms_bytes);
 
 #ifdef __NVPTX__
 template <int Slice> inline int swizzled(int r, int c) {
