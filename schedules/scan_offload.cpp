@@ -169,22 +169,23 @@ template <class Acc> struct TileShared {
   std::int64_t ticket;
 };
 
+// Elements of a run (or chunk) of up to `items` that starts `start` elements into a line of
+// `length`. (A function rather than a lambda: device code globalizes variables that lambdas
+// capture. Values, not std::clamp's references to temporaries: LLVM 19's OpenMP optimizer took
+// those for dead memory, called the run's count undefined and deleted the chained int32 product
+// kernel's tile path, which then wrote nothing. Device code in this file therefore bounds values by
+// hand.)
+template <class N> inline N run_count(std::int64_t length, std::int64_t start, N items) {
+  const std::int64_t rest = length - start;
+  return rest <= 0 ? N(0) : rest >= items ? items : N(rest);
+}
+
 #ifdef __NVPTX__
 // Warp primitives through inline PTX (SPMD kernels only: every lane of `mask` executes them).
 using u32 = unsigned;
 using u32x4 = unsigned __attribute__((ext_vector_type(4)));
 
 inline u32 lane_id() { return u32(omp_get_thread_num()) & 31u; }
-
-// Elements of a run of up to `items` that starts `start` elements into a line of `length`. (A
-// function rather than a lambda: device code globalizes variables that lambdas capture. Values,
-// not std::clamp's references to temporaries: LLVM 19's OpenMP optimizer took those for dead
-// memory, called the run's count undefined and deleted the chained int32 product kernel's tile
-// path, which then wrote nothing. Device code in this file therefore bounds values by hand.)
-inline int run_count(std::int64_t length, std::int64_t start, int items) {
-  const std::int64_t rest = length - start;
-  return rest <= 0 ? 0 : rest >= items ? items : int(rest);
-}
 
 // The lanes of the calling thread's warp that exist: all 32 but in a last, partial warp.
 inline u32 warp_mask(int threads) {
@@ -790,7 +791,7 @@ void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
     std::int64_t xo, yo;
     line_offsets(s, i % lines, xo, yo);
     const std::int64_t q = (i / lines) * chunk;
-    const std::int64_t count = s.length - q <= 0 ? 0 : s.length - q < chunk ? s.length - q : chunk;
+    const std::int64_t count = run_count(s.length, q, chunk);
     carries[i] = column_run<T, Op, false>(x + xo + q * s.in_step, s.in_step, nullptr, 0, count,
                                           inclusive_start<Op, Acc>(), false);
   }
@@ -810,7 +811,7 @@ void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
     std::int64_t xo, yo;
     line_offsets(s, i % lines, xo, yo);
     const std::int64_t q = (i / lines) * chunk;
-    const std::int64_t count = s.length - q <= 0 ? 0 : s.length - q < chunk ? s.length - q : chunk;
+    const std::int64_t count = run_count(s.length, q, chunk);
     column_run<T, Op, true>(x + xo + q * s.in_step, s.in_step, y + yo + q * s.out_step,
                             s.out_step, count, carries[i], exclusive);
   }
