@@ -3,8 +3,10 @@
 // The device lowering works on device pointers: the caller's A, B and output stay where they are
 // (any strides, batch broadcasting through stride 0), the quantization parameters are device
 // arrays of one value or one per row / column. A workspace on the same device receives A and B
-// packed as u8 x s8 (signedness folded as in qmm_pack.hpp) with their row and column sums; the
-// product kernel then requantizes each output exactly in its epilogue. Two product kernels:
+// packed as u8 x s8 (signedness folded as in qmm_pack.hpp) with their row and column sums (an
+// operand already in its packed form, e.g. u8 A row-major and s8 B column-major with K a multiple
+// of 128 and M, N of 128, is read in place and only summed); the product kernel then requantizes
+// each output exactly in its epilogue. Two product kernels:
 //   dp4a  tiles of 128 x 128 outputs per team, A and B staged through team-local memory, dp4a
 //   mma   the same tiles on tensor cores (ldmatrix, mma.sync m16n8k32 u8 x s8), 64 x 64 per warp
 // Without a device (or with OMP_TARGET_OFFLOAD=DISABLED) every kernel runs on the host with the
@@ -45,7 +47,7 @@ struct OffloadQmmArgs {
   void* workspace = nullptr;  // device memory of qmm_offload_workspace_bytes(*this) bytes
 };
 
-/// Bytes of device workspace a call needs (packed A and B and their sums).
+/// Bytes of device workspace a call needs (A and B packed, unless read in place, and their sums).
 std::int64_t qmm_offload_workspace_bytes(const OffloadQmmArgs& args);
 
 /// Runs the call on args.device: qmm_offload_pack, then qmm_offload_product. Every pointer must

@@ -1,7 +1,8 @@
 // The offload schedules past what the shared property tests reach (offload builds only; those
 // tests run every offload schedule too, through the strategy table): depths beyond one int32 slice
 // of the product kernels, batches with a broadcast A and B in one call, tiles in more than one
-// band, each packing kernel with each other one, and output layouts that split neighbouring outputs.
+// band, each packing kernel with each other one, operands read in place beside packed ones, and
+// output layouts that split neighbouring outputs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "qmm_test_util.hpp"
+#include "schedules/qmm_offload.hpp"
 
 namespace {
 
@@ -169,6 +171,66 @@ TEST(QmmOffload, EpilogueOutputLayouts) {
     const qmmt::Expected e = qmmt::oracle(p, true);
     check(p, e, c.name);
   }
+}
+
+// An operand whose memory already is its packed form (k contiguous lines of whole 128-byte slices,
+// whole tiles of lines, batches one after another or shared, u8 A / s8 B) is read where it is and
+// only summed; the others are packed as before, in the same call.
+TEST(QmmOffload, OperandsAlreadyPackedAreReadInPlace) {
+  std::mt19937_64 rng(256);
+  struct Case {
+    const char* name;
+    std::vector<i64> batch;
+    i64 K;
+    DataType a_type, b_type;
+    std::vector<i64> a_strides, b_strides;  // empty: packed (row-major)
+  };
+  const i64 M = 256, N = 128;
+  const Case cases[] = {
+      {"A and B in place, batches following", {2}, 256, DataType::uint8, DataType::int8, {}, {256 * N, 1, 256}},
+      {"A in place, B broadcast over the first batch dimension", {2, 2}, 128, DataType::uint8, DataType::int8, {},
+       {0, 128 * N, 1, 128}},
+      {"B shared by every batch in place, A int8", {3}, 384, DataType::int8, DataType::int8, {}, {0, 1, 384}},
+      {"A with a gap between rows, B uint8", {}, 256, DataType::uint8, DataType::uint8, {256 + 16, 1}, {1, 256}},
+  };
+  for (const Case& c : cases) {
+    const i64 K = c.K;
+    std::vector<i64> a_sizes = c.batch, b_sizes = c.batch, y_sizes = c.batch;
+    a_sizes.insert(a_sizes.end(), {M, K});
+    b_sizes.insert(b_sizes.end(), {K, N});
+    y_sizes.insert(y_sizes.end(), {M, N});
+    Problem p;
+    p.M = M, p.N = N, p.K = K;
+    p.batch = c.batch;
+    p.a = Buffer(c.a_type, a_sizes, c.a_strides, rng);
+    p.b = Buffer(c.b_type, b_sizes, c.b_strides, rng);
+    p.y = Buffer(DataType::uint8, y_sizes, {}, rng);
+    p.a_zero = qmmt::literal_q(c.a_type, {M, 1}, {1, 100, 4}, rng);
+    p.b_zero = qmmt::literal_q(c.b_type, {1, N}, {2, 7}, rng);
+    p.y_zero = qmmt::literal_q(DataType::uint8, {1}, {128}, rng);
+    p.a_scale = qmmt::literal_f({1}, {0.02f}, rng);
+    p.b_scale = qmmt::literal_f({1, N}, {0.01f, 0.015f}, rng);
+    p.y_scale = qmmt::literal_f({1}, {8.0f}, rng);
+    const qmmt::Expected e = qmmt::oracle(p, true);
+    check(p, e, c.name);
+  }
+}
+
+// The workspace of a call whose A and B are read in place holds their sums only.
+TEST(QmmOffload, OperandsReadInPlaceTakeNoWorkspace) {
+  std::mt19937_64 rng(1);
+  const i64 M = 256, N = 128, K = 512;
+  const Buffer a_u8(DataType::uint8, {M, K}, {}, rng), a_s8(DataType::int8, {M, K}, {}, rng);
+  const Buffer b(DataType::int8, {K, N}, {1, K}, rng);
+  hk::detail::OffloadQmmArgs x;
+  x.M = M, x.N = N, x.K = K;
+  x.b = hk::detail::matrix_view(b.cview());
+  x.a = hk::detail::matrix_view(a_u8.cview());
+  const std::int64_t in_place = hk::detail::qmm_offload_workspace_bytes(x);
+  x.a = hk::detail::matrix_view(a_s8.cview());
+  const std::int64_t a_packed = hk::detail::qmm_offload_workspace_bytes(x);
+  EXPECT_LE(in_place, (M + N) * 8 + 2 * 256);  // int64 sums, each array aligned to 256 bytes
+  EXPECT_GE(a_packed - in_place, M * K);
 }
 
 }  // namespace
