@@ -60,10 +60,14 @@ struct Kernel {
   const std::int8_t* bp = nullptr;  // B' columns, [b_batches][Np][kp]
   u8* a_pack = nullptr;             // where packing writes A' (ap), null when A is A' in place
   u8* b_pack = nullptr;             // the same for B' (bp)
-  i64* row_sums = nullptr;  // [a_parts][a_batches][M]: a line's sum is the sum of its parts
-  i64* col_sums = nullptr;  // [b_parts][b_batches][N]
-  i64 a_parts = 1, b_parts = 1;  // more than one where packing transposes (transpose_parts)
+  i64* row_sums = nullptr;  // [a_batches][M]
+  i64* col_sums = nullptr;  // [b_batches][N]
   bool a_shared = false, b_shared = false;
+  // The caller's matrices.
+  const u8* a = nullptr;
+  const u8* b = nullptr;
+  i64 a_bs[2] = {0, 0}, a_rs = 0, a_cs = 0, b_bs[2] = {0, 0}, b_rs = 0, b_cs = 0;
+  u8 a_flip = 0, b_flip = 0;
   // Epilogue.
   const float *sa = nullptr, *sb = nullptr, *sy = nullptr;
   const i32 *za = nullptr, *zb = nullptr, *zy = nullptr;
@@ -109,7 +113,7 @@ struct Kernel {
     if (m >= M) return r;
     r.inside = true;
     r.alpha = i64(ca) + za[m * za_step];
-    for (i64 p = 0; p < a_parts; ++p) r.sum += tl.row_sums[p * (a_shared ? 1 : batches) * M + m];
+    r.sum = tl.row_sums[m];
     r.sa = sa[m * sa_step];
     r.sy = sy[m * sy_step];
     r.multiplier = float(double(float(r.sa * double(sb[0]))) / r.sy);
@@ -122,8 +126,7 @@ struct Kernel {
     if (n >= N) return c;
     c.inside = true;
     c.beta = i64(zb[n * zb_step]) - cb;
-    c.term = -K * c.beta;
-    for (i64 p = 0; p < b_parts; ++p) c.term += tl.col_sums[p * (b_shared ? 1 : batches) * N + n];
+    c.term = tl.col_sums[n] - K * c.beta;
     c.sb = sb[n * sb_step];
     c.offset = n * o_cs;
     return c;
@@ -138,6 +141,50 @@ struct Kernel {
 };
 
 i64 align_up(i64 v) { return round_up(v, workspace_align); }
+
+struct WorkspaceLayout {
+  i64 a_batches, b_batches, Mp, Np, kp, ap, bp, row_sums, col_sums, bytes;
+  bool a_in_place, b_in_place;
+};
+
+bool batch_shared(const MatrixView& v) { return v.batch_stride[0] == 0 && v.batch_stride[1] == 0; }
+
+// Whether an operand's memory is byte for byte its packed form (A' when is_a, B' otherwise):
+// lines (rows of A, columns of B) of K contiguous bytes each, K whole slices, whole tiles of lines
+// one after another, the batches following each other (or one shared by all), no signedness to
+// flip, and 16-byte aligned for the staging copies. Packing then only sums its lines: on the H100
+// at 4096^3 (u8 A row-major, s8 B column-major) 0.024-0.027 ms against 0.041 for the copies, of a
+// 0.35 ms tensor-core call. Summing the lines in the tensor-core tiles instead, as they stage
+// them, so that no packing kernel runs at all, made that product 0.55 ms against 0.33 (each
+// tile sums all 256 of its lines, which 32 tiles share).
+bool packed_in_place(const MatrixView& v, bool is_a, i64 lines, i64 K, const i64 (&batch)[2]) {
+  const i64 line_stride = is_a ? v.row_stride : v.col_stride, k_stride = is_a ? v.col_stride : v.row_stride;
+  const bool flips = v.dtype == (is_a ? DataType::int8 : DataType::uint8);
+  const i64 matrix = lines * K;
+  const bool batches_follow = batch_shared(v) || ((batch[1] == 1 || v.batch_stride[1] == matrix) &&
+                                                  (batch[0] == 1 || v.batch_stride[0] == batch[1] * matrix));
+  return !flips && K > 0 && K % depth_align == 0 && k_stride == 1 && line_stride == K &&
+         lines % (is_a ? tile_rows : tile_cols) == 0 && batches_follow &&
+         reinterpret_cast<std::uintptr_t>(v.data) % 16 == 0;
+}
+
+WorkspaceLayout workspace_layout(const OffloadQmmArgs& x) {
+  WorkspaceLayout w;
+  const i64 batches = x.batch[0] * x.batch[1];
+  w.a_batches = batch_shared(x.a) ? 1 : batches;
+  w.b_batches = batch_shared(x.b) ? 1 : batches;
+  w.Mp = round_up(x.M, tile_rows);
+  w.Np = round_up(x.N, tile_cols);
+  w.kp = round_up(x.K, depth_align);
+  w.a_in_place = packed_in_place(x.a, true, x.M, x.K, x.batch);
+  w.b_in_place = packed_in_place(x.b, false, x.N, x.K, x.batch);
+  w.ap = 0;
+  w.bp = align_up(w.ap + (w.a_in_place ? 0 : w.a_batches * w.Mp * w.kp));
+  w.row_sums = align_up(w.bp + (w.b_in_place ? 0 : w.b_batches * w.Np * w.kp));
+  w.col_sums = align_up(w.row_sums + w.a_batches * x.M * i64(sizeof(i64)));
+  w.bytes = align_up(w.col_sums + w.b_batches * x.N * i64(sizeof(i64)));
+  return w;
+}
 
 // One 64-deep chunk of a row of A' or a column of B' (r: its row or column, kk0: its first k):
 // gathered from the source through its strides, stored as four 16-byte words, its sum returned.
@@ -163,34 +210,22 @@ inline i64 pack_chunk(const u8* src, i64 k_stride, i64 kk0, i64 K, bool inside, 
 }
 
 // One operand as the packing kernels see it: lines (rows of A, columns of B) of depth K, packed
-// into dst, or only summed when dst is null (the operand is its packed form in place), the sums
-// stored in `parts` partial sums per line ([parts][batches][lines]).
+// into dst, or only summed when dst is null (the operand is its packed form in place).
 struct Operand {
   const u8* src;
   i64 bs[2], line_stride, k_stride, lines, padded_lines, batches;
   u8 flip;
   bool is_a;
-  u8* dst = nullptr;
-  i64* sums = nullptr;
-  i64 parts = 1;
+  u8* dst;
+  i64* sums;
 };
 
-bool batch_shared(const MatrixView& v) { return v.batch_stride[0] == 0 && v.batch_stride[1] == 0; }
-
-// A call's A (is_a) or B as packing reads it; where it goes is the workspace's to say.
-Operand source_operand(const OffloadQmmArgs& x, bool is_a) {
-  const MatrixView& v = is_a ? x.a : x.b;
-  const i64 lines = is_a ? x.M : x.N;
-  const bool flips = v.dtype == (is_a ? DataType::int8 : DataType::uint8);
-  return {static_cast<const u8*>(v.data),
-          {v.batch_stride[0], v.batch_stride[1]},
-          is_a ? v.row_stride : v.col_stride,
-          is_a ? v.col_stride : v.row_stride,
-          lines,
-          round_up(lines, is_a ? tile_rows : tile_cols),
-          batch_shared(v) ? 1 : x.batch[0] * x.batch[1],
-          u8(flips ? 0x80 : 0),
-          is_a};
+Operand operand_of(const Kernel& k, bool is_a) {
+  if (is_a)
+    return {k.a, {k.a_bs[0], k.a_bs[1]}, k.a_rs, k.a_cs, k.M, k.Mp, k.a_shared ? 1 : k.batches, k.a_flip,
+            true, k.a_pack, k.row_sums};
+  return {k.b, {k.b_bs[0], k.b_bs[1]}, k.b_cs, k.b_rs, k.N, k.Np, k.b_shared ? 1 : k.batches, k.b_flip,
+          false, k.b_pack, k.col_sums};
 }
 
 bool aligned16(const void* p, i64 a, i64 b, i64 c) {
@@ -279,8 +314,8 @@ inline void copy_lines(const Operand& o, i64 unit, i64 K, i64 kp, i64 batch1, in
   }
 }
 
-// Lines contiguous: a team per unit of 32 lines over a range of the depth (transpose_range), so
-// that it owns their partial sums over that range. On a GPU the unit's source rows (32 bytes of each k) are staged 512 k at a time into team memory
+// Lines contiguous: a team per unit of 32 lines over the whole depth, so that it owns their sums.
+// On a GPU the unit's source rows (32 bytes of each k) are staged 512 k at a time into team memory
 // with cp.async, the next stage in flight while the current one is transposed: each thread
 // transposes 4-line x 16-k blocks in registers and writes them as four 16-byte pieces, neighbouring
 // threads covering neighbouring pieces of a packed line, and adds the blocks' line sums to team
@@ -292,78 +327,6 @@ constexpr i64 transpose_lines = 32, transpose_depth = 512;
 constexpr int transpose_stage_bytes = int(transpose_lines * transpose_depth);
 constexpr int transpose_blocks = int(transpose_lines / 4 * (transpose_depth / 16));
 constexpr int pack_memory_bytes = 2 * transpose_stage_bytes + 4 * transpose_blocks * int(sizeof(i64));
-
-// A transposing unit covers a range of the depth, not all of it, so that enough units run at once
-// (a 4096-wide B: 128 units of 32 lines over the whole depth, one per SM, left the H100's copies
-// latency-bound), and stores its lines' partial sums over that range: ranges of 1024 or more, at
-// most transpose_max_parts of them, whole steps.
-constexpr i64 transpose_min_range = 1024, transpose_max_parts = 8;
-
-i64 transpose_range(i64 kp) {
-  const i64 parts = std::clamp<i64>((kp + transpose_min_range - 1) / transpose_min_range, 1, transpose_max_parts);
-  return round_up((kp + parts - 1) / parts, transpose_depth);
-}
-
-i64 transpose_parts(i64 kp) {
-  const i64 range = transpose_range(kp);
-  return (kp + range - 1) / range;
-}
-
-// How packing brings an operand into the workspace (packed_in_place, copy_packable,
-// transpose_packable, or byte by byte otherwise).
-enum class Packing { in_place, copy, transpose, gather };
-
-struct WorkspaceLayout {
-  i64 a_batches, b_batches, Mp, Np, kp, ap, bp, row_sums, col_sums, bytes;
-  Packing a_packing, b_packing;
-  i64 a_parts, b_parts;  // partial sums per line
-};
-
-// Whether an operand's memory is byte for byte its packed form (A' when is_a, B' otherwise):
-// lines (rows of A, columns of B) of K contiguous bytes each, K whole slices, whole tiles of lines
-// one after another, the batches following each other (or one shared by all), no signedness to
-// flip, and 16-byte aligned for the staging copies. Packing then only sums its lines: on the H100
-// at 4096^3 (u8 A row-major, s8 B column-major) 0.024-0.027 ms against 0.041 for the copies, of a
-// 0.35 ms tensor-core call. Summing the lines in the tensor-core tiles instead, as they stage
-// them, so that no packing kernel runs at all, made that product 0.55 ms against 0.33 (each
-// tile sums all 256 of its lines, which 32 tiles share).
-bool packed_in_place(const MatrixView& v, bool is_a, i64 lines, i64 K, const i64 (&batch)[2]) {
-  const i64 line_stride = is_a ? v.row_stride : v.col_stride, k_stride = is_a ? v.col_stride : v.row_stride;
-  const bool flips = v.dtype == (is_a ? DataType::int8 : DataType::uint8);
-  const i64 matrix = lines * K;
-  const bool batches_follow = batch_shared(v) || ((batch[1] == 1 || v.batch_stride[1] == matrix) &&
-                                                  (batch[0] == 1 || v.batch_stride[0] == batch[1] * matrix));
-  return !flips && K > 0 && K % depth_align == 0 && k_stride == 1 && line_stride == K &&
-         lines % (is_a ? tile_rows : tile_cols) == 0 && batches_follow &&
-         reinterpret_cast<std::uintptr_t>(v.data) % 16 == 0;
-}
-
-Packing packing_of(const OffloadQmmArgs& x, bool is_a) {
-  const Operand o = source_operand(x, is_a);
-  if (packed_in_place(is_a ? x.a : x.b, is_a, o.lines, x.K, x.batch)) return Packing::in_place;
-  if (copy_packable(o, x.K)) return Packing::copy;
-  return transpose_packable(o) ? Packing::transpose : Packing::gather;
-}
-
-WorkspaceLayout workspace_layout(const OffloadQmmArgs& x) {
-  WorkspaceLayout w;
-  const i64 batches = x.batch[0] * x.batch[1];
-  w.a_batches = batch_shared(x.a) ? 1 : batches;
-  w.b_batches = batch_shared(x.b) ? 1 : batches;
-  w.Mp = round_up(x.M, tile_rows);
-  w.Np = round_up(x.N, tile_cols);
-  w.kp = round_up(x.K, depth_align);
-  w.a_packing = packing_of(x, true);
-  w.b_packing = packing_of(x, false);
-  w.a_parts = w.a_packing == Packing::transpose ? transpose_parts(w.kp) : 1;
-  w.b_parts = w.b_packing == Packing::transpose ? transpose_parts(w.kp) : 1;
-  w.ap = 0;
-  w.bp = align_up(w.ap + (w.a_packing == Packing::in_place ? 0 : w.a_batches * w.Mp * w.kp));
-  w.row_sums = align_up(w.bp + (w.b_packing == Packing::in_place ? 0 : w.b_batches * w.Np * w.kp));
-  w.col_sums = align_up(w.row_sums + w.a_parts * w.a_batches * x.M * i64(sizeof(i64)));
-  w.bytes = align_up(w.col_sums + w.b_parts * w.b_batches * x.N * i64(sizeof(i64)));
-  return w;
-}
 
 #ifdef __NVPTX__
 // Byte j of each of four words (four k of one line j) as one word.
@@ -392,12 +355,11 @@ inline void stage_rows(const Operand& o, const u8* from, i64 line0, i64 s, i64 K
 
 inline void transpose_lines_unit(const Operand& o, i64 unit, i64 K, i64 kp, i64 batch1, [[maybe_unused]] void* memory, int tid,
                                  int nth) {
-  const i64 groups = o.padded_lines / transpose_lines, range = transpose_range(kp);
-  const i64 part = unit % o.parts, t = unit / o.parts / groups, line0 = (unit / o.parts % groups) * transpose_lines;
-  const i64 k_first = part * range, k_end = k_first + range < kp ? k_first + range : kp;
+  const i64 groups = o.padded_lines / transpose_lines;
+  const i64 t = unit / groups, line0 = (unit % groups) * transpose_lines;
   const u8* from = o.src + (t / batch1) * o.bs[0] + (t % batch1) * o.bs[1] + line0;
   u8* to = o.dst + (t * o.padded_lines + line0) * kp;
-  i64* sums = o.sums + (part * o.batches + t) * o.lines + line0;
+  i64* sums = o.sums + t * o.lines + line0;
 #ifdef __NVPTX__
   if (memory) {
     const u32 shared = shared_address(memory);
@@ -405,9 +367,9 @@ inline void transpose_lines_unit(const Operand& o, i64 unit, i64 K, i64 kp, i64 
     i64* block_sums = reinterpret_cast<i64*>(static_cast<u8*>(memory) + 2 * transpose_stage_bytes);
     for (int e = tid; e < 4 * transpose_blocks; e += nth) block_sums[e] = 0;
     const u32 flips = u32(o.flip) * 0x01010101u;
-    const i64 first_step = k_first / transpose_depth, steps = (k_end + transpose_depth - 1) / transpose_depth;
-    stage_rows(o, from, line0, first_step, K, shared, tid, nth);
-    for (i64 s = first_step; s < steps; ++s) {
+    const i64 steps = (kp + transpose_depth - 1) / transpose_depth;
+    stage_rows(o, from, line0, 0, K, shared, tid, nth);
+    for (i64 s = 0; s < steps; ++s) {
       if (s + 1 < steps)
         stage_rows(o, from, line0, s + 1, K, shared, tid, nth);
       else
@@ -418,7 +380,7 @@ inline void transpose_lines_unit(const Operand& o, i64 unit, i64 K, i64 kp, i64 
       for (int item = tid; item < transpose_blocks; item += nth) {
         const int g = item % 8, c = item / 8;  // lines 4g .. 4g + 3, k 16c .. 16c + 15 of the stage
         const i64 kk0 = s * transpose_depth + 16 * c;
-        if (kk0 >= k_end) continue;
+        if (kk0 >= kp) continue;
         const bool inside = line0 + 4 * g < o.lines;
         u32 w[16];
 #pragma unroll
@@ -448,7 +410,7 @@ inline void transpose_lines_unit(const Operand& o, i64 unit, i64 K, i64 kp, i64 
   for (int l = tid; l < int(transpose_lines); l += nth) {
     const bool inside = line0 + l < o.lines;
     i64 sum = 0;
-    for (i64 kk0 = k_first; kk0 < k_end; kk0 += depth_step)
+    for (i64 kk0 = 0; kk0 < kp; kk0 += depth_step)
       sum += pack_chunk(from + l, o.k_stride, kk0, K, inside, o.flip, o.is_a, to + l * kp + kk0);
     if (inside) sums[l] = sum;
   }
@@ -524,20 +486,17 @@ void pack_gather(const Operand o, i64 K, i64 kp, i64 batch1, int device) {
 // A' and B' into the workspace with their sums: one launch copies or transposes every operand
 // whose layout allows it, sums those in place (and zeroes the others' sums), then each other
 // operand is gathered.
-void pack(const OffloadQmmArgs& x, const WorkspaceLayout& w, const Kernel& k) {
-  Operand a = source_operand(x, true), b = source_operand(x, false);
-  a.dst = k.a_pack, a.sums = k.row_sums, a.parts = w.a_parts;
-  b.dst = k.b_pack, b.sums = k.col_sums, b.parts = w.b_parts;
+void pack(const Kernel k, int device) {
+  const Operand a = operand_of(k, true), b = operand_of(k, false);
   PackJob job;
   int count = 0, gathered = 0;
   Operand gather[2];
   for (int pass = 0; pass < 2; ++pass)  // transposing operands first
     for (const Operand& o : {a, b}) {
-      const Packing packing = o.is_a ? w.a_packing : w.b_packing;
-      const bool copy = packing == Packing::in_place || packing == Packing::copy, transpose = packing == Packing::transpose;
+      const bool copy = !o.dst || copy_packable(o, k.K), transpose = !copy && transpose_packable(o);
       if (pass == 0 && transpose) {
         job.operands[count] = o, job.transposed[count] = true;
-        job.units[count++] = o.batches * (o.padded_lines / transpose_lines) * o.parts;
+        job.units[count++] = o.batches * (o.padded_lines / transpose_lines);
       } else if (pass == 1 && copy) {
         job.operands[count] = o;
         job.units[count++] = o.batches * (o.padded_lines / copy_unit_lines);
@@ -547,10 +506,10 @@ void pack(const OffloadQmmArgs& x, const WorkspaceLayout& w, const Kernel& k) {
       }
     }
   if (job.transposed[0])
-    pack_lines<true>(job, k.K, k.kp, k.batch1, x.device);
+    pack_lines<true>(job, k.K, k.kp, k.batch1, device);
   else
-    pack_lines<false>(job, k.K, k.kp, k.batch1, x.device);
-  for (int g = 0; g < gathered; ++g) pack_gather(gather[g], k.K, k.kp, k.batch1, x.device);
+    pack_lines<false>(job, k.K, k.kp, k.batch1, device);
+  for (int g = 0; g < gathered; ++g) pack_gather(gather[g], k.K, k.kp, k.batch1, device);
 }
 
 // A 64 x 32 block of a tile computed by one worker without team memory or warp instructions: the
@@ -992,14 +951,18 @@ Kernel make_kernel(const OffloadQmmArgs& x, const WorkspaceLayout& w) {
   k.M = x.M, k.N = x.N, k.K = x.K, k.kp = w.kp, k.Mp = w.Mp, k.Np = w.Np;
   k.tiles_m = w.Mp / tile_rows, k.tiles_n = w.Np / tile_cols;
   u8* base = static_cast<u8*>(x.workspace);
-  k.a_pack = w.a_packing == Packing::in_place ? nullptr : base + w.ap;
-  k.b_pack = w.b_packing == Packing::in_place ? nullptr : base + w.bp;
-  k.ap = w.a_packing == Packing::in_place ? static_cast<const u8*>(x.a.data) : k.a_pack;
-  k.bp = reinterpret_cast<const std::int8_t*>(w.b_packing == Packing::in_place ? static_cast<const u8*>(x.b.data) : k.b_pack);
+  k.a_pack = w.a_in_place ? nullptr : base + w.ap;
+  k.b_pack = w.b_in_place ? nullptr : base + w.bp;
+  k.ap = w.a_in_place ? static_cast<const u8*>(x.a.data) : k.a_pack;
+  k.bp = reinterpret_cast<const std::int8_t*>(w.b_in_place ? static_cast<const u8*>(x.b.data) : k.b_pack);
   k.row_sums = reinterpret_cast<i64*>(base + w.row_sums);
   k.col_sums = reinterpret_cast<i64*>(base + w.col_sums);
   k.a_shared = w.a_batches == 1, k.b_shared = w.b_batches == 1;
-  k.a_parts = w.a_parts, k.b_parts = w.b_parts;
+  k.a = static_cast<const u8*>(x.a.data), k.b = static_cast<const u8*>(x.b.data);
+  for (int d = 0; d < 2; ++d) k.a_bs[d] = x.a.batch_stride[d], k.b_bs[d] = x.b.batch_stride[d];
+  k.a_rs = x.a.row_stride, k.a_cs = x.a.col_stride, k.b_rs = x.b.row_stride, k.b_cs = x.b.col_stride;
+  k.a_flip = x.a.dtype == DataType::int8 ? 0x80 : 0;
+  k.b_flip = x.b.dtype == DataType::uint8 ? 0x80 : 0;
   k.ca = x.a.dtype == DataType::int8 ? 128 : 0;
   k.cb = x.b.dtype == DataType::uint8 ? 128 : 0;
   k.sa = x.a_scale, k.sb = x.b_scale, k.sy = x.out_scale;
@@ -1022,8 +985,7 @@ std::int64_t qmm_offload_workspace_bytes(const OffloadQmmArgs& args) {
 
 void qmm_offload_pack(const OffloadQmmArgs& x) {
   if (x.M == 0 || x.N == 0 || x.batch[0] * x.batch[1] == 0) return;
-  const WorkspaceLayout w = workspace_layout(x);
-  pack(x, w, make_kernel(x, w));
+  pack(make_kernel(x, workspace_layout(x)), x.device);
 }
 
 void qmm_offload_product(const OffloadQmmArgs& x) {
