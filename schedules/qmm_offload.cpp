@@ -322,7 +322,9 @@ inline void copy_lines(const Operand& o, i64 unit, i64 K, i64 kp, i64 batch1, in
 // memory (one thread per block and stage, no atomics); the unit's sums are added up at its end.
 // A staged row is 32 bytes, so a warp's reads of one k of its blocks fall in 8 banks (4-way
 // conflicts), which the next stage's copies overlap. Without team memory (the host fallback) a
-// thread per line gathers its bytes from the source.
+// thread per line gathers its bytes from the source. Units over ranges of 1024 of the depth (with
+// partial sums), 512 units rather than 128 for a 4096 x 4096 B row-major, packed no faster on the
+// H100 (0.044-0.047 ms against 0.042-0.044 with A summed in place).
 constexpr i64 transpose_lines = 32, transpose_depth = 512;
 constexpr int transpose_stage_bytes = int(transpose_lines * transpose_depth);
 constexpr int transpose_blocks = int(transpose_lines / 4 * (transpose_depth / 16));
