@@ -1,8 +1,8 @@
 // The offload schedules past what the shared property tests reach (offload builds only; those
 // tests run every offload schedule too, through the strategy table): depths beyond one int32 slice
 // of the product kernels, batches with a broadcast A and B in one call, tiles in more than one
-// band, each packing kernel with each other one, operands read in place beside packed ones, and
-// output layouts that split neighbouring outputs.
+// band, each packing kernel with each other one, transposes in batches, operands read in place
+// beside packed ones, and output layouts that split neighbouring outputs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -136,6 +136,27 @@ TEST(QmmOffload, EveryPairOfPackingKernels) {
     const qmmt::Expected e = qmmt::oracle(p, true);
     check(p, e, c.name);
   }
+}
+
+// Transposing units in batches: two batches of a column-major A, one row-major B shared by both,
+// each unit over five staged depth steps (the last partial).
+TEST(QmmOffload, TransposesInBatches) {
+  std::mt19937_64 rng(2100);
+  const i64 M = 48, N = 32, K = 2100;
+  Problem p;
+  p.M = M, p.N = N, p.K = K;
+  p.batch = {2};
+  p.a = Buffer(DataType::uint8, {2, M, K}, {M * K, 1, M}, rng);
+  p.b = Buffer(DataType::int8, {2, K, N}, {0, N, 1}, rng);
+  p.y = Buffer(DataType::uint8, {2, M, N}, {}, rng);
+  p.a_zero = qmmt::literal_q(DataType::uint8, {M, 1}, {128, 3, 250}, rng);
+  p.b_zero = qmmt::literal_q(DataType::int8, {1, N}, {-5, 60}, rng);
+  p.y_zero = qmmt::literal_q(DataType::uint8, {1}, {120}, rng);
+  p.a_scale = qmmt::literal_f({1}, {0.01f}, rng);
+  p.b_scale = qmmt::literal_f({1, N}, {0.01f, 0.015f}, rng);
+  p.y_scale = qmmt::literal_f({1}, {16.0f}, rng);
+  const qmmt::Expected e = qmmt::oracle(p, true);
+  check(p, e, "K=2100, batch 2");
 }
 
 // Output layouts an epilogue that stores neighbouring outputs together must tell apart: an odd row
