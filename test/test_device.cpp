@@ -12,6 +12,7 @@
 
 #include "hetkern/device.hpp"
 #include "scan_test_util.hpp"
+#include "schedules/scan_offload.hpp"
 
 namespace {
 
@@ -180,6 +181,26 @@ TEST(DeviceTensors, DefaultScheduleAndInPlace) {
     d.download(got.data(), got.size() * 8);
     EXPECT_EQ(got, want) << "axis " << axis;
   }
+}
+
+// Without a schedule, lines that one chained tile (128 threads x 128 bytes) would cover get a team
+// each, as do lines enough for every team; longer lines, fewer than that, are cut into chained
+// tiles.
+TEST(DeviceTensors, DefaultPlanCutsOnlyLinesLongerThanATile) {
+  std::vector<std::byte> memory(std::size_t(1) << 16);
+  const auto kind = [&](DataType type, std::vector<std::int64_t> sizes) {
+    const TensorDesc desc(type, sizes);
+    const detail::CumulativeCall call{false, {desc, memory.data()}, {desc, memory.data()}, {.axis = desc.rank() - 1}};
+    return detail::default_offload_scan_plan(call).kind;
+  };
+  using Kind = detail::ScanPlan::Kind;
+  EXPECT_EQ(kind(DataType::float32, {1, 1, 3, 4}), Kind::offload_rows);
+  EXPECT_EQ(kind(DataType::float32, {3, 4096}), Kind::offload_rows);
+  EXPECT_EQ(kind(DataType::float32, {3, 4097}), Kind::offload_chained);
+  EXPECT_EQ(kind(DataType::float16, {8192}), Kind::offload_rows);
+  EXPECT_EQ(kind(DataType::float16, {8193}), Kind::offload_chained);
+  EXPECT_EQ(kind(DataType::int64, {2, 2049}), Kind::offload_chained);
+  EXPECT_EQ(kind(DataType::int32, {1056, 5000}), Kind::offload_rows);
 }
 
 TEST(DeviceTensors, RefuseHostSchedules) {
