@@ -44,4 +44,19 @@ inline std::int32_t requantize_exact(std::int64_t acc, float multiplier, std::in
   return std::int32_t(v < qmin ? qmin : v > qmax ? qmax : v);
 }
 
+/// requantize_exact for |acc| < 2^29, with the multiplier already widened to a double: the product
+/// is exact (29 + 24 significant bits); it is clamped to +-2^20 first (an integer, so rounding a
+/// clamped value changes nothing), then rounded to nearest even by adding 1.5 * 2^52, whose
+/// spacing is 1, so that the sum's low 32 bits hold the rounded value. Fewer conversions than
+/// rint and a double-to-integer conversion, which the GPU epilogues run once per output.
+inline std::int32_t requantize_narrow(std::int32_t acc, double multiplier, std::int32_t zero_point, std::int32_t qmin,
+                                      std::int32_t qmax) {
+  constexpr double limit = 1 << 20;
+  double x = double(acc) * multiplier;
+  x = x < -limit ? -limit : x > limit ? limit : x;
+  const std::int32_t rounded = std::int32_t(std::uint32_t(std::bit_cast<std::uint64_t>(x + 0x1.8p52)));
+  const std::int64_t v = std::int64_t(rounded) + zero_point;
+  return std::int32_t(v < qmin ? qmin : v > qmax ? qmax : v);
+}
+
 }  // namespace hk::detail

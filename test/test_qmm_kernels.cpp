@@ -1,10 +1,13 @@
 // The kernel paths of QuantizedLinearMatMul: the int16 pair bound that decides whether the AVX2
-// vpmaddubsw path may run, the reuse of a B packed by hk::pack_b, and its validation.
+// vpmaddubsw path may run, the GPU epilogue's shorter requantization, the reuse of a B packed by
+// hk::pack_b, and its validation.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <random>
 
+#include "algorithms/requantize.hpp"
 #include "qmm_test_util.hpp"
 
 namespace {
@@ -101,6 +104,34 @@ TEST(QmmKernels, DotProductsBeyondInt32) {
   for (const char* text : {"qmm.tiled(kc=64)", "qmm.tiled(kc=65536)", "qmm.parallel(kc=4096, threads=3)"})
     s.push_back(hk::Schedule::parse(text));
   qmmt::check_all(p, s, e);
+}
+
+// requantize_narrow against requantize_exact: accumulators across |acc| < 2^29 (edges included),
+// multipliers of every finite non-negative bit pattern, integers, ties and subnormals.
+TEST(QmmKernels, NarrowRequantizationIsExact) {
+  std::mt19937_64 rng(29);
+  const auto check = [](i64 acc, float m, int zero, int qmin, int qmax) {
+    ASSERT_EQ(hk::detail::requantize_narrow(std::int32_t(acc), double(m), zero, qmin, qmax),
+              hk::detail::requantize_exact(acc, m, zero, qmin, qmax))
+        << "acc " << acc << " multiplier " << m << " zero point " << zero;
+  };
+  const i64 edge = (i64(1) << 29) - 1;
+  for (int i = 0; i < 2000000; ++i) {
+    const i64 acc = i % 3 == 0   ? i64(rng() % (2 * edge + 1)) - edge
+                    : i % 3 == 1 ? i64(rng() % 2001) - 1000
+                                 : (rng() & 1 ? edge : -edge) - i64(rng() % 4) * (rng() & 1 ? 1 : -1);
+    float m;
+    switch (rng() % 4) {
+      case 0: m = std::bit_cast<float>(std::uint32_t(rng()) & 0x7f7fffffu); break;
+      case 1: m = std::ldexp(float(rng() % 16777216), -int(rng() % 60)); break;
+      case 2: m = std::ldexp(1.0f + float(rng() % 8) / 8, -int(rng() % 30)); break;  // ties
+      default: m = std::bit_cast<float>(std::uint32_t(rng() % 0x00800000u)); break;  // subnormal
+    }
+    const bool u8 = rng() & 1;
+    check(std::abs(acc) > edge ? edge : acc, m, int(rng() % 256) - (u8 ? 0 : 128), u8 ? 0 : -128, u8 ? 255 : 127);
+  }
+  for (float m : {0.0f, 0.5f, 1.0f, 3.0f, 8388608.0f, 3e38f, 1e-45f})
+    for (i64 acc = -300; acc <= 300; ++acc) check(acc * 1789, m, 3, 0, 255), check(acc, m, -7, -128, 127);
 }
 
 TEST(QmmPackedB, ReusedAcrossCallsWithDifferentA) {
