@@ -30,9 +30,12 @@ constexpr std::int64_t column_target_threads = std::int64_t(1) << 18;
 constexpr std::int64_t column_min_chunk = 64;
 constexpr std::int64_t columns_teams_min = 264;  // 2 teams on each of an H100's 132 SMs
 // The staged chained teams that fit an H100 at once: 5 of 128 threads on each of its 132 SMs
-// (96 registers a thread under the kernel's launch bound, staged_launch_bound; two 18 KB tiles of
+// (96 registers a thread under the kernel's launch bound, staged_launch_bound; two 14 KB tiles of
 // team memory each).
 constexpr std::int64_t chained_teams_cap = 660;
+// Chained tiles: runs of 112 bytes (gpu_chained_staged, 2^28 line on an H100, one process:
+// float32 2270 GB/s, int32 2397, float16 1945, against 2132, 2365 and 1838 with runs of 128).
+constexpr std::int64_t chained_default_item_bytes = 112;
 // Launch bounds of the rows and one-pass columns kernels: the most threads a team may have, which
 // caps the registers ptxas gives a thread at 65536 / threads. Rows: 128 (under 128 bytes of
 // spills, in L1), where left alone it takes 240 and half the teams fit an SM; columns: 255, what
@@ -820,10 +823,6 @@ void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
 // Publication states of a chained tile (TileWord::state; the scratch starts all pending).
 constexpr unsigned long long tile_pending = 0;
 
-// Team memory of the staged chained kernel: the TileShared head, then two tile buffers of
-// `threads` runs, each run padded by 16 bytes so that a warp's 16-byte accesses to its runs, and
-// to consecutive chunks, fall in distinct banks.
-constexpr std::int64_t staged_run_pad = 16;
 constexpr int staged_max_threads = 512;
 // The staged kernel's launch bound: 65536 registers / 640 threads caps ptxas at 96 registers a
 // thread, so that 5 teams of 128 threads fit an SM (team memory allows 6). Measured on an H100
@@ -834,21 +833,50 @@ constexpr int staged_max_threads = 512;
 // measurable (1678 GB/s float32 at 528 teams).
 constexpr int staged_launch_bound = 640;
 
+// A staged chained tile: its place in its line (the b-th tile), where it starts in x and y, and
+// its elements.
+struct StagedTile {
+  std::int64_t b, xo, yo, count;
+};
+
+// A tile of the staged kernel as its team drew it: its ticket (at least the units when past the
+// last tile), and where it lies (staged_tile), worked out once by the thread that drew it.
+struct DrawnTile {
+  std::int64_t u;
+  StagedTile tile;
+};
+
+// Team-local memory of the staged kernel, before its two tile buffers.
+template <class Acc> struct StagedShared {
+  Acc warp_total[32];
+  Acc carry;
+  DrawnTile drawn[3];  // the team's k-th tile in drawn[k % 3]
+};
+
+// Team memory of the staged kernel: the StagedShared head, then two tile buffers of `threads`
+// runs, each run padded to an odd number of 16-byte chunks so that a quarter warp's 16-byte
+// accesses to 8 consecutive runs fall in distinct banks.
+template <class T> std::int64_t staged_run_stride(std::int64_t per) {
+  const std::int64_t bytes = per * std::int64_t(sizeof(T));
+  return bytes / 16 % 2 ? bytes : bytes + 16;
+}
+
 template <class Acc> constexpr std::int64_t staged_head_bytes() {
-  return (std::int64_t(sizeof(TileShared<Acc>)) + 15) / 16 * 16;
+  return (std::int64_t(sizeof(StagedShared<Acc>)) + 15) / 16 * 16;
 }
 
 template <class T> std::int64_t staged_team_bytes(std::int64_t threads, std::int64_t per) {
-  return staged_head_bytes<AccOf<T>>() + 2 * threads * (per * std::int64_t(sizeof(T)) + staged_run_pad);
+  return staged_head_bytes<AccOf<T>>() + 2 * threads * staged_run_stride<T>(per);
 }
 
 #ifdef __NVPTX__
 constexpr unsigned long long tile_folded = 1, tile_prefixed = 2;
 
 // Decoupled look-back by one warp for tile u, the b-th (b > 0) of its line: lane i reads tile
-// u-1-i (waiting, as a warp, until none of the 32 is pending), the warp combines them back to the
-// nearest one holding its inclusive prefix (a tile past the line's start counts as one holding
-// the identity), and moves 32 further back when there is none. Returns the carry into tile u.
+// u-1-i, the warp combines them back to the nearest one holding its inclusive prefix (a tile past
+// the line's start counts as one holding the identity), and moves 32 further back when there is
+// none. It waits, as a warp, only for the lanes up to the nearest prefix (all 32 while there is
+// none): a pending tile behind a prefix does not hold it up. Returns the carry into tile u.
 template <class Op, class Acc>
 Acc chained_lookback(const TileWord* words, std::int64_t u, std::int64_t b, u32 lane, u32 mask) {
   Acc acc = inclusive_start<Op, Acc>();
@@ -858,10 +886,13 @@ Acc chained_lookback(const TileWord* words, std::int64_t u, std::int64_t b, u32 
     const bool in_line = j >= line_first;
     unsigned long long state = tile_prefixed, bits = to_word_bits(inclusive_start<Op, Acc>());
     if (in_line) load_tile_word(&words[j], state, bits);
-    while (ballot(state == tile_pending, mask))
+    u32 stops = ballot(state == tile_prefixed, mask);
+    // The lanes up to the first one holding a prefix (its lowest bit doubled, less one; all when
+    // that is lane 31 or there is none).
+    while (ballot(state == tile_pending, mask) & (stops ? (stops & (0u - stops)) * 2u - 1u : ~0u)) {
       if (state == tile_pending) load_tile_word(&words[j], state, bits);
-    // Lanes up to the first one holding a prefix count.
-    const u32 stops = ballot(state == tile_prefixed, mask);
+      stops = ballot(state == tile_prefixed, mask);
+    }
     const u32 upto = stops ? u32(__builtin_ctz(stops)) : 31u;
     Acc val = from_word_bits<Acc>(bits);
     if (lane > upto) val = inclusive_start<Op, Acc>();
@@ -889,33 +920,9 @@ void publish_fold(TileWord* words, std::int64_t u, std::int64_t b, Acc total, bo
     store_tile_word(&words[u], tile_prefixed, to_word_bits(Op::apply(line_start<Op, Acc>(exclusive), total)));
 }
 
-// The staged kernel's first half of chained_publish, by thread 0: the fold, then the team's next
-// tile at once, so that the tile's copy-in overlaps the look-back (chained_resolve).
-template <class Op, class Acc>
-void chained_announce(TileWord* words, unsigned long long* ticket, TileShared<Acc>* sh, std::int64_t u,
-                      std::int64_t b, Acc total, bool exclusive) {
-  publish_fold<Op>(words, u, b, total, exclusive);
-  leave_next_ticket(ticket, sh);
-}
-
-// By warp 0, after publish_fold: looks back for the carry into tile u, publishes the tile's
-// inclusive prefix and leaves the carry in team memory.
-template <class Op, class Acc>
-void chained_resolve(TileWord* words, TileShared<Acc>* sh, std::int64_t u, std::int64_t b, Acc total,
-                     bool exclusive, u32 lane, u32 mask) {
-  Acc carry = line_start<Op, Acc>(exclusive);
-  if (b > 0) {
-    carry = chained_lookback<Op, Acc>(words, u, b, lane, mask);
-    if (lane == 0) store_tile_word(&words[u], tile_prefixed, to_word_bits(Op::apply(carry, total)));
-  }
-  if (lane == 0) sh->carry = carry;
-}
-
 // Warp 0 of a team of the register kernel, after the block scan of tile u: publishes the fold,
 // looks back for the carry, publishes the inclusive prefix, leaves the carry and the team's next
-// tile in team memory: chained_announce and chained_resolve in one, the next tile drawn last.
-// (Written out rather than composed from them: composed, the JIT's PTX of the chained kernels
-// changed, and no GPU run has measured that form.)
+// tile in team memory.
 template <class Op, class Acc>
 void chained_publish(TileWord* words, unsigned long long* ticket, TileShared<Acc>* sh, std::int64_t u,
                      std::int64_t b, Acc total, bool exclusive, u32 lane, u32 mask) {
@@ -1025,12 +1032,6 @@ template <class T> struct StagedRun {
   }
 };
 
-// A staged chained tile: its place in its line (the b-th tile), where it starts in x and y, and
-// its elements.
-struct StagedTile {
-  std::int64_t b, xo, yo, count;
-};
-
 inline StagedTile staged_tile(const ScanLayout& s, std::int64_t v, std::int64_t tiles, std::int64_t width) {
   StagedTile tile;
   const std::int64_t line = v / tiles;
@@ -1116,23 +1117,48 @@ void stage_out(const char* buffer, std::int64_t count, T* dst, ChunkWalk w, int 
   }
 }
 
-// Chained tiles staged through team memory, for contiguous 16-byte aligned lines: the tile comes
-// in by asynchronous 16-byte copies (consecutive threads on consecutive chunks), each thread folds
-// and later scans its run of per elements in place there, and the tile goes out in 16-byte chunks
-// again. The data in flight holds no registers, so the teams that fit an SM keep more of it in
-// flight than register runs do. Two buffers: the next tile's ticket is drawn as soon as the
-// current tile's fold is published, and its copy-in is issued by the other warps while warp 0
-// looks back (by warp 0 first in a team of one warp). Integers, whose wrapping sums and products
-// regroup exactly, are scanned from the identity before the look-back ends and get the carry on
-// the way out; floating types (each output rounded once, from the accumulator) wait for it.
-// Measured slower on an H100 (2^28 line, standalone copies of both kernels in one binary): a
-// warp-specialized form, warp 0 only looking back outside the other warps' named barriers, which
-// keep three tiles in flight (fold tile k and hand it over, scan and copy out tile k - 1 once
-// its carry is back, copy in tile k + 2): float32 1534-1599 GB/s against 1614-1682 here (96 and
-// 128 tile threads, 528-792 teams, with or without a back-off in the look-back's polling),
-// float16 1391-1441 against 1525-1534, int32 516-1196 against 1771-1788. A team's tile is
-// folded two tiles after its ticket is drawn, so its successors' look-backs wait longer, and a
-// team has a warp fewer to fold, scan and copy.
+// Draws the team's next tile into `slot`. By one thread.
+inline void draw_tile(unsigned long long* ticket, DrawnTile& slot, const ScanLayout& s, std::int64_t units,
+                      std::int64_t tiles, std::int64_t width) {
+  std::int64_t v;
+#pragma omp atomic capture
+  v = (*ticket)++;
+  slot.u = v;
+  if (v < units) slot.tile = staged_tile(s, v, tiles, width);
+}
+
+// Issues the copy-in of a drawn tile (an empty group past the last tile, so that every thread
+// counts the same groups).
+template <class T>
+void stage_in_drawn(const T* x, const DrawnTile& d, std::int64_t units, char* buffer, const ChunkWalk& w, int t,
+                    int n) {
+  if (d.u < units)
+    stage_in(x + d.tile.xo, d.tile.count, buffer, w, t, n);
+  else
+    copy_async_commit();
+}
+
+// Chained tiles staged through team memory, for contiguous 16-byte aligned lines: a tile comes in
+// by asynchronous 16-byte copies (consecutive threads on consecutive chunks), each thread folds and
+// later scans its run of per elements in place there, and the tile goes out in 16-byte chunks
+// again; the data in flight holds no registers. The look-back is deferred by one round: in its k-th
+// round a team folds tile k and publishes its fold, then looks back for tile k - 1, scans it and
+// copies it out, and issues the copy-in of tile k + 1 into tile k - 1's buffer. A tile's fold thus
+// waits for its own data only, never for its team's look-back of an earlier tile, so the
+// predecessors a look-back meets have seldom not yet published theirs. (Measured on an H100, 2^28
+// float32, 660 teams: in the previous form, where the fold of the next tile came after the current
+// tile's look-back, thread 0 spent 14.5 of a tile's 20 us in the look-back, polling pending
+// predecessors, and the kernel moved 1627-1652 GB/s against 2132 here with the same runs of 128
+// bytes. Measured slower: three buffers with each copy-in issued a round earlier, 1952-2073 with
+// runs of 80-112 bytes, against 2270 here with runs of 112; in that previous form, three buffers
+// with copy-ins one or two tiles ahead, 786-1151, and a warp-specialized form, warp 0 looking back
+// outside the other warps' named barriers, 1534-1599 against 1614-1682.) Every thread copies into a
+// buffer only the chunks it copied out of it itself, so a buffer is refilled without a barrier. A
+// team in its look-back holds just one tile drawn and not yet folded, drawn after the tile it looks
+// back for, so the look-back of the least such tile always finishes. Integers, whose wrapping sums
+// and products regroup exactly, are scanned from the identity during the look-back and get the
+// carry on the way out; floating types (each output rounded once, from the accumulator) wait for
+// it.
 template <class T, class Op>
 void gpu_chained_staged(const KernelArgs<T>& a) {
   using Acc = AccOf<T>;
@@ -1141,7 +1167,7 @@ void gpu_chained_staged(const KernelArgs<T>& a) {
   const ScanLayout& s = a.s;
   const std::int64_t width = a.width, tiles = a.tiles;
   char* const base = static_cast<char*>(llvm_omp_target_dynamic_shared_alloc());
-  auto* sh = reinterpret_cast<TileShared<Acc>*>(base);
+  auto* sh = reinterpret_cast<StagedShared<Acc>*>(base);
   const int n = omp_get_num_threads(), t = omp_get_thread_num();
   const u32 lane = lane_id(), mask = warp_mask(n);
   const std::int64_t units = line_count(s) * tiles;
@@ -1152,48 +1178,65 @@ void gpu_chained_staged(const KernelArgs<T>& a) {
     serial_lines<T, Op>(a);
     return;
   }
-  const int stride = per * int(sizeof(T)) + int(staged_run_pad);
-  char* const buffers[2] = {base + staged_head_bytes<Acc>(), base + staged_head_bytes<Acc>() + std::int64_t(n) * stride};
+  const int stride = int(staged_run_stride<T>(per));
+  char* const buffers = base + staged_head_bytes<Acc>();
+  const std::int64_t buffer_bytes = std::int64_t(n) * stride;
   const ChunkWalk walk = chunk_walk(t, n, per / ve, stride);
-  const bool lone_warp = n <= 32;
-  const int in_first = lone_warp ? t : t - 32, in_threads = lone_warp ? n : n - 32;
-  const ChunkWalk walk_in = lone_warp ? walk : chunk_walk(in_first, in_threads, per / ve, stride);
-  std::int64_t u = first_ticket(a.ticket, sh);
-  StagedTile tile{};
-  if (u < units) {
-    tile = staged_tile(s, u, tiles, width);
-    stage_in(a.x + tile.xo, tile.count, buffers[0], walk, t, n);
-  }
-  int cur = 0;
-  while (u < units) {
-    const StagedTile current = tile;
-    const int count = run_count(current.count, std::int64_t(t) * per, per);
-    StagedRun<T> run{buffers[cur] + std::int64_t(t) * stride};
+  // The thread that draws tiles: outside warp 0, whose look-back it then overlaps.
+  const int drawer = n > 32 ? 32 : 0;
+  if (t == 0) draw_tile(a.ticket, sh->drawn[0], s, units, tiles, width);
+#pragma omp barrier
+  stage_in_drawn(a.x, sh->drawn[0], units, buffers, walk, t, n);
+  // The tile folded in the previous round, awaiting its look-back: its fold, the thread's place in it.
+  bool held = false;
+  Acc held_lane_before = inclusive_start<Op, Acc>(), held_warp_before = held_lane_before, held_total = held_lane_before;
+  for (int k = 0;; ++k) {
+    const DrawnTile& d = sh->drawn[k % 3];
+    const bool fresh = d.u < units;
+    if (!fresh && !held) break;
     copy_async_wait();
 #pragma omp barrier
-    const Acc lane_before = tile_warp_scan<T, Op>(run, count, sh->warp_total[0], lane, mask);
+    Acc lane_before = inclusive_start<Op, Acc>(), warp_before = lane_before, total = lane_before;
+    if (fresh) {
+      const int count = run_count(d.tile.count, std::int64_t(t) * per, per);
+      const StagedRun<T> run{buffers + (k % 2) * buffer_bytes + std::int64_t(t) * stride};
+      lane_before = tile_warp_scan<T, Op>(run, count, sh->warp_total, lane, mask);
 #pragma omp barrier
-    Acc warp_before, total;
-    tile_block_scan<Op>(sh->warp_total[0], n, lane, mask, warp_before, total);
-    if (t == 0) chained_announce<Op>(a.words, a.ticket, sh, u, current.b, total, a.exclusive);
-#pragma omp barrier
-    const std::int64_t next = sh->ticket;
-    // The other buffer was last read by the previous tile's copy-out, before the first barrier.
-    if (next < units) {
-      tile = staged_tile(s, next, tiles, width);
-      if (lone_warp || t >= 32) stage_in(a.x + tile.xo, tile.count, buffers[cur ^ 1], walk_in, in_first, in_threads);
+      tile_block_scan<Op>(sh->warp_total, n, lane, mask, warp_before, total);
+      if (t == 0) publish_fold<Op>(a.words, d.u, d.tile.b, total, a.exclusive);
     }
-    if constexpr (regroup) run.template scan<Op>(count, Op::apply(warp_before, lane_before), a.exclusive);
-    if (t < 32) chained_resolve<Op>(a.words, sh, u, current.b, total, a.exclusive, lane, mask);
+    if (t == drawer) draw_tile(a.ticket, sh->drawn[(k + 1) % 3], s, units, tiles, width);
+    if (held) {
+      const DrawnTile& h = sh->drawn[(k + 2) % 3];
+      const int count = run_count(h.tile.count, std::int64_t(t) * per, per);
+      char* const buffer = buffers + ((k + 1) % 2) * buffer_bytes;
+      StagedRun<T> run{buffer + std::int64_t(t) * stride};
+      if constexpr (regroup) run.template scan<Op>(count, Op::apply(held_warp_before, held_lane_before), a.exclusive);
+      if (t < 32) {
+        Acc carry = line_start<Op, Acc>(a.exclusive);
+        if (h.tile.b > 0) {
+          carry = chained_lookback<Op, Acc>(a.words, h.u, h.tile.b, lane, mask);
+          if (lane == 0) store_tile_word(&a.words[h.u], tile_prefixed, to_word_bits(Op::apply(carry, held_total)));
+        }
+        if (lane == 0) sh->carry = carry;
+      }
 #pragma omp barrier
-    const Acc carry = sh->carry;
-    if constexpr (!regroup) {
-      run.template scan<Op>(count, Op::apply(Op::apply(carry, warp_before), lane_before), a.exclusive);
+      const Acc carry = sh->carry;
+      if constexpr (!regroup) {
+        run.template scan<Op>(count, Op::apply(Op::apply(carry, held_warp_before), held_lane_before), a.exclusive);
 #pragma omp barrier
+      }
+      stage_out<T, Op, regroup>(buffer, h.tile.count, a.y + h.tile.yo, walk, n, carry);
+      // Tile k + 1 goes where tile k - 1 was.
+      stage_in_drawn(a.x, sh->drawn[(k + 1) % 3], units, buffer, walk, t, n);
+    } else {
+#pragma omp barrier
+      stage_in_drawn(a.x, sh->drawn[(k + 1) % 3], units, buffers + ((k + 1) % 2) * buffer_bytes, walk, t, n);
     }
-    stage_out<T, Op, regroup>(buffers[cur], current.count, a.y + current.yo, walk, n, carry);
-    cur ^= 1;
-    u = next;
+    held = fresh;
+    held_lane_before = lane_before;
+    held_warp_before = warp_before;
+    held_total = total;
   }
 }
 #endif
@@ -1219,8 +1262,7 @@ void chained(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
     if (u == 0) *a.ticket = 0;
   }
   // Staged through team memory where the lines allow 16-byte copies and two tiles fit. Its
-  // launch bound caps the registers at 96 per thread, so that five teams of 128 threads fit an
-  // SM (their team memory allows six).
+  // launch bound caps the registers at 96 per thread, so that five teams of 128 threads fit an SM.
   const std::int64_t staged_bytes = staged_team_bytes<T>(threads, plan.items);
   if (a.vec && plan.items % vec_elems<T> == 0 && staged_bytes <= offload_team_memory_bytes &&
       threads <= staged_max_threads) {
@@ -1259,10 +1301,10 @@ ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) 
   plan.kind = kind;
   // Measured on an H100 ({16384,16384} rows and a 2^28 line; float32, int32, float16): rows
   // fastest with runs of 64 bytes (threads and read-ahead: rows_default_* above),
-  // chained tiles with 128 threads and runs of 128 bytes (staged: 1658 GB/s float32, against 1467
-  // with runs of 96 bytes and 1251 with 256 threads and runs of 64 bytes; 256 threads 906 in
-  // registers before the division-free chunk walk), 660 teams (as many as fit at once:
-  // chained_teams_cap) 8% faster than 528 for float32 and as fast as 792.
+  // chained tiles with 128 threads (the staged kernel before its deferred look-back: 1658 GB/s
+  // float32, against 1251 with 256 threads and runs of 64 bytes; 256 threads 906 in registers
+  // before the division-free chunk walk) and runs of chained_default_item_bytes, 660 teams (as
+  // many as fit at once: chained_teams_cap; 14% faster than 528 for float32).
   plan.threads = 128;
   switch (kind) {
     case ScanPlan::Kind::offload_rows:
@@ -1301,7 +1343,7 @@ ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) 
       break;
     }
     default: {
-      plan.items = int(offload_chained_max_item_bytes / elem_bytes(call));
+      plan.items = int(chained_default_item_bytes / elem_bytes(call));
       const std::int64_t width = std::int64_t(plan.threads) * plan.items;
       plan.teams = int(std::clamp<std::int64_t>(s.lines() * ((s.length + width - 1) / width), 1,
                                                 chained_teams_cap));

@@ -127,8 +127,8 @@ const std::vector<StrategySpec>& table() {
        {{"teams", 1, 65536, "OpenMP teams (default: the tiles, at most 660)"},
         {"threads", 32, offload_max_threads, "threads per team (default 128)"},
         {"items", 1, 64,
-         "consecutive elements per thread in a tile, at most 128 bytes of them (default: 128 "
-         "bytes, e.g. 32 for 4-byte types)"}}},
+         "consecutive elements per thread in a tile, at most 128 bytes of them (default: 112 "
+         "bytes, e.g. 28 for 4-byte types)"}}},
 #endif
   };
   return specs;

@@ -48,7 +48,9 @@ inline std::vector<Schedule> all_scan_schedules() {
                            "scan.offload_chained(teams=2, threads=64, items=8)",
                            // 33 threads: a partial warp, and chunks that wrap across runs as a
                            // thread steps through a staged tile.
-                           "scan.offload_chained(teams=3, threads=33, items=8)"})
+                           "scan.offload_chained(teams=3, threads=33, items=8)",
+                           // Seven warps on a staged tile (runs of 64 bytes of 4-byte types).
+                           "scan.offload_chained(teams=3, threads=224, items=16)"})
     out.push_back(Schedule::parse(text));
 #endif
   return out;
