@@ -183,24 +183,25 @@ TEST(DeviceTensors, DefaultScheduleAndInPlace) {
   }
 }
 
-// Without a schedule, lines that one chained tile (128 threads x 128 bytes) would cover get a team
-// each, as do lines enough for every team; longer lines, fewer than that, are cut into chained
-// tiles.
+// Without a schedule, lines that one chained tile (its threads x items elements) would cover get a
+// team each, as do lines enough for every team; longer lines, fewer than that, are cut into
+// chained tiles.
 TEST(DeviceTensors, DefaultPlanCutsOnlyLinesLongerThanATile) {
-  std::vector<std::byte> memory(std::size_t(1) << 16);
-  const auto kind = [&](DataType type, std::vector<std::int64_t> sizes) {
-    const TensorDesc desc(type, sizes);
-    const detail::CumulativeCall call{false, {desc, memory.data()}, {desc, memory.data()}, {.axis = desc.rank() - 1}};
-    return detail::default_offload_scan_plan(call).kind;
-  };
   using Kind = detail::ScanPlan::Kind;
-  EXPECT_EQ(kind(DataType::float32, {1, 1, 3, 4}), Kind::offload_rows);
-  EXPECT_EQ(kind(DataType::float32, {3, 4096}), Kind::offload_rows);
-  EXPECT_EQ(kind(DataType::float32, {3, 4097}), Kind::offload_chained);
-  EXPECT_EQ(kind(DataType::float16, {8192}), Kind::offload_rows);
-  EXPECT_EQ(kind(DataType::float16, {8193}), Kind::offload_chained);
-  EXPECT_EQ(kind(DataType::int64, {2, 2049}), Kind::offload_chained);
-  EXPECT_EQ(kind(DataType::int32, {1056, 5000}), Kind::offload_rows);
+  std::byte memory[16];  // only the layout is planned: nothing is read or written
+  for (DataType type : {DataType::float32, DataType::float16, DataType::int64}) {
+    const auto plan = [&](std::vector<std::int64_t> sizes) {
+      const TensorDesc desc(type, sizes);
+      const detail::CumulativeCall call{false, {desc, memory}, {desc, memory}, {.axis = desc.rank() - 1}};
+      return std::pair{detail::default_offload_scan_plan(call), detail::offload_scan_defaults(call, Kind::offload_chained)};
+    };
+    const auto [small, chained] = plan({1, 1, 3, 4});
+    EXPECT_EQ(small.kind, Kind::offload_rows) << name_of(type);
+    const std::int64_t width = std::int64_t(chained.threads) * chained.items;
+    EXPECT_EQ(plan({3, width}).first.kind, Kind::offload_rows) << name_of(type);
+    EXPECT_EQ(plan({3, width + 1}).first.kind, Kind::offload_chained) << name_of(type);
+    EXPECT_EQ(plan({1056, width + 1}).first.kind, Kind::offload_rows) << name_of(type);
+  }
 }
 
 TEST(DeviceTensors, RefuseHostSchedules) {
