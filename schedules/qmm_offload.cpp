@@ -3,10 +3,11 @@
 // Workspace: A' = A (^ 0x80 when int8) as u8 rows of kp bytes, B' = B (^ 0x80 when uint8) as s8
 // columns of kp bytes (k contiguous in both), zero-padded to whole 128 x 128 output tiles and to
 // kp = K rounded up to 128, plus the int64 row sums of A' and column sums of B'. An operand whose
-// memory already is its packed form (packed_in_place) is read where it is, and only summed. Every product
-// kernel computes int32 dot(A', B') over depth slices of at most 65536 (|a'b'| <= 255 * 128, so a
-// slice cannot overflow), adds the slices in int64 when the depth is larger, and its epilogue
-// folds the zero points back exactly (qmm_pack.hpp) and requantizes with requantize()'s semantics.
+// memory already is its packed form (packed_in_place) is read where it is, and only summed. Every
+// product kernel computes int32 dot(A', B') over depth slices of at most 65536 (|a'b'| <= 255 *
+// 128, so a slice cannot overflow), adds the slices in int64 when the depth is larger, and its
+// epilogue folds the zero points back exactly (qmm_pack.hpp) and requantizes with requantize()'s
+// semantics.
 // On a GPU both products stage slices of a tile's A' rows and B' columns in dynamic team memory
 // with cp.async, a slice ahead; the host fallback computes from the workspace directly.
 #include "schedules/qmm_offload.hpp"

@@ -193,7 +193,8 @@ TEST(DeviceTensors, DefaultPlanCutsOnlyLinesLongerThanATile) {
     const auto plan = [&](std::vector<std::int64_t> sizes) {
       const TensorDesc desc(type, sizes);
       const detail::CumulativeCall call{false, {desc, memory}, {desc, memory}, {.axis = desc.rank() - 1}};
-      return std::pair{detail::default_offload_scan_plan(call), detail::offload_scan_defaults(call, Kind::offload_chained)};
+      return std::pair{detail::default_offload_scan_plan(call),
+                       detail::offload_scan_defaults(call, Kind::offload_chained)};
     };
     const auto [small, chained] = plan({1, 1, 3, 4});
     EXPECT_EQ(small.kind, Kind::offload_rows) << name_of(type);
