@@ -854,8 +854,8 @@ template <class Acc> struct StagedShared {
 };
 
 // Team memory of the staged kernel: the StagedShared head, then the tile buffers of `threads`
-// runs (staged_buffers), each run padded to an odd number of 16-byte chunks so that a quarter warp's 16-byte
-// accesses to 8 consecutive runs fall in distinct banks.
+// runs (staged_buffers), each run padded to an odd number of 16-byte chunks so that a quarter
+// warp's 16-byte accesses to 8 consecutive runs fall in distinct banks.
 template <class T> std::int64_t staged_run_stride(std::int64_t per) {
   const std::int64_t bytes = per * std::int64_t(sizeof(T));
   return bytes / 16 % 2 ? bytes : bytes + 16;
@@ -1162,7 +1162,8 @@ void stage_out(const char* buffer, const char* side, std::int64_t count, T* dst,
     if ((c + 1) * ve <= count) {
       char chunk[16], side_chunk[16];
       *reinterpret_cast<u32x4*>(chunk) = *reinterpret_cast<const u32x4*>(from);
-      if constexpr (!std::is_integral_v<T>) *reinterpret_cast<u32x4*>(side_chunk) = *reinterpret_cast<const u32x4*>(side_from);
+      if constexpr (!std::is_integral_v<T>)
+        *reinterpret_cast<u32x4*>(side_chunk) = *reinterpret_cast<const u32x4*>(side_from);
       T e[ve];
 #pragma unroll
       for (int i = 0; i < ve; ++i)
