@@ -49,8 +49,10 @@ inline std::vector<Schedule> all_scan_schedules() {
                            // 33 threads: a partial warp, and chunks that wrap across runs as a
                            // thread steps through a staged tile.
                            "scan.offload_chained(teams=3, threads=33, items=8)",
-                           // Seven warps on a staged tile (runs of 64 bytes of 4-byte types).
-                           "scan.offload_chained(teams=3, threads=224, items=16)"})
+                           // Seven warps on a staged tile: runs of 64 bytes of int32 and 32 of
+                           // float16 (two buffers and three), of 48 of float32 (three buffers).
+                           "scan.offload_chained(teams=3, threads=224, items=16)",
+                           "scan.offload_chained(teams=3, threads=224, items=12)"})
     out.push_back(Schedule::parse(text));
 #endif
   return out;
