@@ -1043,6 +1043,10 @@ template <class T> struct StagedRun {
   // For floating T, whose accumulator is twice as wide: the run's prefixes from c in the
   // accumulator, exactly, each one's bits cut in two halves of T's width, the high half left in
   // place of its element and the low half at the same place in `side` (staged_prefix joins them).
+  // The exclusive / inclusive step is written out here as in scan() and every kernel of this
+  // file: one shared step returning `exclusive ? before : after` changed the compiled loops (no
+  // longer unswitched on `exclusive`) and, on an H100 report run, cost float32 rows 0.90 -> 0.79
+  // of copy, float16 columns 0.93 -> 0.85 and the float16 line 0.76 -> 0.68.
   template <class Op> void scan_split(int count, AccOf<T> c, bool exclusive, char* side) {
     using Half = StagedHalf<T>;
     for (int j = 0; j * ve < count; ++j) {
