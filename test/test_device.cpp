@@ -277,4 +277,31 @@ TEST(OffloadSchedules, HostTensorsCountTheirTransfers) {
   }
 }
 
+// Chained calls in turn share their scratch, never set up again: each must read every tile word
+// that the calls before it left as pending. Long and short lines, the staged and the register
+// kernel, other teams and tiles, each result exact (wrapping int32 sums; on the host fallback a
+// plain run of the same calls).
+TEST(OffloadSchedules, ChainedCallsInTurnStayExact) {
+  std::mt19937 rng(11);
+  const struct {
+    std::int64_t length;
+    const char* schedule;
+  } calls[] = {{300000, "scan.offload_chained"},
+               {70001, "scan.offload_chained"},
+               {300000, "scan.offload_chained(teams=5, threads=32, items=1)"},
+               {50000, "scan.offload_chained(teams=7, threads=64, items=8)"},
+               {300000, "scan.offload_chained"}};
+  for (const auto& c : calls) {
+    const TensorDesc desc(DataType::int32, {c.length});
+    std::vector<std::int32_t> x(c.length), y(c.length);
+    for (auto& v : x) v = std::int32_t(rng());
+    cumulative_sum({desc, x.data()}, {desc, y.data()}, {.axis = 0}, Schedule::parse(c.schedule));
+    std::uint32_t acc = 0;
+    for (std::int64_t i = 0; i < c.length; ++i) {
+      acc += std::uint32_t(x[i]);
+      ASSERT_EQ(std::uint32_t(y[i]), acc) << c.schedule << ", length " << c.length << ", element " << i;
+    }
+  }
+}
+
 }  // namespace
