@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <map>
 #include <mutex>
 
 #include "algorithms/scan_types.hpp"
@@ -825,8 +824,8 @@ void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
 }
 
 // The states of a chained call's tiles (TileWord::state): a published fold, a published inclusive
-// prefix. Each call has its own (ChainedScratch's epoch), above those of every earlier call: any
-// smaller state, a word that zeroing or an earlier call left, reads as pending.
+// prefix. Each call has its own (from its count in the kept scratch), above those of every earlier
+// call: any smaller state, a word that zeroing or an earlier call left, reads as pending.
 struct TileStates {
   unsigned long long folded, prefixed;
 
@@ -1336,53 +1335,39 @@ void gpu_chained_staged(const KernelArgs<T>& a) {
 }
 #endif
 
-// Scratch of the chained kernels on one device, kept across calls: the ticket and the count of
-// teams done (each in its own 64 bytes), then a TileWord per tile. Zeroed once, when allocated;
-// each call takes the next epoch, whose tile states (TileStates) read every word that zeroing or an
-// earlier call left as pending, and its last team leaves the ticket and the count at zero
-// (leave_chained). So a call needs no launch to set the scratch up. (Measured on an H100, 2^28
-// line, hetkern-offload-bench --case chained: float32 0.905 ms a call, int32 0.889, float16 0.476,
-// against 0.923, 0.902 and 0.483 with an initializing launch per call, the lead's report run of the
-// same kind of machine.) One call at a time per device holds it; more than kept_bytes (4M tiles:
-// lines of 15 G elements in the default tiles) go back at the end of the call.
-struct ChainedScratch {
-  static constexpr std::size_t words_offset = 128, kept_bytes = std::size_t(64) << 20;
-  std::mutex mutex;
-  char* data = nullptr;
-  std::size_t bytes = 0;
-  unsigned long long epoch = 0;
+// Scratch of the chained kernels on one device, kept across calls (KeptScratch): the ticket and
+// the count of teams done (each in its own 64 bytes), then a TileWord per tile. Zeroed once, when
+// allocated; each call takes the next count of calls, its tile states (TileStates) reading every
+// word that zeroing or an earlier call left as pending, and its last team leaves the ticket and the count at
+// zero (leave_chained). So a call needs no launch to set the scratch up. (Measured on an H100,
+// 2^28 line, hetkern-offload-bench --case chained: float32 0.905 ms a call, int32 0.889, float16
+// 0.476, against 0.923, 0.902 and 0.483 with an initializing launch per call, the lead's report
+// run of the same kind of machine.) One call at a time per device holds it; more than
+// chained_kept_bytes (4M tiles: lines of 15 G elements in the default tiles) go back at the end of
+// the call.
+constexpr std::size_t chained_words_offset = 128, chained_kept_bytes = std::size_t(64) << 20;
 
-  // Room for `units` tile words, zeroed where newly allocated. Under `mutex`.
-  void reserve(int dev, std::int64_t units) {
-    const std::size_t need = words_offset + std::size_t(units) * sizeof(TileWord);
-    if (need <= bytes) return;
-    if (data) omp_target_free(data, dev);
-    data = nullptr;
-    bytes = 0;
-    const std::size_t size = std::bit_ceil(need);
-    auto* words = static_cast<unsigned long long*>(device_alloc(size, dev, "scratch"));
-    const std::int64_t count = std::int64_t(size / sizeof(unsigned long long));
+// Room for `units` tile words, zeroed where newly allocated. Under the scratch's mutex.
+void reserve_chained(KeptScratch& scratch, int dev, std::int64_t units) {
+  const std::size_t need = chained_words_offset + std::size_t(units) * sizeof(TileWord);
+  if (need <= scratch.bytes) return;
+  if (scratch.data) omp_target_free(scratch.data, dev);
+  scratch.data = nullptr;
+  scratch.bytes = 0;
+  const std::size_t size = std::bit_ceil(need);
+  auto* words = static_cast<unsigned long long*>(device_alloc(size, dev, "scratch"));
+  const std::int64_t count = std::int64_t(size / sizeof(unsigned long long));
 #pragma omp target teams distribute parallel for device(dev) is_device_ptr(words)
-    for (std::int64_t i = 0; i < count; ++i) words[i] = 0;
-    data = reinterpret_cast<char*>(words);
-    bytes = size;
-  }
+  for (std::int64_t i = 0; i < count; ++i) words[i] = 0;
+  scratch.data = words;
+  scratch.bytes = size;
+}
 
-  void trim(int dev) {
-    if (bytes <= kept_bytes) return;
-    omp_target_free(data, dev);
-    data = nullptr;
-    bytes = 0;
-  }
-};
-
-// Never destroyed, as the scratch pool (device_memory.cpp): freeing device memory after the
-// offload runtime shut down would fail.
-ChainedScratch& chained_scratch(int dev) {
-  static std::mutex mutex;
-  static auto* scratches = new std::map<int, ChainedScratch>;
-  const std::lock_guard<std::mutex> lock(mutex);
-  return (*scratches)[dev];
+void trim_chained(KeptScratch& scratch, int dev) {
+  if (scratch.bytes <= chained_kept_bytes) return;
+  omp_target_free(scratch.data, dev);
+  scratch.data = nullptr;
+  scratch.bytes = 0;
 }
 
 template <class T, class Op>
@@ -1393,13 +1378,14 @@ void chained(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
   a.tiles = (s.length + a.width - 1) / a.width;
   const std::int64_t units = s.lines() * a.tiles;
   const int teams = plan.teams, threads = plan.threads;
-  ChainedScratch& scratch = chained_scratch(dev);
+  KeptScratch& scratch = kept_scratch(dev, "scan.offload_chained");
   const std::lock_guard<std::mutex> hold(scratch.mutex);
-  scratch.reserve(dev, units);
-  a.ticket = reinterpret_cast<unsigned long long*>(scratch.data);
-  a.done = reinterpret_cast<unsigned long long*>(scratch.data + 64);
-  a.words = reinterpret_cast<TileWord*>(scratch.data + ChainedScratch::words_offset);
-  a.folded = 2 * ++scratch.epoch;
+  reserve_chained(scratch, dev, units);
+  char* const base = static_cast<char*>(scratch.data);
+  a.ticket = reinterpret_cast<unsigned long long*>(base);
+  a.done = reinterpret_cast<unsigned long long*>(base + 64);
+  a.words = reinterpret_cast<TileWord*>(base + chained_words_offset);
+  a.folded = 2 * ++scratch.calls;
   // Staged through team memory where the lines allow 16-byte copies and two tiles fit. Its
   // launch bound caps the registers at 96 per thread, so that five teams of 128 threads fit an SM.
   const std::int64_t staged_bytes = staged_team_bytes<T>(threads, plan.items);
@@ -1426,7 +1412,7 @@ void chained(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
 #endif
     }
   }
-  scratch.trim(dev);
+  trim_chained(scratch, dev);
 }
 
 std::int64_t elem_bytes(const CumulativeCall& call) {

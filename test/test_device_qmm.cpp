@@ -2,6 +2,7 @@
 // on a machine without a GPU the device is the host fallback).
 #include <gtest/gtest.h>
 
+#include <mutex>
 #include <random>
 #include <string>
 #include <vector>
@@ -146,6 +147,27 @@ TEST(DeviceScratch, CachedBlocksAreReusedAndReleased) {
     EXPECT_EQ(lease.data(), first);
   }
   EXPECT_GE(hk::release_cached_device_memory(), std::size_t(4096));
+  EXPECT_EQ(hk::release_cached_device_memory(), std::size_t(0));
+}
+
+TEST(DeviceScratch, KeptBlocksAreReleasedAndKeepTheirCount) {
+  // A kept block (the chained scan's tile states) stays with its owner across calls until
+  // released; its count of calls survives the release, so that states written before it stay old.
+  hk::release_cached_device_memory();
+  const int device = hk::offload_device();
+  hk::detail::KeptScratch& kept = hk::detail::kept_scratch(device, "test.kept");
+  EXPECT_EQ(&kept, &hk::detail::kept_scratch(device, "test.kept"));
+  EXPECT_NE(&kept, &hk::detail::kept_scratch(device, "test.other"));
+  {
+    const std::lock_guard<std::mutex> hold(kept.mutex);
+    kept.data = hk::detail::device_alloc(8192, device, "test");
+    kept.bytes = 8192;
+    kept.calls = 5;
+  }
+  EXPECT_GE(hk::release_cached_device_memory(), std::size_t(8192));
+  EXPECT_EQ(kept.data, nullptr);
+  EXPECT_EQ(kept.bytes, std::size_t(0));
+  EXPECT_EQ(kept.calls, 5u);
   EXPECT_EQ(hk::release_cached_device_memory(), std::size_t(0));
 }
 
