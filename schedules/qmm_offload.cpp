@@ -4,8 +4,7 @@
 // columns of kp bytes (k contiguous in both), zero-padded to whole 128 x 128 output tiles and to
 // kp = K rounded up to 128, plus the int64 row sums of A' and column sums of B' where the zero
 // points need them. An operand whose memory already is its packed form (packed_in_place) is read
-// where it is, and its sums come from the dp4a product's tiles (up to a depth of 65536) or from a
-// packing kernel that only sums it; with nothing left to pack or sum no packing kernel runs. Every
+// where it is, and only summed where needed; with nothing to pack or sum no packing kernel runs. Every
 // product kernel computes int32 dot(A', B') over depth slices of at most 65536 (|a'b'| <= 255 *
 // 128, so a slice cannot overflow), adds the slices in int64 when the depth is larger, and its
 // epilogue folds the zero points back exactly (qmm_pack.hpp) and requantizes with requantize()'s
@@ -71,18 +70,16 @@ struct Kernel {
   const std::int8_t* bp = nullptr;  // B' columns, [b_batches][Np][kp]
   u8* a_pack = nullptr;             // where packing writes A' (ap), null when A is A' in place
   u8* b_pack = nullptr;             // the same for B' (bp)
-  i64* row_sums = nullptr;  // [a_batches][M]; null when not needed or summed by the tiles
+  i64* row_sums = nullptr;  // [a_batches][M]; null when not needed
   i64* col_sums = nullptr;  // [b_batches][N]; the same
-  // The product's tiles sum their A' rows / B' columns themselves (operands read in place, depth
-  // at most int32_depth: see tile_sums).
-  bool tile_row_sums = false, tile_col_sums = false;
-  // Every alpha is 128 and the kernel is mma: it multiplies A' - 128 (A' ^ 0x80 as int8, 16
-  // bitwise ops per warp and 32 mma) by B', which folds alpha into the product, so that no column
-  // sum is needed; the row sums are then those of A' - 128 (the stored sums less 128 * K) and
-  // alpha counts as 0. Measured on the H100 (u8 A za 128 x s8 B, pack + product ms): 4096^3 B
-  // column-major, no packing kernel, 0.383-0.392 against 0.437-0.453 (0.426-0.429 with a packing
-  // kernel that sums only B), row-major 0.467-0.477 against 0.475-0.516; 8192^3 2.27 / 2.40-2.42
-  // against 2.32-2.39 / 2.36-2.44.
+  // Every alpha is 128 and the kernel is mma: it multiplies A' - 128 (A' ^ 0x80 as int8: 16
+  // bitwise ops beside a warp's 32 mma per 32-deep step) by B', which folds alpha into the
+  // product, so that no column sum is needed; the row sums are then those of A' - 128 (the
+  // stored sums less 128 * K) and alpha counts as 0. Measured on the H100 (u8 A za 128 x s8 B,
+  // pack + product ms, one process per variant in one run): 4096^3 B column-major, no packing
+  // kernel, 0.383-0.399 against 0.437-0.463 (0.426-0.429 with a packing kernel that sums only B),
+  // row-major 0.458-0.477 against 0.458-0.516; 8192^3 2.27-2.35 / 2.40-2.50 against 2.32-2.43 /
+  // 2.36-2.45.
   bool a_centred = false;
   bool a_shared = false, b_shared = false;
   // The caller's matrices.
@@ -136,8 +133,7 @@ struct Kernel {
     if (m >= M) return r;
     r.inside = true;
     r.alpha = a_centred ? 0 : i64(ca) + za[m * za_step];
-    // Not needed, or added by the tile.
-    r.sum = (tl.row_sums ? tl.row_sums[m] : 0) - (a_centred ? 128 * K : 0);
+    r.sum = (tl.row_sums ? tl.row_sums[m] : 0) - (a_centred ? 128 * K : 0);  // 0 if not needed
     r.sa = sa[m * sa_step];
     r.sy = sy[m * sy_step];
     r.multiplier = float(double(float(r.sa * double(sb[0]))) / r.sy);
@@ -169,8 +165,7 @@ i64 align_up(i64 v) { return round_up(v, workspace_align); }
 struct WorkspaceLayout {
   i64 a_batches, b_batches, Mp, Np, kp, ap, bp, row_sums, col_sums, bytes;
   bool a_in_place, b_in_place;
-  bool row_sums_stored, col_sums_stored;  // in the workspace, written by the packing kernels
-  bool tile_row_sums, tile_col_sums;      // summed by the product's tiles (Kernel)
+  bool row_sums_stored, col_sums_stored;  // needed, so in the workspace
   bool a_centred;                         // Kernel::a_centred
 };
 
@@ -179,10 +174,17 @@ bool batch_shared(const MatrixView& v) { return v.batch_stride[0] == 0 && v.batc
 // Whether an operand's memory is byte for byte its packed form (A' when is_a, B' otherwise):
 // lines (rows of A, columns of B) of K contiguous bytes each, K whole slices, whole tiles of lines
 // one after another, the batches following each other (or one shared by all), no signedness to
-// flip, and 16-byte aligned for the staging copies. Then only its sums, where needed, are
-// computed: by a packing kernel that reads it (on the H100 at 4096^3, u8 A row-major and s8 B
-// column-major, 0.024-0.027 ms against 0.041 for the copies, of a 0.35 ms tensor-core call), or
-// by the dp4a product's tiles as they stage it (tile_sums).
+// flip, and 16-byte aligned for the staging copies. Then packing only sums its lines, where the
+// zero points need them: on the H100 at 4096^3 (u8 A row-major, s8 B column-major) 0.024-0.027 ms
+// against 0.041 for the copies, of a 0.35 ms tensor-core call. Summing them in the product's tiles
+// instead, as they are staged, so that no packing kernel runs, was slower (each tile sums its
+// lines, which 32 or 64 tiles share; measured on the H100, u8 A za 128 x s8 B column-major, B's
+// columns summed): for mma, from team memory after each slice's products or before them, 13-15%
+// on the product (4096^3 0.423-0.427 against 0.368-0.378 ms, 8192^3 2.60-2.68 against 2.21-2.28:
+// its ldmatrix loads nearly fill the team memory's bandwidth; all 256 lines: 0.55 against 0.33);
+// for dp4a, four 16-byte loads and 16 dp4a per line and slice, 3% (bench, product 1.396 against
+// 1.354 ms beside B row-major at 4096^3, 10.56 against 10.21 at 8192^3), more than the summing
+// launch (0.02-0.03 ms; 0.07 at 8192^3).
 bool packed_in_place(const MatrixView& v, bool is_a, i64 lines, i64 K, const i64 (&batch)[2]) {
   const i64 line_stride = is_a ? v.row_stride : v.col_stride, k_stride = is_a ? v.col_stride : v.row_stride;
   const bool flips = v.dtype == (is_a ? DataType::int8 : DataType::uint8);
@@ -205,13 +207,8 @@ WorkspaceLayout workspace_layout(const OffloadQmmArgs& x) {
   w.a_in_place = packed_in_place(x.a, true, x.M, x.K, x.batch);
   w.b_in_place = packed_in_place(x.b, false, x.N, x.K, x.batch);
   w.a_centred = x.every_alpha_128 && x.kernel == OffloadQmmKernel::mma;
-  const bool col_sums_needed = x.col_sums_needed && !w.a_centred;
-  // dp4a tiles sum in int32, over one depth slice of the product kernels (see tile_sums).
-  const bool tiles_sum = x.kernel == OffloadQmmKernel::dp4a && w.kp <= int32_depth;
-  w.tile_row_sums = x.row_sums_needed && w.a_in_place && tiles_sum;
-  w.tile_col_sums = col_sums_needed && w.b_in_place && tiles_sum;
-  w.row_sums_stored = x.row_sums_needed && !w.tile_row_sums;
-  w.col_sums_stored = col_sums_needed && !w.tile_col_sums;
+  w.row_sums_stored = x.row_sums_needed;
+  w.col_sums_stored = x.col_sums_needed && !w.a_centred;
   w.ap = 0;
   w.bp = align_up(w.ap + (w.a_in_place ? 0 : w.a_batches * w.Mp * w.kp));
   w.row_sums = align_up(w.bp + (w.b_in_place ? 0 : w.b_batches * w.Np * w.kp));
@@ -551,26 +548,13 @@ void pack(const Kernel k, int device) {
   for (int g = 0; g < gathered; ++g) pack_gather(gather[g], k.K, k.kp, k.batch1, device);
 }
 
-// The sum of a line of A' (is_a) or B' over the packed depth.
-inline i64 line_sum(const u8* line, i64 kp, bool is_a) {
-  i64 sum = 0;
-  for (i64 w = 0; w < kp / 4; ++w) sum += byte_sum(reinterpret_cast<const u32*>(line)[w], is_a);
-  return sum;
-}
-
 // A 64 x 32 block of a tile computed by one worker without team memory or warp instructions: the
-// host fallback, and a device team without the staged kernels' conditions. It sums the lines
-// that the tiles sum (Kernel::tile_row_sums, tile_col_sums) itself.
+// host fallback, and a device team without the staged kernels' conditions.
 inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
   const i64 words = k.kp / 4;
   const Kernel::Tile tl = k.tile(t);
-  i64 col_sums[32] = {};
-  if (k.tile_col_sums)
-    for (i64 c = c0; c < c0 + 32 && c < k.N; ++c)
-      col_sums[c - c0] = line_sum(reinterpret_cast<const u8*>(k.b_cols(t, c)), k.kp, false);
   for (i64 r = r0; r < r0 + 64 && r < k.M; ++r) {
-    Kernel::Row rw = k.row(tl, r);
-    if (k.tile_row_sums) rw.sum += line_sum(k.a_rows(t, r), k.kp, true);
+    const Kernel::Row rw = k.row(tl, r);
     for (i64 c = c0; c < c0 + 32 && c < k.N; ++c) {
       const u32* x = reinterpret_cast<const u32*>(k.a_rows(t, r));
       const u32* y = reinterpret_cast<const u32*>(k.b_cols(t, c));
@@ -579,9 +563,7 @@ inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
         for (i64 w = 0; w < words; ++w) dot += dot4_centred(x[w], y[w], 0);
       else
         for (i64 w = 0; w < words; ++w) dot += dot4(x[w], y[w], 0);
-      Kernel::Col cl = k.col(tl, c);
-      cl.term += col_sums[c - c0];
-      k.finish(rw, cl, dot);
+      k.finish(rw, k.col(tl, c), dot);
     }
   }
 }
@@ -630,14 +612,11 @@ constexpr int mma_slice = 64, mma_stages = 2;
 constexpr int dp4a_slice = 64, dp4a_stages = 2;
 // The mma kernel's team memory: the stages, which its epilogue reuses to stage up to four warps'
 // 16 x 64 accumulators (int64 at most), then the tile's row and column terms, gathered as the tile
-// starts. The dp4a epilogue holds a tile's row and column terms where its stages were; the running
-// sums of its lines (tile_sums) follow.
+// starts. The dp4a epilogue holds a tile's row and column terms where its stages were.
 constexpr int tile_terms_bytes = int(tile_rows * sizeof(Kernel::Row) + tile_cols * sizeof(Kernel::Col));
-constexpr int tile_line_sums_bytes = int((tile_rows + tile_cols) * sizeof(i32));
 constexpr int mma_stage_bytes = std::max(mma_slice * 256 * mma_stages, 4 * 16 * 64 * 8);
 constexpr int team_memory_bytes = mma_stage_bytes + tile_terms_bytes;
-constexpr int dp4a_terms_offset = std::max(dp4a_slice * 256 * dp4a_stages, tile_terms_bytes);
-constexpr int dp4a_memory_bytes = dp4a_terms_offset + tile_line_sums_bytes;
+constexpr int dp4a_memory_bytes = std::max(dp4a_slice * 256 * dp4a_stages, tile_terms_bytes);
 static_assert(team_memory_bytes <= offload_team_memory_bytes && dp4a_memory_bytes <= offload_team_memory_bytes,
               "a team gets at most 48 KB of team memory, the runtime's share included");
 
@@ -681,70 +660,6 @@ inline u32x4 load_shared16(u32 address) {
   u32x4 v;
   asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(address));
   return v;
-}
-
-// Tiles that sum their own lines (Kernel::tile_row_sums, tile_col_sums: dp4a, the depth one int32
-// slice): tile lines [first, last) of 0-255 (A' rows, then B' columns) are summed as they are
-// staged, each by the thread that gathers its epilogue terms (line tid, tid + nth, ..), which
-// zeroes its int32 running sum in team memory as the tile starts, adds every staged slice of it
-// (Slice / 16 16-byte loads and four dp4a each) and adds it to the epilogue's terms at the end, so
-// that no other thread touches it and no barrier is added.
-// Measured on the H100 (u8 A za 128 x s8 B column-major, both read in place, pack + product ms,
-// one process per variant in one run): dp4a 4096^3 1.446-1.474 against 1.490-1.502 with a packing
-// kernel that sums B and 1.474-1.510 before sums were left out where not needed; 8192^3 10.50-10.57
-// against 10.45 and 10.34-10.38 (the sums add about 2% to the dp4a issue: each tile sums its 128
-// columns, which 32 or 64 tiles share; the same with the sums before a slice's products). For
-// mma, tiles summing B from team memory slowed the product by 13-15% (4096^3 0.423-0.427 against
-// 0.368-0.378 ms, 8192^3 2.62-2.68 against 2.21-2.28: its ldmatrix loads nearly fill the team
-// memory's bandwidth), so mma takes its sums from a packing kernel, or needs none
-// (Kernel::a_centred).
-struct TileSums {
-  i32* sums = nullptr;  // null: the tile sums nothing
-  int first = 0, last = 0;
-};
-
-inline TileSums tile_sums(const Kernel& k, void* at) {
-  TileSums s;
-  if (!k.tile_row_sums && !k.tile_col_sums) return s;
-  s.sums = static_cast<i32*>(at);
-  s.first = k.tile_row_sums ? 0 : int(tile_rows);
-  s.last = k.tile_col_sums ? int(tile_rows + tile_cols) : int(tile_rows);
-  return s;
-}
-
-inline bool summed(const TileSums& s, int line) { return s.sums && line >= s.first && line < s.last; }
-
-// The sum of a staged slice of tile line `line`, A' bytes unsigned, B' bytes signed.
-template <int Slice, bool IsA> inline i32 staged_line_sum(u32 stage, int line) {
-  constexpr u32 ones = 0x01010101u;
-  i32 part[Slice / 16];
-#pragma unroll
-  for (int c = 0; c < Slice / 16; ++c) {
-    const u32x4 w = load_shared16(stage + u32(swizzled<Slice>(line, c)));
-    part[c] = IsA ? dot4(w.w, ones, dot4(w.z, ones, dot4(w.y, ones, dot4(w.x, ones, 0))))
-                  : dot4(ones, w.w, dot4(ones, w.z, dot4(ones, w.y, dot4(ones, w.x, 0))));
-  }
-  i32 sum = 0;
-#pragma unroll
-  for (int c = 0; c < Slice / 16; ++c) sum += part[c];
-  return sum;
-}
-
-template <int Slice> inline void sum_staged_lines(const TileSums& s, u32 stage, int tid, int nth) {
-  for (int line = tid; line < int(tile_rows + tile_cols); line += nth) {
-    if (!summed(s, line)) continue;
-    s.sums[line] += line < int(tile_rows) ? staged_line_sum<Slice, true>(stage, line)
-                                          : staged_line_sum<Slice, false>(stage, line);
-  }
-}
-
-// A summed line's total into its term: the row's sum or the column's term.
-inline void add_line_sum(const TileSums& s, int line, Kernel::Row* rows, Kernel::Col* cols) {
-  if (!summed(s, line)) return;
-  if (line < int(tile_rows))
-    rows[line].sum += s.sums[line];
-  else
-    cols[line - int(tile_rows)].term += s.sums[line];
 }
 
 // The staged pipeline, Stages - 1 slices ahead: first_slices requests slices 0 .. Stages - 2; before
@@ -803,7 +718,6 @@ inline void tile_dp4a(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int 
   const u32 shared = shared_address(memory);
   Kernel::Row* rows = static_cast<Kernel::Row*>(memory);
   Kernel::Col* cols = reinterpret_cast<Kernel::Col*>(rows + tile_rows);
-  const TileSums sums = Deep ? TileSums{} : tile_sums(k, static_cast<u8*>(memory) + dp4a_terms_offset);
   const Staging source = staging(k, t, i0, j0);
   for (int first = 0; first < 256; first += nth) {
     const int block = first + tid, tr = block / 16, tc = block % 16;
@@ -814,9 +728,6 @@ inline void tile_dp4a(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int 
     // chunk's eight loads differ by constant offsets. (Written out: the compiler kept the 64
     // swizzled offsets in registers across the depth loop and spilled the accumulators.)
     const int x_swizzle = swizzled<Slice>(tr, 0) - tr * Slice, y_swizzle = swizzled<Slice>(tc, 0) - tc * Slice;
-    if (first == 0)
-      for (int e = tid; e < int(tile_rows + tile_cols); e += nth)
-        if (summed(sums, e)) sums.sums[e] = 0;
     first_slices<Slice, Stages>(source, shared, tid, nth);
     for (i64 k0 = 0, s = 0; k0 < source.kp; k0 += Slice, ++s) {
       const u32 stage = next_slice<Slice, Stages>(source, k0, s, shared, tid, nth);
@@ -837,7 +748,6 @@ inline void tile_dp4a(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int 
           }
         }
       }
-      if (first == 0 && sums.sums) sum_staged_lines<Slice>(sums, stage, tid, nth);
       if constexpr (Deep)
         if (fold_after<Slice>(source.kp, k0)) fold_wide(wide, acc);
     }
@@ -848,7 +758,6 @@ inline void tile_dp4a(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int 
         rows[e] = k.row(tl, i0 + e);
       else
         cols[e - tile_rows] = k.col(tl, j0 + e - tile_rows);
-      add_line_sum(sums, e, rows, cols);
     }
     team_barrier();
     if (active) {
@@ -1139,7 +1048,6 @@ Kernel make_kernel(const OffloadQmmArgs& x, const WorkspaceLayout& w) {
   k.bp = reinterpret_cast<const std::int8_t*>(w.b_in_place ? static_cast<const u8*>(x.b.data) : k.b_pack);
   k.row_sums = w.row_sums_stored ? reinterpret_cast<i64*>(base + w.row_sums) : nullptr;
   k.col_sums = w.col_sums_stored ? reinterpret_cast<i64*>(base + w.col_sums) : nullptr;
-  k.tile_row_sums = w.tile_row_sums, k.tile_col_sums = w.tile_col_sums;
   k.a_centred = w.a_centred;
   k.a_shared = w.a_batches == 1, k.b_shared = w.b_batches == 1;
   k.a = static_cast<const u8*>(x.a.data), k.b = static_cast<const u8*>(x.b.data);

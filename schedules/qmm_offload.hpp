@@ -5,10 +5,10 @@
 // arrays of one value or one per row / column. A workspace on the same device receives A and B
 // packed as u8 x s8 (signedness folded as in qmm_pack.hpp) with the row and column sums the zero
 // points need (an operand already in its packed form, e.g. u8 A row-major and s8 B column-major
-// with K a multiple of 128 and M, N of 128, is read in place, and up to a depth of 65536 the dp4a
-// product's tiles sum its lines themselves, so that no packing kernel runs for it; the mma product
-// multiplies A' - 128 when every alpha is 128, which needs no column sums); the product kernel then
-// requantizes each output exactly in its epilogue. Two product kernels:
+// with K a multiple of 128 and M, N of 128, is read in place and only summed; the mma product
+// multiplies A' - 128 when every alpha is 128, which needs no column sums, and with nothing to pack
+// or sum no packing kernel runs); the product kernel then requantizes each output exactly in its
+// epilogue. Two product kernels:
 //   dp4a  tiles of 128 x 128 outputs per team, A and B staged through team-local memory, dp4a
 //   mma   the same tiles on tensor cores (ldmatrix, mma.sync m16n8k32 u8 x s8), 64 x 64 per warp
 // Without a device (or with OMP_TARGET_OFFLOAD=DISABLED) every kernel runs on the host with the

@@ -243,8 +243,8 @@ TEST(QmmOffload, OperandsAlreadyPackedAreReadInPlace) {
 // Zero points decide which sums the correction needs: none of A' rows when every zb equals cb (0
 // for int8 B, 128 for uint8), none of B' columns when every za equals -ca (0 for uint8 A, -128 for
 // int8), and none of B' columns for mma when every alpha is 128 (it multiplies A' - 128); the
-// others come from the dp4a tiles (operands read in place) or the packing kernels. Per-tensor and
-// per-row / per-column zero points, each signedness, in place and packed, ragged tiles.
+// packing kernels sum the others. Per-tensor and per-row / per-column zero points, each
+// signedness, in place and packed, ragged tiles.
 TEST(QmmOffload, OnlyTheSumsTheZeroPointsNeed) {
   std::mt19937_64 rng(4096);
   struct Case {
@@ -261,15 +261,15 @@ TEST(QmmOffload, OnlyTheSumsTheZeroPointsNeed) {
        {1, 256}, {1}, {1, 128}, {0}, {0}},
       {"no sums, A int8 and B uint8 packed with flips", {}, 130, 70, 90, DataType::int8, DataType::uint8, {}, {},
        {130, 1}, {1}, {-128}, {128}},
-      {"row sums only, from the dp4a tiles; batches following", {2}, 256, 128, 384, DataType::uint8, DataType::int8, {},
+      {"row sums only, A and B in place; batches following", {2}, 256, 128, 384, DataType::uint8, DataType::int8, {},
        {384 * 128, 1, 384}, {1}, {1, 128}, {0}, {2, -7, 0}},
-      {"column sums only, from the dp4a tiles; A int8 packed, ragged rows, B shared", {3}, 200, 256, 128, DataType::int8,
+      {"column sums only, A int8 packed, ragged rows, B shared in place", {3}, 200, 256, 128, DataType::int8,
        DataType::int8, {}, {0, 1, 128}, {200, 1}, {1}, {5, -3, 127}, {0}},
-      {"column sums only, from the packing kernel: B uint8 transposed", {}, 128, 144, 128, DataType::uint8,
+      {"column sums only, B uint8 transposed", {}, 128, 144, 128, DataType::uint8,
        DataType::uint8, {}, {}, {1}, {1, 144}, {9}, {128}},
-      {"row sums only, from the packing kernel: A column-major", {}, 96, 128, 256, DataType::uint8, DataType::int8,
+      {"row sums only, A column-major transposed", {}, 96, 128, 256, DataType::uint8, DataType::int8,
        {1, 96}, {1, 256}, {1}, {1}, {0}, {-1}},
-      {"every alpha 128 (u8 A at 128): mma from A' - 128, row sums from the packing kernel", {2}, 256, 128, 256, DataType::uint8,
+      {"every alpha 128 (u8 A at 128): mma from A' - 128, row sums", {2}, 256, 128, 256, DataType::uint8,
        DataType::int8, {}, {256 * 128, 1, 256}, {256, 1}, {1, 128}, {128}, {3, 0, -128, 127}},
       {"every alpha 128 (int8 A at 0), B uint8 transposed, stored row sums", {}, 130, 144, 100, DataType::int8,
        DataType::uint8, {}, {}, {1}, {1}, {0}, {77}},
@@ -317,32 +317,8 @@ TEST(QmmOffload, CentredAPastOneInt32Slice) {
   check(p, e, "K=" + std::to_string(K));
 }
 
-// The dp4a tiles sum the lines of operands read in place in int32 up to a depth of 65536, the
-// deepest int32 slice: here every A' byte 255 and B' byte -128 in their first line, so that those
-// sums are +-(255 or 128) * 65536, with one round of threads and with four.
-TEST(QmmOffload, TilesSumTheirLinesOverTheDeepestInt32Slice) {
-  std::mt19937_64 rng(65536);
-  const i64 M = 128, N = 128, K = 65536;
-  Problem p;
-  p.M = M, p.N = N, p.K = K;
-  p.a = Buffer(DataType::uint8, {M, K}, {}, rng);
-  p.b = Buffer(DataType::int8, {K, N}, {1, K}, rng);
-  for (i64 k = 0; k < K; ++k) p.a.set_q({0, k}, 255), p.b.set_q({k, 0}, -128);
-  p.y = Buffer(DataType::uint8, {M, N}, {}, rng);
-  p.a_zero = qmmt::literal_q(DataType::uint8, {M, 1}, {3, 250, 128}, rng);
-  p.b_zero = qmmt::literal_q(DataType::int8, {1, N}, {-100, 90, 1}, rng);
-  p.y_zero = qmmt::literal_q(DataType::uint8, {1}, {128}, rng);
-  p.a_scale = qmmt::literal_f({1}, {std::ldexp(1.0f, -10)}, rng);
-  p.b_scale = qmmt::literal_f({1}, {std::ldexp(1.0f, -10)}, rng);
-  p.y_scale = qmmt::literal_f({1}, {1.0f}, rng);
-  const qmmt::Expected e = qmmt::oracle(p, true);
-  for (const char* s : {"qmm.offload", "qmm.offload(threads=64)"})
-    qmmt::run_and_check(p, hk::Schedule::parse(s), e, std::string("K=65536, ") + s);
-}
-
-// The workspace holds only what the packing kernels write: nothing for operands read in place
-// whose dp4a tiles sum them, their sums for mma and past the tiles' int32 depth, nothing for sums
-// not needed.
+// The workspace holds only what the packing kernels write: for operands read in place their sums,
+// and no sums the zero points do not need.
 TEST(QmmOffload, WorkspaceHoldsOnlyWhatPackingWrites) {
   std::mt19937_64 rng(1);
   const i64 M = 256, N = 128, K = 512;
@@ -352,12 +328,12 @@ TEST(QmmOffload, WorkspaceHoldsOnlyWhatPackingWrites) {
   x.M = M, x.N = N, x.K = K;
   x.b = hk::detail::matrix_view(b.cview());
   x.a = hk::detail::matrix_view(a_u8.cview());
-  EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(x), 0);
-  x.kernel = hk::detail::OffloadQmmKernel::mma;
   EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(x), round_up_256(M * 8) + round_up_256(N * 8));
-  x.kernel = hk::detail::OffloadQmmKernel::dp4a;
+  hk::detail::qmm_sums_needed(x, {0}, {0});  // u8 A and int8 B at 0: nothing to pack or sum
+  EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(x), 0);
   x.a = hk::detail::matrix_view(a_s8.cview());
-  EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(x), round_up_256(M * K) + round_up_256(M * 8));
+  hk::detail::qmm_sums_needed(x, {5}, {0});  // int8 A at 5: column sums only
+  EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(x), round_up_256(M * K) + round_up_256(N * 8));
   hk::detail::qmm_sums_needed(x, {-128}, {0});  // A int8 centred at -128, B int8 at 0: no sums
   EXPECT_FALSE(x.row_sums_needed);
   EXPECT_FALSE(x.col_sums_needed);
@@ -369,18 +345,14 @@ TEST(QmmOffload, WorkspaceHoldsOnlyWhatPackingWrites) {
   hk::detail::qmm_sums_needed(x, {0, 0}, {0});  // int8 A at 0: every alpha is 128
   EXPECT_TRUE(x.col_sums_needed);
   EXPECT_TRUE(x.every_alpha_128);
-  const i64 deep = 65536 + 128;
-  const Buffer a_deep(DataType::uint8, {128, deep}, {}, rng), b_deep(DataType::int8, {deep, 128}, {1, deep}, rng);
-  hk::detail::OffloadQmmArgs d;
-  d.M = 128, d.N = 128, d.K = deep;
-  d.a = hk::detail::matrix_view(a_deep.cview());
-  d.b = hk::detail::matrix_view(b_deep.cview());
-  EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(d), 2 * round_up_256(128 * 8));
-  hk::detail::qmm_sums_needed(d, {128}, {1});  // u8 A at 128: every alpha is 128
-  EXPECT_TRUE(d.every_alpha_128);
-  EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(d), 2 * round_up_256(128 * 8));
-  d.kernel = hk::detail::OffloadQmmKernel::mma;  // folds alpha into its product: no column sums
-  EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(d), round_up_256(128 * 8));
+  hk::detail::qmm_sums_needed(x, {1}, {1});  // int8 A at 1: alpha 129
+  EXPECT_FALSE(x.every_alpha_128);
+  x.a = hk::detail::matrix_view(a_u8.cview());
+  hk::detail::qmm_sums_needed(x, {128}, {0});  // u8 A at 128: every alpha is 128
+  EXPECT_TRUE(x.every_alpha_128);
+  EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(x), round_up_256(N * 8));
+  x.kernel = hk::detail::OffloadQmmKernel::mma;  // folds alpha into its product: no column sums
+  EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(x), 0);
 }
 
 }  // namespace
