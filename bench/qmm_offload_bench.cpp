@@ -130,6 +130,8 @@ void run_shape(std::int64_t M, std::int64_t N, std::int64_t K, int reps, int dev
   x.a_scale = f, x.b_scale = f + 1, x.out_scale = f + 2;
   x.a_zero = z, x.b_zero = z + 1, x.out_zero = z + 2;
   x.b = {hk::DataType::int8, d_b.data, {0, 0}, N, 1};
+  // As a caller with the zero points on the host: with zb = 0 and B int8 no row sum is needed.
+  hk::detail::qmm_sums_needed(x, {params_z[0]}, {params_z[1]});
   DeviceCopy workspace(nullptr, std::size_t(hk::detail::qmm_offload_workspace_bytes(x)), device);
   x.workspace = workspace.data;
 

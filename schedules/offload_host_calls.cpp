@@ -95,6 +95,7 @@ void run_qmm_offload_on_device(const QmmProblem& p, const QmmPlan& plan, int dev
   x.out_scale_per_row = q.out_scale.size() > 1;
   x.a_zero_per_row = q.a_zero.size() > 1, x.b_zero_per_column = q.b_zero.size() > 1;
   x.out_zero_per_row = q.out_zero.size() > 1;
+  qmm_sums_needed(x, q.a_zero, q.b_zero);
   x.kernel = plan.kind == QmmPlan::Kind::offload_mma ? OffloadQmmKernel::mma : OffloadQmmKernel::dp4a;
   x.teams = plan.teams;
   x.threads = plan.threads;

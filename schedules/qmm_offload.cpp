@@ -2,8 +2,9 @@
 //
 // Workspace: A' = A (^ 0x80 when int8) as u8 rows of kp bytes, B' = B (^ 0x80 when uint8) as s8
 // columns of kp bytes (k contiguous in both), zero-padded to whole 128 x 128 output tiles and to
-// kp = K rounded up to 128, plus the int64 row sums of A' and column sums of B'. An operand whose
-// memory already is its packed form (packed_in_place) is read where it is, and only summed. Every
+// kp = K rounded up to 128, plus the int64 row sums of A' and column sums of B' where the zero
+// points need them. An operand whose memory already is its packed form (packed_in_place) is read
+// where it is, and only summed where needed; with nothing to pack or sum no packing kernel runs. Every
 // product kernel computes int32 dot(A', B') over depth slices of at most 65536 (|a'b'| <= 255 *
 // 128, so a slice cannot overflow), adds the slices in int64 when the depth is larger, and its
 // epilogue folds the zero points back exactly (qmm_pack.hpp) and requantizes with requantize()'s
@@ -20,6 +21,7 @@
 
 #include "algorithms/requantize.hpp"
 #include "schedules/qmm_pack.hpp"
+#include "schedules/scan_offload.hpp"
 
 namespace hk::detail {
 namespace {
@@ -49,6 +51,13 @@ inline i32 dot4(u32 a, u32 b, i32 c) {
 #endif
 }
 
+// sum_i (a.byte[i] - 128) * b.byte[i] (signed) + c: a byte of A' less 128 is that byte ^ 0x80 as
+// int8 (Kernel::a_centred).
+inline i32 dot4_centred(u32 a, u32 b, i32 c) {
+  for (int i = 0; i < 4; ++i) c += i32(std::int8_t(u8(a >> (8 * i)) ^ 0x80)) * i32(std::int8_t(u8(b >> (8 * i))));
+  return c;
+}
+
 // The sum of a word's bytes: unsigned for A', signed for B' (dp4a takes its first operand
 // unsigned, so A' bytes times ones, ones times B' bytes).
 inline i32 byte_sum(u32 word, bool is_a) { return is_a ? dot4(word, 0x01010101u, 0) : dot4(0x01010101u, word, 0); }
@@ -61,8 +70,17 @@ struct Kernel {
   const std::int8_t* bp = nullptr;  // B' columns, [b_batches][Np][kp]
   u8* a_pack = nullptr;             // where packing writes A' (ap), null when A is A' in place
   u8* b_pack = nullptr;             // the same for B' (bp)
-  i64* row_sums = nullptr;  // [a_batches][M]
-  i64* col_sums = nullptr;  // [b_batches][N]
+  i64* row_sums = nullptr;  // [a_batches][M]; null when not needed
+  i64* col_sums = nullptr;  // [b_batches][N]; the same
+  // Every alpha is 128 and the kernel is mma: it multiplies A' - 128 (A' ^ 0x80 as int8: 16
+  // bitwise ops beside a warp's 32 mma per 32-deep step) by B', which folds alpha into the
+  // product, so that no column sum is needed; the row sums are then those of A' - 128 (the
+  // stored sums less 128 * K) and alpha counts as 0. Measured on the H100 (u8 A za 128 x s8 B,
+  // pack + product ms, one process per variant in one run): 4096^3 B column-major, no packing
+  // kernel, 0.383-0.399 against 0.437-0.463 (0.426-0.429 with a packing kernel that sums only B),
+  // row-major 0.458-0.477 against 0.458-0.516; 8192^3 2.27-2.35 / 2.40-2.50 against 2.32-2.43 /
+  // 2.36-2.45.
+  bool a_centred = false;
   bool a_shared = false, b_shared = false;
   // The caller's matrices.
   const u8* a = nullptr;
@@ -107,14 +125,15 @@ struct Kernel {
   };
 
   Tile tile(i64 t) const {
-    return {row_sums + a_batch(t) * M, col_sums + b_batch(t) * N, out + (t / batch1) * o_bs[0] + (t % batch1) * o_bs[1]};
+    return {row_sums ? row_sums + a_batch(t) * M : nullptr, col_sums ? col_sums + b_batch(t) * N : nullptr,
+            out + (t / batch1) * o_bs[0] + (t % batch1) * o_bs[1]};
   }
   Row row(const Tile& tl, i64 m) const {
     Row r;
     if (m >= M) return r;
     r.inside = true;
-    r.alpha = i64(ca) + za[m * za_step];
-    r.sum = tl.row_sums[m];
+    r.alpha = a_centred ? 0 : i64(ca) + za[m * za_step];
+    r.sum = (tl.row_sums ? tl.row_sums[m] : 0) - (a_centred ? 128 * K : 0);  // 0 if not needed
     r.sa = sa[m * sa_step];
     r.sy = sy[m * sy_step];
     r.multiplier = float(double(float(r.sa * double(sb[0]))) / r.sy);
@@ -127,7 +146,7 @@ struct Kernel {
     if (n >= N) return c;
     c.inside = true;
     c.beta = i64(zb[n * zb_step]) - cb;
-    c.term = tl.col_sums[n] - K * c.beta;
+    c.term = (tl.col_sums ? tl.col_sums[n] : 0) - K * c.beta;
     c.sb = sb[n * sb_step];
     c.offset = n * o_cs;
     return c;
@@ -146,6 +165,8 @@ i64 align_up(i64 v) { return round_up(v, workspace_align); }
 struct WorkspaceLayout {
   i64 a_batches, b_batches, Mp, Np, kp, ap, bp, row_sums, col_sums, bytes;
   bool a_in_place, b_in_place;
+  bool row_sums_stored, col_sums_stored;  // needed, so in the workspace
+  bool a_centred;                         // Kernel::a_centred
 };
 
 bool batch_shared(const MatrixView& v) { return v.batch_stride[0] == 0 && v.batch_stride[1] == 0; }
@@ -153,11 +174,17 @@ bool batch_shared(const MatrixView& v) { return v.batch_stride[0] == 0 && v.batc
 // Whether an operand's memory is byte for byte its packed form (A' when is_a, B' otherwise):
 // lines (rows of A, columns of B) of K contiguous bytes each, K whole slices, whole tiles of lines
 // one after another, the batches following each other (or one shared by all), no signedness to
-// flip, and 16-byte aligned for the staging copies. Packing then only sums its lines: on the H100
-// at 4096^3 (u8 A row-major, s8 B column-major) 0.024-0.027 ms against 0.041 for the copies, of a
-// 0.35 ms tensor-core call. Summing the lines in the tensor-core tiles instead, as they stage
-// them, so that no packing kernel runs at all, made that product 0.55 ms against 0.33 (each
-// tile sums all 256 of its lines, which 32 tiles share).
+// flip, and 16-byte aligned for the staging copies. Then packing only sums its lines, where the
+// zero points need them: on the H100 at 4096^3 (u8 A row-major, s8 B column-major) 0.024-0.027 ms
+// against 0.041 for the copies, of a 0.35 ms tensor-core call. Summing them in the product's tiles
+// instead, as they are staged, so that no packing kernel runs, was slower (each tile sums its
+// lines, which 32 or 64 tiles share; measured on the H100, u8 A za 128 x s8 B column-major, B's
+// columns summed): for mma, from team memory after each slice's products or before them, 13-15%
+// on the product (4096^3 0.423-0.427 against 0.368-0.378 ms, 8192^3 2.60-2.68 against 2.21-2.28:
+// its ldmatrix loads nearly fill the team memory's bandwidth; all 256 lines: 0.55 against 0.33);
+// for dp4a, four 16-byte loads and 16 dp4a per line and slice, 3% (bench, product 1.396 against
+// 1.354 ms beside B row-major at 4096^3, 10.56 against 10.21 at 8192^3), more than the summing
+// launch (0.02-0.03 ms; 0.07 at 8192^3).
 bool packed_in_place(const MatrixView& v, bool is_a, i64 lines, i64 K, const i64 (&batch)[2]) {
   const i64 line_stride = is_a ? v.row_stride : v.col_stride, k_stride = is_a ? v.col_stride : v.row_stride;
   const bool flips = v.dtype == (is_a ? DataType::int8 : DataType::uint8);
@@ -179,11 +206,14 @@ WorkspaceLayout workspace_layout(const OffloadQmmArgs& x) {
   w.kp = round_up(x.K, depth_align);
   w.a_in_place = packed_in_place(x.a, true, x.M, x.K, x.batch);
   w.b_in_place = packed_in_place(x.b, false, x.N, x.K, x.batch);
+  w.a_centred = x.every_alpha_128 && x.kernel == OffloadQmmKernel::mma;
+  w.row_sums_stored = x.row_sums_needed;
+  w.col_sums_stored = x.col_sums_needed && !w.a_centred;
   w.ap = 0;
   w.bp = align_up(w.ap + (w.a_in_place ? 0 : w.a_batches * w.Mp * w.kp));
   w.row_sums = align_up(w.bp + (w.b_in_place ? 0 : w.b_batches * w.Np * w.kp));
-  w.col_sums = align_up(w.row_sums + w.a_batches * x.M * i64(sizeof(i64)));
-  w.bytes = align_up(w.col_sums + w.b_batches * x.N * i64(sizeof(i64)));
+  w.col_sums = align_up(w.row_sums + (w.row_sums_stored ? w.a_batches * x.M * i64(sizeof(i64)) : 0));
+  w.bytes = align_up(w.col_sums + (w.col_sums_stored ? w.b_batches * x.N * i64(sizeof(i64)) : 0));
   return w;
 }
 
@@ -211,7 +241,8 @@ inline i64 pack_chunk(const u8* src, i64 k_stride, i64 kk0, i64 K, bool inside, 
 }
 
 // One operand as the packing kernels see it: lines (rows of A, columns of B) of depth K, packed
-// into dst, or only summed when dst is null (the operand is its packed form in place).
+// into dst, or only summed when dst is null (the operand is its packed form in place); their sums
+// are stored only where sums is not null.
 struct Operand {
   const u8* src;
   i64 bs[2], line_stride, k_stride, lines, padded_lines, batches;
@@ -311,7 +342,7 @@ inline void copy_lines(const Operand& o, i64 unit, i64 K, i64 kp, i64 batch1, in
 #ifdef __NVPTX__
     if (lanes == 32) sum = warp_sum(sum);
 #endif
-    if (tid % lanes == 0 && inside) o.sums[t * o.lines + line] = sum;
+    if (tid % lanes == 0 && inside && o.sums) o.sums[t * o.lines + line] = sum;
   }
 }
 
@@ -362,7 +393,7 @@ inline void transpose_lines_unit(const Operand& o, i64 unit, i64 K, i64 kp, i64 
   const i64 t = unit / groups, line0 = (unit % groups) * transpose_lines;
   const u8* from = o.src + (t / batch1) * o.bs[0] + (t % batch1) * o.bs[1] + line0;
   u8* to = o.dst + (t * o.padded_lines + line0) * kp;
-  i64* sums = o.sums + t * o.lines + line0;
+  i64* sums = o.sums ? o.sums + t * o.lines + line0 : nullptr;
 #ifdef __NVPTX__
   if (memory) {
     const u32 shared = shared_address(memory);
@@ -401,7 +432,7 @@ inline void transpose_lines_unit(const Operand& o, i64 unit, i64 K, i64 kp, i64 
       team_barrier();  // the stage read above is refilled by the next step but one
     }
     for (int l = tid; l < int(transpose_lines); l += nth) {
-      if (line0 + l >= o.lines) continue;
+      if (line0 + l >= o.lines || !sums) continue;
       i64 sum = 0;
       for (int c = 0; c < int(transpose_depth / 16); ++c) sum += block_sums[4 * (8 * c + l / 4) + l % 4];
       sums[l] = sum;
@@ -415,7 +446,7 @@ inline void transpose_lines_unit(const Operand& o, i64 unit, i64 K, i64 kp, i64 
     i64 sum = 0;
     for (i64 kk0 = 0; kk0 < kp; kk0 += depth_step)
       sum += pack_chunk(from + l, o.k_stride, kk0, K, inside, o.flip, o.is_a, to + l * kp + kk0);
-    if (inside) sums[l] = sum;
+    if (inside && sums) sums[l] = sum;
   }
 }
 
@@ -479,16 +510,16 @@ void pack_gather(const Operand o, i64 K, i64 kp, i64 batch1, int device) {
     const u8* src = o.src + (t / batch1) * o.bs[0] + (t % batch1) * o.bs[1] + r * o.line_stride;
     u8* dst = o.dst + (t * o.padded_lines + r) * kp + c * depth_step;
     const i64 sum = pack_chunk(src, o.k_stride, c * depth_step, K, r < o.lines, o.flip, o.is_a, dst);
-    if (r < o.lines) {
+    if (r < o.lines && o.sums) {
 #pragma omp atomic update
       o.sums[t * o.lines + r] += sum;
     }
   }
 }
 
-// A' and B' into the workspace with their sums: one launch copies or transposes every operand
-// whose layout allows it, sums those in place (and zeroes the others' sums), then each other
-// operand is gathered.
+// A' and B' into the workspace with the sums stored there: one launch copies or transposes every
+// operand whose layout allows it, sums those read in place whose sums it stores (and zeroes the
+// others' sums), then each other operand is gathered. Nothing to pack or store launches nothing.
 void pack(const Kernel k, int device) {
   const Operand a = operand_of(k, true), b = operand_of(k, false);
   PackJob job;
@@ -496,6 +527,7 @@ void pack(const Kernel k, int device) {
   Operand gather[2];
   for (int pass = 0; pass < 2; ++pass)  // transposing operands first
     for (const Operand& o : {a, b}) {
+      if (!o.dst && !o.sums) continue;  // read in place, its sums not stored
       const bool copy = !o.dst || copy_packable(o, k.K), transpose = !copy && transpose_packable(o);
       if (pass == 0 && transpose) {
         job.operands[count] = o, job.transposed[count] = true;
@@ -504,10 +536,11 @@ void pack(const Kernel k, int device) {
         job.operands[count] = o;
         job.units[count++] = o.batches * (o.padded_lines / copy_unit_lines);
       } else if (pass == 1 && !transpose) {
-        job.zero[gathered] = o.sums, job.zero_count[gathered] = o.batches * o.lines;
+        if (o.sums) job.zero[gathered] = o.sums, job.zero_count[gathered] = o.batches * o.lines;
         gather[gathered++] = o;
       }
     }
+  if (count == 0 && gathered == 0) return;
   if (job.transposed[0])
     pack_lines<true>(job, k.K, k.kp, k.batch1, device);
   else
@@ -526,7 +559,10 @@ inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
       const u32* x = reinterpret_cast<const u32*>(k.a_rows(t, r));
       const u32* y = reinterpret_cast<const u32*>(k.b_cols(t, c));
       i64 dot = 0;
-      for (i64 w = 0; w < words; ++w) dot += dot4(x[w], y[w], 0);
+      if (k.a_centred)
+        for (i64 w = 0; w < words; ++w) dot += dot4_centred(x[w], y[w], 0);
+      else
+        for (i64 w = 0; w < words; ++w) dot += dot4(x[w], y[w], 0);
       k.finish(rw, k.col(tl, c), dot);
     }
   }
@@ -581,6 +617,8 @@ constexpr int tile_terms_bytes = int(tile_rows * sizeof(Kernel::Row) + tile_cols
 constexpr int mma_stage_bytes = std::max(mma_slice * 256 * mma_stages, 4 * 16 * 64 * 8);
 constexpr int team_memory_bytes = mma_stage_bytes + tile_terms_bytes;
 constexpr int dp4a_memory_bytes = std::max(dp4a_slice * 256 * dp4a_stages, tile_terms_bytes);
+static_assert(team_memory_bytes <= offload_team_memory_bytes && dp4a_memory_bytes <= offload_team_memory_bytes,
+              "a team gets at most 48 KB of team memory, the runtime's share included");
 
 #ifdef __NVPTX__
 template <int Slice> inline int swizzled(int r, int c) {
@@ -734,11 +772,18 @@ inline void tile_dp4a(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int 
   }
 }
 
-inline void mma_u8s8(i32 (&c)[4], const u32 (&a)[4], u32 b0, u32 b1) {
-  asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};"
-      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+// c += a x b, a unsigned (A') or, Centred, signed (A' ^ 0x80 = A' - 128).
+template <bool Centred> inline void mma_s8(i32 (&c)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+  if constexpr (Centred)
+    asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};"
+        : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  else
+    asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};"
+        : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 inline void ldmatrix_x4(u32 (&d)[4], u32 address) {
@@ -776,7 +821,7 @@ constexpr int mma_epilogue_rows = 1;
 // lane exactly the bytes the m16n8k32 fragment layout assigns to it. Threads past the last whole
 // warp only stage. The epilogue's row and column terms are gathered once per tile into team memory
 // past the stages, a row or column per thread, while the first slices are being copied in.
-template <bool Deep>
+template <bool Deep, bool Centred>
 inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int tid, int nth) {
   constexpr int Slice = mma_slice, Stages = mma_stages;
   const u32 shared = shared_address(memory);
@@ -816,10 +861,17 @@ inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int t
           for (int m = 0; m < 4; ++m) ldmatrix_x4(a[m], stage + a_at[ks] + u32(16 * m * Slice));
 #pragma unroll
           for (int n = 0; n < 4; ++n) ldmatrix_x4(b[n], stage + b_at[ks] + u32(16 * n * Slice));
+          if constexpr (Centred) {
+#pragma unroll
+            for (int m = 0; m < 4; ++m)
+#pragma unroll
+              for (int r = 0; r < 4; ++r) a[m][r] ^= 0x80808080u;
+          }
 #pragma unroll
           for (int m = 0; m < 4; ++m)
 #pragma unroll
-            for (int n = 0; n < 8; ++n) mma_u8s8(c[m][n], a[m], b[n / 2][2 * (n % 2)], b[n / 2][2 * (n % 2) + 1]);
+            for (int n = 0; n < 8; ++n)
+              mma_s8<Centred>(c[m][n], a[m], b[n / 2][2 * (n % 2)], b[n / 2][2 * (n % 2) + 1]);
         }
       }
       if constexpr (Deep)
@@ -851,7 +903,7 @@ inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int t
       // 30 KB of spills, against 8 KB.)
       const bool separable = !Deep && k.za_step == 0 && k.zb_step == 0;
       i64 column_part[4];
-      const i64 alpha = i64(k.ca) + k.za[0];
+      const i64 alpha = k.a_centred ? 0 : i64(k.ca) + k.za[0];
 #pragma unroll
       for (int e = 0; e < 4; ++e) column_part[e] = alpha * term[e];
 #pragma unroll
@@ -948,9 +1000,12 @@ inline void product_team(const Kernel& k) {
     const i64 i0 = (band_first + in_band % band_height) * tile_rows, j0 = (in_band / band_height) * tile_cols;
 #ifdef __NVPTX__
     if (staged) {
-      if constexpr (Which == OffloadQmmKernel::mma)
-        tile_mma<Deep>(k, t, i0, j0, memory, tid, nth);
-      else
+      if constexpr (Which == OffloadQmmKernel::mma) {
+        if (k.a_centred)
+          tile_mma<Deep, true>(k, t, i0, j0, memory, tid, nth);
+        else
+          tile_mma<Deep, false>(k, t, i0, j0, memory, tid, nth);
+      } else
         tile_dp4a<Deep>(k, t, i0, j0, memory, tid, nth);
       continue;
     }
@@ -991,8 +1046,9 @@ Kernel make_kernel(const OffloadQmmArgs& x, const WorkspaceLayout& w) {
   k.b_pack = w.b_in_place ? nullptr : base + w.bp;
   k.ap = w.a_in_place ? static_cast<const u8*>(x.a.data) : k.a_pack;
   k.bp = reinterpret_cast<const std::int8_t*>(w.b_in_place ? static_cast<const u8*>(x.b.data) : k.b_pack);
-  k.row_sums = reinterpret_cast<i64*>(base + w.row_sums);
-  k.col_sums = reinterpret_cast<i64*>(base + w.col_sums);
+  k.row_sums = w.row_sums_stored ? reinterpret_cast<i64*>(base + w.row_sums) : nullptr;
+  k.col_sums = w.col_sums_stored ? reinterpret_cast<i64*>(base + w.col_sums) : nullptr;
+  k.a_centred = w.a_centred;
   k.a_shared = w.a_batches == 1, k.b_shared = w.b_batches == 1;
   k.a = static_cast<const u8*>(x.a.data), k.b = static_cast<const u8*>(x.b.data);
   for (int d = 0; d < 2; ++d) k.a_bs[d] = x.a.batch_stride[d], k.b_bs[d] = x.b.batch_stride[d];
@@ -1014,6 +1070,14 @@ Kernel make_kernel(const OffloadQmmArgs& x, const WorkspaceLayout& w) {
 }
 
 }  // namespace
+
+void qmm_sums_needed(OffloadQmmArgs& args, const std::vector<std::int32_t>& a_zero,
+                     const std::vector<std::int32_t>& b_zero) {
+  const std::int32_t ca = args.a.dtype == DataType::int8 ? 128 : 0, cb = args.b.dtype == DataType::uint8 ? 128 : 0;
+  args.row_sums_needed = std::any_of(b_zero.begin(), b_zero.end(), [&](std::int32_t z) { return z != cb; });
+  args.col_sums_needed = std::any_of(a_zero.begin(), a_zero.end(), [&](std::int32_t z) { return z != -ca; });
+  args.every_alpha_128 = std::all_of(a_zero.begin(), a_zero.end(), [&](std::int32_t z) { return z == 128 - ca; });
+}
 
 std::int64_t qmm_offload_workspace_bytes(const OffloadQmmArgs& args) {
   return workspace_layout(args).bytes;

@@ -2,7 +2,8 @@
 // tests run every offload schedule too, through the strategy table): depths beyond one int32 slice
 // of the product kernels, batches with a broadcast A and B in one call, tiles in more than one
 // band, each packing kernel with each other one, transposes in batches, operands read in place
-// beside packed ones, and output layouts that split neighbouring outputs.
+// beside packed ones, only the sums the zero points need (from the tiles or the packing kernels),
+// and output layouts that split neighbouring outputs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -29,6 +30,8 @@ std::vector<hk::Schedule> offload_schedules() {
     s.push_back(hk::Schedule::parse(text));
   return s;
 }
+
+i64 round_up_256(i64 bytes) { return (bytes + 255) / 256 * 256; }
 
 void check(Problem& p, const qmmt::Expected& e, const std::string& context) {
   for (const auto& s : offload_schedules()) qmmt::run_and_check(p, s, e, context);
@@ -237,8 +240,86 @@ TEST(QmmOffload, OperandsAlreadyPackedAreReadInPlace) {
   }
 }
 
-// The workspace of a call whose A and B are read in place holds their sums only.
-TEST(QmmOffload, OperandsReadInPlaceTakeNoWorkspace) {
+// Zero points decide which sums the correction needs: none of A' rows when every zb equals cb (0
+// for int8 B, 128 for uint8), none of B' columns when every za equals -ca (0 for uint8 A, -128 for
+// int8), and none of B' columns for mma when every alpha is 128 (it multiplies A' - 128); the
+// packing kernels sum the others. Per-tensor and per-row / per-column zero points, each
+// signedness, in place and packed, ragged tiles.
+TEST(QmmOffload, OnlyTheSumsTheZeroPointsNeed) {
+  std::mt19937_64 rng(4096);
+  struct Case {
+    const char* name;
+    std::vector<i64> batch;
+    i64 M, N, K;
+    DataType a_type, b_type;
+    std::vector<i64> a_strides, b_strides;  // empty: packed (row-major)
+    std::vector<i64> a_zero_sizes, b_zero_sizes;
+    std::vector<int> a_zero, b_zero;
+  };
+  const Case cases[] = {
+      {"no sums, A and B in place: no packing kernel", {}, 256, 128, 256, DataType::uint8, DataType::int8, {},
+       {1, 256}, {1}, {1, 128}, {0}, {0}},
+      {"no sums, A int8 and B uint8 packed with flips", {}, 130, 70, 90, DataType::int8, DataType::uint8, {}, {},
+       {130, 1}, {1}, {-128}, {128}},
+      {"row sums only, A and B in place; batches following", {2}, 256, 128, 384, DataType::uint8, DataType::int8, {},
+       {384 * 128, 1, 384}, {1}, {1, 128}, {0}, {2, -7, 0}},
+      {"column sums only, A int8 packed, ragged rows, B shared in place", {3}, 200, 256, 128, DataType::int8,
+       DataType::int8, {}, {0, 1, 128}, {200, 1}, {1}, {5, -3, 127}, {0}},
+      {"column sums only, B uint8 transposed", {}, 128, 144, 128, DataType::uint8,
+       DataType::uint8, {}, {}, {1}, {1, 144}, {9}, {128}},
+      {"row sums only, A column-major transposed", {}, 96, 128, 256, DataType::uint8, DataType::int8,
+       {1, 96}, {1, 256}, {1}, {1}, {0}, {-1}},
+      {"every alpha 128 (u8 A at 128): mma from A' - 128, row sums", {2}, 256, 128, 256, DataType::uint8,
+       DataType::int8, {}, {256 * 128, 1, 256}, {256, 1}, {1, 128}, {128}, {3, 0, -128, 127}},
+      {"every alpha 128 (int8 A at 0), B uint8 transposed, stored row sums", {}, 130, 144, 100, DataType::int8,
+       DataType::uint8, {}, {}, {1}, {1}, {0}, {77}},
+  };
+  for (const Case& c : cases) {
+    std::vector<i64> a_sizes = c.batch, b_sizes = c.batch, y_sizes = c.batch;
+    a_sizes.insert(a_sizes.end(), {c.M, c.K});
+    b_sizes.insert(b_sizes.end(), {c.K, c.N});
+    y_sizes.insert(y_sizes.end(), {c.M, c.N});
+    Problem p;
+    p.M = c.M, p.N = c.N, p.K = c.K;
+    p.batch = c.batch;
+    p.a = Buffer(c.a_type, a_sizes, c.a_strides, rng);
+    p.b = Buffer(c.b_type, b_sizes, c.b_strides, rng);
+    p.y = Buffer(DataType::uint8, y_sizes, {}, rng);
+    p.a_zero = qmmt::literal_q(c.a_type, c.a_zero_sizes, c.a_zero, rng);
+    p.b_zero = qmmt::literal_q(c.b_type, c.b_zero_sizes, c.b_zero, rng);
+    p.y_zero = qmmt::literal_q(DataType::uint8, {1}, {128}, rng);
+    p.a_scale = qmmt::literal_f({1}, {0.02f}, rng);
+    p.b_scale = qmmt::literal_f({1, c.N}, {0.01f, 0.015f}, rng);
+    p.y_scale = qmmt::literal_f({1}, {8.0f}, rng);
+    const qmmt::Expected e = qmmt::oracle(p, true);
+    check(p, e, c.name);
+  }
+}
+
+// Every alpha 128 (int8 A without zero point) past one int32 slice: the deep mma kernel multiplies
+// A' - 128, whose row sums it takes from the packing kernel less 128 * K.
+TEST(QmmOffload, CentredAPastOneInt32Slice) {
+  std::mt19937_64 rng(65664);
+  const i64 K = 65536 + 1000;
+  Problem p;
+  p.M = 3, p.N = 2, p.K = K;
+  p.a = Buffer(DataType::int8, {3, K}, {}, rng);
+  for (i64 k = 0; k < K; ++k) p.a.set_q({0, k}, 127), p.a.set_q({1, k}, -128);
+  p.b = Buffer(DataType::int8, {K, 2}, {}, rng);
+  for (i64 k = 0; k < K; ++k) p.b.set_q({k, 0}, 127);
+  p.b_zero = qmmt::literal_q(DataType::int8, {1, 2}, {-128, 5}, rng);
+  p.y = Buffer(DataType::int8, {3, 2}, {}, rng);
+  p.a_scale = qmmt::literal_f({1}, {std::ldexp(1.0f, -16)}, rng);
+  p.b_scale = qmmt::literal_f({1}, {std::ldexp(1.0f, -16)}, rng);
+  p.y_scale = qmmt::literal_f({1}, {1.0f}, rng);
+  const qmmt::Expected e = qmmt::oracle(p, false);
+  ASSERT_GT(e.acc[0], i64(INT32_MAX));
+  check(p, e, "K=" + std::to_string(K));
+}
+
+// The workspace holds only what the packing kernels write: for operands read in place their sums,
+// and no sums the zero points do not need.
+TEST(QmmOffload, WorkspaceHoldsOnlyWhatPackingWrites) {
   std::mt19937_64 rng(1);
   const i64 M = 256, N = 128, K = 512;
   const Buffer a_u8(DataType::uint8, {M, K}, {}, rng), a_s8(DataType::int8, {M, K}, {}, rng);
@@ -247,11 +328,31 @@ TEST(QmmOffload, OperandsReadInPlaceTakeNoWorkspace) {
   x.M = M, x.N = N, x.K = K;
   x.b = hk::detail::matrix_view(b.cview());
   x.a = hk::detail::matrix_view(a_u8.cview());
-  const std::int64_t in_place = hk::detail::qmm_offload_workspace_bytes(x);
+  EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(x), round_up_256(M * 8) + round_up_256(N * 8));
+  hk::detail::qmm_sums_needed(x, {0}, {0});  // u8 A and int8 B at 0: nothing to pack or sum
+  EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(x), 0);
   x.a = hk::detail::matrix_view(a_s8.cview());
-  const std::int64_t a_packed = hk::detail::qmm_offload_workspace_bytes(x);
-  EXPECT_LE(in_place, (M + N) * 8 + 2 * 256);  // int64 sums, each array aligned to 256 bytes
-  EXPECT_GE(a_packed - in_place, M * K);
+  hk::detail::qmm_sums_needed(x, {5}, {0});  // int8 A at 5: column sums only
+  EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(x), round_up_256(M * K) + round_up_256(N * 8));
+  hk::detail::qmm_sums_needed(x, {-128}, {0});  // A int8 centred at -128, B int8 at 0: no sums
+  EXPECT_FALSE(x.row_sums_needed);
+  EXPECT_FALSE(x.col_sums_needed);
+  EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(x), round_up_256(M * K));
+  EXPECT_FALSE(x.every_alpha_128);
+  hk::detail::qmm_sums_needed(x, {-128}, {0, 0, 1});
+  EXPECT_TRUE(x.row_sums_needed);
+  EXPECT_FALSE(x.col_sums_needed);
+  hk::detail::qmm_sums_needed(x, {0, 0}, {0});  // int8 A at 0: every alpha is 128
+  EXPECT_TRUE(x.col_sums_needed);
+  EXPECT_TRUE(x.every_alpha_128);
+  hk::detail::qmm_sums_needed(x, {1}, {1});  // int8 A at 1: alpha 129
+  EXPECT_FALSE(x.every_alpha_128);
+  x.a = hk::detail::matrix_view(a_u8.cview());
+  hk::detail::qmm_sums_needed(x, {128}, {0});  // u8 A at 128: every alpha is 128
+  EXPECT_TRUE(x.every_alpha_128);
+  EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(x), round_up_256(N * 8));
+  x.kernel = hk::detail::OffloadQmmKernel::mma;  // folds alpha into its product: no column sums
+  EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(x), 0);
 }
 
 }  // namespace
