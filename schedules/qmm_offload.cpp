@@ -39,29 +39,24 @@ using i32 = std::int32_t;
 using i64 = std::int64_t;
 typedef u32 u32x4 __attribute__((ext_vector_type(4)));
 
-// sum_i a.byte[i] * b.byte[i] + c: a's bytes unsigned or (Signed) signed, b's signed.
-template <bool Signed = false> inline i32 dot4(u32 a, u32 b, i32 c) {
+// sum_i a.byte[i] (unsigned) * b.byte[i] (signed) + c.
+inline i32 dot4(u32 a, u32 b, i32 c) {
 #ifdef __NVPTX__
   i32 d;
-  if constexpr (Signed)
-    asm("dp4a.s32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-  else
-    asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
   return d;
 #else
-  for (int i = 0; i < 4; ++i) {
-    const u8 x = u8(a >> (8 * i));
-    c += (Signed ? i32(std::int8_t(x)) : i32(x)) * i32(std::int8_t(u8(b >> (8 * i))));
-  }
+  for (int i = 0; i < 4; ++i) c += i32((a >> (8 * i)) & 0xff) * i32(std::int8_t(u8(b >> (8 * i))));
   return c;
 #endif
 }
 
-// A' less 128 in every byte, as int8: A' ^ 0x80 (Kernel::a_centred).
-constexpr u32 centre_bytes = 0x80808080u;
-
-// sum_i (a.byte[i] - 128) * b.byte[i] (signed) + c.
-inline i32 dot4_centred(u32 a, u32 b, i32 c) { return dot4<true>(a ^ centre_bytes, b, c); }
+// sum_i (a.byte[i] - 128) * b.byte[i] (signed) + c: a byte of A' less 128 is that byte ^ 0x80 as
+// int8 (Kernel::a_centred).
+inline i32 dot4_centred(u32 a, u32 b, i32 c) {
+  for (int i = 0; i < 4; ++i) c += i32(std::int8_t(u8(a >> (8 * i)) ^ 0x80)) * i32(std::int8_t(u8(b >> (8 * i))));
+  return c;
+}
 
 // The sum of a word's bytes: unsigned for A', signed for B' (dp4a takes its first operand
 // unsigned, so A' bytes times ones, ones times B' bytes).
@@ -77,9 +72,8 @@ struct Kernel {
   u8* b_pack = nullptr;             // the same for B' (bp)
   i64* row_sums = nullptr;  // [a_batches][M]; null when not needed
   i64* col_sums = nullptr;  // [b_batches][N]; the same
-  // Every alpha is 128: the kernels multiply A' - 128 (A' ^ 0x80 as int8: mma, 16 bitwise ops
-  // beside a warp's 32 mma per 32-deep step; dp4a, one per A' word, which 8 dp4a then use) by B',
-  // which folds alpha into the
+  // Every alpha is 128 and the kernel is mma: it multiplies A' - 128 (A' ^ 0x80 as int8: 16
+  // bitwise ops beside a warp's 32 mma per 32-deep step) by B', which folds alpha into the
   // product, so that no column sum is needed; the row sums are then those of A' - 128 (the
   // stored sums less 128 * K) and alpha counts as 0. Measured on the H100 (u8 A za 128 x s8 B,
   // pack + product ms, one process per variant in one run): 4096^3 B column-major, no packing
@@ -212,7 +206,7 @@ WorkspaceLayout workspace_layout(const OffloadQmmArgs& x) {
   w.kp = round_up(x.K, depth_align);
   w.a_in_place = packed_in_place(x.a, true, x.M, x.K, x.batch);
   w.b_in_place = packed_in_place(x.b, false, x.N, x.K, x.batch);
-  w.a_centred = x.every_alpha_128;
+  w.a_centred = x.every_alpha_128 && x.kernel == OffloadQmmKernel::mma;
   w.row_sums_stored = x.row_sums_needed;
   w.col_sums_stored = x.col_sums_needed && !w.a_centred;
   w.ap = 0;
@@ -718,7 +712,7 @@ template <class W, class A, std::size_t N> inline void fold_wide(W (&wide)[N], A
 // into team memory (free after the last slice), a row or column per thread: gathered per output,
 // each output's loads of the parameters waited behind the previous output's store, which may alias
 // them. (No lambdas here: device code moves arrays that lambdas capture out of registers.)
-template <bool Deep, bool Centred>
+template <bool Deep>
 inline void tile_dp4a(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int tid, int nth) {
   constexpr int Slice = dp4a_slice, Stages = dp4a_stages;
   const u32 shared = shared_address(memory);
@@ -744,18 +738,13 @@ inline void tile_dp4a(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int 
           const u32 y_at = stage + u32((int(tile_rows) + tc) * Slice + ((16 * c) ^ y_swizzle));
           u32x4 x[8];
 #pragma unroll
-          for (int i = 0; i < 8; ++i) {
-            x[i] = load_shared16(x_at + u32(16 * i * Slice));
-            if constexpr (Centred) x[i] ^= centre_bytes;
-          }
+          for (int i = 0; i < 8; ++i) x[i] = load_shared16(x_at + u32(16 * i * Slice));
 #pragma unroll
           for (int j = 0; j < 8; ++j) {
             const u32x4 y = load_shared16(y_at + u32(16 * j * Slice));
 #pragma unroll
             for (int i = 0; i < 8; ++i)
-              acc[i][j] = dot4<Centred>(x[i].w, y.w,
-                                        dot4<Centred>(x[i].z, y.z,
-                                                      dot4<Centred>(x[i].y, y.y, dot4<Centred>(x[i].x, y.x, acc[i][j]))));
+              acc[i][j] = dot4(x[i].w, y.w, dot4(x[i].z, y.z, dot4(x[i].y, y.y, dot4(x[i].x, y.x, acc[i][j]))));
           }
         }
       }
@@ -876,7 +865,7 @@ inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int t
 #pragma unroll
             for (int m = 0; m < 4; ++m)
 #pragma unroll
-              for (int r = 0; r < 4; ++r) a[m][r] ^= centre_bytes;
+              for (int r = 0; r < 4; ++r) a[m][r] ^= 0x80808080u;
           }
 #pragma unroll
           for (int m = 0; m < 4; ++m)
@@ -1016,10 +1005,8 @@ inline void product_team(const Kernel& k) {
           tile_mma<Deep, true>(k, t, i0, j0, memory, tid, nth);
         else
           tile_mma<Deep, false>(k, t, i0, j0, memory, tid, nth);
-      } else if (k.a_centred)
-        tile_dp4a<Deep, true>(k, t, i0, j0, memory, tid, nth);
-      else
-        tile_dp4a<Deep, false>(k, t, i0, j0, memory, tid, nth);
+      } else
+        tile_dp4a<Deep>(k, t, i0, j0, memory, tid, nth);
       continue;
     }
 #endif

@@ -49,7 +49,7 @@ struct OffloadQmmArgs {
   // knows the zero points on the host clears them (qmm_sums_needed), and no kernel then sums those
   // lines. Clearing one whose sums are needed gives wrong results.
   bool row_sums_needed = true, col_sums_needed = true;
-  // Every alpha is 128 (u8 A with za = 128, int8 A with za = 0): the kernels then multiply
+  // Every alpha is 128 (u8 A with za = 128, int8 A with za = 0): the mma kernel then multiplies
   // A' - 128 as int8, which needs no column sums. Set only when true (qmm_sums_needed).
   bool every_alpha_128 = false;
   OffloadQmmKernel kernel = OffloadQmmKernel::dp4a;

@@ -242,7 +242,7 @@ TEST(QmmOffload, OperandsAlreadyPackedAreReadInPlace) {
 
 // Zero points decide which sums the correction needs: none of A' rows when every zb equals cb (0
 // for int8 B, 128 for uint8), none of B' columns when every za equals -ca (0 for uint8 A, -128 for
-// int8), and none of B' columns when every alpha is 128 (the kernels multiply A' - 128); the
+// int8), and none of B' columns for mma when every alpha is 128 (it multiplies A' - 128); the
 // packing kernels sum the others. Per-tensor and per-row / per-column zero points, each
 // signedness, in place and packed, ragged tiles.
 TEST(QmmOffload, OnlyTheSumsTheZeroPointsNeed) {
@@ -269,7 +269,7 @@ TEST(QmmOffload, OnlyTheSumsTheZeroPointsNeed) {
        DataType::uint8, {}, {}, {1}, {1, 144}, {9}, {128}},
       {"row sums only, A column-major transposed", {}, 96, 128, 256, DataType::uint8, DataType::int8,
        {1, 96}, {1, 256}, {1}, {1}, {0}, {-1}},
-      {"every alpha 128 (u8 A at 128): products of A' - 128, row sums", {2}, 256, 128, 256, DataType::uint8,
+      {"every alpha 128 (u8 A at 128): mma from A' - 128, row sums", {2}, 256, 128, 256, DataType::uint8,
        DataType::int8, {}, {256 * 128, 1, 256}, {256, 1}, {1, 128}, {128}, {3, 0, -128, 127}},
       {"every alpha 128 (int8 A at 0), B uint8 transposed, stored row sums", {}, 130, 144, 100, DataType::int8,
        DataType::uint8, {}, {}, {1}, {1}, {0}, {77}},
@@ -296,7 +296,7 @@ TEST(QmmOffload, OnlyTheSumsTheZeroPointsNeed) {
   }
 }
 
-// Every alpha 128 (int8 A without zero point) past one int32 slice: the deep kernels multiply
+// Every alpha 128 (int8 A without zero point) past one int32 slice: the deep mma kernel multiplies
 // A' - 128, whose row sums it takes from the packing kernel less 128 * K.
 TEST(QmmOffload, CentredAPastOneInt32Slice) {
   std::mt19937_64 rng(65664);
@@ -350,10 +350,9 @@ TEST(QmmOffload, WorkspaceHoldsOnlyWhatPackingWrites) {
   x.a = hk::detail::matrix_view(a_u8.cview());
   hk::detail::qmm_sums_needed(x, {128}, {0});  // u8 A at 128: every alpha is 128
   EXPECT_TRUE(x.every_alpha_128);
-  for (const auto kernel : {hk::detail::OffloadQmmKernel::dp4a, hk::detail::OffloadQmmKernel::mma}) {
-    x.kernel = kernel;  // each folds alpha into its product: no column sums
-    EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(x), 0);
-  }
+  EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(x), round_up_256(N * 8));
+  x.kernel = hk::detail::OffloadQmmKernel::mma;  // folds alpha into its product: no column sums
+  EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(x), 0);
 }
 
 }  // namespace
