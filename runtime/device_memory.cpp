@@ -6,14 +6,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <map>
 #include <mutex>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "hetkern/device.hpp"
 #include "hetkern/error.hpp"
+#include "runtime/kept_scratch.hpp"
 
 namespace hk {
 namespace {
@@ -49,16 +48,6 @@ ScratchPool& scratch_pool() {
   return *pool;
 }
 
-// The kept scratches, by device and owner; never destroyed, as the pool.
-struct KeptScratches {
-  std::mutex mutex;
-  std::map<std::pair<int, std::string>, detail::KeptScratch> by_owner;
-};
-KeptScratches& kept_scratches() {
-  static KeptScratches* kept = new KeptScratches;
-  return *kept;
-}
-
 }  // namespace
 
 TransferCounters transfer_counters() {
@@ -82,25 +71,11 @@ std::size_t release_cached_device_memory() {
   for (const auto& block : pool.free) omp_target_free(block.data, block.device);
   pool.free.clear();
   pool.cached_bytes = 0;
-  KeptScratches& kept = kept_scratches();
-  const std::lock_guard<std::mutex> kept_lock(kept.mutex);
-  for (auto& [key, scratch] : kept.by_owner) {
-    const std::lock_guard<std::mutex> in_use(scratch.mutex);
-    if (scratch.data) omp_target_free(scratch.data, key.first);
-    released += scratch.bytes;
-    scratch.data = nullptr;
-    scratch.bytes = 0;
-  }
+  released += detail::release_kept_scratches();
   return released;
 }
 
 namespace detail {
-
-KeptScratch& kept_scratch(int device, const char* owner) {
-  KeptScratches& kept = kept_scratches();
-  const std::lock_guard<std::mutex> lock(kept.mutex);
-  return kept.by_owner[{device, owner}];
-}
 
 void* device_alloc(std::size_t bytes, int device, const char* what) {
   void* p = omp_target_alloc(bytes == 0 ? 1 : bytes, device);

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstddef>
-#include <mutex>
 
 namespace hk::detail {
 
@@ -25,19 +24,6 @@ class ScratchLease {
   void* data_;
   std::size_t bytes_;
 };
-
-/// Device memory that one kind of kernel keeps on one device from call to call, holding what its
-/// last call left there: kernels whose state is valid by construction (zeroed once, reset by the
-/// kernel itself) need no launch to set it up. Use `data` only while holding `mutex`;
-/// hk::release_cached_device_memory frees it (data null, bytes 0) once no call holds it.
-struct KeptScratch {
-  std::mutex mutex;
-  void* data = nullptr;
-  std::size_t bytes = 0;
-  unsigned long long calls = 0;  // the owner's count of calls, kept when data is freed
-};
-/// The KeptScratch of `owner` (a kind of kernel) on `device`, the same object at every call.
-KeptScratch& kept_scratch(int device, const char* owner);
 
 /// `bytes` from host memory to device memory on `device` (offsets in bytes), counted in
 /// hk::transfer_counters(). Throws hk::Error(Errc::invalid_parameter) when the copy fails.

@@ -79,7 +79,9 @@ struct Kernel {
   // pack + product ms, one process per variant in one run): 4096^3 B column-major, no packing
   // kernel, 0.383-0.399 against 0.437-0.463 (0.426-0.429 with a packing kernel that sums only B),
   // row-major 0.458-0.477 against 0.458-0.516; 8192^3 2.27-2.35 / 2.40-2.50 against 2.32-2.43 /
-  // 2.36-2.45.
+  // 2.36-2.45. Not dp4a: flipping each A' word once for its eight dp4a.s32.s32 made the 4096^3
+  // product 1.417 ms against 1.338 (B column-major call 1.418 against 1.362 with its packing
+  // launch), the bitwise ops taking issue slots the dp4a need.
   bool a_centred = false;
   bool a_shared = false, b_shared = false;
   // The caller's matrices.

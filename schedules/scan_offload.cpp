@@ -19,6 +19,7 @@
 #include "hetkern/device.hpp"
 #include "hetkern/error.hpp"
 #include "runtime/device_memory.hpp"
+#include "runtime/kept_scratch.hpp"
 #include "schedules/scan_kernels.hpp"
 #include "schedules/scan_layout.hpp"
 
@@ -1347,29 +1348,6 @@ void gpu_chained_staged(const KernelArgs<T>& a) {
 // the call.
 constexpr std::size_t chained_words_offset = 128, chained_kept_bytes = std::size_t(64) << 20;
 
-// Room for `units` tile words, zeroed where newly allocated. Under the scratch's mutex.
-void reserve_chained(KeptScratch& scratch, int dev, std::int64_t units) {
-  const std::size_t need = chained_words_offset + std::size_t(units) * sizeof(TileWord);
-  if (need <= scratch.bytes) return;
-  if (scratch.data) omp_target_free(scratch.data, dev);
-  scratch.data = nullptr;
-  scratch.bytes = 0;
-  const std::size_t size = std::bit_ceil(need);
-  auto* words = static_cast<unsigned long long*>(device_alloc(size, dev, "scratch"));
-  const std::int64_t count = std::int64_t(size / sizeof(unsigned long long));
-#pragma omp target teams distribute parallel for device(dev) is_device_ptr(words)
-  for (std::int64_t i = 0; i < count; ++i) words[i] = 0;
-  scratch.data = words;
-  scratch.bytes = size;
-}
-
-void trim_chained(KeptScratch& scratch, int dev) {
-  if (scratch.bytes <= chained_kept_bytes) return;
-  omp_target_free(scratch.data, dev);
-  scratch.data = nullptr;
-  scratch.bytes = 0;
-}
-
 template <class T, class Op>
 void chained(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const ScanPlan& plan) {
   KernelArgs<T> a{.s = s, .x = x, .y = y, .exclusive = exclusive};
@@ -1380,7 +1358,7 @@ void chained(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
   const int teams = plan.teams, threads = plan.threads;
   KeptScratch& scratch = kept_scratch(dev, "scan.offload_chained");
   const std::lock_guard<std::mutex> hold(scratch.mutex);
-  reserve_chained(scratch, dev, units);
+  reserve_kept(scratch, dev, chained_words_offset + std::size_t(units) * sizeof(TileWord));
   char* const base = static_cast<char*>(scratch.data);
   a.ticket = reinterpret_cast<unsigned long long*>(base);
   a.done = reinterpret_cast<unsigned long long*>(base + 64);
@@ -1412,7 +1390,7 @@ void chained(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
 #endif
     }
   }
-  trim_chained(scratch, dev);
+  trim_kept(scratch, dev, chained_kept_bytes);
 }
 
 std::int64_t elem_bytes(const CumulativeCall& call) {

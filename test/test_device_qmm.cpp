@@ -2,6 +2,7 @@
 // on a machine without a GPU the device is the host fallback).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <mutex>
 #include <random>
 #include <string>
@@ -10,6 +11,7 @@
 #include "hetkern/device.hpp"
 #include "hetkern/error.hpp"
 #include "runtime/device_memory.hpp"
+#include "runtime/kept_scratch.hpp"
 #include "qmm_test_util.hpp"
 
 namespace {
@@ -150,9 +152,10 @@ TEST(DeviceScratch, CachedBlocksAreReusedAndReleased) {
   EXPECT_EQ(hk::release_cached_device_memory(), std::size_t(0));
 }
 
-TEST(DeviceScratch, KeptBlocksAreReleasedAndKeepTheirCount) {
-  // A kept block (the chained scan's tile states) stays with its owner across calls until
-  // released; its count of calls survives the release, so that states written before it stay old.
+TEST(DeviceScratch, KeptBlocksStartZeroedAndAreReleased) {
+  // A kept block (the chained scan's tile states, the dp4a tiles' sums) stays with its owner
+  // across calls until released, zeroed when (re)allocated; its count of calls survives a release,
+  // so that states written before it stay old.
   hk::release_cached_device_memory();
   const int device = hk::offload_device();
   hk::detail::KeptScratch& kept = hk::detail::kept_scratch(device, "test.kept");
@@ -160,15 +163,34 @@ TEST(DeviceScratch, KeptBlocksAreReleasedAndKeepTheirCount) {
   EXPECT_NE(&kept, &hk::detail::kept_scratch(device, "test.other"));
   {
     const std::lock_guard<std::mutex> hold(kept.mutex);
-    kept.data = hk::detail::device_alloc(8192, device, "test");
-    kept.bytes = 8192;
+    hk::detail::reserve_kept(kept, device, 5000);
+    ASSERT_EQ(kept.bytes, std::size_t(8192));
+    std::vector<unsigned char> bytes(kept.bytes, 1);
+    hk::detail::copy_to_host(bytes.data(), kept.data, 0, bytes.size(), device);
+    EXPECT_EQ(std::count(bytes.begin(), bytes.end(), 0), std::ptrdiff_t(bytes.size()));
+    const std::vector<unsigned char> ones(kept.bytes, 1);
+    hk::detail::copy_to_device(kept.data, 0, ones.data(), ones.size(), device);
+    void* const before = kept.data;
+    hk::detail::reserve_kept(kept, device, 8192);  // fits: kept as it is
+    EXPECT_EQ(kept.data, before);
+    hk::detail::reserve_kept(kept, device, 8193);  // a new block, zeroed
+    ASSERT_EQ(kept.bytes, std::size_t(16384));
+    bytes.assign(kept.bytes, 1);
+    hk::detail::copy_to_host(bytes.data(), kept.data, 0, bytes.size(), device);
+    EXPECT_EQ(std::count(bytes.begin(), bytes.end(), 0), std::ptrdiff_t(bytes.size()));
+    hk::detail::trim_kept(kept, device, 16384);
+    EXPECT_EQ(kept.bytes, std::size_t(16384));
     kept.calls = 5;
   }
-  EXPECT_GE(hk::release_cached_device_memory(), std::size_t(8192));
+  EXPECT_GE(hk::release_cached_device_memory(), std::size_t(16384));
   EXPECT_EQ(kept.data, nullptr);
   EXPECT_EQ(kept.bytes, std::size_t(0));
   EXPECT_EQ(kept.calls, 5u);
   EXPECT_EQ(hk::release_cached_device_memory(), std::size_t(0));
+  const std::lock_guard<std::mutex> hold(kept.mutex);
+  hk::detail::reserve_kept(kept, device, 100);
+  hk::detail::trim_kept(kept, device, 64);  // larger than kept: freed
+  EXPECT_EQ(kept.data, nullptr);
 }
 
 }  // namespace
