@@ -17,11 +17,9 @@
 
 #include <algorithm>
 #include <bit>
-#include <mutex>
 #include <type_traits>
 
 #include "algorithms/requantize.hpp"
-#include "runtime/kept_scratch.hpp"
 #include "schedules/qmm_pack.hpp"
 #include "schedules/scan_offload.hpp"
 
@@ -64,11 +62,6 @@ inline i32 dot4_centred(u32 a, u32 b, i32 c) {
 // unsigned, so A' bytes times ones, ones times B' bytes).
 inline i32 byte_sum(u32 word, bool is_a) { return is_a ? dot4(word, 0x01010101u, 0) : dot4(0x01010101u, word, 0); }
 
-// Lines per group whose sums the dp4a tiles compute (Kernel::group_states), and the most bytes of
-// kept scratch (group states and sums) left on a device after a call: 2M lines.
-constexpr i64 group_lines = 16;
-constexpr std::size_t kept_sums_bytes = std::size_t(16) << 20;
-
 // Everything a kernel reads, passed by value into each target region.
 struct Kernel {
   i64 batches = 1, batch1 = 1, M = 0, N = 0, K = 0, kp = 0, Mp = 0, Np = 0;
@@ -90,14 +83,6 @@ struct Kernel {
   // product 1.417 ms against 1.338 (B column-major call 1.418 against 1.362 with its packing
   // launch), the bitwise ops taking issue slots the dp4a need.
   bool a_centred = false;
-  // Sums in the tiles (WorkspaceLayout::sums_in_tiles): a state word per group of group_lines
-  // lines whose sums are needed, A' row groups first ([a_batches][M / 16]), then B' column groups
-  // ([b_batches][N / 16]), in kept scratch whose words are all below `claimed` as the call starts.
-  // A team claims a group by raising its state to `claimed`, sums its lines into row_sums or
-  // col_sums, and raises it to claimed + 1 (done). Null: the sums come from the packing kernel.
-  std::uint64_t* group_states = nullptr;
-  std::uint64_t claimed = 0;
-  i64 row_groups = 0;
   bool a_shared = false, b_shared = false;
   // The caller's matrices.
   const u8* a = nullptr;
@@ -116,30 +101,6 @@ struct Kernel {
   i64 b_batch(i64 t) const { return b_shared ? 0 : t; }
   const u8* a_rows(i64 t, i64 r) const { return ap + (a_batch(t) * Mp + r) * kp; }
   const std::int8_t* b_cols(i64 t, i64 c) const { return bp + (b_batch(t) * Np + c) * kp; }
-
-  // Group e (0-15) of tile (t, i0, j0): rows i0 + 16e .. of A' for e < 8, columns j0 + 16(e - 8)
-  // .. of B' after; its state is null when its sums are not needed.
-  struct Group {
-    std::uint64_t* state = nullptr;
-    const u8* lines = nullptr;
-    i64* sums = nullptr;
-    bool is_a = false;
-  };
-  Group group(i64 t, i64 i0, i64 j0, int e) const {
-    Group g;
-    g.is_a = e < 8;
-    const i64 first = (g.is_a ? i0 : j0) + group_lines * (e % 8);
-    if (g.is_a && row_sums) {
-      g.state = group_states + a_batch(t) * (M / group_lines) + first / group_lines;
-      g.lines = a_rows(t, first);
-      g.sums = row_sums + a_batch(t) * M + first;
-    } else if (!g.is_a && col_sums) {
-      g.state = group_states + row_groups + b_batch(t) * (N / group_lines) + first / group_lines;
-      g.lines = reinterpret_cast<const u8*>(b_cols(t, first));
-      g.sums = col_sums + b_batch(t) * N + first;
-    }
-    return g;
-  }
 
   // The epilogue's terms, gathered once per tile, per output row and per output column, so that
   // an output costs a few multiplications: acc = dot - beta * row sum - alpha * (column sum -
@@ -208,9 +169,6 @@ struct WorkspaceLayout {
   bool a_in_place, b_in_place;
   bool row_sums_stored, col_sums_stored;  // needed, so in the workspace
   bool a_centred;                         // Kernel::a_centred
-  // dp4a with both operands in place: the tiles sum the lines the zero points need (in kept
-  // scratch, Kernel::group_states), so that no packing kernel runs at all.
-  bool sums_in_tiles;
 };
 
 bool batch_shared(const MatrixView& v) { return v.batch_stride[0] == 0 && v.batch_stride[1] == 0; }
@@ -251,9 +209,8 @@ WorkspaceLayout workspace_layout(const OffloadQmmArgs& x) {
   w.a_in_place = packed_in_place(x.a, true, x.M, x.K, x.batch);
   w.b_in_place = packed_in_place(x.b, false, x.N, x.K, x.batch);
   w.a_centred = x.every_alpha_128 && x.kernel == OffloadQmmKernel::mma;
-  w.sums_in_tiles = x.kernel == OffloadQmmKernel::dp4a && w.a_in_place && w.b_in_place;
-  w.row_sums_stored = x.row_sums_needed && !w.sums_in_tiles;
-  w.col_sums_stored = x.col_sums_needed && !w.a_centred && !w.sums_in_tiles;
+  w.row_sums_stored = x.row_sums_needed;
+  w.col_sums_stored = x.col_sums_needed && !w.a_centred;
   w.ap = 0;
   w.bp = align_up(w.ap + (w.a_in_place ? 0 : w.a_batches * w.Mp * w.kp));
   w.row_sums = align_up(w.bp + (w.b_in_place ? 0 : w.b_batches * w.Np * w.kp));
@@ -593,30 +550,13 @@ void pack(const Kernel k, int device) {
   for (int g = 0; g < gathered; ++g) pack_gather(gather[g], k.K, k.kp, k.batch1, device);
 }
 
-// The sum of a line of A' (is_a) or B', kp bytes.
-inline i64 line_sum(const u8* line, i64 kp, bool is_a) {
-  i64 sum = 0;
-  for (i64 w = 0; w < kp / 4; ++w) sum += byte_sum(reinterpret_cast<const u32*>(line)[w], is_a);
-  return sum;
-}
-
 // A 64 x 32 block of a tile computed by one worker without team memory or warp instructions: the
-// host fallback, and a device team without the staged kernels' conditions. With sums in the tiles
-// (Kernel::group_states) it sums its own lines.
+// host fallback, and a device team without the staged kernels' conditions.
 inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
   const i64 words = k.kp / 4;
   const Kernel::Tile tl = k.tile(t);
-  const bool own_sums = k.group_states != nullptr;
-  Kernel::Tile terms = tl;  // without the sums this block adds itself
-  if (own_sums) terms.row_sums = terms.col_sums = nullptr;
-  Kernel::Col cols[32];
-  for (i64 c = c0; c < c0 + 32 && c < k.N; ++c) {
-    cols[c - c0] = k.col(terms, c);
-    if (own_sums && tl.col_sums) cols[c - c0].term += line_sum(reinterpret_cast<const u8*>(k.b_cols(t, c)), k.kp, false);
-  }
   for (i64 r = r0; r < r0 + 64 && r < k.M; ++r) {
-    Kernel::Row rw = k.row(terms, r);
-    if (own_sums && tl.row_sums) rw.sum += line_sum(k.a_rows(t, r), k.kp, true);
+    const Kernel::Row rw = k.row(tl, r);
     for (i64 c = c0; c < c0 + 32 && c < k.N; ++c) {
       const u32* x = reinterpret_cast<const u32*>(k.a_rows(t, r));
       const u32* y = reinterpret_cast<const u32*>(k.b_cols(t, c));
@@ -625,7 +565,7 @@ inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
         for (i64 w = 0; w < words; ++w) dot += dot4_centred(x[w], y[w], 0);
       else
         for (i64 w = 0; w < words; ++w) dot += dot4(x[w], y[w], 0);
-      k.finish(rw, cols[c - c0], dot);
+      k.finish(rw, k.col(tl, c), dot);
     }
   }
 }
@@ -674,13 +614,11 @@ constexpr int mma_slice = 64, mma_stages = 2;
 constexpr int dp4a_slice = 64, dp4a_stages = 2;
 // The mma kernel's team memory: the stages, which its epilogue reuses to stage up to four warps'
 // 16 x 64 accumulators (int64 at most), then the tile's row and column terms, gathered as the tile
-// starts. The dp4a epilogue holds a tile's row and column terms where its stages were; past them a
-// word hands a group claimed for summing (sum_groups) to the team.
+// starts. The dp4a epilogue holds a tile's row and column terms where its stages were.
 constexpr int tile_terms_bytes = int(tile_rows * sizeof(Kernel::Row) + tile_cols * sizeof(Kernel::Col));
 constexpr int mma_stage_bytes = std::max(mma_slice * 256 * mma_stages, 4 * 16 * 64 * 8);
 constexpr int team_memory_bytes = mma_stage_bytes + tile_terms_bytes;
-constexpr int dp4a_claim_offset = std::max(dp4a_slice * 256 * dp4a_stages, tile_terms_bytes);
-constexpr int dp4a_memory_bytes = dp4a_claim_offset + 16;
+constexpr int dp4a_memory_bytes = std::max(dp4a_slice * 256 * dp4a_stages, tile_terms_bytes);
 static_assert(team_memory_bytes <= offload_team_memory_bytes && dp4a_memory_bytes <= offload_team_memory_bytes,
               "a team gets at most 48 KB of team memory, the runtime's share included");
 
@@ -770,92 +708,6 @@ template <class W, class A, std::size_t N> inline void fold_wide(W (&wide)[N], A
   for (std::size_t i = 0; i < N; ++i) fold_wide(wide[i], acc[i]);
 }
 
-inline std::uint64_t load_acquire(const std::uint64_t* p) {
-  std::uint64_t v;
-  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-
-inline void store_release(std::uint64_t* p, std::uint64_t v) {
-  asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
-// Raises *p to v unless it is above; returns the value before.
-inline std::uint64_t raise_to(std::uint64_t* p, std::uint64_t v) {
-  std::uint64_t before;
-  asm volatile("atom.relaxed.gpu.global.max.u64 %0, [%1], %2;" : "=l"(before) : "l"(p), "l"(v) : "memory");
-  return before;
-}
-
-// By thread 0: a group of the tile whose sums no team has claimed yet, claimed now, or -1. With
-// `wait`, until every group the tile needs is done unless one can be claimed on the way (-1: all
-// done); a group another team claimed is being summed by a running team, which waits for nothing
-// before it publishes it.
-inline int claim_group(const Kernel& k, i64 t, i64 i0, i64 j0, bool wait) {
-  for (;;) {
-    std::uint64_t states[16];
-#pragma unroll
-    for (int e = 0; e < 16; ++e) {
-      const Kernel::Group g = k.group(t, i0, j0, e);
-      states[e] = g.state ? load_acquire(g.state) : k.claimed + 1;  // issued together
-    }
-    bool pending = false;
-    for (int e = 0; e < 16; ++e) {
-      if (states[e] > k.claimed) continue;  // done
-      if (states[e] < k.claimed && raise_to(k.group(t, i0, j0, e).state, k.claimed) < k.claimed) return e;
-      pending = true;
-    }
-    if (!pending || !wait) return -1;
-    asm volatile("nanosleep.u32 200;");
-  }
-}
-
-// The sums of a group's lines (kp bytes each, 16-byte aligned), by the whole team: a warp per line,
-// each lane adding every 32nd 16-byte chunk, eight loads in flight; a thread per line in a team
-// smaller than a warp. Each thread that stores a sum fences it for the release that follows.
-inline void sum_group(const Kernel::Group& g, i64 kp, int tid, int nth) {
-  const i64 chunks = kp / 16;
-  const int warps = nth / 32, warp = tid / 32, lane = tid % 32;
-  if (warps == 0) {
-    for (int l = tid; l < int(group_lines); l += nth) g.sums[l] = line_sum(g.lines + l * kp, kp, g.is_a);
-  } else if (warp < warps) {
-    for (int l = warp; l < int(group_lines); l += warps) {
-      const u32x4* line = reinterpret_cast<const u32x4*>(g.lines + l * kp);
-      i64 sum = 0;
-      for (i64 c0 = lane; c0 < chunks; c0 += 8 * 32) {
-        u32x4 w[8];
-#pragma unroll
-        for (int u = 0; u < 8; ++u) w[u] = c0 + 32 * u < chunks ? line[c0 + 32 * u] : u32x4{0, 0, 0, 0};
-#pragma unroll
-        for (int u = 0; u < 8; ++u)
-          sum += byte_sum(w[u].x, g.is_a) + byte_sum(w[u].y, g.is_a) + byte_sum(w[u].z, g.is_a) + byte_sum(w[u].w, g.is_a);
-      }
-      sum = warp_sum(sum);
-      if (lane == 0) g.sums[l] = sum;
-    }
-  }
-  asm volatile("fence.acq_rel.gpu;" ::: "memory");
-}
-
-// Sums in the tiles (Kernel::group_states), by the whole team: as a tile starts (finish false),
-// one group of its lines nobody has claimed yet, if any, so that the groups are summed by the
-// first tiles that need them, spread over the teams; before its epilogue (finish true) every group
-// not yet done, waiting for those other teams are summing. `slot`: a word of team memory.
-inline void sum_groups(const Kernel& k, i64 t, i64 i0, i64 j0, int* slot, bool finish, int tid, int nth) {
-  for (;;) {
-    if (tid == 0) *slot = claim_group(k, t, i0, j0, finish);
-    team_barrier();
-    const int e = *slot;
-    team_barrier();  // read by all before thread 0 writes it again
-    if (e < 0) return;
-    const Kernel::Group g = k.group(t, i0, j0, e);
-    sum_group(g, k.kp, tid, nth);
-    team_barrier();
-    if (tid == 0) store_release(g.state, k.claimed + 1);
-    if (!finish) return;
-  }
-}
-
 // dp4a from team memory: thread block b (of 256) holds the 8 x 8 outputs at rows b / 16 + 16i and
 // columns b % 16 + 16j of the tile; with fewer than 256 threads the blocks are taken in rounds,
 // each round over the whole depth. The epilogue's row and column terms are gathered once per tile
@@ -868,7 +720,6 @@ inline void tile_dp4a(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int 
   const u32 shared = shared_address(memory);
   Kernel::Row* rows = static_cast<Kernel::Row*>(memory);
   Kernel::Col* cols = reinterpret_cast<Kernel::Col*>(rows + tile_rows);
-  int* const slot = reinterpret_cast<int*>(static_cast<u8*>(memory) + dp4a_claim_offset);
   const Staging source = staging(k, t, i0, j0);
   for (int first = 0; first < 256; first += nth) {
     const int block = first + tid, tr = block / 16, tc = block % 16;
@@ -880,7 +731,6 @@ inline void tile_dp4a(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int 
     // swizzled offsets in registers across the depth loop and spilled the accumulators.)
     const int x_swizzle = swizzled<Slice>(tr, 0) - tr * Slice, y_swizzle = swizzled<Slice>(tc, 0) - tc * Slice;
     first_slices<Slice, Stages>(source, shared, tid, nth);
-    if (k.group_states && first == 0) sum_groups(k, t, i0, j0, slot, false, tid, nth);
     for (i64 k0 = 0, s = 0; k0 < source.kp; k0 += Slice, ++s) {
       const u32 stage = next_slice<Slice, Stages>(source, k0, s, shared, tid, nth);
       if (active) {
@@ -904,7 +754,6 @@ inline void tile_dp4a(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int 
         if (fold_after<Slice>(source.kp, k0)) fold_wide(wide, acc);
     }
     team_barrier();  // every thread is done with the stages
-    if (k.group_states) sum_groups(k, t, i0, j0, slot, true, tid, nth);
     const Kernel::Tile tl = k.tile(t);
     for (int e = tid; e < int(tile_rows + tile_cols); e += nth) {
       if (e < int(tile_rows))
@@ -1244,39 +1093,16 @@ void qmm_offload_pack(const OffloadQmmArgs& x) {
 void qmm_offload_product(const OffloadQmmArgs& x) {
   if (x.M == 0 || x.N == 0 || x.batch[0] * x.batch[1] == 0) return;
   const WorkspaceLayout w = workspace_layout(x);
-  Kernel k = make_kernel(x, w);
+  const Kernel k = make_kernel(x, w);
   const i64 tiles = k.batches * k.tiles_m * k.tiles_n;
   const int teams = int(std::min<i64>(x.teams > 0 ? x.teams : tiles, tiles));
   const bool use_mma = x.kernel == OffloadQmmKernel::mma;
   const int threads = std::min(x.threads > 0 ? x.threads : use_mma ? default_mma_threads : default_dp4a_threads,
                                use_mma ? mma_bound : dp4a_bound);
-  const auto launch = [&] {
-    if (w.kp > int32_depth)
-      use_mma ? product_mma<true>(k, x.device, teams, threads) : product_dp4a<true>(k, x.device, teams, threads);
-    else
-      use_mma ? product_mma<false>(k, x.device, teams, threads) : product_dp4a<false>(k, x.device, teams, threads);
-  };
-  if (!w.sums_in_tiles || (!x.row_sums_needed && !x.col_sums_needed)) {
-    launch();
-    return;
-  }
-  // Sums in the tiles: the group states, then the row sums and the column sums, in the kept scratch.
-  const i64 row_groups = x.row_sums_needed ? w.a_batches * x.M / group_lines : 0;
-  const i64 col_groups = x.col_sums_needed ? w.b_batches * x.N / group_lines : 0;
-  const i64 row_sums_at = round_up((row_groups + col_groups) * i64(sizeof(std::uint64_t)), workspace_align);
-  const i64 col_sums_at = row_sums_at + round_up(row_groups * group_lines * i64(sizeof(i64)), workspace_align);
-  const i64 bytes = col_sums_at + col_groups * group_lines * i64(sizeof(i64));
-  KeptScratch& scratch = kept_scratch(x.device, "qmm.offload sums");
-  const std::lock_guard<std::mutex> hold(scratch.mutex);
-  reserve_kept(scratch, x.device, std::size_t(bytes));
-  char* const base = static_cast<char*>(scratch.data);
-  k.group_states = reinterpret_cast<std::uint64_t*>(base);
-  k.row_groups = row_groups;
-  k.claimed = 2 * ++scratch.calls;
-  k.row_sums = x.row_sums_needed ? reinterpret_cast<i64*>(base + row_sums_at) : nullptr;
-  k.col_sums = x.col_sums_needed ? reinterpret_cast<i64*>(base + col_sums_at) : nullptr;
-  launch();
-  trim_kept(scratch, x.device, kept_sums_bytes);
+  if (w.kp > int32_depth)
+    use_mma ? product_mma<true>(k, x.device, teams, threads) : product_dp4a<true>(k, x.device, teams, threads);
+  else
+    use_mma ? product_mma<false>(k, x.device, teams, threads) : product_dp4a<false>(k, x.device, teams, threads);
 }
 
 void qmm_offload(const OffloadQmmArgs& x) {

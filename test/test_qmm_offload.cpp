@@ -317,35 +317,8 @@ TEST(QmmOffload, CentredAPastOneInt32Slice) {
   check(p, e, "K=" + std::to_string(K));
 }
 
-// Both operands in place under dp4a: the tiles sum the lines the zero points need, each 16-line
-// group claimed by one team and waited for by the others, the group states kept from call to
-// call. Row and column sums (per-row and per-column zero points), A's batches following and B
-// shared by them, 3 x 3 tiles a batch; calls in turn with one team (every group summed by the
-// team that needs it), a few teams and one per tile, whole warps and a thread past them, each exact.
-TEST(QmmOffload, Dp4aTilesSumInPlaceOperandsFromCallToCall) {
-  std::mt19937_64 rng(16);
-  const i64 M = 384, N = 384, K = 256;
-  Problem p;
-  p.M = M, p.N = N, p.K = K;
-  p.batch = {2};
-  p.a = Buffer(DataType::uint8, {2, M, K}, {}, rng);
-  p.b = Buffer(DataType::int8, {2, K, N}, {0, 1, K}, rng);
-  p.y = Buffer(DataType::uint8, {2, M, N}, {}, rng);
-  p.a_zero = qmmt::literal_q(DataType::uint8, {M, 1}, {3, 250}, rng);
-  p.b_zero = qmmt::literal_q(DataType::int8, {1, N}, {-100, 90}, rng);
-  p.y_zero = qmmt::literal_q(DataType::uint8, {1}, {128}, rng);
-  p.a_scale = qmmt::literal_f({1}, {0.02f}, rng);
-  p.b_scale = qmmt::literal_f({1}, {0.01f}, rng);
-  p.y_scale = qmmt::literal_f({1}, {16.0f}, rng);
-  const qmmt::Expected e = qmmt::oracle(p, true);
-  for (int round = 0; round < 2; ++round)
-    for (const char* s : {"qmm.offload(teams=1)", "qmm.offload(teams=5, threads=64)", "qmm.offload",
-                          "qmm.offload(teams=7, threads=33)"})
-      qmmt::run_and_check(p, hk::Schedule::parse(s), e, std::string(s) + ", round " + std::to_string(round));
-}
-
-// The workspace holds only what the packing kernels write: for operands read in place their sums
-// (none under dp4a, whose tiles sum them), and no sums the zero points do not need.
+// The workspace holds only what the packing kernels write: for operands read in place their sums,
+// and no sums the zero points do not need.
 TEST(QmmOffload, WorkspaceHoldsOnlyWhatPackingWrites) {
   std::mt19937_64 rng(1);
   const i64 M = 256, N = 128, K = 512;
@@ -355,10 +328,7 @@ TEST(QmmOffload, WorkspaceHoldsOnlyWhatPackingWrites) {
   x.M = M, x.N = N, x.K = K;
   x.b = hk::detail::matrix_view(b.cview());
   x.a = hk::detail::matrix_view(a_u8.cview());
-  EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(x), 0);  // dp4a: the tiles sum A and B
-  x.kernel = hk::detail::OffloadQmmKernel::mma;               // the packing kernel sums them
   EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(x), round_up_256(M * 8) + round_up_256(N * 8));
-  x.kernel = hk::detail::OffloadQmmKernel::dp4a;
   hk::detail::qmm_sums_needed(x, {0}, {0});  // u8 A and int8 B at 0: nothing to pack or sum
   EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(x), 0);
   x.a = hk::detail::matrix_view(a_s8.cview());
@@ -380,7 +350,7 @@ TEST(QmmOffload, WorkspaceHoldsOnlyWhatPackingWrites) {
   x.a = hk::detail::matrix_view(a_u8.cview());
   hk::detail::qmm_sums_needed(x, {128}, {0});  // u8 A at 128: every alpha is 128
   EXPECT_TRUE(x.every_alpha_128);
-  EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(x), 0);  // dp4a: the tiles sum B
+  EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(x), round_up_256(N * 8));
   x.kernel = hk::detail::OffloadQmmKernel::mma;  // folds alpha into its product: no column sums
   EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(x), 0);
 }
