@@ -186,7 +186,10 @@ bool batch_shared(const MatrixView& v) { return v.batch_stride[0] == 0 && v.batc
 // its ldmatrix loads nearly fill the team memory's bandwidth; all 256 lines: 0.55 against 0.33);
 // for dp4a, four 16-byte loads and 16 dp4a per line and slice, 3% (bench, product 1.396 against
 // 1.354 ms beside B row-major at 4096^3, 10.56 against 10.21 at 8192^3), more than the summing
-// launch (0.02-0.03 ms; 0.07 at 8192^3).
+// launch (0.02-0.03 ms; 0.07 at 8192^3). Nor with each 16-line group summed once, from global
+// memory, by the first dp4a tile that needs it (claimed through state words kept across calls,
+// waited for by the others before their epilogue): 1.508-1.553 ms against 1.319-1.328 at 4096^3,
+// B row-major included, where nothing was claimed (the claim and wait code alone cost that).
 bool packed_in_place(const MatrixView& v, bool is_a, i64 lines, i64 K, const i64 (&batch)[2]) {
   const i64 line_stride = is_a ? v.row_stride : v.col_stride, k_stride = is_a ? v.col_stride : v.row_stride;
   const bool flips = v.dtype == (is_a ? DataType::int8 : DataType::uint8);
