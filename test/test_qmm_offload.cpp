@@ -37,6 +37,14 @@ void check(Problem& p, const qmmt::Expected& e, const std::string& context) {
   for (const auto& s : offload_schedules()) qmmt::run_and_check(p, s, e, context);
 }
 
+// Scales 2^-16 for A and B onto 1, which keep the outputs of accumulators past the int32 range
+// in range.
+void set_deep_scales(Problem& p, std::mt19937_64& rng) {
+  p.a_scale = qmmt::literal_f({1}, {std::ldexp(1.0f, -16)}, rng);
+  p.b_scale = qmmt::literal_f({1}, {std::ldexp(1.0f, -16)}, rng);
+  p.y_scale = qmmt::literal_f({1}, {1.0f}, rng);
+}
+
 // The kernels add int32 slices of 65536 deep in int64: K = 65536 + 300 with every product -32640
 // (and +32640 in row 1) crosses a slice boundary and both int32 limits.
 TEST(QmmOffload, DepthPastOneInt32Slice) {
@@ -51,9 +59,7 @@ TEST(QmmOffload, DepthPastOneInt32Slice) {
   for (i64 k = 0; k < K; ++k)
     for (i64 n = 0; n < 3; ++n) p.b.set_q({k, n}, n == 2 ? int(rng() % 256) - 128 : -128);
   p.y = Buffer(DataType::int8, {2, 3}, {}, rng);
-  p.a_scale = qmmt::literal_f({1}, {std::ldexp(1.0f, -16)}, rng);
-  p.b_scale = qmmt::literal_f({1}, {std::ldexp(1.0f, -16)}, rng);
-  p.y_scale = qmmt::literal_f({1}, {1.0f}, rng);
+  set_deep_scales(p, rng);
   const qmmt::Expected e = qmmt::oracle(p, false);
   ASSERT_LT(e.acc[0], i64(INT32_MIN));
   ASSERT_GT(e.acc[3], i64(INT32_MAX));
@@ -309,9 +315,7 @@ TEST(QmmOffload, CentredAPastOneInt32Slice) {
   for (i64 k = 0; k < K; ++k) p.b.set_q({k, 0}, 127);
   p.b_zero = qmmt::literal_q(DataType::int8, {1, 2}, {-128, 5}, rng);
   p.y = Buffer(DataType::int8, {3, 2}, {}, rng);
-  p.a_scale = qmmt::literal_f({1}, {std::ldexp(1.0f, -16)}, rng);
-  p.b_scale = qmmt::literal_f({1}, {std::ldexp(1.0f, -16)}, rng);
-  p.y_scale = qmmt::literal_f({1}, {1.0f}, rng);
+  set_deep_scales(p, rng);
   const qmmt::Expected e = qmmt::oracle(p, false);
   ASSERT_GT(e.acc[0], i64(INT32_MAX));
   check(p, e, "K=" + std::to_string(K));
