@@ -1339,8 +1339,8 @@ void gpu_chained_staged(const KernelArgs<T>& a) {
 // Scratch of the chained kernels on one device, kept across calls (KeptScratch): the ticket and
 // the count of teams done (each in its own 64 bytes), then a TileWord per tile. Zeroed once, when
 // allocated; each call takes the next count of calls, its tile states (TileStates) reading every
-// word that zeroing or an earlier call left as pending, and its last team leaves the ticket and the count at
-// zero (leave_chained). So a call needs no launch to set the scratch up. (Measured on an H100,
+// word that zeroing or an earlier call left as pending, and its last team leaves the ticket and
+// the count at zero (leave_chained). So a call needs no launch to set the scratch up. (Measured on an H100,
 // 2^28 line, hetkern-offload-bench --case chained: float32 0.905 ms a call, int32 0.889, float16
 // 0.476, against 0.923, 0.902 and 0.483 with an initializing launch per call, the lead's report
 // run of the same kind of machine.) One call at a time per device holds it; more than
