@@ -65,14 +65,17 @@ void reset_transfer_counters() {
 }
 
 std::size_t release_cached_device_memory() {
-  ScratchPool& pool = scratch_pool();
-  const std::lock_guard<std::mutex> lock(pool.mutex);
-  std::size_t released = pool.cached_bytes;
-  for (const auto& block : pool.free) omp_target_free(block.data, block.device);
-  pool.free.clear();
-  pool.cached_bytes = 0;
-  released += detail::release_kept_scratches();
-  return released;
+  std::size_t released = 0;
+  {
+    ScratchPool& pool = scratch_pool();
+    const std::lock_guard<std::mutex> lock(pool.mutex);
+    released = pool.cached_bytes;
+    for (const auto& block : pool.free) omp_target_free(block.data, block.device);
+    pool.free.clear();
+    pool.cached_bytes = 0;
+  }
+  // Outside the pool's lock: this waits for running calls that hold a kept block.
+  return released + detail::release_kept_scratches();
 }
 
 namespace detail {
