@@ -2,8 +2,8 @@
 // tests run every offload schedule too, through the strategy table): depths beyond one int32 slice
 // of the product kernels, batches with a broadcast A and B in one call, tiles in more than one
 // band, each packing kernel with each other one, transposes in batches, operands read in place
-// beside packed ones, only the row and column sums the zero points need,
-// and output layouts that split neighbouring outputs.
+// beside packed ones, only the row and column sums the zero points need, and output layouts that
+// split neighbouring outputs.
 #include <gtest/gtest.h>
 
 #include <cmath>
