@@ -1040,6 +1040,10 @@ void product_mma(const Kernel k, int device, int teams, int threads) {
   product_team<OffloadQmmKernel::mma, Deep>(k);
 }
 
+// ca and cb of qmm_pack.hpp: what A' adds to A, what B' takes from B.
+i32 a_shift(const MatrixView& a) { return a.dtype == DataType::int8 ? 128 : 0; }
+i32 b_shift(const MatrixView& b) { return b.dtype == DataType::uint8 ? 128 : 0; }
+
 Kernel make_kernel(const OffloadQmmArgs& x, const WorkspaceLayout& w) {
   Kernel k;
   k.batches = x.batch[0] * x.batch[1];
@@ -1060,8 +1064,8 @@ Kernel make_kernel(const OffloadQmmArgs& x, const WorkspaceLayout& w) {
   k.a_rs = x.a.row_stride, k.a_cs = x.a.col_stride, k.b_rs = x.b.row_stride, k.b_cs = x.b.col_stride;
   k.a_flip = x.a.dtype == DataType::int8 ? 0x80 : 0;
   k.b_flip = x.b.dtype == DataType::uint8 ? 0x80 : 0;
-  k.ca = x.a.dtype == DataType::int8 ? 128 : 0;
-  k.cb = x.b.dtype == DataType::uint8 ? 128 : 0;
+  k.ca = a_shift(x.a);
+  k.cb = b_shift(x.b);
   k.sa = x.a_scale, k.sb = x.b_scale, k.sy = x.out_scale;
   k.za = x.a_zero, k.zb = x.b_zero, k.zy = x.out_zero;
   k.sa_step = x.a_scale_per_row, k.sb_step = x.b_scale_per_column, k.sy_step = x.out_scale_per_row;
@@ -1078,7 +1082,7 @@ Kernel make_kernel(const OffloadQmmArgs& x, const WorkspaceLayout& w) {
 
 void qmm_sums_needed(OffloadQmmArgs& args, const std::vector<std::int32_t>& a_zero,
                      const std::vector<std::int32_t>& b_zero) {
-  const std::int32_t ca = args.a.dtype == DataType::int8 ? 128 : 0, cb = args.b.dtype == DataType::uint8 ? 128 : 0;
+  const std::int32_t ca = a_shift(args.a), cb = b_shift(args.b);
   args.row_sums_needed = std::any_of(b_zero.begin(), b_zero.end(), [&](std::int32_t z) { return z != cb; });
   args.col_sums_needed = std::any_of(a_zero.begin(), a_zero.end(), [&](std::int32_t z) { return z != -ca; });
   args.every_alpha_128 = std::all_of(a_zero.begin(), a_zero.end(), [&](std::int32_t z) { return z == 128 - ca; });

@@ -1340,12 +1340,12 @@ void gpu_chained_staged(const KernelArgs<T>& a) {
 // the count of teams done (each in its own 64 bytes), then a TileWord per tile. Zeroed once, when
 // allocated; each call takes the next count of calls, its tile states (TileStates) reading every
 // word that zeroing or an earlier call left as pending, and its last team leaves the ticket and
-// the count at zero (leave_chained). So a call needs no launch to set the scratch up. (Measured on an H100,
-// 2^28 line, hetkern-offload-bench --case chained: float32 0.905 ms a call, int32 0.889, float16
-// 0.476, against 0.923, 0.902 and 0.483 with an initializing launch per call, the lead's report
-// run of the same kind of machine.) One call at a time per device holds it; more than
-// chained_kept_bytes (4M tiles: lines of 15 G elements in the default tiles) go back at the end of
-// the call.
+// the count at zero (leave_chained). So a call needs no launch to set the scratch up. (Measured
+// on an H100, 2^28 line, hetkern-offload-bench --case chained: float32 0.905 ms a call, int32
+// 0.889, float16 0.476, against 0.923, 0.902 and 0.483 with an initializing launch per call, the
+// lead's report run of the same kind of machine.) One call at a time per device holds it; more
+// than chained_kept_bytes (4M tiles: lines of 15 G elements in the default tiles) go back at the
+// end of the call.
 constexpr std::size_t chained_words_offset = 128, chained_kept_bytes = std::size_t(64) << 20;
 
 template <class T, class Op>
@@ -1364,7 +1364,7 @@ void chained(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
   a.done = reinterpret_cast<unsigned long long*>(base + 64);
   a.words = reinterpret_cast<TileWord*>(base + chained_words_offset);
   a.folded = 2 * ++scratch.calls;
-  // Staged through team memory where the lines allow 16-byte copies and two tiles fit. Its
+  // Staged through team memory where the lines allow 16-byte copies and the tile buffers fit. Its
   // launch bound caps the registers at 96 per thread, so that five teams of 128 threads fit an SM.
   const std::int64_t staged_bytes = staged_team_bytes<T>(threads, plan.items);
   if (a.vec && plan.items % vec_elems<T> == 0 && staged_bytes <= offload_team_memory_bytes &&
@@ -1461,8 +1461,9 @@ ScanPlan default_offload_scan_plan(const CumulativeCall& call) {
   const ScanLayout s = make_scan_layout(call);
   if (!s.lines_are_rows()) return offload_scan_defaults(call, ScanPlan::Kind::offload_columns);
   // Enough lines to give every team its own, or lines no longer than one chained tile (whose
-  // look-back and initializing launch would buy nothing: a {1,1,3,4} float32 scan took 0.036-0.039
-  // ms per call chained on the H100): a team per line; otherwise tiles of a few long lines.
+  // look-back buys nothing: a {1,1,3,4} float32 scan took 0.036-0.039 ms per call chained on the
+  // H100, when chained calls still launched a kernel to set up their tile states): a team per line;
+  // otherwise tiles of a few long lines.
   const ScanPlan chained = offload_scan_defaults(call, ScanPlan::Kind::offload_chained);
   if (s.lines() >= default_teams_cap || s.length <= std::int64_t(chained.threads) * chained.items)
     return offload_scan_defaults(call, ScanPlan::Kind::offload_rows);
