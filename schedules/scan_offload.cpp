@@ -1196,11 +1196,11 @@ inline ChunkWalk chunk_walk(int t, int n, int per_run, int stride) {
   return w;
 }
 
-// Issues the asynchronous copy of a tile of count elements from src into a tile buffer (at
-// buffer_team in team memory; a partial last chunk element by element): chunks first, first + n,
-// ... (w walks them).
-template <class T> void stage_in(const T* src, int count, char* buffer, u32 buffer_team, ChunkWalk w, int first, int n) {
+// Issues the asynchronous copy of a tile of count elements from src into a tile buffer (a partial
+// last chunk element by element): chunks first, first + n, ... (w walks them).
+template <class T> void stage_in(const T* src, int count, char* buffer, ChunkWalk w, int first, int n) {
   constexpr int ve = vec_elems<T>;
+  const u32 buffer_team = team_address(buffer);
   const int whole = count / ve;
   int c = first;
   for (; c < whole; c += n, w.advance()) copy_async_16(buffer_team + u32(w.offset), src + c * ve);
@@ -1255,7 +1255,7 @@ template <class T>
 void stage_in_drawn(const T* x, const DrawnTile& d, std::int64_t units, char* buffer, const ChunkWalk& w, int t,
                     int n) {
   if (d.u < units)
-    stage_in(x + d.tile.xo, int(d.tile.count), buffer, team_address(buffer), w, t, n);
+    stage_in(x + d.tile.xo, int(d.tile.count), buffer, w, t, n);
   else
     copy_async_commit();
 }
