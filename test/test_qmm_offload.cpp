@@ -25,8 +25,8 @@ std::vector<hk::Schedule> offload_schedules() {
   for (const char* text : {"qmm.offload", "qmm.offload(teams=1, threads=32)", "qmm.offload(threads=33)",
                            "qmm.offload_mma", "qmm.offload_mma(teams=1, threads=32)",
                            "qmm.offload_mma(threads=64)", "qmm.offload_mma(threads=40)",
-                           "qmm.offload_mma(threads=128)", "qmm.offload_mma(teams=2, threads=128)", "qmm.offload(threads=128)",
-                           "qmm.offload(teams=2)", "qmm.offload_mma(teams=3)"})
+                           "qmm.offload_mma(threads=128)", "qmm.offload_mma(teams=2, threads=128)",
+                           "qmm.offload(threads=128)", "qmm.offload(teams=2)", "qmm.offload_mma(teams=3)"})
     s.push_back(hk::Schedule::parse(text));
   return s;
 }
