@@ -611,12 +611,20 @@ inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
 // halves within the last stage, in 264 persistent teams (0.481 / 0.466 / 2.446 against 0.481 /
 // 0.436 / 2.397 at 264 teams); three teams per SM under a 384 bound (168 registers, 0.8 KB of
 // spills even with A fragments loaded per m); both 32-deep steps' fragments loaded before their
-// mma; A fragments loaded per m; fixed-place copies. Faster: the epilogue's requantize_narrow and
+// mma; A fragments loaded per m; fixed-place copies as first written (Staging's are faster). Faster: the epilogue's requantize_narrow and
 // per-row and per-column parts of the correction (tile_mma), 0.315 / 0.312 ms against 0.325 /
 // 0.325 (bench, same run), 2.113 / 2.096 against 2.152 / 2.157 at 8192^3; no faster with two rows
 // per batch, slower with the rounding done in integers (0.399 against 0.391).
 constexpr int mma_slice = 64, mma_stages = 2;
 constexpr int dp4a_slice = 64, dp4a_stages = 2;
+static_assert(mma_slice == dp4a_slice, "evenly_staged serves both kernels");
+
+// The team sizes whose threads split a slice's copies evenly in whole swizzle periods (Staging):
+// multiples of 8 * chunks dividing 128 * chunks, with 64-deep slices 32, 64, 128, 256 and 512.
+constexpr bool evenly_staged(int nth) {
+  constexpr int chunks = dp4a_slice / 16;
+  return nth > 0 && nth % (8 * chunks) == 0 && int(tile_rows) * chunks % nth == 0;
+}
 // The mma kernel's team memory: the stages, which its epilogue reuses to stage up to four warps'
 // 16 x 64 accumulators (int64 at most), then the tile's row and column terms, gathered as the tile
 // starts. The dp4a epilogue holds a tile's row and column terms where its stages were.
@@ -639,47 +647,27 @@ inline void copy_async16(u32 to, const u8* from) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to), "l"(from) : "memory");
 }
 
-// A tile's staging sources, read from the kernel's parameters once per tile: the parameters live
-// in global memory, and the copies' memory clobbers would otherwise reload them for every copy.
-// Lines 0-127 of a stage are the tile's rows of A', lines 128-255 its columns of B' (the swizzle
-// repeats every 128 lines). request() asks for the tile's slice at depth k0 into the stage at
-// `stage` (a shared address) with 16-byte cp.async copies spread over all threads, as one commit
-// group; this one works for any team size.
+// A tile's staging: 16-byte cp.async copies of its slices, spread over the team. Lines 0-127 of a
+// stage are the tile's rows of A', lines 128-255 its columns of B' (the swizzle repeats every 128
+// lines). The staged kernels run teams whose threads split a slice's copies evenly in whole
+// swizzle periods (evenly_staged: a multiple of 8 * chunks threads dividing 128 * chunks), so that
+// thread tid copies chunk tid % chunks of the lines tid / chunks + r * nth / chunks of A' and of B'
+// in every slice: its sources and places are worked out once per tile, from the kernel's
+// parameters (which live in global memory, and the copies' memory clobbers would reload them for
+// every copy). Measured on the H100 at 4096^3 against a loop over copies tid + r * nth (product
+// ms, B row- / column-major, alternating in one run): dp4a, where that loop took 121 of the 1,355
+// instructions a warp ran per slice, 28 of them on the pipe dp4a issue to, 1.312 / 1.313 and
+// 1.303 / 1.301 against 1.320 / 1.393 and 1.337 / 1.327 (on another machine 1.317 / 1.321 and
+// 1.330 / 1.332 against 1.337 / 1.348 and 1.339 / 1.348); mma (128 threads, eight rounds of that
+// loop a slice) 0.291 / 0.288 and 0.293 / 0.287 against 0.324 / 0.321 and 0.327 / 0.324.
 struct Staging {
-  const u8* a;  // the tile's first row of A'
-  const u8* b;  // the tile's first column of B'
-  i64 kp;
-  int tid, nth;
-
-  template <int Slice> void request(i64 k0, u32 stage) const {
-    constexpr u32 chunks = Slice / 16, rows = u32(tile_rows);
-    for (u32 e = u32(tid); e < 2 * rows * chunks; e += u32(nth)) {
-      const u32 line = e / chunks, c = e % chunks;
-      copy_async16(stage + u32(swizzled<Slice>(int(line), int(c))),
-                   (line < rows ? a : b) + i64(line % rows) * kp + k0 + 16 * c);
-    }
-    asm volatile("cp.async.commit_group;" ::: "memory");
-  }
-};
-
-inline Staging staging(const Kernel& k, i64 t, i64 i0, i64 j0, int tid, int nth) {
-  return {k.a_rows(t, i0), reinterpret_cast<const u8*>(k.b_cols(t, j0)), k.kp, tid, nth};
-}
-
-// Staging for teams whose threads split a slice's copies evenly in whole swizzle periods (a
-// multiple of 8 * chunks threads dividing 128 * chunks, as every team size the tuner tries): a
-// thread then copies chunk tid % chunks of the lines tid / chunks + r * nth / chunks of A' and of
-// B' in every slice, so its sources and places are worked out once per tile. (dp4a 4096^3 on the
-// H100: the general loop took 121 of the 1,355 instructions a warp runs per slice, 28 of them on
-// the pipe that dp4a issue to. Product ms, B row- / column-major, alternating in one run: 1.312 /
-// 1.313 and 1.303 / 1.301 against 1.320 / 1.393 and 1.337 / 1.327; on another machine 1.317 /
-// 1.321 and 1.330 / 1.332 against 1.337 / 1.348 and 1.339 / 1.348.)
-struct EvenStaging {
-  const u8* a;  // this thread's first A' chunk at depth 0
-  const u8* b;  // and B' chunk
-  i64 kp, step;  // step: bytes from one of its lines to the next
+  const u8* a;      // this thread's first A' chunk at depth 0
+  const u8* b;      // and B' chunk
+  i64 kp, step;     // step: bytes from one of its lines to the next
   u32 to, to_step;  // its first copy's offset in a stage, and from one line to the next
 
+  // Asks for the tile's slice at depth k0 into the stage at `stage` (a shared address), as one
+  // commit group.
   template <int Slice> void request(i64 k0, u32 stage) const {
     const u8 *x = a + k0, *y = b + k0;
     for (u32 at = stage + to, end = at + u32(tile_rows * Slice); at < end; x += step, y += step, at += to_step) {
@@ -690,15 +678,11 @@ struct EvenStaging {
   }
 };
 
-template <int Slice> inline bool evenly_staged(int nth) {
+template <int Slice> inline Staging staging(const Kernel& k, i64 t, i64 i0, i64 j0, int tid, int nth) {
   constexpr int chunks = Slice / 16;
-  return nth % (8 * chunks) == 0 && int(tile_rows) * chunks % nth == 0;
-}
-
-template <int Slice> inline EvenStaging even_staging(const Staging& g) {
-  constexpr int chunks = Slice / 16;
-  const int line = g.tid / chunks, c = g.tid % chunks, apart = g.nth / chunks;
-  return {g.a + line * g.kp + 16 * c, g.b + line * g.kp + 16 * c, g.kp, apart * g.kp,
+  const int line = tid / chunks, c = tid % chunks, apart = nth / chunks;
+  const u8* b = reinterpret_cast<const u8*>(k.b_cols(t, j0));
+  return {k.a_rows(t, i0) + line * k.kp + 16 * c, b + line * k.kp + 16 * c, k.kp, apart * k.kp,
           u32(swizzled<Slice>(line, c)), u32(apart * Slice)};
 }
 
@@ -713,8 +697,8 @@ inline u32x4 load_shared16(u32 address) {
 // which no thread still reads slice s - 1), and requests slice s + Stages - 1 into the stage slice
 // s - 1 used. Returns slice s's stage. A tile ends with team_barrier(), so that the next one may
 // refill every stage.
-template <int Slice, int Stages, class Copies>
-inline void first_slices(const Copies& g, u32 shared) {
+template <int Slice, int Stages>
+inline void first_slices(const Staging& g, u32 shared) {
   for (int s = 0; s < Stages - 1; ++s) {
     if (s * Slice < g.kp)
       g.template request<Slice>(s * Slice, shared + u32(s * 2 * int(tile_rows) * Slice));
@@ -723,8 +707,8 @@ inline void first_slices(const Copies& g, u32 shared) {
   }
 }
 
-template <int Slice, int Stages, class Copies>
-inline u32 next_slice(const Copies& g, i64 k0, i64 s, u32 shared) {
+template <int Slice, int Stages>
+inline u32 next_slice(const Staging& g, i64 k0, i64 s, u32 shared) {
   constexpr u32 stage_bytes = 2 * u32(tile_rows) * Slice;
   asm volatile("cp.async.wait_group %0;" ::"n"(Stages - 2) : "memory");
   team_barrier();
@@ -758,10 +742,11 @@ template <class W, class A, std::size_t N> inline void fold_wide(W (&wide)[N], A
 // into team memory (free after the last slice), a row or column per thread: gathered per output,
 // each output's loads of the parameters waited behind the previous output's store, which may alias
 // them. (No lambdas here: device code moves arrays that lambdas capture out of registers.)
-template <bool Deep, class Copies>
-inline void tile_dp4a(const Kernel& k, const Copies source, i64 t, i64 i0, i64 j0, void* memory, int tid, int nth) {
+template <bool Deep>
+inline void tile_dp4a(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int tid, int nth) {
   constexpr int Slice = dp4a_slice, Stages = dp4a_stages;
   const u32 shared = shared_address(memory);
+  const Staging source = staging<Slice>(k, t, i0, j0, tid, nth);
   Kernel::Row* rows = static_cast<Kernel::Row*>(memory);
   Kernel::Col* cols = reinterpret_cast<Kernel::Col*>(rows + tile_rows);
   for (int first = 0; first < 256; first += nth) {
@@ -884,20 +869,20 @@ constexpr int mma_epilogue_rows = 1;
 // 32-deep step a warp loads its A fragments (16 rows x 32 bytes each) and B fragments (two 8-column
 // groups x 32 bytes each) with ldmatrix: lane l addresses row l % 16, bytes 16 * (l / 16) of an A
 // fragment, and column 8 * (l / 16) + l % 8, bytes 16 * ((l / 8) % 2) of a B pair, which gives each
-// lane exactly the bytes the m16n8k32 fragment layout assigns to it. Threads past the last whole
-// warp only stage. The epilogue's row and column terms are gathered once per tile into team memory
+// lane exactly the bytes the m16n8k32 fragment layout assigns to it (the team is whole warps: see
+// evenly_staged). The epilogue's row and column terms are gathered once per tile into team memory
 // past the stages, a row or column per thread, while the first slices are being copied in.
 template <bool Deep, bool Centred>
 inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int tid, int nth) {
   constexpr int Slice = mma_slice, Stages = mma_stages;
   const u32 shared = shared_address(memory);
-  const Staging source = staging(k, t, i0, j0, tid, nth);
+  const Staging source = staging<Slice>(k, t, i0, j0, tid, nth);
   Kernel::Row* rows = reinterpret_cast<Kernel::Row*>(static_cast<u8*>(memory) + mma_stage_bytes);
   Kernel::Col* cols = reinterpret_cast<Kernel::Col*>(rows + tile_rows);
   const int warps = nth / 32, warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
   for (int first = 0; first < 4; first += warps) {
     const int w = first + warp, wr = (w / 2) * 64, wc = (w % 2) * 64;
-    const bool active = warp < warps && w < 4 && i0 + wr < k.M && j0 + wc < k.N;
+    const bool active = w < 4 && i0 + wr < k.M && j0 + wc < k.N;
     i32 c[4][8][4] = {};
     i64 wide[Deep ? 4 : 1][Deep ? 8 : 1][Deep ? 4 : 1] = {};
     // The lane's ldmatrix addresses in a stage, fixed over the depth; the swizzle repeats every 16
@@ -1046,9 +1031,9 @@ inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int t
 constexpr i64 band_rows = 16;
 
 // The body of both product kernels (SPMD: warp-collective instructions need one): teams take
-// 128 x 128 tiles in turn, in bands; on a GPU with team memory and at least the threads the
-// kernel's staging needs (one whole warp for mma, any for dp4a), the staged tile kernel, otherwise
-// (the host fallback) 64 x 32 blocks thread by thread.
+// 128 x 128 tiles in turn, in bands; on a GPU with team memory and a team the staging splits
+// evenly (qmm_offload_product launches such teams), the staged tile kernel, otherwise (the host
+// fallback) 64 x 32 blocks thread by thread.
 template <OffloadQmmKernel Which, bool Deep>
 inline void product_team(const Kernel& k) {
   const i64 per_batch = k.tiles_m * k.tiles_n, tiles = k.batches * per_batch;
@@ -1056,7 +1041,7 @@ inline void product_team(const Kernel& k) {
   const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
 #ifdef __NVPTX__
   void* memory = llvm_omp_target_dynamic_shared_alloc();
-  const bool staged = memory && (Which == OffloadQmmKernel::dp4a || nth >= 32);
+  const bool staged = memory && evenly_staged(nth);
 #endif
   for (i64 tile = team; tile < tiles; tile += team_count) {
     const i64 t = tile / per_batch, in_batch = tile % per_batch, band = in_batch / (band_rows * k.tiles_n);
@@ -1071,13 +1056,8 @@ inline void product_team(const Kernel& k) {
           tile_mma<Deep, true>(k, t, i0, j0, memory, tid, nth);
         else
           tile_mma<Deep, false>(k, t, i0, j0, memory, tid, nth);
-      } else {
-        const Staging all = staging(k, t, i0, j0, tid, nth);
-        if (evenly_staged<dp4a_slice>(nth))
-          tile_dp4a<Deep>(k, even_staging<dp4a_slice>(all), t, i0, j0, memory, tid, nth);
-        else
-          tile_dp4a<Deep>(k, all, t, i0, j0, memory, tid, nth);
-      }
+      } else
+        tile_dp4a<Deep>(k, t, i0, j0, memory, tid, nth);
       continue;
     }
 #endif
@@ -1170,8 +1150,12 @@ void qmm_offload_product(const OffloadQmmArgs& x) {
   const i64 tiles = k.batches * k.tiles_m * k.tiles_n;
   const int teams = int(std::min<i64>(x.teams > 0 ? x.teams : tiles, tiles));
   const bool use_mma = x.kernel == OffloadQmmKernel::mma;
-  const int threads = std::min(x.threads > 0 ? x.threads : use_mma ? default_mma_threads : default_dp4a_threads,
-                               use_mma ? mma_bound : dp4a_bound);
+  // The staged kernels need a team that their staging splits evenly: the largest one not above
+  // the request (the schedule allows 32 to 1024 threads).
+  int threads = std::min(x.threads > 0 ? x.threads : use_mma ? default_mma_threads : default_dp4a_threads,
+                         use_mma ? mma_bound : dp4a_bound);
+  while (threads > 32 && !evenly_staged(threads)) --threads;
+  threads = std::max(threads, 32);
   if (w.kp > int32_depth)
     use_mma ? product_mma<true>(k, x.device, teams, threads) : product_dp4a<true>(k, x.device, teams, threads);
   else

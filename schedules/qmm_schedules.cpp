@@ -39,13 +39,16 @@ const std::vector<StrategySpec>& table() {
        "(cp.async, two stages), dp4a, requantized exactly in the epilogue",
        {{"teams", 1, 65536, "teams at most (default: one per tile)"},
         {"threads", 32, 1024,
-         "threads per team (default 256: one 8 x 8 block of outputs each; at most 512 used)"}}},
+         "threads per team, rounded down to a power of two (default 256: one 8 x 8 block of outputs "
+         "each; at most 512 used)"}}},
       {"qmm.offload_mma",
        "qmm.offload with tensor cores: 64-deep slices staged in team-local memory (cp.async, two "
        "stages), each warp 64 x 64 outputs from ldmatrix fragments with mma.sync m16n8k32 u8 x s8 "
        "in an SPMD kernel, requantized exactly in the epilogue",
        {{"teams", 1, 65536, "teams at most (default: one per tile)"},
-        {"threads", 32, 1024, "threads per team (default 128: the tile's four warps; at most 256 used)"}}},
+        {"threads", 32, 1024,
+         "threads per team, rounded down to a power of two (default 128: the tile's four warps; at most "
+         "256 used)"}}},
 #endif
   };
   return specs;
