@@ -597,13 +597,15 @@ inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
 // For dp4a, gathering the epilogue's terms beside the stages while the first slices load (one
 // barrier a tile, not three) was no faster at 4096^3 or 8192^3. Its 256 B of spills under the
 // 128-register bound stay the same with x loaded in halves, 8-byte loads or the chunk loop rolled
-// (206 registers unbounded). Also no faster for dp4a (4096^3 pack + product 1.402 / 1.394 ms, B
-// row- / column-major, against 1.406 / 1.386; 8192^3 product 10.47 against 10.31 beside this
-// kernel): its epilogue with the column terms read once and each row's terms read before its eight
-// byte stores (spills 544 B against 312), the same re-reading the column terms per row, and either
-// with the bytes exchanged by shuffles so that a lane stores eight neighbouring columns as one
-// word. Giving a thread eight neighbouring columns outright would break the swizzle: lines 8c + j
-// of eight threads share one 16-byte bank group (8-way conflicts on the B' loads).
+// (206 registers unbounded); x in halves also ran slower (4096^3 product 1.317 / 1.318 and 1.357 /
+// 1.335 ms against 1.292 / 1.293 and 1.286 / 1.296, B row- / column-major). Also no faster for dp4a
+// (4096^3 pack + product 1.402 / 1.394 ms, B row- / column-major, against 1.406 / 1.386; 8192^3
+// product 10.47 against 10.31 beside this kernel): its epilogue with the column terms read once and
+// each row's terms read before its eight byte stores (spills 544 B against 312), the same
+// re-reading the column terms per row, and either with the bytes exchanged by shuffles so that a
+// lane stores eight neighbouring columns as one word. Giving a thread eight neighbouring columns
+// outright would break the swizzle: lines 8c + j of eight threads share one 16-byte bank group
+// (8-way conflicts on the B' loads).
 // A clock64 breakdown of the mma kernel at 4096^3 (warp 0, per tile): 39% waiting in next_slice
 // (copies and barrier), 24% in the epilogue. Timed beside it (product ms, B row / column-major
 // 4096^3, 8192^3, standalone; medians moved by up to 7% between runs of one binary), none faster:
@@ -611,10 +613,11 @@ inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
 // halves within the last stage, in 264 persistent teams (0.481 / 0.466 / 2.446 against 0.481 /
 // 0.436 / 2.397 at 264 teams); three teams per SM under a 384 bound (168 registers, 0.8 KB of
 // spills even with A fragments loaded per m); both 32-deep steps' fragments loaded before their
-// mma; A fragments loaded per m; fixed-place copies as first written (Staging's are faster). Faster: the epilogue's requantize_narrow and
-// per-row and per-column parts of the correction (tile_mma), 0.315 / 0.312 ms against 0.325 /
-// 0.325 (bench, same run), 2.113 / 2.096 against 2.152 / 2.157 at 8192^3; no faster with two rows
-// per batch, slower with the rounding done in integers (0.399 against 0.391).
+// mma; A fragments loaded per m; fixed-place copies as first written (Staging's are faster).
+// Faster: the epilogue's requantize_narrow and per-row and per-column parts of the correction
+// (tile_mma), 0.315 / 0.312 ms against 0.325 / 0.325 (bench, same run), 2.113 / 2.096 against 2.152
+// / 2.157 at 8192^3; no faster with two rows per batch, slower with the rounding done in integers
+// (0.399 against 0.391).
 constexpr int mma_slice = 64, mma_stages = 2;
 constexpr int dp4a_slice = 64, dp4a_stages = 2;
 static_assert(mma_slice == dp4a_slice, "evenly_staged serves both kernels");
@@ -1065,9 +1068,11 @@ inline void product_team(const Kernel& k) {
   }
 }
 
-// Launch bounds. dp4a's 512 caps ptxas at 128 registers, so that two 256-thread teams share an
-// SM (80 TOPS against 63 with 224 registers and one team). (Two kernels rather than one template:
-// clang 19 crashes on a launch bound that depends on a template parameter.)
+// Launch bounds. dp4a's 512 caps ptxas at 128 registers, so that two 256-thread teams share an SM
+// (80 TOPS against 63 with 224 registers and one team; with launch_bounds(256, 2) ptxas took 233
+// registers, no spills, and one team: 4096^3 product 1.370-1.388 ms against 1.286-1.296). (Two
+// kernels rather than one template: clang 19 crashes on a launch bound that depends on a template
+// parameter.)
 constexpr int dp4a_bound = 512, mma_bound = 256;
 
 template <bool Deep>
