@@ -54,7 +54,7 @@ struct OffloadQmmArgs {
   bool every_alpha_128 = false;
   OffloadQmmKernel kernel = OffloadQmmKernel::dp4a;
   int teams = 0;    // 0: one team per output tile
-  int threads = 0;  // threads per team; 0: the kernel's default
+  int threads = 0;  // threads per team, rounded down to a power of two (at least 32); 0: the kernel's default
   void* workspace = nullptr;  // device memory of qmm_offload_workspace_bytes(*this) bytes
 };
 
