@@ -84,6 +84,7 @@ Topology::~Topology() {
 std::unique_ptr<Topology> Topology::discover(std::string& failure) {
   Handle h;
   const char* source = "this system";
+  std::string load_failure = "hwloc could not load the topology";
   // Forced explicitly, so that a bad file or description fails here: hwloc's own handling of
   // these variables silently falls back to the real machine.
   if (const char* xml = std::getenv("HWLOC_XMLFILE"); xml && *xml) {
@@ -92,6 +93,7 @@ std::unique_ptr<Topology> Topology::discover(std::string& failure) {
       return nullptr;
     }
     source = "xml";
+    load_failure = "HWLOC_XMLFILE=" + std::string(xml) + " cannot be loaded as an hwloc XML topology";
   } else if (const char* synthetic = std::getenv("HWLOC_SYNTHETIC"); synthetic && *synthetic) {
     if (hwloc_topology_set_synthetic(h.t, synthetic) != 0) {
       failure = "HWLOC_SYNTHETIC=\"" + std::string(synthetic) + "\" is not a valid synthetic topology";
@@ -99,8 +101,9 @@ std::unique_ptr<Topology> Topology::discover(std::string& failure) {
     }
     source = "synthetic";
   }
+  // Without hwloc's XML plugin, set_xml accepts any path and only load fails.
   if (hwloc_topology_load(h.t) != 0) {
-    failure = "hwloc could not load the topology";
+    failure = load_failure;
     return nullptr;
   }
   // hwloc's allowed cpuset is the cgroup's; taskset and sched_setaffinity narrow the process's

@@ -9,9 +9,11 @@ packages=(
   libcli11-dev               # command line parsing
   libsqlite3-dev             # the tuning database
   libhwloc-dev               # topology, cache sizes and thread pinning
+  libhwloc-plugins           # hwloc's XML reader (HWLOC_XMLFILE, the topology tests)
   libgtest-dev               # unit tests
   python3-numpy              # independent oracle in the CLI tests (/usr/bin/python3)
   libdnnl-dev                # oneDNN: the int8 matmul baseline of the benchmarks only, never linked by the library
+  ocl-icd-opencl-dev         # OpenCL loader and headers: oneDNN's CMake package asks for them
   libbenchmark-dev           # Google Benchmark: build/release/bin/hetkern-bench
   python3-matplotlib         # the plots of `hetkern bench --sweep` (bench/plot.py)
 )
