@@ -48,7 +48,7 @@ ScanPlan default_scan_plan(const CumulativeCall& call) {
       return plan;
     }
     // Too few panels for the team: scan.blocked would walk each of these lines alone, one strided
-    // element at a time (8x slower than one thread on {65536,16} axis 0), so one thread walks
+    // element at a time, far slower than one thread (docs/performance.md), so one thread walks
     // them side by side instead.
     plan.kind = ScanPlan::Kind::tiled;
     plan.tile = scan_default_tile(call);

@@ -96,9 +96,9 @@ std::optional<PinPolicy> pin_from_environment() {
 // cores with several PUs. Under OpenMP's static schedules neighbouring threads take neighbouring
 // data, and compact keeps neighbours on one cache and NUMA domain (so the numa split holds
 // without asking for it) with one thread per core before any hyperthread. On a flat layout (one
-// NUMA node, one PU per core) the scheduler already gives each thread a core, and measured on such
-// a 16-core virtual machine pinning did not change medians but widened the run-to-run spread (a
-// pinned thread cannot move away from a CPU the host is busy with): none there, and none where
+// NUMA node, one PU per core) the scheduler already gives each thread a core, and there pinning
+// did not change medians but widened the run-to-run spread (a pinned thread cannot move away from
+// a CPU the host is busy with; docs/performance.md): none there, and none where
 // nothing can be bound. HETKERN_PIN overrides the choice.
 PinPolicy default_pin_policy() {
   static const PinPolicy chosen = [] {

@@ -21,8 +21,8 @@ constexpr std::int64_t max_threads = 1024;
 // Cache sizes when hwloc reports none.
 constexpr std::int64_t fallback_l1_bytes = 32 * 1024;
 constexpr std::int64_t fallback_l2_bytes = 1024 * 1024;
-// The block size measured best on the 16-core reference host; larger L2s keep it, smaller L2s
-// scale it down.
+// Larger blocks stopped paying on the reference host (docs/performance.md); larger L2s keep this
+// size, smaller L2s scale it down.
 constexpr std::int64_t max_block_bytes = 256 * 1024;
 
 // Outputs above this size stream past the cache. Fixed rather than read from the system: virtual
