@@ -246,13 +246,13 @@ TEST_F(QmmValidation, PackedBBroadcastsOnlyAsAWhole) {
   args.b = {};
   args.packed_b = &per_batch;
   expect_rejected(Errc::invalid_shape, "packed_b", "pass b unpacked");
-  const hk::PackedB one = hk::pack_b({TensorDesc(DataType::uint8, {1, K, N}), b_mem.data()});
-  args.packed_b = &one;
-  expect_accepted();
   const hk::PackedB shared = hk::pack_b({TensorDesc(DataType::uint8, {3, K, N}, {0, N, 1}), b_mem.data()});
   args.packed_b = &shared;
   expect_accepted();
   args.a.desc = TensorDesc(DataType::uint8, {2, 3, M, K});
+  const hk::PackedB one = hk::pack_b({TensorDesc(DataType::uint8, {1, K, N}), b_mem.data()});
+  args.packed_b = &one;
+  expect_accepted();
   const hk::PackedB full = hk::pack_b({TensorDesc(DataType::uint8, {2, 3, K, N}), b_mem.data()});
   args.packed_b = &full;
   expect_accepted();
