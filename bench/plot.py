@@ -72,7 +72,7 @@ def label(r):
 
 
 def series_name(r):
-    name = r["strategy"] if r["kind"] == "hetkern" else r["peer"]
+    name = "default (hetkern's own choice)" if is_default(r) else r["strategy"] if r["kind"] == "hetkern" else r["peer"]
     if r.get("pin"):
         name += f" pin={r['pin']}"
     return name
