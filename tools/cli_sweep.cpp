@@ -38,7 +38,9 @@ void add_bench_sweep(CLI::App& bench) {
   for (const auto& p : bench::sweep_presets()) presets += (presets.empty() ? "" : ", ") + p;
   bench.add_option("--sweep", args->spec,
                    "run a sweep instead of one case: a preset (" + presets +
-                       ") or a SPEC file, one case per line: OP SHAPE DTYPE [OPTIONS] (see README)");
+                       ") or a SPEC file, one case per line: OP SHAPE DTYPE [OPTIONS] (see README); Ctrl-C "
+                       "stops after the measurement under way, writes what finished and exits with "
+                       "status 130, a second Ctrl-C at once");
   bench.add_option("--out", args->out,
                    "sweep: directory for results.json, results.csv, summary.md and the plots "
                    "(created; default ./hetkern-sweep-DATE-TIME; refused when not empty, see --force)");

@@ -317,7 +317,9 @@ void import_records(const TuneArgs& args) {
 void add_tune(CLI::App& app) {
   auto args = std::make_shared<TuneArgs>();
   CLI::App* tune_cmd = app.add_subcommand(
-      "tune", "measure schedules for shapes and keep the fastest in the tuning database");
+      "tune", "measure schedules for shapes and keep the fastest in the tuning database; Ctrl-C "
+              "stops at the next candidate, prints the summary of the shapes that finished (their "
+              "records are kept) and exits with status 130, a second Ctrl-C at once");
   tune_cmd->require_subcommand(0, 1);
   tune_cmd->add_option("--budget", args->budget, "seconds the search of one shape may take")
       ->check(CLI::PositiveNumber)

@@ -18,6 +18,9 @@ int main(int argc, char** argv) {
   std::string version = "hetkern " HETKERN_VERSION;
   if (hk::build_info().version != HETKERN_VERSION) version += " (library " + hk::build_info().version + ")";
   app.set_version_flag("--version", version, "print the version and exit");
+  app.footer("Exit status: 0 success; 2 bad input or usage (one line on stderr, no output written); "
+             "130 Ctrl-C stopped tune or bench --sweep after reporting what finished; 1 out of memory "
+             "or an unexpected failure. An output path of - is standard output.");
   hk::cli::add_run(app);
   hk::cli::add_info(app);
   hk::cli::add_demo(app);
