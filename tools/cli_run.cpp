@@ -1,4 +1,4 @@
-// `hetkern run`: reads .npy inputs, runs one operator, writes the .npy output atomically.
+// `hetkern run`: reads .npy inputs, runs one operator, writes the .npy output (tools/output_file.hpp).
 #include <algorithm>
 #include <charconv>
 #include <cmath>
