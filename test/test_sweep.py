@@ -420,6 +420,36 @@ class Options(unittest.TestCase):
             self.assertLess(time.time() - start, 2)
             self.assertFalse(os.path.exists(os.path.join(out, "results.json")))
 
+    def test_broken_optional_baselines_are_reported_and_skipped(self):
+        """A matplotlib and a PyTorch that fail on import (shadowed here by modules that raise) cost
+        the plots and the torch peer, each reported; the sweep still writes its results."""
+        with tempfile.TemporaryDirectory() as tmp:
+            fake = os.path.join(tmp, "site")
+            for module, error in (("matplotlib", "RuntimeError('broken matplotlib')"),
+                                  ("torch", "OSError('libcudart.so: cannot open shared object file')")):
+                os.makedirs(os.path.join(fake, module))
+                with open(os.path.join(fake, module, "__init__.py"), "w") as f:
+                    f.write(f"raise {error}\n")
+            env = dict(os.environ, PYTHONPATH=fake)
+            spec = os.path.join(tmp, "cases.txt")
+            with open(spec, "w") as f:
+                f.write("cumsum 500 float32 axis=0\nqlinear-matmul 8,16,32 u8,s8,u8\n")
+            out = os.path.join(tmp, "result")
+            result = subprocess.run([HETKERN, "bench", "--sweep", spec, "--out", out, "--threads", "1", *QUICK],
+                                    capture_output=True, text=True, timeout=300, env=env)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            with open(os.path.join(out, "results.json")) as f:
+                res = json.load(f)
+            with open(os.path.join(out, "summary.md")) as f:
+                summary = f.read()
+            self.assertFalse([name for name in os.listdir(out) if name.endswith(".png")])
+        torch = next(p for p in res["peers"] if p["name"] == "torch")
+        self.assertFalse(torch["available"])
+        self.assertIn("OSError: libcudart.so", torch["reason"])
+        self.assertTrue(next(p for p in res["peers"] if p["name"] == "numpy")["available"])
+        self.assertIn("No plots: matplotlib failed to load (RuntimeError: broken matplotlib)", summary)
+        self.assertGreater(len(res["records"]), 0)
+
     def test_non_empty_out_is_refused_without_force(self):
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "result")
