@@ -227,13 +227,12 @@ void tune_problems(const TuneArgs& args, const std::vector<TuneProblem>& problem
   // Ctrl-C stops at the next measured candidate: the shapes that finished keep their records and
   // appear in the summary; a second Ctrl-C ends the process at once.
   const bench::InterruptGuard interrupt;
-  std::size_t tuned = 0;
-  for (; tuned < problems.size() && !bench::interrupt_requested(); ++tuned) {
-    const TuneProblem& p = problems[tuned];
+  for (std::size_t i = 0; i < problems.size() && !bench::interrupt_requested(); ++i) {
+    const TuneProblem& p = problems[i];
     const std::string what = problem_text(p);
-    progress.begin(tuned, problems.size(), what);
+    progress.begin(i, problems.size(), what);
     if (!args.retune) {
-      if (auto kept = db.find(keys[tuned])) {
+      if (auto kept = db.find(keys[i])) {
         progress.end("already tuned, kept (--retune measures again)");
         rows.push_back({what, kept->schedule, time_text(kept->median_ns), speedup_text(*kept), "kept"});
         continue;
