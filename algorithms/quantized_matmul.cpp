@@ -52,20 +52,28 @@ std::vector<V> read_param(const std::string& name, const ConstTensor& t, Along a
   }
   std::vector<V> values(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) {
-    if constexpr (std::is_same_v<V, float>)  // callers' scale pointers need not be aligned
-      std::memcpy(&values[i], static_cast<const std::byte*>(t.data) + i * stride * sizeof(float),
-                  sizeof(float));
-    else
+    if constexpr (std::is_same_v<V, float>) {
+      // Callers' scale pointers need not be aligned. float16 widens to float32 exactly.
+      const std::byte* at = static_cast<const std::byte*>(t.data) + i * stride * std::int64_t(size_of(d.dtype()));
+      if (d.dtype() == DataType::float16) {
+        _Float16 h;
+        std::memcpy(&h, at, sizeof h);
+        values[i] = float(h);
+      } else {
+        std::memcpy(&values[i], at, sizeof(float));
+      }
+    } else {
       values[i] = load_quantized(t.data, i * stride, d.dtype());
+    }
   }
   return values;
 }
 
 std::vector<float> read_scale(const std::string& name, const ConstTensor& t, Along along,
                               std::int64_t count, const char* count_name) {
-  if (t.desc.dtype() != DataType::float32)
+  if (t.desc.dtype() != DataType::float32 && t.desc.dtype() != DataType::float16)
     throw Error(Errc::invalid_type, op_name, name,
-                "type " + type_text(t.desc.dtype()) + " is not float32");
+                "type " + type_text(t.desc.dtype()) + " is not float32 or float16");
   auto v = read_param<float>(name, t, along, count, count_name);
   for (std::size_t i = 0; i < v.size(); ++i)
     if (!(v[i] > 0.0f) || !std::isfinite(v[i]))
@@ -101,6 +109,13 @@ void matrix_strides(const TensorDesc& d, std::int64_t (&batch)[2], std::int64_t&
   col = d.stride(r - 1);
 }
 
+// An operand's batch dimension of size 1 repeats for every batch of the output: stride 0.
+MatrixView broadcast_view(MatrixView v, const std::int64_t (&sizes)[2]) {
+  for (int k = 0; k < 2; ++k)
+    if (sizes[k] == 1) v.batch_stride[k] = 0;
+  return v;
+}
+
 void check_disjoint(const Tensor& out, const std::string& name, const ConstTensor& in) {
   if (spans_overlap(out.desc, out.data, in.desc, in.data))
     throw Error(Errc::overlap, op_name, "output",
@@ -133,27 +148,40 @@ QmmProblem validate(const QuantizedMatMulArgs& args, const Tensor& output) {
   check_tensor(op_name, "a", a, args.a.data, 2, 4);
   if (!args.packed_b) check_tensor(op_name, "b", b, args.b.data, 2, 4);
   check_output(op_name, "output", y, output.data, 2, 4);
-  if (b.rank() != a.rank())
-    throw Error(Errc::invalid_shape, op_name, "b",
-                "rank " + std::to_string(b.rank()) + " differs from a's " + std::to_string(a.rank()));
-  if (y.rank() != a.rank())
+  // Batch dimensions broadcast as in numpy.matmul: right-aligned, each pair equal or one of them
+  // 1, and the output has the larger rank and the broadcast sizes.
+  if (y.rank() != std::max(a.rank(), b.rank()))
     throw Error(Errc::invalid_shape, op_name, "output",
-                "rank " + std::to_string(y.rank()) + " differs from a's " + std::to_string(a.rank()));
-  const int r = a.rank();
-  for (int k = 0; k < r - 2; ++k) {
-    if (b.size(k) != a.size(k))
+                "rank " + std::to_string(y.rank()) + " differs from the larger of a's " +
+                    std::to_string(a.rank()) + " and b's " + std::to_string(b.rank()));
+  std::int64_t a_batch[2] = {1, 1}, b_batch[2] = {1, 1}, y_batch[2] = {1, 1};
+  batch_sizes(a, a_batch);
+  batch_sizes(b, b_batch);
+  batch_sizes(y, y_batch);
+  for (int k = 0; k < 2; ++k) {
+    if (a_batch[k] != b_batch[k] && a_batch[k] != 1 && b_batch[k] != 1)
       throw Error(Errc::invalid_shape, op_name, "b",
-                  "batch sizes of " + b.to_string() + " differ from a's " + a.to_string() +
-                      " (broadcast a batch with stride 0 instead)");
-    if (y.size(k) != a.size(k))
+                  "batch sizes of " + b.to_string() + " do not broadcast against a's " + a.to_string() +
+                      " (right-aligned, each pair equal or one of them 1)");
+    if (y_batch[k] != std::max(a_batch[k], b_batch[k]))
       throw Error(Errc::invalid_shape, op_name, "output",
-                  "batch sizes of " + y.to_string() + " differ from a's " + a.to_string());
+                  "batch sizes of " + y.to_string() + " differ from those of a " + a.to_string() +
+                      " and b " + b.to_string() + " broadcast together");
   }
+  // A packed B holds one matrix or one per output batch: its batches are indexed by the output's.
+  if (args.packed_b && b_batch[0] * b_batch[1] != 1 && (b_batch[0] != y_batch[0] || b_batch[1] != y_batch[1])) {
+    const MatrixView packed = matrix_view(ConstTensor{b, nullptr});
+    if (packed.batch_stride[0] != 0 || packed.batch_stride[1] != 0)
+      throw Error(Errc::invalid_shape, op_name, "packed_b",
+                  "batch sizes of " + b.to_string() + " broadcast against a's " + a.to_string() +
+                      ": pass b unpacked, or pack one matrix per output batch");
+  }
+  const int r = a.rank(), rb = b.rank(), ry = y.rank();
   QmmProblem p;
   p.M = a.size(r - 2);
   p.K = a.size(r - 1);
-  p.N = b.size(r - 1);
-  if (b.size(r - 2) != p.K)
+  p.N = b.size(rb - 1);
+  if (b.size(rb - 2) != p.K)
     throw Error(Errc::invalid_shape, op_name, "b",
                 "sizes " + b.to_string() + " need K = " + std::to_string(p.K) +
                     " rows to match a " + a.to_string());
@@ -163,11 +191,12 @@ QmmProblem validate(const QuantizedMatMulArgs& args, const Tensor& output) {
     throw Error(Errc::invalid_shape, op_name, "a",
                 "K = " + std::to_string(p.K) + " reaches 2^47, beyond which the exact sum over K "
                 "could overflow 64 bits");
-  if (y.size(r - 2) != p.M || y.size(r - 1) != p.N)
+  if (y.size(ry - 2) != p.M || y.size(ry - 1) != p.N)
     throw Error(Errc::invalid_shape, op_name, "output",
                 "sizes " + y.to_string() + " differ from {..., M, N} = {..., " +
                     std::to_string(p.M) + ", " + std::to_string(p.N) + "}");
-  batch_sizes(a, p.batch);
+  p.batch[0] = y_batch[0];
+  p.batch[1] = y_batch[1];
 
   QuantParams& q = p.q;
   q.a_scale = read_scale("a_scale", args.a_scale, Along::rows, p.M, "M");
@@ -200,8 +229,8 @@ QmmProblem validate(const QuantizedMatMulArgs& args, const Tensor& output) {
   if (args.b_zero_point) check_disjoint(output, "b_zero_point", *args.b_zero_point);
   if (args.output_zero_point) check_disjoint(output, "output_zero_point", *args.output_zero_point);
 
-  p.a = matrix_view(args.a);
-  p.b = matrix_view(args.packed_b ? ConstTensor{b, nullptr} : args.b);
+  p.a = broadcast_view(matrix_view(args.a), a_batch);
+  p.b = broadcast_view(matrix_view(args.packed_b ? ConstTensor{b, nullptr} : args.b), b_batch);
   if (args.packed_b) p.packed_b = packed_panels(*args.packed_b);
   p.out_type = y.dtype();
   p.out = output.data;

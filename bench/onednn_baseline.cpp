@@ -51,8 +51,10 @@ struct OnednnMatmul::Impl {
 
 OnednnMatmul::OnednnMatmul(const OnednnQmmProblem& p) {
   using tag = dnnl::memory::format_tag;
-  auto impl = std::make_unique<Impl>();
+  std::unique_ptr<Impl> impl;
+  // Inside the try: a oneDNN that cannot even make its CPU engine is a missing baseline too.
   try {
+    impl = std::make_unique<Impl>();
     const dnnl::memory::desc a_md({p.m, p.k}, onednn_type(p.a_type), tag::ab);
     const dnnl::memory::desc b_md({p.k, p.n}, onednn_type(p.b_type), tag::ab);
     const dnnl::memory::desc out_md({p.m, p.n}, onednn_type(p.out_type), tag::ab);
@@ -67,6 +69,10 @@ OnednnMatmul::OnednnMatmul(const OnednnQmmProblem& p) {
                   {DNNL_ARG_WEIGHTS, dnnl::memory(b_md, impl->engine, const_cast<void*>(p.b))},
                   {DNNL_ARG_DST, dnnl::memory(out_md, impl->engine, p.out)}};
   } catch (const dnnl::error& e) {
+    if (!impl) {
+      reason_ = "oneDNN " + onednn_version() + " cannot make a CPU engine (" + e.what() + ")";
+      return;
+    }
     reason_ = "oneDNN " + onednn_version() + " has no matmul for A " +
               std::string(hk::name_of(p.a_type)) + " x B " + std::string(hk::name_of(p.b_type)) +
               " -> " + std::string(hk::name_of(p.out_type)) + " (" + e.what() + ")";

@@ -90,8 +90,8 @@ def guarded(case, schedule, measure):
 def numpy_peer(cases, timing):
     try:
         import numpy as np
-    except ImportError as e:
-        emit("peer", {"name": "numpy", "available": False, "version": None, "reason": str(e)})
+    except Exception as e:  # missing (ImportError) or broken: reported, the sweep goes on
+        emit("peer", {"name": "numpy", "available": False, "version": None, "reason": f"{type(e).__name__}: {e}"})
         return
     emit("peer", {"name": "numpy", "available": True, "version": np.__version__, "reason": None})
     for case in cases:
@@ -120,10 +120,10 @@ def torch_peer(cases, timing):
     try:
         import numpy as np
         import torch
-    except ImportError as e:
-        emit("peer", {"name": "torch", "available": False, "version": None, "reason": str(e)})
+        cuda = torch.cuda.is_available()
+    except Exception as e:  # missing (ImportError) or broken (a CUDA library, an ABI): reported
+        emit("peer", {"name": "torch", "available": False, "version": None, "reason": f"{type(e).__name__}: {e}"})
         return
-    cuda = torch.cuda.is_available()
     emit("peer", {"name": "torch", "available": True, "version": torch.__version__,
                   "reason": None if cuda else "no CUDA device: CPU only"})
     sync = torch.cuda.synchronize if cuda else None

@@ -6,10 +6,13 @@ usage: plot.py RESULTS.json [--out DIR]      (DIR defaults to the directory of R
 `hetkern bench --sweep` runs it on its own results; it also works standalone on any results.json.
 Plots (matplotlib, Debian's python3-matplotlib; without it the CSV and summary are still written):
   scans.png    achieved GB/s per case against the copy roof measured in the same run
-  qmm.png      GOPS per shape against oneDNN and the instruction-set peak
+  qmm.png      GOPS per shape against oneDNN and the instruction-set peak; a oneDNN point whose
+               outputs differed from hetkern's (exact) ones is drawn as a red X marked "wrong"
   scaling.png  speed against host thread count, pinned and not (when the sweep has several counts)
   cpu_gpu.png  time per call against size on the CPU and the GPU, with and without transfers
                (only from GPU records; summary.md says "no GPU records" otherwise)
+A plot that cannot be drawn (matplotlib missing or broken) is reported on stderr and in summary.md;
+the CSV and the summary are still written.
 """
 import argparse
 import csv
@@ -69,10 +72,24 @@ def label(r):
 
 
 def series_name(r):
-    name = r["strategy"] if r["kind"] == "hetkern" else r["peer"]
+    name = "default (hetkern's own choice)" if is_default(r) else r["strategy"] if r["kind"] == "hetkern" else r["peer"]
     if r.get("pin"):
         name += f" pin={r['pin']}"
     return name
+
+
+def is_default(r):
+    """The library's own choice: the schedule hetkern runs when none is given."""
+    return r["kind"] == "hetkern" and r["strategy"] == "default"
+
+
+def schedule_cell(r):
+    return f"{r['schedule']} **(default)**" if is_default(r) else r["schedule"]
+
+
+def onednn_wrong(r):
+    """oneDNN's outputs differed from hetkern's on this record's data (hetkern's are checked exact)."""
+    return bool(r.get("onednn_mismatches"))
 
 
 def ms(ns):
@@ -119,7 +136,13 @@ def summary(res, path, plots, plot_note):
         out += ["", "**Interrupted (Ctrl-C): the tables hold the measurements that finished.**"]
     out += ["", "Times are the median per call over the repetitions; the spread is the interquartile "
             "range (q1-q3). Every hetkern measurement ran next to its baseline in the same process: "
-            "the copy of the same bytes for the scans, oneDNN for the matrix products."]
+            "the copy of the same bytes for the scans, oneDNN for the matrix products. "
+            "**(default)** marks the schedule hetkern chooses itself when a call names none."]
+    wrong = [r for r in qmms if onednn_wrong(r)]
+    if wrong:
+        cases = sorted({r["case"] for r in wrong}, key=case_order(records).index)
+        out += ["", f"**oneDNN gave wrong results** in {len(cases)} case(s) ({', '.join(cases)}): its "
+                "outputs differed from hetkern's exact ones, so its times there are no baseline."]
 
     out += ["", "## At a glance: the fastest schedule of each case", "",
             "Against its own baseline, measured next to it at its thread count: the copy of the same "
@@ -139,12 +162,12 @@ def summary(res, path, plots, plot_note):
         best = min(ours, key=lambda r: r["median_ns"])
         if is_scan(best):
             rate, base, limit = f"{num(best['gbps'])} GB/s", best.get("copy_gbps"), best.get("copy_gbps")
-            value = best["gbps"]
+            value, base_text = best["gbps"], num(best.get("copy_gbps"))
         else:
             rate, base, limit = f"{num(best['gops'])} GOPS", best.get("onednn_gops"), best.get("peak_gops")
-            value = best["gops"]
-        out.append(f"| {case} | {best['schedule']} | {best['threads']} | {ms(best['median_ns'])} | {rate} | "
-                   f"{num(base)} | {percent(value, limit)} | {peer_text} |")
+            value, base_text = best["gops"], num(base) + (" (wrong results)" if onednn_wrong(best) else "")
+        out.append(f"| {case} | {schedule_cell(best)} | {best['threads']} | {ms(best['median_ns'])} | {rate} | "
+                   f"{base_text} | {percent(value, limit)} | {peer_text} |")
 
     if scans:
         out += ["", "## Scans: achieved bandwidth against the copy roof", "",
@@ -154,7 +177,7 @@ def summary(res, path, plots, plot_note):
                 "|---|---|---|---:|---|---:|---:|---:|---:|---:|"]
         for r in scans:
             roof = r.get("copy_gbps")
-            out.append(f"| {r['case']} | {r['schedule']} | {r['device']} | {r['threads'] or ''} | "
+            out.append(f"| {r['case']} | {schedule_cell(r)} | {r['device']} | {r['threads'] or ''} | "
                        f"{r.get('pin') or ''} | {ms(r['median_ns'])} | {ms(r['q1_ns'])}-{ms(r['q3_ns'])} | "
                        f"{num(r['gbps'])} | {num(roof)} | "
                        f"{percent(r['gbps'], roof)} |")
@@ -172,9 +195,10 @@ def summary(res, path, plots, plot_note):
         for r in qmms:
             peak = r.get("peak_gops")
             vs = r.get("time_vs_baseline")
-            out.append(f"| {r['case']} | {r['schedule']} | {r['device']} | {r['threads'] or ''} | "
+            vs_text = "wrong results" if onednn_wrong(r) else num(1 / vs, 2) if vs else ""
+            out.append(f"| {r['case']} | {schedule_cell(r)} | {r['device']} | {r['threads'] or ''} | "
                        f"{ms(r['median_ns'])} | {ms(r['q1_ns'])}-{ms(r['q3_ns'])} | {num(r['gops'])} | "
-                       f"{num(r.get('onednn_gops'))} | {num(1 / vs, 2) if vs else ''} | "
+                       f"{num(r.get('onednn_gops'))} | {vs_text} | "
                        f"{'' if r.get('onednn_mismatches') is None else r['onednn_mismatches']} | "
                        f"{percent(r['gops'], peak)} |")
 
@@ -189,7 +213,7 @@ def summary(res, path, plots, plot_note):
     if gpu:
         out += ["| case | schedule | median ms | without transfers ms | with transfers ms |", "|---|---|---:|---:|---:|"]
         for r in gpu:
-            out.append(f"| {r['case']} | {r['schedule']} | {ms(r['median_ns'])} | "
+            out.append(f"| {r['case']} | {schedule_cell(r)} | {ms(r['median_ns'])} | "
                        f"{ms(r.get('median_without_transfers_ns'))} | {ms(r.get('median_with_transfers_ns'))} |")
     else:
         out.append("No GPU records: no OpenMP offload device and no CUDA peer in this run, so no "
@@ -297,12 +321,23 @@ def plot_qmm(plt, res, path):
                        linestyle="-" if t == top else "--",
                        label=f"{p['isa']} instruction-set peak, {t} thread{'s' if t > 1 else ''}\n"
                              f"({p['method'].split(' of one core')[0]})")
-    onednn = best_by(records, "onednn_gops",
-                     lambda r: r["case"] if r["kind"] == "hetkern" and r["threads"] == top else None)
+    at_top = [r for r in records if r["kind"] == "hetkern" and r["threads"] == top]
+    onednn = best_by(at_top, "onednn_gops", lambda r: r["case"])
     if onednn:
         xs = [x_of[c] for c in cases if c in onednn]
         ax.plot(xs, [onednn[c] for c in cases if c in onednn], color="gray", linestyle="--", marker="s",
                 label=f"oneDNN {res['machine']['onednn_version']} int8 matmul, {top} threads")
+        # A time is no baseline when the outputs were wrong: such points say so on the plot itself.
+        wrong = {}
+        for r in at_top:
+            if onednn_wrong(r) and r["case"] in onednn:
+                wrong[r["case"]] = max(wrong.get(r["case"], 0), r["onednn_mismatches"])
+        if wrong:
+            ax.plot([x_of[c] for c in wrong], [onednn[c] for c in wrong], linestyle="none", marker="X",
+                    markersize=14, color="red", zorder=5, label="oneDNN WRONG: outputs differ from the exact result")
+            for c, count in wrong.items():
+                ax.annotate(f"oneDNN wrong\n{count} outputs differ", (x_of[c], onednn[c]), textcoords="offset points",
+                            xytext=(0, 12), ha="center", fontsize=7, color="red", fontweight="bold")
     for name, group in groups(shown):
         t = group[0]["threads"]
         pts = sorted((x_of[r["case"]], r["gops"]) for r in group)
@@ -312,7 +347,10 @@ def plot_qmm(plt, res, path):
     ax.set_ylabel("GOPS (2·M·N·K per second, 10^9/s)")
     ax.set_xlabel("M x N x K, types of A, B, output")
     ax.set_ylim(bottom=0)
-    ax.set_title(f"Quantized matmul against oneDNN and the instruction-set peak ({top} threads)", fontsize=10)
+    title = f"Quantized matmul against oneDNN and the instruction-set peak ({top} threads)"
+    if any(onednn_wrong(r) for r in at_top):
+        title += "\noneDNN gave wrong results where marked X: those times are no baseline"
+    ax.set_title(title, fontsize=10, color="black")
     outside_legend(ax)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -420,6 +458,10 @@ def main():
         plt = None
         note = "No plots: matplotlib is not installed (Debian: python3-matplotlib)."
         print(f"plot.py: {note}", file=sys.stderr)
+    except Exception as e:  # a broken installation, whatever it raises, only costs the plots
+        plt = None
+        note = f"No plots: matplotlib failed to load ({type(e).__name__}: {e})."
+        print(f"plot.py: {note}", file=sys.stderr)
     if plt is not None:
         host = [r for r in records if r["kind"] == "hetkern" and r["device"] == "host"]
         wanted = [("scans.png", "scans against the copy roof", any(is_scan(r) for r in records), plot_scans),
@@ -427,10 +469,19 @@ def main():
                    any(not is_scan(r) for r in records), plot_qmm),
                   ("scaling.png", "scaling with threads", len({r["threads"] for r in host}) > 1, plot_scaling),
                   ("cpu_gpu.png", "CPU against GPU", any(r["device"] == "gpu" for r in records), plot_cpu_gpu)]
+        failed = []
         for name, what, present, draw in wanted:
-            if present:
+            if not present:
+                continue
+            try:
                 draw(plt, res, os.path.join(out, name))
                 plots.append((name, what))
+            except Exception as e:  # matplotlib's own failure: the other plots and the report go on
+                plt.close("all")
+                failed.append(f"{name} ({type(e).__name__}: {e})")
+                print(f"plot.py: {name} not drawn: {type(e).__name__}: {e}", file=sys.stderr)
+        if failed:
+            note = "Not drawn: " + "; ".join(failed) + "."
     summary(res, os.path.join(out, "summary.md"), plots, note)
 
 

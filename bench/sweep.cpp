@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <omp.h>
-#include <signal.h>
 #include <spawn.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
@@ -23,6 +22,7 @@
 #include <set>
 #include <sstream>
 
+#include "bench/interrupt.hpp"
 #include "bench/onednn_baseline.hpp"
 #include "bench/peak.hpp"
 #include "bench/threads.hpp"
@@ -34,28 +34,6 @@ namespace hk::bench {
 namespace {
 
 namespace fs = std::filesystem;
-
-volatile sig_atomic_t interrupt_requested = 0;
-void on_interrupt(int) { interrupt_requested = 1; }
-
-// Ctrl-C sets the flag once; the handler then resets itself, so a second Ctrl-C ends the process.
-class InterruptGuard {
- public:
-  InterruptGuard() {
-    interrupt_requested = 0;
-    struct sigaction action {};
-    action.sa_handler = on_interrupt;
-    action.sa_flags = SA_RESETHAND;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, &previous_);
-  }
-  ~InterruptGuard() { sigaction(SIGINT, &previous_, nullptr); }
-  InterruptGuard(const InterruptGuard&) = delete;
-  InterruptGuard& operator=(const InterruptGuard&) = delete;
-
- private:
-  struct sigaction previous_ {};
-};
 
 // Strategies for a GPU carry "offload" in their names; every other strategy runs on the host.
 std::string device_of(const std::string& strategy) {
@@ -394,6 +372,11 @@ std::vector<int> default_thread_counts(int cpus) {
 void validate(const SweepOptions& o) {
   if (o.cases.empty()) throw Error(Errc::invalid_parameter, "sweep", "spec", "no case to run");
   if (o.out_dir.empty()) throw Error(Errc::invalid_parameter, "sweep", "--out", "needs a directory");
+  // Two sweeps' files in one directory would read as one sweep.
+  std::error_code ec;
+  if (!o.force && fs::is_directory(o.out_dir, ec) && !fs::is_empty(o.out_dir, ec))
+    throw Error(Errc::invalid_file, "sweep", o.out_dir,
+                "is not empty: give another --out, or --force to write into it");
   for (const int t : o.threads)
     if (t < 1 || t > 1024)
       throw Error(Errc::invalid_parameter, "sweep", "--threads", "counts are 1 to 1024, got " + std::to_string(t));
@@ -420,6 +403,12 @@ SweepResult run_sweep(const SweepOptions& o) {
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir))
     throw Error(Errc::invalid_file, "sweep", o.out_dir, "cannot create the output directory");
+  // --force: an earlier sweep's outputs go first, so that none of them (a plot this sweep does not
+  // draw) is taken for this sweep's.
+  if (o.force)
+    for (const char* name : {"results.json", "results.csv", "summary.md", "scans.png", "qmm.png", "scaling.png",
+                             "cpu_gpu.png"})
+      fs::remove(dir / name, ec);
 
   const int cpus = allowed_cpu_count();
   std::vector<int> threads = o.threads.empty() ? default_thread_counts(cpus) : o.threads;
@@ -444,7 +433,7 @@ SweepResult run_sweep(const SweepOptions& o) {
       ++result.skipped;
     };
     for (std::size_t i = 0; i < measurements.size(); ++i) {
-      if (interrupt_requested) break;
+      if (interrupt_requested()) break;
       const Measurement& m = measurements[i];
       progress.show(int(i), describe(m));
       try {
@@ -478,13 +467,13 @@ SweepResult run_sweep(const SweepOptions& o) {
       }
     }
     progress.finish(result.measured + result.skipped);
-    result.interrupted = interrupt_requested != 0;
+    result.interrupted = interrupt_requested();
 
     PeerOutput peers;
     if (o.peers && !result.interrupted) {
       std::fprintf(stderr, "peers: numpy and PyTorch where installed ...\n");
       peers = run_peers(o, hetkern_records, dir);
-      result.interrupted = interrupt_requested != 0;
+      result.interrupted = interrupt_requested();
       if (!peers.failure.empty()) notes.push_back("peers not measured: " + peers.failure);
     } else if (!o.peers) {
       notes.push_back("peers not measured: --no-peers");

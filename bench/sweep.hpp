@@ -22,6 +22,7 @@ struct SweepOptions {
   TimingOptions timing{0.1, 5};
   std::string out_dir;
   bool peers = true;                   // run bench/peers.py (numpy, PyTorch)
+  bool force = false;                  // write into a non-empty out_dir (else refused)
 };
 
 struct SweepResult {
@@ -33,8 +34,8 @@ struct SweepResult {
 /// Thread counts 1, 2, 4, ... below `cpus`, then `cpus`.
 std::vector<int> default_thread_counts(int cpus);
 
-/// Checks the options (schedule texts parse, thread counts and pins are sane) and throws
-/// hk::Error before anything is measured or written.
+/// Checks the options (schedule texts parse, thread counts and pins are sane, out_dir is empty or
+/// absent unless force) and throws hk::Error before anything is measured or written.
 void validate(const SweepOptions& options);
 
 /// Runs the sweep with a progress bar on a terminal (plain lines otherwise) on stderr. Ctrl-C

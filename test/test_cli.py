@@ -6,10 +6,13 @@ wrapping arithmetic), QuantizedLinearMatMul against exact integer arithmetic wit
 requantization. Every class of bad input must exit with status 2, print one line on stderr and
 leave OUT as it was. usage: test_cli.py PATH/TO/hetkern
 """
+import io
 import os
+import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import unittest
 from fractions import Fraction
 
@@ -232,6 +235,160 @@ class QuantizedMatMulCli(Workdir):
                 np.testing.assert_array_equal(y, expected)
 
 
+def random_q(dtype, shape):
+    info = np.iinfo(dtype)
+    return RNG.integers(info.min, info.max, size=shape, endpoint=True).astype(dtype)
+
+
+class QuantizedMatMulConventions(Workdir):
+    """What users of ONNX and numpy expect: numbers as parameters, numpy.matmul's broadcast, a uint8
+    output by default and float16 scales, each against exact integer arithmetic."""
+
+    def run_qmm(self, a, b, params, extra=()):
+        """params: flag -> a number (given as text) or an array (saved as .npy)."""
+        args = ["run", "qlinear-matmul", self.path("y.npy"), "--a", self.save("a.npy", a), "--b", self.save("b.npy", b)]
+        for flag, value in params.items():
+            args += [flag, value if isinstance(value, str) else self.save(flag.strip("-") + ".npy", value)]
+        result = run(*args, *extra)
+        self.assert_ok(result)
+        return np.load(self.path("y.npy"))
+
+    def test_numbers_as_scales_and_zero_points(self):
+        a = np.array([[208, 236, 0, 238], [3, 214, 255, 29]], dtype=np.uint8)
+        b = np.array([[152, 51, 244], [60, 26, 255], [0, 127, 246], [127, 254, 247]], dtype=np.uint8)
+        y = self.run_qmm(a, b, {"--a-scale": "0.0066", "--a-zero-point": "113", "--b-scale": "0.00705",
+                                "--b-zero-point": "114", "--out-scale": "0.0107", "--out-zero-point": "118"})
+        np.testing.assert_array_equal(y, np.array([[168, 115, 255], [1, 66, 151]], dtype=np.uint8))
+        # Signed tensors take negative zero points; numbers and files mix.
+        for trial in range(6):
+            a, b = random_q(np.int8, (5, 9)), random_q(np.int8, (9, 4))
+            za, zb, zy = (int(RNG.integers(-128, 128)) for _ in range(3))
+            sa, sb = (float(RNG.uniform(0.001, 0.05)) for _ in range(2))
+            sy = np.full((5, 1), 0.01, dtype=np.float32) * np.float32(2.0 ** int(RNG.integers(0, 5)))
+            with self.subTest(trial=trial):
+                y = self.run_qmm(a, b, {"--a-scale": repr(sa), "--a-zero-point": str(za), "--b-scale": repr(sb),
+                                        "--b-zero-point": str(zb), "--out-scale": sy, "--out-zero-point": str(zy)},
+                                 ["--out-type", "int8"])
+                expected = qmm_oracle(a, np.int8(za), np.float32(sa), b, np.int8(zb), np.float32(sb), np.int8(zy), sy,
+                                      np.int8)
+                self.assertEqual(y.dtype, np.int8)
+                np.testing.assert_array_equal(y, expected)
+
+    def test_batch_dimensions_broadcast_as_numpy_matmul(self):
+        cases = [((2, 4, 8), (8, 3)), ((4, 8), (2, 8, 3)), ((3, 1, 4, 8), (2, 8, 3)), ((1, 2, 4, 8), (3, 1, 8, 3)),
+                 ((2, 1, 4, 8), (1, 3, 8, 3)), ((1, 4, 8), (1, 8, 3))]
+        for a_shape, b_shape in cases:
+            a, b = random_q(np.uint8, a_shape), random_q(np.int8, b_shape)
+            sa = RNG.uniform(0.001, 0.01, size=(4, 1)).astype(np.float32)
+            za = random_q(np.uint8, (4, 1))
+            sb = np.float32(0.02)
+            schedule = RNG.choice(["", "reference", "qmm.tiled(mc=3, nc=5, kc=2)", "qmm.parallel(threads=2)"])
+            with self.subTest(a=a_shape, b=b_shape, schedule=schedule):
+                y = self.run_qmm(a, b, {"--a-scale": sa, "--a-zero-point": za, "--b-scale": "0.02",
+                                        "--out-scale": "0.05", "--out-zero-point": "128"},
+                                 ["--schedule", schedule] if schedule else [])
+                expected = qmm_oracle(a, za, sa, b, np.int8(0), sb, np.uint8(128), np.float32(0.05), np.uint8)
+                self.assertEqual(y.shape, np.matmul(np.zeros(a_shape), np.zeros(b_shape)).shape)
+                np.testing.assert_array_equal(y, expected)
+
+    def test_output_is_uint8_without_an_output_zero_point(self):
+        a, b = random_q(np.int8, (3, 7)), random_q(np.int8, (7, 5))
+        y = self.run_qmm(a, b, {"--a-scale": "0.05", "--b-scale": "0.05", "--out-scale": "0.25"})
+        self.assertEqual(y.dtype, np.uint8)
+        expected = qmm_oracle(a, np.int8(0), np.float32(0.05), b, np.int8(0), np.float32(0.05), np.uint8(0),
+                              np.float32(0.25), np.uint8)
+        np.testing.assert_array_equal(y, expected)
+        # A number given as the output zero point is of that default type too.
+        y = self.run_qmm(a, b, {"--a-scale": "0.05", "--b-scale": "0.05", "--out-scale": "0.25", "--out-zero-point": "200"})
+        self.assertEqual(y.dtype, np.uint8)
+        expected = qmm_oracle(a, np.int8(0), np.float32(0.05), b, np.int8(0), np.float32(0.05), np.uint8(200),
+                              np.float32(0.25), np.uint8)
+        np.testing.assert_array_equal(y, expected)
+
+    def test_float16_scales_widen_exactly(self):
+        a, b = random_q(np.uint8, (2, 6, 10)), random_q(np.uint8, (10, 4))
+        sa = RNG.uniform(0.001, 0.01, size=(6, 1)).astype(np.float16)
+        sb = RNG.uniform(0.001, 0.01, size=(1, 4)).astype(np.float16)
+        sy = np.float16(0.03)
+        y = self.run_qmm(a, b, {"--a-scale": sa, "--a-zero-point": "100", "--b-scale": sb, "--b-zero-point": "90",
+                                "--out-scale": sy, "--out-zero-point": "127"})
+        expected = qmm_oracle(a, np.uint8(100), sa.astype(np.float32), b, np.uint8(90), sb.astype(np.float32),
+                              np.uint8(127), np.float32(sy), np.uint8)
+        np.testing.assert_array_equal(y, expected)
+
+
+class OutputPaths(Workdir):
+    """Links are followed and kept, - is standard output, FIFOs and devices are written in place."""
+
+    def setUp(self):
+        super().setUp()
+        self.x = np.arange(1, 13, dtype=np.float32).reshape(3, 4)
+        self.src = self.save("x.npy", self.x)
+        self.expected = np.cumsum(self.x, axis=1)
+
+    def cumsum_to(self, out):
+        return subprocess.run([HETKERN, "run", "cumsum", self.src, out, "--axis", "1"], capture_output=True, timeout=60)
+
+    def test_symbolic_link_writes_its_target_and_stays(self):
+        for existing in (True, False):
+            with self.subTest(existing_target=existing):
+                target, link = self.path(f"target-{existing}.npy"), self.path(f"link-{existing}.npy")
+                if existing:
+                    with open(target, "wb") as f:
+                        f.write(b"old contents")
+                os.symlink(os.path.basename(target), link)
+                result = self.cumsum_to(link)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertTrue(os.path.islink(link))
+                self.assertEqual(os.readlink(link), os.path.basename(target))
+                np.testing.assert_array_equal(np.load(target), self.expected)
+                self.assertEqual(sorted(f for f in os.listdir(self.dir) if ".tmp." in f), [])
+
+    def test_dash_is_standard_output(self):
+        result = self.cumsum_to("-")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        np.testing.assert_array_equal(np.load(io.BytesIO(result.stdout)), self.expected)
+        self.assertFalse(os.path.exists(self.path("-")))
+        self.assertFalse(os.path.exists("-"))
+
+    def test_dev_stdout_is_written_not_replaced(self):
+        result = self.cumsum_to("/dev/stdout")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        np.testing.assert_array_equal(np.load(io.BytesIO(result.stdout)), self.expected)
+        self.assertTrue(os.path.islink("/dev/stdout"))
+
+    def test_fifo_is_written_in_place(self):
+        fifo = self.path("pipe")
+        os.mkfifo(fifo)
+        received = []
+        reader = threading.Thread(target=lambda: received.append(open(fifo, "rb").read()))
+        reader.start()
+        result = self.cumsum_to(fifo)
+        reader.join(timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertTrue(stat.S_ISFIFO(os.stat(fifo).st_mode), "the FIFO was replaced")
+        np.testing.assert_array_equal(np.load(io.BytesIO(received[0])), self.expected)
+
+    def test_bad_input_writes_nothing_to_any_kind_of_output(self):
+        """Validation fails before an output is opened: nothing on stdout, and a FIFO without a
+        reader is never opened (opening it would block until the timeout)."""
+        bad = ["run", "cumsum", self.src, None, "--axis", "5"]
+        fifo = self.path("pipe")
+        os.mkfifo(fifo)
+        for out in ("-", fifo):
+            with self.subTest(out=out):
+                args = [out if a is None else a for a in bad]
+                result = subprocess.run([HETKERN, *args], capture_output=True, timeout=20)
+                self.assertEqual(result.returncode, 2)
+                self.assertEqual(result.stdout, b"")
+                self.assertEqual(len(result.stderr.decode().splitlines()), 1, result.stderr)
+
+    def test_a_directory_is_refused(self):
+        result = self.cumsum_to(self.dir)
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("directory", result.stderr.decode())
+
+
 class BadInputs(Workdir):
     """Status 2, exactly one line on stderr, and OUT neither created nor modified."""
 
@@ -304,8 +461,18 @@ class BadInputs(Workdir):
         z_uint8 = self.save("zu8.npy", np.uint8(1))
         out = self.path("out.npy")
         base = ["run", "qlinear-matmul", out, "--a", a, "--a-scale", s, "--b", b, "--b-scale", s, "--out-scale", s]
+        a3 = self.save("a3.npy", np.ones((2, 2, 3), dtype=np.uint8))
+        b3 = self.save("b3.npy", np.ones((3, 3, 4), dtype=np.int8))
+        s_text = self.path("notes.txt")
+        with open(s_text, "w") as f:
+            f.write("0.5\n")
+
+        def replaced(flag, value):
+            args = list(base)
+            args[args.index(flag) + 1] = value
+            return args
+
         cases = [
-            (base, "--out-type"),
             (base + ["--out-type", "int16"], "out-type"),
             (base + ["--out-type", "int8", "--out-zero-point", z_uint8], "differs"),
             (["run", "qlinear-matmul", out, "--a", a, "--a-scale", s, "--b", b_wrong_k, "--b-scale", s,
@@ -318,6 +485,17 @@ class BadInputs(Workdir):
               "--out-scale", s, "--out-type", "uint8"], "b_scale"),
             (base + ["--a-zero-point", z_int8, "--out-type", "uint8"], "a_zero_point"),
             (base + ["--out-type", "uint8", "--schedule", "scan.tiled"], "unknown strategy"),
+            (["run", "qlinear-matmul", out, "--a", a3, "--a-scale", s, "--b", b3, "--b-scale", s,
+              "--out-scale", s], "do not broadcast"),
+            (replaced("--a-scale", "0.5x"), "neither a number nor an existing .npy file"),
+            (replaced("--a-scale", s_text), "notes.txt"),
+            (replaced("--a-scale", "-0.5"), "a_scale"),
+            (replaced("--out-scale", "nan"), "output_scale"),
+            (base + ["--a-zero-point", "256"], "0 to 255"),
+            (base + ["--a-zero-point", "1.5"], "--a-zero-point"),
+            (base + ["--b-zero-point", "-129"], "-128 to 127"),
+            (base + ["--out-zero-point", "-1"], "0 to 255 (uint8)"),
+            (base + ["--out-type", "int8", "--out-zero-point", "128"], "-128 to 127"),
         ]
         for args, phrase in cases:
             with self.subTest(args=args):

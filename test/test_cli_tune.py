@@ -1,11 +1,12 @@
 #!/usr/bin/python3
-"""`hetkern tune` end to end: records in the database, resume after a kill, export/import,
+"""`hetkern tune` end to end: records in the database, resume after a kill, Ctrl-C, export/import,
 two tuners on one database, dispatch of tuned records, a corrupt database.
 
 Outputs of dispatched calls are checked against numpy. usage: test_cli_tune.py PATH/TO/hetkern
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -165,6 +166,41 @@ class Tune(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stderr.count("already tuned"), len(kept))
         self.assertEqual(len(self.export()), 6)
+
+    def test_ctrl_c_prints_the_summary_of_what_finished_and_exits_130(self):
+        # A quick first shape, then products that take seconds each: Ctrl-C lands in the second.
+        shapes = [SHAPES[0]] + [f"qlinear-matmul --shape {n},{n},{n} --types u8,s8,u8" for n in (512, 384, 448)]
+        path = self.shapes_file(shapes)
+        p = subprocess.Popen([HETKERN, "tune", "--shapes", path, "--budget", "4"], env=self.env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        seen = ""
+        while "[2/4]" not in seen:  # the first shape is done, the second under way
+            line = p.stderr.readline()
+            self.assertTrue(line, "tune ended before its second shape: " + seen)
+            seen += line
+        p.send_signal(signal.SIGINT)
+        start = time.time()
+        out, err = p.communicate(timeout=120)
+        self.assertEqual(p.returncode, 130, seen + err)
+        self.assertLess(time.time() - start, 30, "the shape under way was not abandoned")
+        match = re.search(r"interrupted \(Ctrl-C\): (\d+) of 4 shapes done", err)
+        self.assertTrue(match, err)
+        done = int(match.group(1))
+        self.assertTrue(1 <= done < 4, done)
+        self.assertIn("interrupted, not recorded", err)
+        # The summary holds a row per finished shape, and so does the database; nothing else.
+        rows = out.strip().splitlines()
+        self.assertIn("best schedule", rows[0])
+        self.assertEqual(len(rows) - 1, done, out)
+        self.assertTrue(rows[1].startswith(SHAPES[0]), rows[1])
+        self.assertEqual(len(self.export()), done)
+
+    def test_export_to_standard_output(self):
+        self.assertEqual(run("tune", "--shapes", self.shapes_file(SHAPES[:1]), "--budget", "1", env=self.env).returncode, 0)
+        r = run("tune", "--export", "-", env=self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout), self.export())
+        self.assertIn("exported 1 records", r.stderr)
 
     def test_usage_errors(self):
         for args in (["tune"], ["tune", "--list", "--export", "x.json"],

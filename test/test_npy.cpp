@@ -481,9 +481,31 @@ TEST_F(NpyWriteFailure, PathIsADirectory) {
   std::ofstream(path / "keep") << "kept";
   EXPECT_TRUE(contains(
       error_of([&] { hk::npy::write(path.string(), desc_, values_.data()); }, path.string()),
-      "cannot rename"));
+      "is a directory"));
   EXPECT_EQ(entries(), std::vector<std::string>{"out.npy"});
   EXPECT_EQ(contents_of(path / "keep"), "kept");
+}
+
+// A chain of relative links ending at a file that does not exist yet: the file is created where
+// the last link points, relative to that link's directory, and both links stay.
+TEST_F(NpyWriteFailure, LinkChainToANewFileIsFollowedAndKept) {
+  fs::create_directory(directory_ / "sub");
+  fs::create_symlink("sub/second", directory_ / "first");
+  fs::create_symlink("../target.npy", directory_ / "sub" / "second");
+  hk::npy::write((directory_ / "first").string(), desc_, values_.data());
+  EXPECT_TRUE(fs::is_symlink(directory_ / "first"));
+  EXPECT_TRUE(fs::is_symlink(directory_ / "sub" / "second"));
+  EXPECT_EQ(hk::npy::read((directory_ / "target.npy").string()).desc.to_string(), "float32{10,100}");
+  EXPECT_EQ(entries(), (std::vector<std::string>{"first", "sub", "target.npy"}));
+}
+
+TEST_F(NpyWriteFailure, LinkLoopIsRefused) {
+  fs::create_symlink("b", directory_ / "a");
+  fs::create_symlink("a", directory_ / "b");
+  EXPECT_TRUE(contains(error_of([&] { hk::npy::write((directory_ / "a").string(), desc_, values_.data()); },
+                                (directory_ / "a").string()),
+                       "symbolic links"));
+  EXPECT_EQ(entries(), (std::vector<std::string>{"a", "b"}));
 }
 
 TEST_F(NpyWriteFailure, MissingDirectory) {

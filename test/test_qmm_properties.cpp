@@ -43,6 +43,7 @@ struct Config {
   std::optional<ParamShape> za, zb, zy;
   Layout la = Layout::packed, lb = Layout::packed, ly = Layout::packed;
   std::vector<bool> bcast_a, bcast_b;  // stride 0 on that batch dimension
+  std::optional<std::vector<i64>> a_batch, b_batch;  // batch sizes that broadcast to `batch`
   bool dyadic = true;                  // power-of-two scales: bit-exact
 };
 
@@ -92,7 +93,8 @@ Problem build(const Config& c, std::mt19937_64& rng) {
   Problem p;
   p.batch = c.batch;
   p.M = c.M, p.N = c.N, p.K = c.K;
-  const std::vector<i64> as = concat(c.batch, {c.M, c.K}), bs = concat(c.batch, {c.K, c.N}),
+  const std::vector<i64> as = concat(c.a_batch.value_or(c.batch), {c.M, c.K}),
+                         bs = concat(c.b_batch.value_or(c.batch), {c.K, c.N}),
                          ys = concat(c.batch, {c.M, c.N});
   std::vector<i64> ast = qmmt::make_strides(as, c.la, rng), bst = qmmt::make_strides(bs, c.lb, rng);
   for (std::size_t d = 0; d < c.bcast_a.size(); ++d) if (c.bcast_a[d]) ast[d] = 0;
@@ -344,6 +346,31 @@ TEST(QmmProperties, BatchBroadcastThroughStrideZero) {
         c.dyadic = (ma + mb) % 3 != 0;
         check_config(c, rng, 2);
       }
+  }
+}
+
+// Batch dimensions broadcast as in numpy.matmul: different ranks and size-1 dimensions of A or B
+// against the other's, with distinct data in every batch (the oracle right-aligns on its own).
+TEST(QmmProperties, BatchBroadcastAsInNumpy) {
+  std::mt19937_64 rng(4242);
+  struct Shapes {
+    std::vector<i64> y, a, b;
+  };
+  const Shapes cases[] = {{{2}, {2}, {}},        {{2}, {}, {2}},          {{2}, {1}, {2}},
+                          {{2, 3}, {2, 1}, {3}}, {{2, 3}, {1, 3}, {2, 1}}, {{2, 3}, {3}, {2, 1}},
+                          {{2, 3}, {}, {2, 3}},  {{1, 3}, {1, 3}, {1}},    {{3, 2}, {3, 2}, {1, 1}}};
+  int n = 0;
+  for (const Shapes& s : cases) {
+    Config c;
+    c.batch = s.y, c.a_batch = s.a, c.b_batch = s.b;
+    c.M = 5, c.N = 7, c.K = 9;
+    c.ta = types8[n % 2], c.tb = types8[(n / 2) % 2], c.ty = DataType::uint8;
+    c.la = n % 3 == 1 ? Layout::transposed : Layout::packed;
+    c.lb = n % 3 == 2 ? Layout::padded : Layout::packed;
+    c.za = ParamShape{Gran::row, 2}, c.zb = ParamShape{Gran::tensor, 1};
+    c.dyadic = n++ % 2 == 0;
+    SCOPED_TRACE("output batch " + qmmt::dims(s.y) + " from a " + qmmt::dims(s.a) + " and b " + qmmt::dims(s.b));
+    check_config(c, rng, 1);
   }
 }
 

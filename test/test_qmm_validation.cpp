@@ -145,19 +145,32 @@ TEST_F(QmmValidation, ZeroPointTypeMustMatchItsTensor) {
   expect_rejected(Errc::invalid_type, "b_zero_point", "differs from b's int8");
 }
 
-TEST_F(QmmValidation, ScalesMustBeFloat32) {
+TEST_F(QmmValidation, ScalesMustBeFloat32OrFloat16) {
   for (DataType t : all_types) {
-    if (t == DataType::float32) continue;
+    if (t == DataType::float32 || t == DataType::float16) continue;
     SCOPED_TRACE(std::string(hk::name_of(t)));
     SetUp();
     args.a_scale.desc = TensorDesc(t, {1});
-    expect_rejected(Errc::invalid_type, "a_scale", "is not float32");
+    expect_rejected(Errc::invalid_type, "a_scale", "is not float32 or float16");
     SetUp();
     args.b_scale.desc = TensorDesc(t, {1});
-    expect_rejected(Errc::invalid_type, "b_scale", "is not float32");
+    expect_rejected(Errc::invalid_type, "b_scale", "is not float32 or float16");
     SetUp();
     args.output_scale.desc = TensorDesc(t, {1});
-    expect_rejected(Errc::invalid_type, "output_scale", "is not float32");
+    expect_rejected(Errc::invalid_type, "output_scale", "is not float32 or float16");
+  }
+}
+
+// A float16 scale is its value widened to float32: negative, zero, infinite and NaN ones are
+// refused like float32 ones, the index named.
+TEST_F(QmmValidation, Float16ScaleValuesMustBePositiveAndFinite) {
+  for (const float bad : {-0.5f, 0.0f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+    SCOPED_TRACE(std::to_string(bad));
+    SetUp();
+    const _Float16 values[N] = {_Float16(0.5f), _Float16(bad), _Float16(0.5f), _Float16(0.5f)};
+    std::memcpy(b_scale_data(), values, sizeof values);
+    args.b_scale.desc = TensorDesc(DataType::float16, {1, N});
+    expect_rejected(Errc::invalid_parameter, "b_scale", "at index 1");
   }
 }
 
@@ -179,32 +192,69 @@ TEST_F(QmmValidation, RankOutsideTwoToFour) {
   expect_rejected(Errc::invalid_shape, "output", "outside the allowed 2 to 4");
 }
 
-TEST_F(QmmValidation, RanksMustBeEqual) {
+// The output's rank is the larger of A's and B's, as numpy.matmul's.
+TEST_F(QmmValidation, OutputHasTheLargerRank) {
   args.b.desc = TensorDesc(DataType::uint8, {1, K, N});
-  expect_rejected(Errc::invalid_shape, "b", "differs from a's");
+  expect_rejected(Errc::invalid_shape, "output", "differs from the larger of a's 2 and b's 3");
+  out.desc = TensorDesc(DataType::uint8, {1, M, N});
+  expect_accepted();
   SetUp();
   out.desc = TensorDesc(DataType::uint8, {1, M, N});
-  expect_rejected(Errc::invalid_shape, "output", "differs from a's");
+  expect_rejected(Errc::invalid_shape, "output", "differs from the larger of a's 2 and b's 2");
 }
 
-// Batch sizes must match exactly; even a batch of 1 against 2 is an error (broadcast is stride 0).
-TEST_F(QmmValidation, BatchSizesMustMatch) {
+// Batch sizes broadcast as in numpy.matmul: right-aligned, each pair equal or one of them 1.
+TEST_F(QmmValidation, BatchSizesBroadcastAsInNumpy) {
   args.a.desc = TensorDesc(DataType::uint8, {2, M, K});
   args.b.desc = TensorDesc(DataType::uint8, {3, K, N});
   out.desc = TensorDesc(DataType::uint8, {2, M, N});
-  expect_rejected(Errc::invalid_shape, "b", "batch sizes");
+  expect_rejected(Errc::invalid_shape, "b", "do not broadcast against a's");
   args.b.desc = TensorDesc(DataType::uint8, {1, K, N});
-  expect_rejected(Errc::invalid_shape, "b", "batch sizes");
+  expect_accepted();
+  args.b.desc = TensorDesc(DataType::uint8, {K, N});
+  expect_accepted();
   args.b.desc = TensorDesc(DataType::uint8, {2, K, N});
   out.desc = TensorDesc(DataType::uint8, {3, M, N});
-  expect_rejected(Errc::invalid_shape, "output", "batch sizes");
+  expect_rejected(Errc::invalid_shape, "output", "broadcast together");
+  out.desc = TensorDesc(DataType::uint8, {1, M, N});
+  expect_rejected(Errc::invalid_shape, "output", "broadcast together");
   // Rank 4, second batch dimension.
   args.a.desc = TensorDesc(DataType::uint8, {2, 2, M, K});
-  args.b.desc = TensorDesc(DataType::uint8, {2, 1, K, N});
+  args.b.desc = TensorDesc(DataType::uint8, {2, 3, K, N});
   out.desc = TensorDesc(DataType::uint8, {2, 2, M, N});
-  expect_rejected(Errc::invalid_shape, "b", "batch sizes");
-  // The same with B broadcast by stride 0 is fine.
+  expect_rejected(Errc::invalid_shape, "b", "do not broadcast against a's");
+  // Each operand broadcast along a different dimension, and B of lower rank.
+  args.a.desc = TensorDesc(DataType::uint8, {2, 1, M, K});
+  args.b.desc = TensorDesc(DataType::uint8, {3, K, N});
+  out.desc = TensorDesc(DataType::uint8, {2, 3, M, N});
+  expect_accepted();
+  out.desc = TensorDesc(DataType::uint8, {2, 1, M, N});
+  expect_rejected(Errc::invalid_shape, "output", "broadcast together");
+  // The same with B broadcast by stride 0 is fine too.
+  args.a.desc = TensorDesc(DataType::uint8, {2, 2, M, K});
   args.b.desc = TensorDesc(DataType::uint8, {2, 2, K, N}, {0, 0, N, 1});
+  out.desc = TensorDesc(DataType::uint8, {2, 2, M, N});
+  expect_accepted();
+}
+
+// A packed B is one matrix for every batch, or one per output batch: a B packed with batches
+// that broadcast against A's cannot be indexed by the output's batches.
+TEST_F(QmmValidation, PackedBBroadcastsOnlyAsAWhole) {
+  args.a.desc = TensorDesc(DataType::uint8, {2, 1, M, K});
+  out.desc = TensorDesc(DataType::uint8, {2, 3, M, N});
+  const hk::PackedB per_batch = hk::pack_b({TensorDesc(DataType::uint8, {3, K, N}), b_mem.data()});
+  args.b = {};
+  args.packed_b = &per_batch;
+  expect_rejected(Errc::invalid_shape, "packed_b", "pass b unpacked");
+  const hk::PackedB shared = hk::pack_b({TensorDesc(DataType::uint8, {3, K, N}, {0, N, 1}), b_mem.data()});
+  args.packed_b = &shared;
+  expect_accepted();
+  args.a.desc = TensorDesc(DataType::uint8, {2, 3, M, K});
+  const hk::PackedB one = hk::pack_b({TensorDesc(DataType::uint8, {1, K, N}), b_mem.data()});
+  args.packed_b = &one;
+  expect_accepted();
+  const hk::PackedB full = hk::pack_b({TensorDesc(DataType::uint8, {2, 3, K, N}), b_mem.data()});
+  args.packed_b = &full;
   expect_accepted();
 }
 

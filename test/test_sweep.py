@@ -3,10 +3,13 @@
 plan recomputed here from `hetkern info`), the records are complete and consistent (rates from
 times and sizes, spreads ordered, baselines present), results.csv holds exactly the records of
 results.json, numpy is measured as a peer, summary.md has a row per record, the plots are PNGs, bad
-SPEC lines are refused with their line number, and Ctrl-C keeps what finished.
+SPEC lines are refused with their line number, a non-empty --out is refused without --force, Ctrl-C
+keeps what finished and exits 130, qmm.png marks oneDNN's wrong results and summary.md the default.
 usage: test_sweep.py PATH/TO/hetkern
 """
+import copy
 import csv
+import importlib.util
 import json
 import math
 import os
@@ -15,6 +18,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 HETKERN = None
@@ -164,14 +168,17 @@ class Sweep(unittest.TestCase):
                     self.assertEqual(value, cell(expected), key)
             self.assertTrue(set(r) <= set(row), set(r) - set(row))
 
-    def test_summary_has_a_row_per_record(self):
+    def test_summary_has_a_row_per_record_and_marks_the_default(self):
         with open(os.path.join(self.dir, "summary.md")) as f:
             text = f.read()
         rows = [line for line in text.splitlines() if line.startswith("| ") and " | host | " in line]
         host = [r for r in self.res["records"] if r["device"] == "host"]
         self.assertEqual(len(rows), len(host))
         for r in host:
-            self.assertIn(f"| {r['case']} | {r['schedule']} | host |", text)
+            mark = " **(default)**" if r["kind"] == "hetkern" and r["strategy"] == "default" else ""
+            self.assertIn(f"| {r['case']} | {r['schedule']}{mark} | host | {r['threads'] or ''} |", text)
+        defaults = [r for r in host if r["kind"] == "hetkern" and r["strategy"] == "default"]
+        self.assertEqual(sum("**(default)** | host |" in row for row in rows), len(defaults))
         if self.res["machine"]["gpu_devices"] == 0:
             self.assertIn("No GPU records", text)
 
@@ -217,6 +224,85 @@ class Sweep(unittest.TestCase):
                 return
             with open(os.path.join(tmp, "cpu_gpu.png"), "rb") as f:
                 self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+
+    def test_qmm_plot_and_summary_mark_wrong_onednn_results(self):
+        """Records whose oneDNN outputs differed (as oneDNN with full-range weights on AVX2 does)
+        are drawn as wrong on qmm.png itself and called wrong in summary.md; without such records
+        nothing is marked."""
+        top = max(r["threads"] for r in self.hetkern_records() if r["op"] == "qlinear-matmul")
+        marked = copy.deepcopy(self.res)
+        wrong = [r for r in marked["records"] if r["kind"] == "hetkern" and r["op"] == "qlinear-matmul"
+                 and r["threads"] == top and r.get("onednn_gops")]
+        if not wrong:
+            self.skipTest("no oneDNN baseline in this build")
+        for r in wrong:
+            r["onednn_mismatches"] = 1234
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "results.json")
+            with open(path, "w") as f:
+                json.dump(marked, f)
+            result = subprocess.run([sys.executable, plot_script(), path], capture_output=True, text=True, timeout=120)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            with open(os.path.join(tmp, "summary.md")) as f:
+                summary = f.read()
+        self.assertIn("**oneDNN gave wrong results** in 1 case(s)", summary)
+        qmm_rows = [line for line in summary.splitlines() if line.startswith(f"| {wrong[0]['case']} |")]
+        self.assertEqual(sum("| wrong results |" in row for row in qmm_rows), len(wrong))
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            return
+        plot = load_plot_module()
+        for res, expect_wrong in ((marked, True), (self.res, False)):
+            kept = KeepFigures(plt)
+            with tempfile.TemporaryDirectory() as tmp:
+                plot.plot_qmm(kept, res, os.path.join(tmp, "qmm.png"))
+            ax = kept.figures[0].axes[0]
+            notes = [t.get_text() for t in ax.texts]
+            crosses = [line for line in ax.get_lines() if "WRONG" in line.get_label()]
+            if not expect_wrong:
+                self.assertEqual((notes, crosses), ([], []))
+                plt.close("all")
+                continue
+            self.assertEqual(notes, ["oneDNN wrong\n1234 outputs differ"])
+            self.assertEqual(len(crosses), 1)
+            cases = plot.case_order([r for r in res["records"] if r["op"] == "qlinear-matmul"])
+            self.assertEqual(list(crosses[0].get_xdata()), [cases.index(wrong[0]["case"])])
+            self.assertEqual(list(crosses[0].get_ydata()), [max(r["onednn_gops"] for r in wrong)])
+            self.assertIn("wrong results", ax.get_title())
+            plt.close("all")
+
+
+def plot_script():
+    return os.path.join(os.path.dirname(HETKERN), "..", "share", "hetkern", "bench", "plot.py")
+
+
+def load_plot_module():
+    spec = importlib.util.spec_from_file_location("hetkern_plot", plot_script())
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class KeepFigures:
+    """matplotlib.pyplot for plot.py's drawing functions, except that figures stay open to be read."""
+
+    def __init__(self, plt):
+        self.plt, self.figures = plt, []
+
+    def subplots(self, *args, **kwargs):
+        fig, ax = self.plt.subplots(*args, **kwargs)
+        self.figures.append(fig)
+        return fig, ax
+
+    def close(self, *args):
+        pass
+
+    def __getattr__(self, name):
+        return getattr(self.plt, name)
 
 
 class Options(unittest.TestCase):
@@ -302,7 +388,7 @@ class Options(unittest.TestCase):
                 seen += line
             proc.send_signal(signal.SIGINT)
             stdout, _ = proc.communicate(timeout=60)
-            self.assertEqual(proc.returncode, 0)
+            self.assertEqual(proc.returncode, 130)
             self.assertIn("interrupted", stdout)
             with open(os.path.join(out, "results.json")) as f:
                 res = json.load(f)
@@ -310,6 +396,85 @@ class Options(unittest.TestCase):
             self.assertGreaterEqual(len(res["records"]), 2)
             self.assertLess(len(res["records"]), res["planned"])
             self.assertTrue(os.path.exists(os.path.join(out, "summary.md")))
+            with open(os.path.join(out, "summary.md")) as f:
+                self.assertIn("Interrupted (Ctrl-C)", f.read())
+
+    def test_second_interrupt_stops_at_once(self):
+        """The first Ctrl-C lets the measurement under way finish (a second of it here); a second
+        one ends the process before that, by the signal, with no results written."""
+        with tempfile.TemporaryDirectory() as tmp:
+            spec = os.path.join(tmp, "cases.txt")
+            with open(spec, "w") as f:
+                f.write("cumsum 4096 float32 axis=0\n" * 40)
+            out = os.path.join(tmp, "result")
+            proc = subprocess.Popen([HETKERN, "bench", "--sweep", spec, "--out", out, "--threads", "1",
+                                     "--min-time", "3", "--no-peers"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            self.assertIn("[1/", proc.stderr.readline())
+            proc.send_signal(signal.SIGINT)
+            time.sleep(0.3)
+            start = time.time()
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=60)
+            self.assertEqual(proc.returncode, -signal.SIGINT)
+            self.assertLess(time.time() - start, 2)
+            self.assertFalse(os.path.exists(os.path.join(out, "results.json")))
+
+    def test_broken_optional_baselines_are_reported_and_skipped(self):
+        """A matplotlib and a PyTorch that fail on import (shadowed here by modules that raise) cost
+        the plots and the torch peer, each reported; the sweep still writes its results."""
+        with tempfile.TemporaryDirectory() as tmp:
+            fake = os.path.join(tmp, "site")
+            for module, error in (("matplotlib", "RuntimeError('broken matplotlib')"),
+                                  ("torch", "OSError('libcudart.so: cannot open shared object file')")):
+                os.makedirs(os.path.join(fake, module))
+                with open(os.path.join(fake, module, "__init__.py"), "w") as f:
+                    f.write(f"raise {error}\n")
+            env = dict(os.environ, PYTHONPATH=fake)
+            spec = os.path.join(tmp, "cases.txt")
+            with open(spec, "w") as f:
+                f.write("cumsum 500 float32 axis=0\nqlinear-matmul 8,16,32 u8,s8,u8\n")
+            out = os.path.join(tmp, "result")
+            result = subprocess.run([HETKERN, "bench", "--sweep", spec, "--out", out, "--threads", "1", *QUICK],
+                                    capture_output=True, text=True, timeout=300, env=env)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            with open(os.path.join(out, "results.json")) as f:
+                res = json.load(f)
+            with open(os.path.join(out, "summary.md")) as f:
+                summary = f.read()
+            self.assertFalse([name for name in os.listdir(out) if name.endswith(".png")])
+        torch = next(p for p in res["peers"] if p["name"] == "torch")
+        self.assertFalse(torch["available"])
+        self.assertIn("OSError: libcudart.so", torch["reason"])
+        self.assertTrue(next(p for p in res["peers"] if p["name"] == "numpy")["available"])
+        self.assertIn("No plots: matplotlib failed to load (RuntimeError: broken matplotlib)", summary)
+        self.assertGreater(len(res["records"]), 0)
+
+    def test_non_empty_out_is_refused_without_force(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "result")
+            os.makedirs(out)
+            for name, text in (("notes.txt", "keep me"), ("cpu_gpu.png", "an earlier sweep's plot")):
+                with open(os.path.join(out, name), "w") as f:
+                    f.write(text)
+            result = sweep("cumsum 500 float32 axis=0\n", tmp, "--threads", "1", "--no-peers", *QUICK)
+            self.assertEqual(result.returncode, 2, result.stderr)
+            self.assertEqual(len(result.stderr.splitlines()), 1, result.stderr)
+            self.assertIn("--force", result.stderr)
+            self.assertEqual(sorted(os.listdir(out)), ["cpu_gpu.png", "notes.txt"])
+            result = sweep("cumsum 500 float32 axis=0\n", tmp, "--threads", "1", "--no-peers", "--force", *QUICK)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertTrue(os.path.exists(os.path.join(out, "results.json")))
+            self.assertFalse(os.path.exists(os.path.join(out, "cpu_gpu.png")))
+            with open(os.path.join(out, "notes.txt")) as f:
+                self.assertEqual(f.read(), "keep me")
+            # An empty directory needs no --force.
+            empty = os.path.join(tmp, "empty")
+            os.makedirs(empty)
+            spec = os.path.join(tmp, "cases.txt")
+            result = subprocess.run([HETKERN, "bench", "--sweep", spec, "--out", empty, "--threads", "1",
+                                     "--no-peers", *QUICK], capture_output=True, text=True, timeout=300)
+            self.assertEqual(result.returncode, 0, result.stderr)
 
 
 if __name__ == "__main__":

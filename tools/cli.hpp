@@ -5,6 +5,10 @@
 
 namespace hk::cli {
 
+/// Thrown by a command that stopped early on Ctrl-C after reporting and writing what finished:
+/// hetkern then exits with status 130, as a shell reports a process ended by SIGINT.
+struct Interrupted {};
+
 /// `hetkern run cumsum|cumprod|qlinear-matmul ...`: one operator over .npy files.
 void add_run(CLI::App& app);
 /// `hetkern info`: build, CPU features and the schedules each operator offers.

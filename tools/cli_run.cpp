@@ -1,5 +1,10 @@
-// `hetkern run`: reads .npy inputs, runs one operator, writes the .npy output atomically.
+// `hetkern run`: reads .npy inputs, runs one operator, writes the .npy output (tools/output_file.hpp).
+#include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,19 +55,77 @@ ConstTensor as_parameter(const npy::Array& a) {
   return {TensorDesc(a.desc.dtype(), {1}), a.data()};
 }
 
-void run_qmm(const QmmArgs& args) {
-  auto read_optional = [](const std::string& path) -> std::optional<npy::Array> {
-    if (path.empty()) return std::nullopt;
-    return npy::read(path);
-  };
-  const npy::Array a = npy::read(args.a), b = npy::read(args.b);
-  const npy::Array sa = npy::read(args.a_scale), sb = npy::read(args.b_scale),
-                   sy = npy::read(args.out_scale);
-  const auto za = read_optional(args.a_zero), zb = read_optional(args.b_zero),
-             zy = read_optional(args.out_zero);
+std::optional<double> as_number(const std::string& text) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
 
+// A quantization parameter given as a number or as a .npy file. A number becomes a per-tensor
+// value of shape {1}: a scale as float32 (the decimal rounded to double, then to float32, as
+// numpy.float32(0.0066) does), a zero point as `zero_type`, within its range.
+npy::Array read_parameter(const std::string& text, const char* option, std::optional<DataType> zero_type) {
+  const std::optional<double> number = as_number(text);
+  if (!number) {
+    std::error_code ec;
+    if (!std::filesystem::exists(text, ec))
+      throw Error(Errc::invalid_parameter, "qlinear-matmul", option,
+                  "'" + text + "' is neither a number nor an existing .npy file");
+    return npy::read(text);
+  }
+  npy::Array a{TensorDesc(zero_type.value_or(DataType::float32), {1}), {}};
+  if (!zero_type) {
+    const float scale = float(*number);
+    a.bytes.resize(sizeof scale);
+    std::memcpy(a.bytes.data(), &scale, sizeof scale);
+    return a;
+  }
+  const int lo = *zero_type == DataType::int8 ? -128 : 0, hi = *zero_type == DataType::int8 ? 127 : 255;
+  if (*number != std::floor(*number) || *number < lo || *number > hi)
+    throw Error(Errc::invalid_parameter, "qlinear-matmul", option,
+                text + " is not an integer from " + std::to_string(lo) + " to " + std::to_string(hi) +
+                    " (" + std::string(name_of(*zero_type)) + ")");
+  a.bytes.push_back(std::byte(std::uint8_t(std::int32_t(*number))));
+  return a;
+}
+
+// numpy.matmul's output sizes: A's and B's batch dimensions broadcast (right-aligned, a size of 1
+// repeats), then M and N. Sizes that do not broadcast are left for the operator to refuse.
+std::vector<std::int64_t> output_sizes(const TensorDesc& a, const TensorDesc& b) {
+  if (a.rank() < 2 || b.rank() < 2) {
+    std::vector<std::int64_t> sizes(a.sizes().begin(), a.sizes().end());
+    if (!sizes.empty() && b.rank() > 0) sizes.back() = b.size(b.rank() - 1);
+    return sizes;
+  }
+  const int rank = std::max(a.rank(), b.rank());
+  std::vector<std::int64_t> sizes(static_cast<std::size_t>(rank));
+  for (int d = 0; d < rank - 2; ++d) {
+    const int da = d - (rank - a.rank()), db = d - (rank - b.rank());
+    const std::int64_t sa = da >= 0 ? a.size(da) : 1, sb = db >= 0 ? b.size(db) : 1;
+    sizes[std::size_t(d)] = sa == 1 ? sb : sa;
+  }
+  sizes[std::size_t(rank - 2)] = a.size(a.rank() - 2);
+  sizes[std::size_t(rank - 1)] = b.size(b.rank() - 1);
+  return sizes;
+}
+
+void run_qmm(const QmmArgs& args) {
+  const npy::Array a = npy::read(args.a), b = npy::read(args.b);
+  const npy::Array sa = read_parameter(args.a_scale, "--a-scale", std::nullopt),
+                   sb = read_parameter(args.b_scale, "--b-scale", std::nullopt),
+                   sy = read_parameter(args.out_scale, "--out-scale", std::nullopt);
+  // A number given as a zero point takes its tensor's type; the output's is --out-type, else
+  // uint8 as in ONNX. A .npy zero point brings its own type, which the operator checks.
   std::optional<DataType> out_type;
   if (!args.out_type.empty()) out_type = parse_data_type(args.out_type);
+  auto read_zero = [](const std::string& text, const char* option, DataType type) -> std::optional<npy::Array> {
+    if (text.empty()) return std::nullopt;
+    return read_parameter(text, option, type);
+  };
+  const auto za = read_zero(args.a_zero, "--a-zero-point", a.desc.dtype()),
+             zb = read_zero(args.b_zero, "--b-zero-point", b.desc.dtype()),
+             zy = read_zero(args.out_zero, "--out-zero-point", out_type.value_or(DataType::uint8));
   if (zy) {
     if (out_type && *out_type != zy->desc.dtype())
       throw Error(Errc::invalid_type, "quantized_linear_matmul", "output",
@@ -70,18 +133,13 @@ void run_qmm(const QmmArgs& args) {
                       std::string(name_of(zy->desc.dtype())));
     out_type = zy->desc.dtype();
   }
-  if (!out_type)
-    throw Error(Errc::invalid_type, "quantized_linear_matmul", "output",
-                "type unknown: give --out-zero-point or --out-type int8|uint8");
 
-  // The output is {batch..., M, N}: A's sizes with its last one replaced by B's last.
-  std::vector<std::int64_t> sizes(a.desc.sizes().begin(), a.desc.sizes().end());
-  if (!sizes.empty() && b.desc.rank() > 0) sizes.back() = b.desc.size(b.desc.rank() - 1);
-  const TensorDesc out_desc(*out_type, sizes);
+  const std::vector<std::int64_t> sizes = output_sizes(a.desc, b.desc);
+  const TensorDesc out_desc(out_type.value_or(DataType::uint8), sizes);
   // M x N can exceed both input files by far. The buffer is left uninitialized: its pages are
   // first touched when the operator writes them, after it has validated everything, so a hostile
   // pair of files that fails validation costs no memory.
-  std::uint64_t out_bytes = size_of(*out_type);
+  std::uint64_t out_bytes = size_of(out_desc.dtype());
   for (std::int64_t size : sizes)
     if (__builtin_mul_overflow(out_bytes, std::uint64_t(size), &out_bytes))
       throw Error(Errc::invalid_shape, "quantized_linear_matmul", "output",
@@ -105,7 +163,8 @@ void add_scan_command(CLI::App& run, const char* name, const char* help, bool pr
   auto args = std::make_shared<ScanArgs>();
   CLI::App* cmd = run.add_subcommand(name, help);
   cmd->add_option("input", args->input, "input .npy file")->required();
-  cmd->add_option("output", args->output, "output .npy file (written only on success)")->required();
+  cmd->add_option("output", args->output, "output .npy file (written only on success), or - for standard output")
+      ->required();
   cmd->add_option("--axis", args->axis, "axis to scan, 0 <= axis < rank")->required();
   cmd->add_flag("--reverse", args->reverse, "traverse the axis by decreasing index");
   cmd->add_flag("--exclusive", args->exclusive, "leave each element out of its own tally");
@@ -125,18 +184,24 @@ void add_run(CLI::App& app) {
   auto args = std::make_shared<QmmArgs>();
   CLI::App* cmd = run->add_subcommand(
       "qlinear-matmul",
-      "quantized matrix multiplication; parameter arrays have rank 0 to 4, right-aligned: "
-      "one value, one per row {M,1} (A, output) or one per column {1,N} (B)");
-  cmd->add_option("output", args->output, "output .npy file (written only on success)")->required();
+      "quantized matrix multiplication (ONNX QLinearMatMul); batch dimensions broadcast as in "
+      "numpy.matmul; each scale and zero point is a number (one value) or a .npy file of rank 0 to "
+      "4, right-aligned: one value, one per row {M,1} (A, output) or one per column {1,N} (B)");
+  cmd->add_option("output", args->output, "output .npy file (written only on success), or - for standard output")
+      ->required();
   cmd->add_option("--a", args->a, "A {[B],[C],M,K}, int8 or uint8")->required();
-  cmd->add_option("--a-scale", args->a_scale, "A scale, float32")->required();
-  cmd->add_option("--a-zero-point", args->a_zero, "A zero point, A's type");
+  cmd->add_option("--a-scale", args->a_scale, "A scale: a number or a .npy file, float32 or float16")->required();
+  cmd->add_option("--a-zero-point", args->a_zero, "A zero point: a number or a .npy file of A's type (default 0)");
   cmd->add_option("--b", args->b, "B {[B],[C],K,N}, int8 or uint8")->required();
-  cmd->add_option("--b-scale", args->b_scale, "B scale, float32")->required();
-  cmd->add_option("--b-zero-point", args->b_zero, "B zero point, B's type");
-  cmd->add_option("--out-scale", args->out_scale, "output scale, float32")->required();
-  cmd->add_option("--out-zero-point", args->out_zero, "output zero point; its type is the output type");
-  cmd->add_option("--out-type", args->out_type, "output type when no output zero point is given")
+  cmd->add_option("--b-scale", args->b_scale, "B scale: a number or a .npy file, float32 or float16")->required();
+  cmd->add_option("--b-zero-point", args->b_zero, "B zero point: a number or a .npy file of B's type (default 0)");
+  cmd->add_option("--out-scale", args->out_scale, "output scale: a number or a .npy file, float32 or float16")
+      ->required();
+  cmd->add_option("--out-zero-point", args->out_zero,
+                  "output zero point: a number (of the output type) or a .npy file (its type is the "
+                  "output type); default 0");
+  cmd->add_option("--out-type", args->out_type,
+                  "output type; default: the output zero point file's type, else uint8 (as in ONNX)")
       ->check(CLI::IsMember({"int8", "uint8"}));
   cmd->add_option("--schedule", args->schedule,
                   "schedule text, e.g. qmm.parallel(threads=2); default: chosen by hetkern");

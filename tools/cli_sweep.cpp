@@ -17,7 +17,7 @@ struct SweepArgs {
   std::string spec, out, isa;
   std::vector<int> threads;
   std::vector<std::string> schedules, pins;
-  bool no_peers = false;
+  bool no_peers = false, force = false;
   bench::TimingOptions timing{0.1, 5};
 };
 
@@ -38,10 +38,12 @@ void add_bench_sweep(CLI::App& bench) {
   for (const auto& p : bench::sweep_presets()) presets += (presets.empty() ? "" : ", ") + p;
   bench.add_option("--sweep", args->spec,
                    "run a sweep instead of one case: a preset (" + presets +
-                       ") or a SPEC file, one case per line: OP SHAPE DTYPE [OPTIONS] (see README)");
+                       ") or a SPEC file, one case per line: OP SHAPE DTYPE [OPTIONS] (see README); Ctrl-C "
+                       "stops after the measurement under way, writes what finished and exits with "
+                       "status 130, a second Ctrl-C at once");
   bench.add_option("--out", args->out,
                    "sweep: directory for results.json, results.csv, summary.md and the plots "
-                   "(created; default ./hetkern-sweep-DATE-TIME)");
+                   "(created; default ./hetkern-sweep-DATE-TIME; refused when not empty, see --force)");
   bench.add_option("--threads", args->threads,
                    "sweep: host thread counts, e.g. 1,2,4 (default: 1, 2, 4, ... and every CPU)")
       ->delimiter(',')
@@ -57,6 +59,10 @@ void add_bench_sweep(CLI::App& bench) {
       ->delimiter(',');
   bench.add_option("--isa", args->isa, "sweep: highest instruction-set level for hetkern and oneDNN");
   bench.add_flag("--no-peers", args->no_peers, "sweep: leave out numpy and PyTorch");
+  bench.add_flag("--force", args->force,
+                 "sweep: write into a --out directory that is not empty (an earlier sweep's "
+                 "results.json, results.csv, summary.md and plots there are removed first); "
+                 "without it such a directory is refused");
   bench.add_option("--min-time", args->timing.min_seconds,
                    "sweep: seconds of measured rounds per measurement")
       ->check(CLI::NonNegativeNumber)
@@ -70,7 +76,7 @@ void add_bench_sweep(CLI::App& bench) {
     if (!bench.remaining().empty()) return;
     if (args->spec.empty()) {
       for (const char* option : {"--out", "--threads", "--schedule", "--pin", "--isa", "--no-peers",
-                                 "--min-time", "--min-reps"})
+                                 "--force", "--min-time", "--min-reps"})
         if (bench.count(option))
           throw CLI::ValidationError(option, "belongs to --sweep; for one case put it after the operator");
     } else if (!bench.get_subcommands().empty()) {
@@ -89,12 +95,14 @@ void add_bench_sweep(CLI::App& bench) {
     o.timing = args->timing;
     o.out_dir = args->out.empty() ? default_out_dir() : args->out;
     o.peers = !args->no_peers;
+    o.force = args->force;
     const bench::SweepResult r = bench::run_sweep(o);
     std::printf("%d of %d measurements%s%s in %s:", r.measured, r.planned,
                 r.skipped ? (", " + std::to_string(r.skipped) + " skipped (see summary.md)").c_str() : "",
                 r.interrupted ? ", interrupted" : "", o.out_dir.c_str());
     for (const auto& f : r.files) std::printf(" %s", f.c_str());
     std::printf("\n");
+    if (r.interrupted) throw Interrupted();
   });
 }
 

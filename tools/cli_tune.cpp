@@ -5,17 +5,19 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench/interrupt.hpp"
 #include "bench/threads.hpp"
 #include "hetkern/hetkern.hpp"
 #include "tools/cli.hpp"
+#include "tools/output_file.hpp"
 #include "tools/tune_evaluation.hpp"
 
 namespace hk::cli {
@@ -212,6 +214,9 @@ std::string speedup_text(const TuningRecord& r) {
   return buf;
 }
 
+// Thrown from the tuner's progress callback on Ctrl-C: abandons the shape under way.
+struct StopTuning {};
+
 void tune_problems(const TuneArgs& args, const std::vector<TuneProblem>& problems) {
   // Every problem is validated before anything is measured or written.
   std::vector<TuningRecord> keys;
@@ -219,7 +224,10 @@ void tune_problems(const TuneArgs& args, const std::vector<TuneProblem>& problem
   TuningDb db(db_path(args), true);
   Progress progress;
   std::vector<SummaryRow> rows;
-  for (std::size_t i = 0; i < problems.size(); ++i) {
+  // Ctrl-C stops at the next measured candidate: the shapes that finished keep their records and
+  // appear in the summary; a second Ctrl-C ends the process at once.
+  const bench::InterruptGuard interrupt;
+  for (std::size_t i = 0; i < problems.size() && !bench::interrupt_requested(); ++i) {
     const TuneProblem& p = problems[i];
     const std::string what = problem_text(p);
     progress.begin(i, problems.size(), what);
@@ -233,8 +241,17 @@ void tune_problems(const TuneArgs& args, const std::vector<TuneProblem>& problem
     TuneOptions options;
     options.budget_seconds = args.budget;
     options.exhaustive = args.exhaustive;
-    options.progress = [&](const TuneProgress& tp) { progress.update(tp); };
-    const TuneResult result = tune(p, options);
+    options.progress = [&](const TuneProgress& tp) {
+      if (bench::interrupt_requested()) throw StopTuning();
+      progress.update(tp);
+    };
+    TuneResult result;
+    try {
+      result = tune(p, options);
+    } catch (const StopTuning&) {
+      progress.end("interrupted, not recorded");
+      break;
+    }
     db.put(result.record);
     char outcome[96];
     std::snprintf(outcome, sizeof outcome, "%s in %.1f s, %lld of %lld candidates", time_text(result.record.median_ns).c_str(),
@@ -245,6 +262,12 @@ void tune_problems(const TuneArgs& args, const std::vector<TuneProblem>& problem
                     std::to_string(result.record.candidates) + "/" + std::to_string(result.space_size)});
   }
   print_summary(rows);
+  if (bench::interrupt_requested()) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "interrupted (Ctrl-C): %zu of %zu shapes done, their records kept\n", rows.size(),
+                 problems.size());
+    throw Interrupted();
+  }
 }
 
 void list_records(const TuneArgs& args) {
@@ -265,31 +288,14 @@ void list_records(const TuneArgs& args) {
   print_summary(rows);
 }
 
-// Written to a temporary file and renamed, so that FILE is never left half written.
-void write_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp" + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << text;
-    out.flush();
-    if (!out) {
-      std::filesystem::remove(tmp);
-      throw Error(Errc::invalid_file, "tune", path, "cannot be written");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp);
-    throw Error(Errc::invalid_file, "tune", path, "cannot be written: " + ec.message());
-  }
-}
-
 void export_records(const TuneArgs& args) {
   const TuningDb db(db_path(args), false);
   const auto records = db.all();
-  write_atomically(args.export_file, records_to_json(records));
-  std::printf("exported %zu records to %s\n", records.size(), args.export_file.c_str());
+  const std::string json = records_to_json(records);
+  write_output(args.export_file, std::as_bytes(std::span(json)), "tune");
+  // With the records on standard output, the count goes to stderr.
+  std::fprintf(args.export_file == "-" ? stderr : stdout, "exported %zu records to %s\n", records.size(),
+               args.export_file.c_str());
 }
 
 void import_records(const TuneArgs& args) {
@@ -310,7 +316,9 @@ void import_records(const TuneArgs& args) {
 void add_tune(CLI::App& app) {
   auto args = std::make_shared<TuneArgs>();
   CLI::App* tune_cmd = app.add_subcommand(
-      "tune", "measure schedules for shapes and keep the fastest in the tuning database");
+      "tune", "measure schedules for shapes and keep the fastest in the tuning database; Ctrl-C "
+              "stops at the next candidate, prints the summary of the shapes that finished (their "
+              "records are kept) and exits with status 130, a second Ctrl-C at once");
   tune_cmd->require_subcommand(0, 1);
   tune_cmd->add_option("--budget", args->budget, "seconds the search of one shape may take")
       ->check(CLI::PositiveNumber)
@@ -324,7 +332,7 @@ void add_tune(CLI::App& app) {
   tune_cmd->add_option("--threads", args->threads, "OpenMP threads (part of the record's key); default: every CPU")
       ->check(CLI::Range(1, 1 << 16));
   tune_cmd->add_flag("--list", args->list, "print the records of the database");
-  tune_cmd->add_option("--export", args->export_file, "write every record to FILE as a JSON list");
+  tune_cmd->add_option("--export", args->export_file, "write every record to FILE as a JSON list (- for standard output)");
   tune_cmd->add_option("--import", args->import_file, "add the records of a JSON list (as --export writes)");
   tune_cmd->add_flag("--evaluate", args->evaluate,
                      "compare the tuner with exhaustive sweeps on 30 shapes per operator (minutes)");

@@ -8,17 +8,16 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <charconv>
 #include <cstdint>
-#include <filesystem>
 #include <string_view>
 #include <system_error>
 #include <utility>
 
 #include "hetkern/error.hpp"
+#include "tools/output_file.hpp"
 
 namespace hk::npy {
 namespace {
@@ -354,9 +353,6 @@ class FileDescriptor {
     if (fd_ >= 0) ::close(fd_);
   }
   int get() const noexcept { return fd_; }
-  // Closes now so that the caller sees close()'s error (a deferred write error on some
-  // filesystems).
-  int close() noexcept { return ::close(std::exchange(fd_, -1)); }
 
  private:
   int fd_;
@@ -373,17 +369,6 @@ void read_at(const FileDescriptor& file, std::byte* out, std::size_t size, std::
     offset += std::uint64_t(got);
     size -= std::size_t(got);
   }
-}
-
-bool write_all(int fd, const std::byte* data, std::size_t size) {
-  while (size > 0) {
-    const ssize_t put = ::write(fd, data, size);
-    if (put < 0 && errno == EINTR) continue;
-    if (put < 0) return false;
-    data += put;
-    size -= std::size_t(put);
-  }
-  return true;
 }
 
 // numpy writes '|' (no byte order) for one-byte types and '<' for the others.
@@ -471,36 +456,7 @@ std::vector<std::byte> serialize(const TensorDesc& desc, const void* data) {
 
 void write(const std::string& path, const TensorDesc& desc, const void* data) {
   const std::vector<std::byte> contents = serialize(desc, data);
-
-  const std::filesystem::path target(path);
-  if (!target.has_filename()) fail(path, "path names a directory, not a file");
-  const std::filesystem::path directory = target.has_parent_path() ? target.parent_path() : ".";
-  // O_EXCL with a per-process, per-call name: never reuse a stale temporary or share one with a
-  // concurrent writer. Mode 0666 lets the umask decide the final permissions, as for a plain
-  // open().
-  static std::atomic<unsigned> counter{0};
-  std::string temporary;
-  int fd = -1;
-  for (int attempt = 0; fd < 0; ++attempt) {
-    temporary = (directory / ("." + target.filename().string() + ".tmp." +
-                              std::to_string(::getpid()) + "." + std::to_string(counter++)))
-                    .string();
-    fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && (errno != EEXIST || attempt == 100))
-      fail(path,
-           "cannot create a temporary file in " + directory.string() + ": " + errno_text(errno));
-  }
-  FileDescriptor file(fd);
-  const auto discard = [&](const std::string& what) {
-    const int error = errno;
-    ::unlink(temporary.c_str());
-    fail(path, what + ": " + errno_text(error));
-  };
-  if (!write_all(file.get(), contents.data(), contents.size()))
-    discard("cannot write " + temporary);
-  if (file.close() != 0) discard("cannot write " + temporary);
-  if (::rename(temporary.c_str(), path.c_str()) != 0)
-    discard("cannot rename the temporary file over it");
+  cli::write_output(path, contents, "npy");
 }
 
 }  // namespace hk::npy

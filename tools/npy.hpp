@@ -37,10 +37,10 @@ Array parse(std::span<const std::byte> file, const std::string& name);
 /// byte size beyond 64 bits, or data is null.
 std::vector<std::byte> serialize(const TensorDesc& desc, const void* data);
 
-/// Writes serialize(desc, data) to path atomically: into a temporary file in the same directory
-/// that is then renamed over path. On failure the temporary file is removed, path is left as it
-/// was, and hk::Error(Errc::invalid_file, "npy", path, reason) is thrown; serialize's errors pass
-/// through.
+/// Writes serialize(desc, data) to path as cli::write_output does (tools/output_file.hpp): "-" is
+/// standard output, links are followed, FIFOs and devices are written in place, and a regular file
+/// is replaced atomically (on failure it is left as it was). Throws hk::Error(Errc::invalid_file,
+/// "npy", path, reason); serialize's errors pass through.
 void write(const std::string& path, const TensorDesc& desc, const void* data);
 
 }  // namespace hk::npy

@@ -60,9 +60,12 @@ class PackedB {
 /// form would exceed 2^47 bytes (Errc::invalid_shape: more than any machine can allocate).
 PackedB pack_b(ConstTensor b);
 
-/// Arguments of quantized_linear_matmul. A is {[B],[C],M,K}, B is {[B],[C],K,N}, all of rank 2 to 4
-/// and equal rank, batch sizes equal (broadcast a batch through a stride of 0). Scales are float32,
-/// positive and finite; zero points have the type of their tensor. Parameter tensors have rank 1 to
+/// Arguments of quantized_linear_matmul. A is {[B],[C],M,K}, B is {[B],[C],K,N}, each of rank 2 to
+/// 4; their batch dimensions broadcast as in numpy.matmul (right-aligned, each pair equal or one of
+/// them 1; a stride of 0 broadcasts too), and the output {[B],[C],M,N} has the larger rank and the
+/// broadcast batch sizes. A packed B broadcasts only as a whole (one matrix) or matches the output's
+/// batch sizes. Scales are float32 or float16 (widened to float32, exactly), positive and finite;
+/// zero points have the type of their tensor. Parameter tensors have rank 1 to
 /// 4, are right-aligned against {M,K}/{K,N}/{M,N}, and hold one value (per tensor) or one per row
 /// of A / per column of B / per row of the output.
 struct QuantizedMatMulArgs {

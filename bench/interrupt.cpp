@@ -1,0 +1,26 @@
+#include "bench/interrupt.hpp"
+
+namespace hk::bench {
+namespace {
+
+volatile std::sig_atomic_t requested = 0;
+
+void on_interrupt(int) { requested = 1; }
+
+}  // namespace
+
+InterruptGuard::InterruptGuard() {
+  requested = 0;
+  struct sigaction action {};
+  action.sa_handler = on_interrupt;
+  // SA_RESTART: a system call under way (a database write, waiting for a helper) carries on.
+  action.sa_flags = SA_RESETHAND | SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, &previous_);
+}
+
+InterruptGuard::~InterruptGuard() { sigaction(SIGINT, &previous_, nullptr); }
+
+bool interrupt_requested() noexcept { return requested != 0; }
+
+}  // namespace hk::bench
