@@ -58,7 +58,8 @@ bool set_type(const std::string& name, std::size_t item, const char* op, const c
 
 bool from_buffer(PyObject* object, const char* op, const char* subject, Operand& operand) {
   if (PyObject_GetBuffer(object, &operand.buffer, operand.output ? PyBUF_RECORDS : PyBUF_RECORDS_RO) != 0) {
-    if (!PyErr_ExceptionMatches(PyExc_BufferError)) return false;
+    // numpy refuses a writable view of a read-only array with ValueError, others with BufferError.
+    if (!PyErr_ExceptionMatches(PyExc_BufferError) && !PyErr_ExceptionMatches(PyExc_ValueError)) return false;
     PyErr_Clear();
     raise_error(hk::Errc::invalid_parameter, op, subject,
                 operand.output ? "is not a writable array" : "cannot be read as an array");
