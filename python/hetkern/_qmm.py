@@ -77,6 +77,8 @@ def _scale(p, subject):
 def _zero_point(p, dtype, subject):
     if p is None or isinstance(p, int):
         return p
+    if isinstance(p, np.generic):  # a typed number keeps its type, which must be the tensor's
+        return np.reshape(p, 1)
     given = isinstance(p, np.ndarray) or hasattr(p, "dtype")
     p = _host(p)
     if not isinstance(p, np.ndarray):
@@ -87,7 +89,7 @@ def _zero_point(p, dtype, subject):
         if (p != values).any():
             rule = f"{values.tolist()} does not fit {dtype}"
             raise Error(f"{_OP}: {subject}: {rule}", "invalid_parameter", _OP, subject, rule)
-    return p.item() if p.ndim == 0 else p
+    return p.reshape(1) if p.ndim == 0 else p
 
 
 def _type_name(t):
@@ -177,10 +179,10 @@ def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, 
     >>> b = np.array([[1, 2], [3, 4]], np.int8)
     >>> hetkern.qlinear_matmul(a, 0.5, 10, b, 1.0, 0, 1.0, 5)
     array([[20, 25],
-           [50, 65]], dtype=uint8)
+           [60, 85]], dtype=uint8)
     >>> hetkern.qlinear_matmul(a, [0.5, 0.25], [10, 20], b, 1.0, 0, 2.0, np.int8(0))
     array([[ 8, 10],
-           [12, 15]], dtype=int8)
+           [ 9, 12]], dtype=int8)
     """
     return _qmm(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point, out,
                 out_dtype, schedule, 0)
