@@ -47,8 +47,10 @@ def test_tune_writes_the_database(tmp_path, monkeypatch):
     assert hetkern.default_schedule(hetkern.cumsum, np.ones((4, 512), np.float32)) == tuned
     x = np.random.default_rng(0).standard_normal((4, 512)).astype(np.float32)
     np.testing.assert_allclose(hetkern.cumsum(x), np.cumsum(x, -1, dtype=np.float64), rtol=1e-5, atol=1e-4)
-    monkeypatch.delenv("HETKERN_TUNING_DB")
-    hetkern._hetkern.tune("cumulative_sum", ("float32",), (1, 1), -1, False, False, 0.0, False)
+    for variable in ("HETKERN_TUNING_DB", "XDG_CACHE_HOME", "HOME"):  # no database at all
+        monkeypatch.delenv(variable, raising=False)
+    assert hetkern.info()["tuning_db"] == ""
+    assert not hetkern.tune("cumprod", [(1, 8)], budget=0.1)[0]["stored"]
 
 
 def test_python_m_hetkern_runs_the_command_line():
