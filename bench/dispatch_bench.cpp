@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "hetkern/operators.hpp"
 #include "runtime/dispatch.hpp"
 
 namespace {
@@ -35,5 +36,17 @@ void dispatch_qmm(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(hk::detail::dispatch_qmm(p));
 }
 BENCHMARK(dispatch_qmm)->Name("dispatch/qlinear-matmul/uint8,int8,uint8/32x16x48/cached");
+
+// A whole call too small to cost anything but its overhead (validation, dispatch, the kernel's
+// setup): what the Python binding's overhead is measured against (bench/python_overhead.py).
+void call_tiny_scan(benchmark::State& state) {
+  std::vector<float> x(12, 1.0f), y(12);
+  const hk::TensorDesc desc(hk::DataType::float32, {1, 1, 3, 4});
+  for (auto _ : state) {
+    hk::cumulative_sum({desc, x.data()}, {desc, y.data()}, {.axis = 3});
+    benchmark::DoNotOptimize(y.data());
+  }
+}
+BENCHMARK(call_tiny_scan)->Name("call/cumsum/float32/1,1,3,4");
 
 }  // namespace

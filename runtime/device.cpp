@@ -94,20 +94,30 @@ DeviceBuffer::DeviceBuffer(std::size_t bytes)
     : data_(detail::device_alloc(bytes, offload_device(), "buffer")), bytes_(bytes),
       device_(offload_device()) {}
 
+DeviceBuffer DeviceBuffer::borrow(void* data, std::size_t bytes) {
+  DeviceBuffer buffer;
+  buffer.data_ = data;
+  buffer.bytes_ = bytes;
+  buffer.device_ = offload_device();
+  buffer.owned_ = false;
+  return buffer;
+}
+
 DeviceBuffer::~DeviceBuffer() {
-  if (data_) omp_target_free(data_, device_);
+  if (data_ && owned_) omp_target_free(data_, device_);
 }
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)),
-      device_(other.device_) {}
+      device_(other.device_), owned_(other.owned_) {}
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
   if (this != &other) {
-    if (data_) omp_target_free(data_, device_);
+    if (data_ && owned_) omp_target_free(data_, device_);
     data_ = std::exchange(other.data_, nullptr);
     bytes_ = std::exchange(other.bytes_, 0);
     device_ = other.device_;
+    owned_ = other.owned_;
   }
   return *this;
 }

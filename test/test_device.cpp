@@ -65,6 +65,29 @@ TEST(DeviceBuffer, MovesOwnership) {
   EXPECT_EQ(b.bytes(), 256u);
 }
 
+// Memory hetkern did not allocate (a PyTorch CUDA tensor's, reached through DLPack): borrowed
+// buffers run the operators as owned ones do and never free it, moved or assigned.
+TEST(DeviceBuffer, BorrowsMemoryItDoesNotOwn) {
+  const TensorDesc desc(DataType::int32, {40, 50});
+  const std::size_t bytes = 2000 * 4;
+  std::vector<std::int32_t> x(2000), want(2000), got(2000);
+  std::iota(x.begin(), x.end(), -700);
+  cumulative_sum(ConstTensor{desc, x.data()}, Tensor{desc, want.data()}, {.axis = 1}, Schedule("reference"));
+  DeviceBuffer owner(2 * bytes);
+  owner.upload(x.data(), bytes);
+  {
+    const DeviceBuffer in = DeviceBuffer::borrow(owner.data(), bytes);
+    DeviceBuffer out(16);
+    out = DeviceBuffer::borrow(static_cast<char*>(owner.data()) + bytes, bytes);
+    DeviceBuffer moved(std::move(out));
+    EXPECT_EQ(in.device(), offload_device());
+    EXPECT_EQ(moved.bytes(), bytes);
+    cumulative_sum(DeviceConstTensor{desc, &in}, DeviceTensor{desc, &moved}, {.axis = 1});
+  }
+  owner.download(got.data(), bytes, bytes);  // the owner's memory outlived the borrowers
+  EXPECT_EQ(got, want);
+}
+
 // HETKERN_GPU_WAIT is read by the process's first offload_device() call, so each case runs in a
 // fresh process (the threadsafe death-test style re-executes the test binary): exit code 0 when
 // stderr carries the warning exactly when it should.

@@ -16,6 +16,9 @@ packages=(
   ocl-icd-opencl-dev         # OpenCL loader and headers: oneDNN's CMake package asks for them
   libbenchmark-dev           # Google Benchmark: build/release/bin/hetkern-bench
   python3-matplotlib         # the plots of `hetkern bench --sweep` (bench/plot.py)
+  python3-dev libdlpack-dev  # the Python package's extension: CPython's stable ABI and DLPack's structs
+  python3-pytest             # the Python package's tests (test/python)
+  python3-hypothesis         # their property tests
 )
 missing=()
 for p in "${packages[@]}"; do

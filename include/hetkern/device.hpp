@@ -45,6 +45,10 @@ class DeviceBuffer {
   DeviceBuffer() = default;
   /// Throws hk::Error(Errc::invalid_parameter) when the device cannot allocate `bytes`.
   explicit DeviceBuffer(std::size_t bytes);
+  /// Memory on offload_device() that hetkern does not own, such as a PyTorch CUDA tensor's
+  /// (DLPack): `bytes` at `data`. The caller keeps it alive while the buffer is in use; the
+  /// destructor leaves it alone.
+  static DeviceBuffer borrow(void* data, std::size_t bytes);
   ~DeviceBuffer();
   DeviceBuffer(DeviceBuffer&& other) noexcept;
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
@@ -65,6 +69,7 @@ class DeviceBuffer {
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
   int device_ = 0;
+  bool owned_ = true;
 };
 
 /// A read-only tensor in a DeviceBuffer: descriptor, buffer, and the byte offset of element

@@ -1,0 +1,23 @@
+// What a call on DLPack tensors needs around the library: results as DLPack capsules, device
+// tensors as borrowed device buffers, and the producer's CUDA stream waited for.
+#pragma once
+
+#include <Python.h>
+
+#include "python/ext/operand.hpp"
+
+namespace hkpy {
+
+/// _hetkern.empty(like, shape, dtype): a new packed tensor as a "dltensor" capsule on the
+/// device of the capsule `like` (host memory for the CPU, hk::DeviceBuffer for CUDA); a shape
+/// or dtype of None takes like's.
+PyObject* py_empty(PyObject* self, PyObject* args);
+
+/// Checks that every device operand lies on the device hetkern offloads to and that host and
+/// device operands are not mixed, then waits for the work the producers queued before their
+/// `__dlpack__(stream=1)` (the legacy default stream, which the producers made wait for their
+/// own). Returns -1 with a Python exception set, else 1 when the call runs on the device and
+/// 0 when it runs on the host.
+int device_call(const char* op, std::initializer_list<const Operand*> operands);
+
+}  // namespace hkpy

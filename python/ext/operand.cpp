@@ -1,0 +1,290 @@
+// Array arguments from the buffer protocol and DLPack capsules (operand.hpp).
+#include "python/ext/operand.hpp"
+
+#include <dlpack/dlpack.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "hetkern/dtype.hpp"
+#include "python/ext/errors.hpp"
+
+namespace hkpy {
+namespace {
+
+constexpr int max_operand_rank = hk::max_rank + 2;
+
+// The type's name as hetkern spells it, from a struct-module format ("<f", "B", "=q", ...).
+std::string format_type_name(const char* format, Py_ssize_t item) {
+  std::string f = format ? format : "B";
+  if (!f.empty() && (f[0] == '@' || f[0] == '=' || f[0] == '<')) f.erase(0, 1);
+  else if (!f.empty() && (f[0] == '>' || f[0] == '!')) return "big-endian " + f.substr(1);
+  const std::string bits = std::to_string(item * 8);
+  if (f.size() != 1) return "'" + f + "'";
+  switch (f[0]) {
+    case 'e': case 'f': case 'd': return "float" + bits;
+    case 'b': case 'h': case 'i': case 'l': case 'q': return "int" + bits;
+    case 'B': case 'H': case 'I': case 'L': case 'Q': return "uint" + bits;
+    case '?': return "bool";
+    case 'Z': return "complex";
+    default: return "'" + f + "'";
+  }
+}
+
+std::string dlpack_type_name(DLDataType t) {
+  if (t.lanes != 1) return std::to_string(t.lanes) + "-lane vectors";
+  const std::string bits = std::to_string(t.bits);
+  switch (t.code) {
+    case kDLInt: return "int" + bits;
+    case kDLUInt: return "uint" + bits;
+    case kDLFloat: return "float" + bits;
+    case kDLBfloat: return "bfloat" + bits;
+    case kDLComplex: return "complex" + bits;
+    default: return "DLPack type code " + std::to_string(t.code);
+  }
+}
+
+bool set_type(const std::string& name, std::size_t item, const char* op, const char* subject,
+              Operand& operand) {
+  const auto type = hk::parse_data_type(name);
+  if (!type || hk::name_of(*type) != name || hk::size_of(*type) != item) {
+    raise_error(hk::Errc::invalid_type, op, subject, name + " is not a type hetkern computes with");
+    return false;
+  }
+  operand.dtype = *type;
+  return true;
+}
+
+bool from_buffer(PyObject* object, const char* op, const char* subject, Operand& operand) {
+  if (PyObject_GetBuffer(object, &operand.buffer, operand.output ? PyBUF_RECORDS : PyBUF_RECORDS_RO) != 0) {
+    // numpy refuses a writable view of a read-only array with ValueError, others with BufferError.
+    if (!PyErr_ExceptionMatches(PyExc_BufferError) && !PyErr_ExceptionMatches(PyExc_ValueError)) return false;
+    PyErr_Clear();
+    raise_error(hk::Errc::invalid_parameter, op, subject,
+                operand.output ? "is not a writable array" : "cannot be read as an array");
+    return false;
+  }
+  operand.holds_buffer = true;
+  const Py_buffer& b = operand.buffer;
+  if (b.ndim > hk::max_rank) {
+    raise_error(hk::Errc::invalid_shape, op, subject,
+                "rank " + std::to_string(b.ndim) + " exceeds " + std::to_string(hk::max_rank));
+    return false;
+  }
+  if (!set_type(format_type_name(b.format, b.itemsize), std::size_t(b.itemsize), op, subject, operand))
+    return false;
+  operand.rank = b.ndim;
+  std::int64_t packed = b.itemsize;
+  for (int d = b.ndim - 1; d >= 0; --d) {
+    operand.sizes[d] = b.shape[d];
+    operand.byte_strides[d] = b.strides ? b.strides[d] : packed;
+    packed *= b.shape[d];
+  }
+  operand.data = static_cast<char*>(b.buf);
+  return true;
+}
+
+bool from_dlpack(PyObject* capsule, const char* op, const char* subject, Operand& operand) {
+  auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+  if (!managed) return false;
+  const DLTensor& t = managed->dl_tensor;
+  switch (t.device.device_type) {
+    case kDLCPU: case kDLCUDAHost: break;
+    case kDLCUDA: case kDLCUDAManaged: operand.on_device = true; break;
+    default:
+      raise_error(hk::Errc::invalid_parameter, op, subject,
+                  "DLPack device type " + std::to_string(t.device.device_type) +
+                      " is neither the CPU nor CUDA");
+      return false;
+  }
+  operand.device_id = t.device.device_id;
+  if (t.ndim < 0 || t.ndim > hk::max_rank) {
+    raise_error(hk::Errc::invalid_shape, op, subject,
+                "rank " + std::to_string(t.ndim) + " exceeds " + std::to_string(hk::max_rank));
+    return false;
+  }
+  const std::size_t item = (std::size_t(t.dtype.bits) + 7) / 8;
+  if (!set_type(dlpack_type_name(t.dtype), item, op, subject, operand)) return false;
+  operand.rank = t.ndim;
+  std::int64_t packed = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    operand.sizes[d] = t.shape[d];
+    operand.byte_strides[d] = (t.strides ? t.strides[d] : packed) * std::int64_t(item);
+    packed *= t.shape[d];
+  }
+  operand.data = static_cast<char*>(t.data) + t.byte_offset;
+  return true;
+}
+
+void copy_strided(const char* src, const std::int64_t* src_strides, char* dst,
+                  const std::int64_t* dst_strides, const std::int64_t* sizes, int rank,
+                  std::size_t item) {
+  if (rank == 0) {
+    std::memcpy(dst, src, item);
+    return;
+  }
+  for (std::int64_t i = 0; i < sizes[0]; ++i)
+    copy_strided(src + i * src_strides[0], src_strides + 1, dst + i * dst_strides[0],
+                 dst_strides + 1, sizes + 1, rank - 1, item);
+}
+
+}  // namespace
+
+Operand::~Operand() {
+  if (holds_buffer) PyBuffer_Release(&buffer);
+}
+
+std::size_t Operand::item_size() const { return hk::size_of(dtype); }
+
+hk::TensorDesc Operand::desc() const {
+  std::array<std::int64_t, max_operand_rank> strides{};
+  const auto item = std::int64_t(item_size());
+  for (int d = 0; d < rank; ++d) strides[d] = byte_strides[d] / item;
+  return hk::TensorDesc(dtype, std::span(sizes.data(), std::size_t(rank)),
+                        std::span(strides.data(), std::size_t(rank)));
+}
+
+std::size_t Operand::span_bytes() const {
+  std::int64_t last = 0;
+  for (int d = 0; d < rank; ++d) last += (sizes[d] - 1) * byte_strides[d];
+  return std::size_t(last) + item_size();
+}
+
+void Operand::insert_unit_dim(int at) {
+  for (int d = rank; d > at; --d) {
+    sizes[d] = sizes[d - 1];
+    byte_strides[d] = byte_strides[d - 1];
+  }
+  sizes[at] = 1;
+  byte_strides[at] = 0;
+  ++rank;
+}
+
+bool acquire(PyObject* object, bool output, const char* op, const char* subject, Operand& operand) {
+  operand.output = output;
+  bool ok;
+  if (PyObject_CheckBuffer(object)) {
+    ok = from_buffer(object, op, subject, operand);
+  } else if (PyCapsule_IsValid(object, "dltensor")) {
+    ok = from_dlpack(object, op, subject, operand);
+  } else {
+    PyErr_Format(PyExc_TypeError, "%s: %s: expected an array (buffer protocol or DLPack), got %R",
+                 op, subject, reinterpret_cast<PyObject*>(Py_TYPE(object)));
+    return false;
+  }
+  if (!ok) return false;
+  // A dimension of size 1 is never stepped along: stride 0 keeps its sign out of the way.
+  for (int d = 0; d < operand.rank; ++d)
+    if (operand.sizes[d] == 1) operand.byte_strides[d] = 0;
+  return true;
+}
+
+bool scalar_operand(PyObject* number, hk::DataType dtype, const char* op, const char* subject,
+                    Operand& operand) {
+  operand.dtype = dtype;
+  operand.rank = 1;
+  operand.sizes[0] = 1;
+  operand.byte_strides[0] = 0;
+  operand.staged = std::make_unique<std::byte[]>(8);
+  operand.data = reinterpret_cast<char*>(operand.staged.get());
+  if (dtype == hk::DataType::float32) {
+    const double value = PyFloat_AsDouble(number);
+    if (value == -1.0 && PyErr_Occurred()) return false;
+    const auto f = float(value);
+    std::memcpy(operand.data, &f, sizeof f);
+    return true;
+  }
+  if (dtype == hk::DataType::int8 || dtype == hk::DataType::uint8) {
+    const long long value = PyLong_AsLongLong(number);
+    if (value == -1 && PyErr_Occurred()) return false;
+    const bool is_signed = dtype == hk::DataType::int8;
+    if (value < (is_signed ? -128 : 0) || value > (is_signed ? 127 : 255)) {
+      raise_error(hk::Errc::invalid_parameter, op, subject,
+                  std::to_string(value) + " does not fit " + std::string(hk::name_of(dtype)));
+      return false;
+    }
+    const auto byte = static_cast<unsigned char>(value);
+    std::memcpy(operand.data, &byte, 1);
+    return true;
+  }
+  raise_error(hk::Errc::invalid_type, op, subject,
+              "a number cannot stand for a " + std::string(hk::name_of(dtype)) + " tensor");
+  return false;
+}
+
+bool flip_together(std::initializer_list<Axis> members) {
+  bool out_neg = false, out_pos = false, in_neg = false, in_pos = false;
+  auto resolve = [](const Axis& a) {
+    if (!a.operand) return -1;
+    const int d = a.dim < 0 ? a.operand->rank + a.dim : a.dim;
+    return d >= 0 && d < a.operand->rank ? d : -1;
+  };
+  for (const Axis& a : members) {
+    const int d = resolve(a);
+    if (d < 0) continue;
+    if (a.operand->sizes[d] < 1) return false;  // refused by the library before anything runs
+    const std::int64_t s = a.operand->byte_strides[d];
+    (a.operand->output ? (s < 0 ? out_neg : out_pos) : (s < 0 ? in_neg : in_pos)) |= s != 0;
+  }
+  const bool flip = out_neg ? !out_pos : (!out_pos && in_neg && !in_pos);
+  if (!flip) return false;
+  for (const Axis& a : members) {
+    const int d = resolve(a);
+    if (d < 0) continue;
+    Operand& o = *a.operand;
+    o.data += (o.sizes[d] - 1) * o.byte_strides[d];
+    o.byte_strides[d] = -o.byte_strides[d];
+  }
+  return true;
+}
+
+bool stage(const char* op, const char* subject, Operand& operand) {
+  const auto item = std::int64_t(operand.item_size());
+  bool needed = reinterpret_cast<std::uintptr_t>(operand.data) % std::uintptr_t(item) != 0;
+  std::int64_t count = 1;
+  for (int d = 0; d < operand.rank; ++d) {
+    if (operand.sizes[d] < 1) return true;  // refused by the library before anything runs
+    needed = needed || operand.byte_strides[d] < 0 || operand.byte_strides[d] % item != 0;
+    if (__builtin_mul_overflow(count, operand.sizes[d], &count)) return true;
+  }
+  if (!needed || operand.staged) return true;
+  if (operand.on_device) {
+    raise_error(hk::Errc::invalid_stride, op, subject,
+                "a device tensor's strides must be non-negative multiples of its element size");
+    return false;
+  }
+  std::int64_t bytes = 0;
+  if (__builtin_mul_overflow(count, item, &bytes)) return true;  // the library reports the size
+  try {
+    operand.staged.reset(new std::byte[std::size_t(bytes)]);
+  } catch (const std::bad_alloc&) {
+    PyErr_NoMemory();
+    return false;
+  }
+  std::array<std::int64_t, max_operand_rank> packed{};
+  std::int64_t step = item;
+  for (int d = operand.rank - 1; d >= 0; --d) {
+    packed[d] = step;
+    step *= operand.sizes[d];
+  }
+  auto* dst = reinterpret_cast<char*>(operand.staged.get());
+  if (operand.output) {
+    operand.caller_data = operand.data;
+    operand.caller_strides = operand.byte_strides;
+  } else {
+    copy_strided(operand.data, operand.byte_strides.data(), dst, packed.data(), operand.sizes.data(),
+                 operand.rank, std::size_t(item));
+  }
+  operand.data = dst;
+  operand.byte_strides = packed;
+  return true;
+}
+
+void unstage(const Operand& operand) {
+  if (!operand.caller_data) return;
+  copy_strided(operand.data, operand.byte_strides.data(), operand.caller_data,
+               operand.caller_strides.data(), operand.sizes.data(), operand.rank, operand.item_size());
+}
+
+}  // namespace hkpy

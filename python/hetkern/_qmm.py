@@ -1,0 +1,194 @@
+"""qlinear_matmul and pack_b."""
+import numpy as np
+
+from . import _hetkern
+from ._arrays import dlpack_capsule, dtype_name, empty_like, like
+from ._errors import DTypeError, Error
+
+_OP = "quantized_linear_matmul"
+
+
+class PackedB:
+    """B of ``qlinear_matmul`` packed once for the CPU kernels, to pass in place of ``b`` when
+    the same weights meet many inputs. Immutable; safe to share between threads.
+
+    Attributes: ``shape`` and ``dtype`` of B as packed, ``nbytes`` of the packed form.
+
+    >>> import numpy as np, hetkern
+    >>> w = hetkern.pack_b(np.array([[1, 2], [3, 4]], np.int8))
+    >>> w
+    hetkern.PackedB(shape=(2, 2), dtype='int8')
+    """
+
+    __slots__ = ("_capsule", "shape", "dtype", "nbytes")
+
+    def __init__(self, capsule, shape, dtype, nbytes):
+        self._capsule = capsule
+        self.shape = shape
+        self.dtype = dtype
+        self.nbytes = nbytes
+
+    def __repr__(self):
+        return f"hetkern.PackedB(shape={self.shape}, dtype={self.dtype!r})"
+
+
+def pack_b(b):
+    """Packs ``b`` ({[batch...], K, N}, int8 or uint8, rank 2 to 4, any strides, on the CPU) for
+    ``qlinear_matmul``: the result replaces ``b`` in later calls and skips packing it each time.
+
+    >>> import numpy as np, hetkern
+    >>> a = np.array([[1, 2], [3, 4]], np.uint8)
+    >>> w = hetkern.pack_b(np.array([[1, 0], [0, 1]], np.int8))
+    >>> hetkern.qlinear_matmul(a, 1.0, 0, w, 1.0, 0, 1.0, 0)
+    array([[1, 2],
+           [3, 4]], dtype=uint8)
+    """
+    if not isinstance(b, np.ndarray):
+        b = dlpack_capsule(b) if hasattr(b, "__dlpack__") else np.asarray(b)
+    return PackedB(*_hetkern.pack_b(b))
+
+
+def _host(p):
+    """A parameter as a host array or a Python number."""
+    if isinstance(p, np.ndarray):
+        return p
+    if isinstance(p, np.generic):
+        return p.item()
+    if type(p).__module__.partition(".")[0] == "torch":
+        return p.detach().cpu().numpy()
+    if hasattr(p, "__dlpack__"):
+        return np.from_dlpack(p)
+    return np.asarray(p)
+
+
+def _scale(p, subject):
+    if p is None:
+        raise Error(f"{_OP}: {subject}: is required", "invalid_parameter", _OP, subject, "is required")
+    if isinstance(p, (int, float)):
+        return p
+    p = _host(p)
+    if not isinstance(p, np.ndarray):
+        return p
+    if p.dtype == np.float64:  # numpy's default float; ONNX's scales are float32
+        p = p.astype(np.float32)
+    return p.item() if p.ndim == 0 else p
+
+
+def _zero_point(p, dtype, subject):
+    if p is None or isinstance(p, int):
+        return p
+    if isinstance(p, np.generic):  # a typed number keeps its type, which must be the tensor's
+        return np.reshape(p, 1)
+    given = isinstance(p, np.ndarray) or hasattr(p, "dtype")
+    p = _host(p)
+    if not isinstance(p, np.ndarray):
+        return p
+    if not given and p.dtype.kind in "iu":  # a list of Python ints takes the tensor's type
+        values = p
+        p = values.astype(dtype)
+        if (p != values).any():
+            rule = f"{values.tolist()} does not fit {dtype}"
+            raise Error(f"{_OP}: {subject}: {rule}", "invalid_parameter", _OP, subject, rule)
+    return p.reshape(1) if p.ndim == 0 else p
+
+
+def _type_name(t):
+    """'uint8' for 'uint8', numpy.uint8, numpy.dtype('uint8') and torch.uint8."""
+    if isinstance(t, str):
+        return t
+    try:
+        return np.dtype(t).name
+    except TypeError:
+        return str(t).rpartition(".")[2]
+
+
+def _output_dtype(y_zero_point, out, out_dtype):
+    chosen = dtype_name(y_zero_point) if hasattr(y_zero_point, "dtype") else None
+    if out_dtype is not None:
+        wanted = _type_name(out_dtype)
+        if chosen is not None and wanted != chosen:
+            rule = f"out_dtype {wanted} differs from y_zero_point's type {chosen}"
+            raise DTypeError(f"{_OP}: output: {rule}", "invalid_type", _OP, "output", rule)
+        chosen = wanted
+    if chosen is None:
+        chosen = dtype_name(out) if out is not None else "uint8"
+    return chosen
+
+
+def _matmul_shape(a_shape, b_shape):
+    """numpy.matmul's result shape."""
+    a_shape, b_shape = tuple(a_shape), tuple(b_shape)
+    if not a_shape or not b_shape:
+        return ()
+    try:
+        batch = np.broadcast_shapes(a_shape[:-2], b_shape[:-2])
+    except ValueError:
+        rule = f"batch dimensions {a_shape[:-2]} and {b_shape[:-2]} do not broadcast"
+        raise Error(f"{_OP}: b: {rule}", "invalid_shape", _OP, "b", rule) from None
+    return batch + a_shape[-2:-1] * (len(a_shape) > 1) + b_shape[-1:] * (len(b_shape) > 1)
+
+
+def _qmm(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point, out, out_dtype,
+         schedule, mode):
+    dtype = _output_dtype(y_zero_point, out, out_dtype)
+    host = isinstance(a, np.ndarray) or not hasattr(a, "__dlpack__")
+    if host and not isinstance(a, np.ndarray):
+        a = np.asarray(a)
+    packed = isinstance(b, PackedB)
+    if not packed and not isinstance(b, np.ndarray) and not hasattr(b, "__dlpack__"):
+        b = np.asarray(b)
+    b_dtype = b.dtype if packed else dtype_name(b)
+    params = (_scale(a_scale, "a_scale"), _zero_point(a_zero_point, dtype_name(a), "a_zero_point"),
+              _scale(b_scale, "b_scale"), _zero_point(b_zero_point, b_dtype, "b_zero_point"),
+              _scale(y_scale, "y_scale"), _zero_point(y_zero_point, dtype, "y_zero_point"))
+    schedule = None if schedule is None else str(schedule)
+    if host:
+        b_arg = b._capsule if packed else dlpack_capsule(b) if not isinstance(b, np.ndarray) else b
+        if out is None:
+            out = np.empty(_matmul_shape(a.shape, b.shape), dtype)
+        chosen = _hetkern.qmm(a, params[0], params[1], b_arg, *params[2:], out, schedule, mode)
+        return out if mode == 0 else chosen
+    a_arg = dlpack_capsule(a)
+    b_arg = b._capsule if packed else dlpack_capsule(b)
+    result = empty_like(a_arg, _matmul_shape(a.shape, b.shape), dtype) if out is None else dlpack_capsule(out)
+    chosen = _hetkern.qmm(a_arg, params[0], params[1], b_arg, *params[2:], result, schedule, mode)
+    if mode:
+        return chosen
+    return out if out is not None else like(a, result)
+
+
+def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point, *,
+                   out=None, out_dtype=None, schedule=None):
+    """ONNX QLinearMatMul: ``y = saturate(round((a - a_zero_point) @ (b - b_zero_point) *
+    a_scale * b_scale / y_scale) + y_zero_point)``, with exact integer accumulation and
+    round-half-to-even (docs/operators.md has the exact rule).
+
+    a: {..., M, K} and b: {..., K, N}, int8 or uint8, or b from ``hetkern.pack_b``; batch
+    dimensions broadcast and 1-D operands are promoted as in ``numpy.matmul``. numpy arrays or
+    ``__dlpack__`` objects (PyTorch CPU or CUDA tensors; CUDA runs on the GPU).
+    Scales (float32, positive) and zero points (a's, b's and the output's type) are Python
+    numbers or arrays: per tensor (one value), per row of a and y (M values, as ONNX's 1-D
+    arrays or {M, 1}), per column of b (N values).
+    The output type is ``y_zero_point``'s when it is an array, else ``out_dtype``, else out's,
+    else uint8 (ONNX's default). out: an array to write into; nothing is written on error.
+    schedule: a ``hetkern.Schedule`` or its text (e.g. ``"qmm.tiled"``), None to let hetkern
+    choose.
+
+    >>> import numpy as np, hetkern
+    >>> a = np.array([[10, 20], [30, 40]], np.uint8)
+    >>> b = np.array([[1, 2], [3, 4]], np.int8)
+    >>> hetkern.qlinear_matmul(a, 0.5, 10, b, 1.0, 0, 1.0, 5)
+    array([[20, 25],
+           [60, 85]], dtype=uint8)
+    >>> hetkern.qlinear_matmul(a, [0.5, 0.25], [10, 20], b, 1.0, 0, 2.0, np.int8(0))
+    array([[ 8, 10],
+           [ 9, 12]], dtype=int8)
+    """
+    return _qmm(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point, out,
+                out_dtype, schedule, 0)
+
+
+def default_qmm_schedule(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point, *,
+                         out=None, out_dtype=None, schedule=None):
+    return _qmm(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point, out,
+                out_dtype, schedule, 1)

@@ -1,0 +1,85 @@
+"""cumsum and cumprod."""
+import numpy as np
+
+from . import _hetkern
+from ._arrays import dlpack_capsule, empty_like, like
+
+_run = _hetkern.cumulative
+_ndarray = np.ndarray
+
+
+def _scan(product, x, axis, reverse, exclusive, out, schedule, mode):
+    if schedule is not None:
+        schedule = str(schedule)
+    if not isinstance(x, _ndarray):
+        if hasattr(x, "__dlpack__"):
+            return _scan_dlpack(product, x, axis, reverse, exclusive, out, schedule, mode)
+        x = np.asarray(x)
+    if out is None:
+        out = np.empty(x.shape, x.dtype)
+    chosen = _run(product, x, out, axis, reverse, exclusive, schedule, mode)
+    return out if mode == 0 else chosen
+
+
+def _scan_dlpack(product, x, axis, reverse, exclusive, out, schedule, mode):
+    capsule = dlpack_capsule(x)
+    result = empty_like(capsule) if out is None else dlpack_capsule(out)
+    chosen = _run(product, capsule, result, axis, reverse, exclusive, schedule, mode)
+    if mode:
+        return chosen
+    return out if out is not None else like(x, result)
+
+
+def cumsum(x, axis=-1, *, reverse=False, exclusive=False, out=None, schedule=None):
+    """Running sum along ``axis``: ``y[..., i, ...] = x[..., 0, ...] + ... + x[..., i, ...]``.
+
+    x: a numpy array or any object with ``__dlpack__`` (PyTorch tensors on the CPU or CUDA,
+    CuPy, JAX). Types: float32 (accumulated in float64), float16 (accumulated in float32),
+    int32, uint32, int64, uint64 (wrapping); see ``hetkern.info()`` for the build's list.
+    axis: the scanned dimension; negative counts from the end.
+    reverse: scan from the last element to the first (``y[i] = x[i] + ... + x[n-1]``).
+    exclusive: leave each element out of its own tally (``y[0]`` is 0).
+    out: an array of x's shape and type to write into (``out=x`` works in place); nothing is
+    written when the call raises.
+    schedule: a ``hetkern.Schedule`` or its text, e.g. ``"scan.lines(threads=2)"``; None lets
+    the library choose (tuning database, then its heuristic).
+
+    Returns ``out``, or a new array of the same kind as x (numpy for numpy, torch for torch).
+    Any strides are used without copies, negative and zero ones included; byte strides that are
+    not a multiple of the element size are copied once. Raises hetkern.Error for bad input and
+    hetkern.DTypeError (a TypeError) for an unsupported type.
+
+    >>> import numpy as np, hetkern
+    >>> hetkern.cumsum(np.array([[1, 2, 3], [4, 5, 6]], np.float32))
+    array([[ 1.,  3.,  6.],
+           [ 4.,  9., 15.]], dtype=float32)
+    >>> hetkern.cumsum(np.arange(1, 5, dtype=np.int32), exclusive=True, reverse=True)
+    array([9, 7, 4, 0], dtype=int32)
+    """
+    if type(x) is _ndarray and schedule is None:
+        if out is None:
+            out = np.empty(x.shape, x.dtype)
+        _run(False, x, out, axis, reverse, exclusive, None, 0)
+        return out
+    return _scan(False, x, axis, reverse, exclusive, out, schedule, 0)
+
+
+def cumprod(x, axis=-1, *, reverse=False, exclusive=False, out=None, schedule=None):
+    """Running product along ``axis``; arguments, types and results as ``hetkern.cumsum``.
+
+    >>> import numpy as np, hetkern
+    >>> hetkern.cumprod(np.array([1, 2, 3, 4], np.int64))
+    array([ 1,  2,  6, 24])
+    >>> hetkern.cumprod(np.array([1, 2, 3, 4], np.int64), exclusive=True)
+    array([1, 1, 2, 6])
+    """
+    if type(x) is _ndarray and schedule is None:
+        if out is None:
+            out = np.empty(x.shape, x.dtype)
+        _run(True, x, out, axis, reverse, exclusive, None, 0)
+        return out
+    return _scan(True, x, axis, reverse, exclusive, out, schedule, 0)
+
+
+def default_scan_schedule(product, x, axis=-1, *, reverse=False, exclusive=False, out=None, schedule=None):
+    return _scan(product, x, axis, reverse, exclusive, out, schedule, 1)

@@ -1,0 +1,103 @@
+"""What hetkern is and where it runs: info, devices, default_schedule, tune, transfer counters."""
+from . import _hetkern, _qmm, _scan
+from ._errors import Error
+from ._schedule import Schedule
+
+_OPS = {
+    "cumsum": "cumulative_sum", "cumulative_sum": "cumulative_sum",
+    "cumprod": "cumulative_product", "cumulative_product": "cumulative_product",
+    "qlinear_matmul": "quantized_linear_matmul", "quantized_linear_matmul": "quantized_linear_matmul",
+}
+
+
+def _op_name(op):
+    name = op if isinstance(op, str) else getattr(op, "__name__", repr(op))
+    if name not in _OPS:
+        rule = f"{name} is not cumsum, cumprod or qlinear_matmul"
+        raise Error(f"hetkern: op: {rule}", "invalid_parameter", "hetkern", "op", rule)
+    return _OPS[name]
+
+
+def info():
+    """This build of hetkern and the machine it found, as a dict: ``version``, ``compiler``,
+    ``offload`` (built with GPU offload), ``openmp``, ``isa`` (the CPU kernels' instruction-set
+    level) and ``detected_isa``, ``cpu_features``, ``default_threads``, ``cores``, ``pus``,
+    ``numa_nodes``, ``tuning_db`` (the database path; empty: none) and ``fingerprint``.
+
+    >>> import hetkern
+    >>> d = hetkern.info()
+    >>> d["isa"] in ("portable", "avx2", "avx512", "avx512_vnni", "amx")
+    True
+    """
+    return _hetkern.info()
+
+
+def devices():
+    """Where hetkern runs: a list of dicts, the CPU first (``kind`` "cpu", ``isa``, ``threads``)
+    and, in a build with GPU offload that found a GPU, ``kind`` "cuda" with its
+    ``openmp_device`` (the CUDA device whose tensors run there).
+
+    >>> import hetkern
+    >>> hetkern.devices()[0]["kind"]
+    'cpu'
+    """
+    return _hetkern.devices()
+
+
+def default_schedule(op, *args, **kwargs):
+    """The schedule a call ``op(*args, **kwargs)`` would run now, every parameter explicit,
+    without running it (HETKERN_SCHEDULE, the tuning database or the heuristic). op:
+    ``hetkern.cumsum``, ``hetkern.cumprod`` or ``hetkern.qlinear_matmul`` (or their names).
+    Validates the arguments as the call does.
+
+    >>> import numpy as np, hetkern
+    >>> s = hetkern.default_schedule(hetkern.cumsum, np.ones((64, 64), np.float32), axis=0)
+    >>> s.strategy.startswith("scan.")
+    True
+    """
+    name = _op_name(op)
+    if name == "quantized_linear_matmul":
+        return Schedule(_qmm.default_qmm_schedule(*args, **kwargs))
+    return Schedule(_scan.default_scan_schedule(name == "cumulative_product", *args, **kwargs))
+
+
+def tune(op, shapes, budget=8.0, *, dtype=None, axis=-1, reverse=False, exclusive=False,
+         exhaustive=False):
+    """Measures schedules for each shape and stores the winners in the tuning database that the
+    command line's ``hetkern tune`` uses ($HETKERN_TUNING_DB, else the user's cache); later calls
+    of that shape on this machine run them. Returns one dict per shape (``schedule``,
+    ``median_ns``, ``default_ns``: the heuristic's time, ``candidates``, ``stored``).
+
+    op: ``hetkern.cumsum``, ``hetkern.cumprod`` or ``hetkern.qlinear_matmul`` (or a name).
+    shapes: one shape or a list of them; for qlinear_matmul (M, N, K).
+    budget: seconds per shape. dtype: the scans' type (float32 by default); for qlinear_matmul
+    the types of (a, b, output), ("uint8", "int8", "uint8") by default.
+
+    >>> import hetkern
+    >>> r = hetkern.tune(hetkern.cumsum, (8, 256), budget=0.2)[0]  # doctest: +SKIP
+    >>> r["schedule"]  # doctest: +SKIP
+    'scan.lines(...)'
+    """
+    name = _op_name(op)
+    if dtype is None:
+        types = ("uint8", "int8", "uint8") if name == "quantized_linear_matmul" else ("float32",)
+    else:
+        types = (dtype,) if isinstance(dtype, str) else tuple(dtype)
+    shapes = list(shapes)
+    if shapes and all(isinstance(n, int) for n in shapes):
+        shapes = [shapes]
+    return [_hetkern.tune(name, types, tuple(s), axis, reverse, exclusive, float(budget), exhaustive)
+            for s in shapes]
+
+
+def transfer_counters(reset=False):
+    """Bytes and copies hetkern moved between host and GPU memory since the last reset, as a
+    dict (``to_device_bytes``, ``to_host_bytes``, ``to_device_copies``, ``to_host_copies``); a
+    call on CUDA tensors moves none but its quantization parameters. reset: zero them after
+    reading. All zero in builds without offload.
+
+    >>> import hetkern
+    >>> sorted(hetkern.transfer_counters())
+    ['to_device_bytes', 'to_device_copies', 'to_host_bytes', 'to_host_copies']
+    """
+    return _hetkern.transfer_counters(reset)

@@ -1,0 +1,65 @@
+"""The package around the kernels: docstring examples, Schedule, info, devices, tune, the
+command line through python3 -m hetkern."""
+import doctest
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import hetkern
+from hetkern import _errors, _qmm, _scan, _schedule, _system
+
+
+@pytest.mark.parametrize("module", [hetkern, _errors, _qmm, _scan, _schedule, _system])
+def test_docstring_examples(module):
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0
+
+
+def test_every_public_function_has_an_example():
+    for name in hetkern.__all__:
+        assert ">>>" in (getattr(hetkern, name).__doc__ or ""), name
+
+
+def test_schedule_text_and_equality():
+    s = hetkern.Schedule("scan.parallel( threads = 2 , tile = 128 )")
+    assert str(s) == "scan.parallel(threads=2, tile=128)"
+    assert eval(repr(s), {"hetkern": hetkern}) == s
+    assert s.params == {"threads": 2, "tile": 128}
+
+
+def test_info_and_devices():
+    d = hetkern.info()
+    assert d["version"] and d["default_threads"] >= 1 and isinstance(d["cpu_features"], list)
+    kinds = [dev["kind"] for dev in hetkern.devices()]
+    assert kinds[0] == "cpu" and (("cuda" in kinds) <= d["offload"])
+
+
+def test_tune_writes_the_database(tmp_path, monkeypatch):
+    db = tmp_path / "tuning.sqlite"
+    monkeypatch.setenv("HETKERN_TUNING_DB", str(db))
+    records = hetkern.tune(hetkern.cumsum, (4, 512), budget=0.3)
+    assert len(records) == 1 and records[0]["stored"] and db.exists()
+    tuned = hetkern.Schedule(records[0]["schedule"])
+    assert hetkern.default_schedule(hetkern.cumsum, np.ones((4, 512), np.float32)) == tuned
+    x = np.random.default_rng(0).standard_normal((4, 512)).astype(np.float32)
+    np.testing.assert_allclose(hetkern.cumsum(x), np.cumsum(x, -1, dtype=np.float64), rtol=1e-5, atol=1e-4)
+    for variable in ("HETKERN_TUNING_DB", "XDG_CACHE_HOME", "HOME"):  # no database at all
+        monkeypatch.delenv(variable, raising=False)
+    assert hetkern.info()["tuning_db"] == ""
+    assert not hetkern.tune("cumprod", [(1, 8)], budget=0.1)[0]["stored"]
+
+
+def test_python_m_hetkern_runs_the_command_line():
+    from hetkern._cli_path import CLI
+    beside = os.path.join(os.path.dirname(hetkern.__file__), CLI)
+    if not os.access(beside, os.X_OK) and not shutil.which("hetkern"):
+        pytest.skip("this build has no command line (HETKERN_BUILD_TOOLS=OFF, e.g. the offload preset)")
+    env = dict(os.environ)
+    r = subprocess.run([sys.executable, "-m", "hetkern", "--help"], capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "tune" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "hetkern", "no-such-command"], capture_output=True, text=True)
+    assert r.returncode != 0

@@ -1,0 +1,148 @@
+"""hetkern.qlinear_matmul against exact integer arithmetic with the spec's requantization: every
+signedness combination and parameter granularity, numpy.matmul broadcasting, pack_b, errors."""
+import itertools
+import threading
+
+import numpy as np
+import pytest
+from conftest import DLPackOnly, requantize_reference
+
+import hetkern
+
+INT8S = [np.int8, np.uint8]
+
+
+def random_int8(rng, shape, dtype):
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
+
+
+def params(rng, granularity, count, dtype):
+    """Power-of-two scales (so the reference is bit-exact) and zero points of `dtype`."""
+    n = count if granularity else 1
+    scales = np.exp2(rng.integers(-6, 2, n)).astype(np.float32)
+    zps = random_int8(rng, n, dtype)
+    if not granularity:
+        return float(scales[0]), int(zps[0])
+    return scales, zps
+
+
+def col(v):
+    return np.reshape(v, (-1, 1))
+
+
+def row(v):
+    return np.reshape(v, (1, -1))
+
+
+@pytest.mark.parametrize("ta,tb,ty", list(itertools.product(INT8S, INT8S, INT8S)))
+@pytest.mark.parametrize("per_row,per_col,per_out", [(False, False, False), (True, True, True),
+                                                      (True, False, False), (False, True, True)])
+def test_matches_exact_reference(ta, tb, ty, per_row, per_col, per_out):
+    rng = np.random.default_rng([INT8S.index(ta), INT8S.index(tb), INT8S.index(ty), per_row, per_col, per_out])
+    m, k, n = 13, 37, 11
+    a, b = random_int8(rng, (m, k), ta), random_int8(rng, (k, n), tb)
+    sa, za = params(rng, per_row, m, ta)
+    sb, zb = params(rng, per_col, n, tb)
+    sy, zy = params(rng, per_out, m, ty)
+    sy = sy * 64  # keeps most outputs inside the type's range (saturation is still reached)
+    zy_arg = zy if per_out else np.array(zy, ty)  # an array y_zero_point decides the output type
+    if per_row and ta == np.int8:  # per-row parameters as {M,1} as well as ONNX's 1-D form
+        sa, za = col(sa), col(za)
+    y = hetkern.qlinear_matmul(a, sa, za, b, sb, zb, sy, zy_arg)
+    want = requantize_reference(a, col(sa), col(za), b, row(sb), row(zb), col(sy), col(zy), ty)
+    assert y.dtype == ty
+    np.testing.assert_array_equal(y, want)
+
+
+def test_spec_case_with_other_scales():
+    a = np.array([[208, 236, 0, 238], [3, 214, 255, 29]], np.uint8)
+    b = np.array([[152, 51, 244], [60, 26, 255], [0, 127, 246], [127, 254, 247]], np.uint8)
+    y = hetkern.qlinear_matmul(a, 0.0066, 113, b, 0.00705, 114, 0.0107, 118)
+    want = requantize_reference(a, 0.0066, 113, b, 0.00705, 114, 0.0107, 118, np.uint8)
+    np.testing.assert_array_equal(y, want)
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [
+    ((2, 3, 5, 7), (7, 4)), ((5, 7), (3, 7, 4)), ((2, 1, 5, 7), (3, 7, 4)), ((7,), (7, 4)),
+    ((5, 7), (7,)), ((3, 5, 7), (7,)), ((7,), (2, 7, 4))])
+def test_matmul_broadcasting(rng, a_shape, b_shape):
+    a, b = random_int8(rng, a_shape, np.uint8), random_int8(rng, b_shape, np.int8)
+    y = hetkern.qlinear_matmul(a, 0.25, 7, b, 0.5, -3, 8.0, np.uint8(100))
+    acc = np.matmul(a.astype(np.int64) - 7, b.astype(np.int64) + 3)
+    want = np.clip(np.rint(acc * np.float64(np.float32(0.25 * 0.5) / np.float32(8.0))) + 100, 0, 255)
+    assert y.shape == acc.shape
+    np.testing.assert_array_equal(y, want.astype(np.uint8))
+
+
+def test_strides_out_and_pack_b(rng):
+    a = random_int8(rng, (40, 30), np.int8)[::-2, ::3]  # negative and gapped strides
+    b = random_int8(rng, (30, 24), np.uint8).T.copy().T[::3, ::-2]
+    za = random_int8(rng, 20, np.int8)[::-1]
+    want = requantize_reference(a, 0.5, za.reshape(-1, 1), b, 0.25, 5, 16.0, 3, np.int8)
+    out = np.zeros((20, 12), np.int8)[::-1]
+    assert hetkern.qlinear_matmul(a, 0.5, za, b, 0.25, 5, 16.0, 3, out=out) is out
+    np.testing.assert_array_equal(out, want)
+    packed = hetkern.pack_b(b)
+    assert packed.shape == b.shape and packed.dtype == "uint8" and packed.nbytes > 0
+    y = hetkern.qlinear_matmul(a, 0.5, za, packed, 0.25, 5, 16.0, 3, out_dtype=np.int8)
+    np.testing.assert_array_equal(y, want)
+    y = hetkern.qlinear_matmul(DLPackOnly(np.ascontiguousarray(a)), 0.5, za, DLPackOnly(b), 0.25, 5, 16.0, 3,
+                               out_dtype="int8")
+    np.testing.assert_array_equal(np.from_dlpack(y), want)
+    for text in ("reference", hetkern.default_schedule(hetkern.qlinear_matmul, a, 0.5, za, b, 0.25, 5, 16.0,
+                                                       np.int8(3))):
+        y = hetkern.qlinear_matmul(a, 0.5, za, b, 0.25, 5, 16.0, np.int8(3), schedule=text)
+        np.testing.assert_array_equal(y, want)
+
+
+def test_threads(rng):
+    a = random_int8(rng, (64, 256), np.uint8)
+    packed_source = random_int8(rng, (256, 96), np.int8)
+    packed = hetkern.pack_b(packed_source)
+    want = requantize_reference(a, 0.125, 3, packed_source, 0.25, 0, 32.0, 1, np.uint8)
+    failures = []
+
+    def work():
+        for _ in range(20):
+            if not np.array_equal(hetkern.qlinear_matmul(a, 0.125, 3, packed, 0.25, 0, 32.0, 1), want):
+                failures.append(1)
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures
+
+
+def test_errors_write_nothing(rng):
+    a, b = random_int8(rng, (4, 6), np.uint8), random_int8(rng, (6, 5), np.int8)
+    out = np.full((4, 5), 77, np.uint8)
+    cases = [
+        ("invalid_shape", lambda: hetkern.qlinear_matmul(a, 1.0, 0, b[:5], 1.0, 0, 1.0, 0, out=out)),
+        ("invalid_parameter", lambda: hetkern.qlinear_matmul(a, -1.0, 0, b, 1.0, 0, 1.0, 0, out=out)),
+        ("invalid_parameter", lambda: hetkern.qlinear_matmul(a, float("nan"), 0, b, 1.0, 0, 1.0, 0, out=out)),
+        ("invalid_parameter", lambda: hetkern.qlinear_matmul(a, 1.0, 300, b, 1.0, 0, 1.0, 0, out=out)),
+        ("invalid_parameter", lambda: hetkern.qlinear_matmul(a, 1.0, [1, 2, 3, 400], b, 1.0, 0, 1.0, 0, out=out)),
+        ("invalid_type", lambda: hetkern.qlinear_matmul(a, 1.0, np.int8(0), b, 1.0, 0, 1.0, 0, out=out)),
+        ("invalid_type", lambda: hetkern.qlinear_matmul(a.astype(np.int32), 1.0, 0, b, 1.0, 0, 1.0, 0, out=out)),
+        ("invalid_type", lambda: hetkern.qlinear_matmul(a, 1.0, 0, b, 1.0, 0, 1.0, np.int8(0), out=out)),
+        ("invalid_type", lambda: hetkern.qlinear_matmul(a, 1.0, 0, b, 1.0, 0, 1.0, np.int8(0), out_dtype="uint8")),
+        ("invalid_shape", lambda: hetkern.qlinear_matmul(a, np.ones(3, np.float32), 0, b, 1.0, 0, 1.0, 0, out=out)),
+        ("invalid_shape", lambda: hetkern.qlinear_matmul(np.ones((2, 4, 6), np.uint8), 1.0, 0,
+                                                         np.ones((3, 6, 5), np.int8), 1.0, 0, 1.0, 0)),
+        ("invalid_schedule", lambda: hetkern.qlinear_matmul(a, 1.0, 0, b, 1.0, 0, 1.0, 0, out=out,
+                                                            schedule="scan.tiled")),
+        ("invalid_parameter", lambda: hetkern.qlinear_matmul(a, None, 0, b, 1.0, 0, 1.0, 0, out=out)),
+    ]
+    for code, call in cases:
+        with pytest.raises(hetkern.Error) as e:
+            call()
+        assert e.value.code == code, str(e.value)
+        if code == "invalid_type":
+            assert isinstance(e.value, TypeError)
+        np.testing.assert_array_equal(out, 77)
+    with pytest.raises(hetkern.Error):
+        hetkern.qlinear_matmul(a, 1.0, 0, b, 1.0, 0, 1.0, 0, out=out[:, :4].T.copy().T[:, :4])
+    np.testing.assert_array_equal(out, 77)

@@ -1,0 +1,74 @@
+"""PyTorch tensors through DLPack, on the CPU and on CUDA (run on a machine with torch; the CUDA
+tests need an offload build of hetkern and a GPU)."""
+import numpy as np
+import pytest
+
+import hetkern
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+
+cuda = pytest.mark.skipif(not (torch.cuda.is_available() and hetkern.info()["offload"] and
+                               any(d["kind"] == "cuda" for d in hetkern.devices())),
+                          reason="needs torch with CUDA and hetkern built with offload on a GPU")
+
+
+def torch_scan_oracle(x, axis, reverse, exclusive):
+    y = x.double().flip(axis) if reverse else x.double()
+    r = torch.cumsum(y, axis)
+    if exclusive:
+        r = r - y
+    return (r.flip(axis) if reverse else r).to(x.dtype)
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=cuda)])
+@pytest.mark.parametrize("shape,axis", [((1000,), 0), ((37, 513), 0), ((37, 513), -1), ((3, 5, 700), 1)])
+@pytest.mark.parametrize("reverse,exclusive", [(False, False), (True, True)])
+def test_cumsum_tensors(device, shape, axis, reverse, exclusive):
+    x = torch.randn(shape, device=device)
+    hetkern.transfer_counters(reset=True)
+    y = hetkern.cumsum(x, axis, reverse=reverse, exclusive=exclusive)
+    assert isinstance(y, torch.Tensor) and y.device == x.device and y.shape == x.shape
+    torch.testing.assert_close(y, torch_scan_oracle(x, axis, reverse, exclusive), rtol=2e-6, atol=1e-4)
+    if device == "cuda":
+        assert hetkern.transfer_counters()["to_host_bytes"] == 0
+        assert hetkern.transfer_counters()["to_device_bytes"] == 0
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=cuda)])
+def test_out_in_place_and_views(device):
+    x = torch.randn(64, 96, device=device)
+    want = torch_scan_oracle(x, 0, False, False)
+    y = x.clone()
+    assert hetkern.cumsum(y, 0, out=y) is y
+    torch.testing.assert_close(y, want, rtol=2e-6, atol=1e-4)
+    t = x.t()  # a transposed view: strides, no copy
+    torch.testing.assert_close(hetkern.cumsum(t, 1), want.t(), rtol=2e-6, atol=1e-4)
+    e = x[:1].expand(5, 96)  # a stride of 0
+    torch.testing.assert_close(hetkern.cumprod(e.abs() + 0.5, 0), torch.cumprod((e.abs() + 0.5).double(), 0).float())
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=cuda)])
+@pytest.mark.parametrize("ta,tb,ty", [(torch.uint8, torch.int8, np.uint8), (torch.int8, torch.int8, np.int8),
+                                      (torch.uint8, torch.uint8, np.int8), (torch.int8, torch.uint8, np.uint8)])
+def test_qlinear_matmul_tensors(device, ta, tb, ty):
+    from conftest import requantize_reference
+    gen = torch.Generator().manual_seed(5)
+    a = torch.randint(0, 127, (96, 160), dtype=ta, generator=gen)
+    b = torch.randint(0, 127, (160, 80), dtype=tb, generator=gen)
+    want = requantize_reference(a.numpy(), 0.25, 3, b.numpy(), 0.5, 1, 64.0, 7, ty)
+    hetkern.transfer_counters(reset=True)
+    y = hetkern.qlinear_matmul(a.to(device), 0.25, 3, b.to(device), 0.5, 1, 64.0, 7, out_dtype=ty)
+    assert isinstance(y, torch.Tensor) and y.device.type == device
+    np.testing.assert_array_equal(y.cpu().numpy(), want)
+    if device == "cuda":  # only the quantization parameters travel
+        assert hetkern.transfer_counters()["to_host_bytes"] == 0
+
+
+@cuda
+def test_producer_stream_is_respected():
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        x = torch.ones(1 << 22, device="cuda")
+        x.mul_(2)  # queued on s, maybe unfinished when hetkern starts
+        y = hetkern.cumsum(x)
+    assert y[-1].item() == 2 * (1 << 22)
