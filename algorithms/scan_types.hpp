@@ -63,8 +63,8 @@ struct DoubleDouble {
 };
 
 // Storage type T, accumulator type Acc: float32 accumulates in float64, float16 and bfloat16 in
-// float32, float64 in double-double (spec: each output rounded once); integers accumulate in their unsigned twin so that overflow
-// wraps modulo 2^bits without undefined behaviour.
+// float32, float64 in double-double (spec: each output rounded once); integers accumulate in
+// their unsigned twin so that overflow wraps modulo 2^bits without undefined behaviour.
 template <class T> struct ScanTraits;
 template <> struct ScanTraits<float> { using Acc = double; };
 template <> struct ScanTraits<float16_t> { using Acc = float; };
