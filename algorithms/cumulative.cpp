@@ -14,6 +14,8 @@ bool is_scan_type(DataType t) {
   switch (t) {
     case DataType::float32:
     case DataType::float16:
+    case DataType::float64:
+    case DataType::bfloat16:
     case DataType::int32:
     case DataType::uint32:
     case DataType::int64:
@@ -68,7 +70,7 @@ bool CumulativeCall::in_place() const {
   return is_exact_alias(input.desc, input.data, output.desc, output.data);
 }
 
-void validate(const CumulativeCall& call) {
+void validate(CumulativeCall& call) {
   // A view: the longer operator name would cost a heap allocation on every call.
   const std::string_view op = call.op_name();
   const TensorDesc& in = call.input.desc;
@@ -76,7 +78,8 @@ void validate(const CumulativeCall& call) {
   if (!is_scan_type(in.dtype()))
     throw Error(Errc::invalid_type, std::string(op), "input",
                 "type " + std::string(name_of(in.dtype())) +
-                    " is not one of float32, float16, int32, uint32, int64, uint64");
+                    " is not one of float32, float16, float64, bfloat16, int32, uint32, int64, "
+                    "uint64");
   if (out.dtype() != in.dtype())
     throw Error(Errc::invalid_type, std::string(op), "output",
                 "type " + std::string(name_of(out.dtype())) + " differs from the input's " +
@@ -92,10 +95,11 @@ void validate(const CumulativeCall& call) {
       throw Error(Errc::invalid_shape, std::string(op), "output",
                   "sizes " + out.to_string() + " differ from the input's " + in.to_string());
   const int axis = call.options.axis;
-  if (axis < 0 || axis >= in.rank())
+  if (axis < -in.rank() || axis >= in.rank())
     throw Error(Errc::invalid_parameter, std::string(op), "axis",
                 std::to_string(axis) + " is out of range for a rank-" + std::to_string(in.rank()) +
-                    " tensor (0 to " + std::to_string(in.rank() - 1) + ")");
+                    " tensor (" + std::to_string(-in.rank()) + " to " + std::to_string(in.rank() - 1) +
+                    ", negative counting from the last)");
   if (call.options.direction != Direction::increasing &&
       call.options.direction != Direction::decreasing)
     throw Error(Errc::invalid_parameter, std::string(op), "direction", "is neither increasing nor decreasing");
@@ -103,6 +107,7 @@ void validate(const CumulativeCall& call) {
     throw Error(Errc::overlap, std::string(op), "output",
                 "overlaps the input without being the same tensor (in-place needs the same "
                 "data pointer, sizes and strides)");
+  if (axis < 0) call.options.axis = axis + in.rank();
 }
 
 void reference_cumulative(const CumulativeCall& call) {

@@ -21,8 +21,10 @@ struct CumulativeCall {
   bool in_place() const;
 };
 
-/// Every rule of the spec; throws hk::Error and touches nothing when one is broken.
-void validate(const CumulativeCall& call);
+/// Every rule of the spec; throws hk::Error and touches nothing when one is broken. On success
+/// a negative axis (counting from the last, as in numpy) is replaced by axis + rank, so that
+/// planners, kernels and tuning keys see only 0 <= axis < rank.
+void validate(CumulativeCall& call);
 
 /// The executable form of the specification: one line at a time, in traversal order.
 void reference_cumulative(const CumulativeCall& call);

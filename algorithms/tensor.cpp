@@ -63,6 +63,8 @@ std::optional<DataType> parse_data_type(std::string_view name) {
   static constexpr Alias aliases[] = {
       {"float16", DataType::float16}, {"f16", DataType::float16},
       {"float32", DataType::float32}, {"f32", DataType::float32},
+      {"float64", DataType::float64}, {"f64", DataType::float64},
+      {"bfloat16", DataType::bfloat16}, {"bf16", DataType::bfloat16},
       {"int8", DataType::int8},       {"i8", DataType::int8},   {"s8", DataType::int8},
       {"uint8", DataType::uint8},     {"u8", DataType::uint8},
       {"int32", DataType::int32},     {"i32", DataType::int32}, {"s32", DataType::int32},

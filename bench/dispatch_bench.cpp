@@ -13,7 +13,7 @@ namespace {
 void dispatch_scan(benchmark::State& state) {
   std::vector<float> x(64 * 64), y(x.size());
   const hk::TensorDesc desc(hk::DataType::float32, {64, 64});
-  const hk::detail::CumulativeCall call{false, {desc, x.data()}, {desc, y.data()}, {.axis = 1}};
+  hk::detail::CumulativeCall call{false, {desc, x.data()}, {desc, y.data()}, {.axis = 1}};
   hk::detail::validate(call);
   benchmark::DoNotOptimize(hk::detail::dispatch_scan(call));  // the first lookup fills the cache
   for (auto _ : state) benchmark::DoNotOptimize(hk::detail::dispatch_scan(call));

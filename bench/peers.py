@@ -13,7 +13,7 @@ import json
 import sys
 import time
 
-NUMPY_TYPES = {"float16", "float32", "int32", "uint32", "int64", "uint64"}
+NUMPY_TYPES = {"float16", "float32", "float64", "int32", "uint32", "int64", "uint64"}
 
 
 def emit(kind, value):

@@ -2,6 +2,7 @@
 
 #include <type_traits>
 
+#include "algorithms/scan_types.hpp"
 #include "bench/copy_baseline.hpp"
 #include "bench/random.hpp"
 #include "bench/threads.hpp"
@@ -29,7 +30,8 @@ void fill(T* x, std::int64_t n, bool product, int threads) {
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (std::int64_t i = 0; i < n; ++i) {
     const std::uint64_t bits = random_bits(seed, std::uint64_t(i));
-    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, _Float16>) {
+    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, _Float16> ||
+                  std::is_same_v<T, detail::bfloat16_t>) {
       const float u = random_signed_unit(bits);
       x[i] = T(product ? 1 + u * 0x1p-10f : u);
     } else {
@@ -42,6 +44,8 @@ void fill_input(DataType t, std::byte* p, std::int64_t n, bool product, int thre
   switch (t) {
     case DataType::float16: return fill(reinterpret_cast<_Float16*>(p), n, product, threads);
     case DataType::float32: return fill(reinterpret_cast<float*>(p), n, product, threads);
+    case DataType::float64: return fill(reinterpret_cast<double*>(p), n, product, threads);
+    case DataType::bfloat16: return fill(reinterpret_cast<detail::bfloat16_t*>(p), n, product, threads);
     case DataType::int8: return fill(reinterpret_cast<std::int8_t*>(p), n, product, threads);
     case DataType::uint8: return fill(reinterpret_cast<std::uint8_t*>(p), n, product, threads);
     case DataType::int32: return fill(reinterpret_cast<std::int32_t*>(p), n, product, threads);

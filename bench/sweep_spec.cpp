@@ -97,9 +97,10 @@ void parse_scan_options(SweepCase& c, const std::vector<std::string>& w, const s
     const std::string key = opt.substr(0, eq), value = eq == std::string::npos ? "" : opt.substr(eq + 1);
     if (key == "axis" && eq != std::string::npos) {
       const auto v = integer(value);
-      if (!v || *v < 0 || *v >= std::int64_t(c.scan.shape.size()))
-        fail(source, c.line, "axis must be an integer in [0, rank), got '" + value + "'");
-      c.scan.options.axis = int(*v);
+      const auto rank = std::int64_t(c.scan.shape.size());
+      if (!v || *v < -rank || *v >= rank)
+        fail(source, c.line, "axis must be an integer in [-rank, rank), got '" + value + "'");
+      c.scan.options.axis = int(*v < 0 ? *v + rank : *v);
       have_axis = true;
     } else if (key == "direction" && (value == "increasing" || value == "decreasing")) {
       c.scan.options.direction = value == "decreasing" ? Direction::decreasing : Direction::increasing;
@@ -179,7 +180,7 @@ std::vector<SweepCase> parse_sweep_spec(std::string_view text, const std::string
         if (s <= 0) fail(source, c.line, "every size must be positive, got '" + w[1] + "'");
       c.scan.dtype = data_type(w[2], source, c.line);
       if (c.scan.dtype == DataType::int8 || c.scan.dtype == DataType::uint8)
-        fail(source, c.line, "scans take float16, float32, int32, uint32, int64 or uint64, got '" + w[2] + "'");
+        fail(source, c.line, "scans take float16, float32, float64, bfloat16, int32, uint32, int64 or uint64, got '" + w[2] + "'");
       parse_scan_options(c, w, source);
     } else {
       fail(source, c.line, "unknown operator '" + w[0] + "' (cumsum, cumprod or qlinear-matmul)");

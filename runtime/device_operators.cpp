@@ -35,8 +35,9 @@ void run_scan_on_device(bool product, DeviceConstTensor input, DeviceTensor outp
   const char* op = product ? "cumulative_product" : "cumulative_sum";
   const void* x = device_address(op, "input", input.desc, input.buffer, input.offset);
   void* y = const_cast<void*>(device_address(op, "output", output.desc, output.buffer, output.offset));
-  const detail::CumulativeCall call{product, {input.desc, x}, {output.desc, y}, options};
+  detail::CumulativeCall call{product, {input.desc, x}, {output.desc, y}, options};
   detail::validate(call);
+  detail::check_offload_scan_type(call, schedule.empty() ? "(default)" : schedule.to_string());
   const detail::ScanPlan plan =
       schedule.empty() ? detail::default_offload_scan_plan(call) : detail::plan_scan(call, schedule);
   if (!plan.offload())

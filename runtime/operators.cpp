@@ -7,7 +7,7 @@
 namespace hk {
 namespace {
 
-void run_cumulative(const detail::CumulativeCall& call, const Schedule& schedule) {
+void run_cumulative(detail::CumulativeCall call, const Schedule& schedule) {
   detail::validate(call);
   const detail::ScanPlan plan =
       schedule.empty() ? detail::dispatch_scan(call) : detail::plan_scan(call, schedule);
@@ -39,7 +39,7 @@ Schedule default_schedule(Operator op, ConstTensor input, Tensor output,
   if (op == Operator::quantized_linear_matmul)
     throw Error(Errc::invalid_parameter, "default_schedule", "op",
                 "quantized_linear_matmul takes QuantizedMatMulArgs");
-  const detail::CumulativeCall call{op == Operator::cumulative_product, input, output, options};
+  detail::CumulativeCall call{op == Operator::cumulative_product, input, output, options};
   detail::validate(call);
   return detail::dispatch_scan(call).to_schedule();
 }

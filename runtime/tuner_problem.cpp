@@ -48,11 +48,14 @@ template <class T> bool close_scan(const std::byte* got, const std::byte* want, 
   } else {
     // Accumulation orders differ between schedules (blocked adds block carries), so results may
     // differ in the last bits of the accumulator before rounding to T.
-    const double rel = std::is_same_v<T, float> ? 0x1p-20 : 0x1p-8;
+    const double rel = std::is_same_v<T, double>       ? 0x1p-48
+                       : std::is_same_v<T, float>      ? 0x1p-20
+                       : std::is_same_v<T, bfloat16_t> ? 0x1p-6
+                                                       : 0x1p-8;
     const T* g = reinterpret_cast<const T*>(got);
     const T* w = reinterpret_cast<const T*>(want);
     for (std::size_t i = 0; i < bytes / sizeof(T); ++i) {
-      const double a = double(g[i]), b = double(w[i]);
+      const double a = to_double(g[i]), b = to_double(w[i]);
       if (a == b || (std::isnan(a) && std::isnan(b))) continue;
       if (!(std::fabs(a - b) <= rel * std::max(1.0, std::fabs(b)))) return false;
     }

@@ -15,6 +15,8 @@ namespace hk::detail {
 template <class Op, class Acc> constexpr Acc inclusive_start() {
   if constexpr (std::is_same_v<Op, Sum> && std::is_floating_point_v<Acc>)
     return -Acc(0);
+  else if constexpr (std::is_same_v<Op, Sum> && std::is_same_v<Acc, DoubleDouble>)
+    return DoubleDouble{-0.0, 0.0};
   else
     return Op::template identity<Acc>();
 }
@@ -59,6 +61,8 @@ struct ScanKernelSet {
   };
   PerType<float> f32;
   PerType<float16_t> f16;
+  PerType<double> f64;
+  PerType<bfloat16_t> bf16;
   PerType<std::int32_t> i32;
   PerType<std::uint32_t> u32;
   PerType<std::int64_t> i64;
@@ -68,6 +72,8 @@ struct ScanKernelSet {
     const PerType<T>* p;
     if constexpr (std::is_same_v<T, float>) p = &f32;
     else if constexpr (std::is_same_v<T, float16_t>) p = &f16;
+    else if constexpr (std::is_same_v<T, double>) p = &f64;
+    else if constexpr (std::is_same_v<T, bfloat16_t>) p = &bf16;
     else if constexpr (std::is_same_v<T, std::int32_t>) p = &i32;
     else if constexpr (std::is_same_v<T, std::uint32_t>) p = &u32;
     else if constexpr (std::is_same_v<T, std::int64_t>) p = &i64;

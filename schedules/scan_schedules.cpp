@@ -5,12 +5,12 @@
 #include <array>
 
 #include "algorithms/scan_types.hpp"
+#include "hetkern/error.hpp"
 #include "hetkern/info.hpp"
 #include "runtime/topology.hpp"
 #include "schedules/scan_kernels.hpp"
 #include "schedules/scan_layout.hpp"
 #ifdef HETKERN_OFFLOAD
-#include "hetkern/error.hpp"
 #include "schedules/scan_offload.hpp"
 #endif
 
@@ -161,6 +161,14 @@ void check_offload_tile(const CumulativeCall& call, const Schedule& schedule, co
 
 std::span<const StrategySpec> scan_strategies() { return table(); }
 
+void check_offload_scan_type(const CumulativeCall& call, const std::string& schedule_text) {
+  const DataType t = call.input.desc.dtype();
+  if (t == DataType::float64 || t == DataType::bfloat16)
+    throw Error(Errc::invalid_schedule, call.op_name(), schedule_text,
+                "the offload strategies take float32, float16 and the integer types, not " +
+                    std::string(name_of(t)) + "; a host strategy scans it");
+}
+
 Schedule ScanPlan::to_schedule() const {
   switch (kind) {
     case Kind::reference: return Schedule("reference");
@@ -211,6 +219,7 @@ ScanPlan plan_scan(const CumulativeCall& call, const Schedule& schedule) {
     case ScanPlan::Kind::offload_chained:
 #ifdef HETKERN_OFFLOAD
     {
+      check_offload_scan_type(call, schedule.to_string());
       plan = offload_scan_defaults(call, plan.kind);
       plan.teams = int(p.get(0, plan.teams));
       plan.threads = int(p.get(1, plan.threads));

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <span>
+#include <string>
 
 #include "algorithms/cumulative.hpp"
 #include "hetkern/info.hpp"
@@ -37,6 +38,10 @@ std::span<const StrategySpec> scan_strategies();
 /// Checks the schedule against the strategy table and fills the parameters it leaves out.
 /// Throws hk::Error(Errc::invalid_schedule).
 ScanPlan plan_scan(const CumulativeCall& call, const Schedule& schedule);
+
+/// Throws hk::Error(Errc::invalid_schedule) naming `schedule_text` when the offload strategies
+/// cannot take the call's element type (float64 and bfloat16 run on the host only).
+void check_offload_scan_type(const CumulativeCall& call, const std::string& schedule_text);
 
 /// Runs a validated call with a plan from plan_scan.
 void run_scan(const CumulativeCall& call, const ScanPlan& plan);

@@ -60,17 +60,57 @@ inline std::vector<Schedule> all_scan_schedules() {
 
 inline std::string label(const Schedule& s) { return s.empty() ? "(default)" : s.to_string(); }
 
+/// Whether `s` is an offload strategy, which refuses float64 and bfloat16 (host types only).
+inline bool offload_refuses(DataType type, const Schedule& s) {
+  return (type == DataType::float64 || type == DataType::bfloat16) &&
+         s.strategy().find(".offload") != std::string::npos;
+}
+
 /// Values as a float32 tensor of the given sizes, packed.
 inline std::vector<float> floats(std::initializer_list<float> v) { return v; }
 
-/// Converts between a storage type and long double for comparisons.
-template <class T> long double as_real(T v) { return static_cast<long double>(v); }
+using detail::bfloat16_t;
+
+/// A stored value as long double, exactly, for comparisons.
+template <class T> long double as_real(T v) {
+  if constexpr (std::is_same_v<T, bfloat16_t>)
+    return static_cast<long double>(static_cast<float>(v));
+  else
+    return static_cast<long double>(v);
+}
 
 /// One float16 ulp at magnitude |v| (subnormal spacing below the normal range).
 inline long double f16_ulp(long double v) {
   const long double a = std::fabs(v);
   if (a < 0x1p-14L) return 0x1p-24L;
   return std::ldexp(1.0L, std::ilogb(double(a)) - 10);
+}
+
+/// One bfloat16 ulp at magnitude |v| (7 fraction bits, float32's exponent range).
+inline long double bf16_ulp(long double v) {
+  const long double a = std::fabs(v);
+  if (a < 0x1p-126L) return 0x1p-133L;
+  return std::ldexp(1.0L, std::ilogb(double(a)) - 7);
+}
+
+/// The spec's accuracy for a floating-point output y of a line of `length` elements, against its
+/// exact prefix (`exact`, with `abs_sum` the sum of the magnitudes folded into it):
+/// float32: one rounding plus 2^-45 of the magnitudes (sums) or 2^-23 relative (products);
+/// float64: one rounding plus length * 2^-104 of the magnitudes, the double-double accumulator's
+/// own error (products: relative, plus `oracle_rel`, the long double oracle's error);
+/// float16 and bfloat16: one ulp of their own.
+template <class T>
+long double scan_bound(long double exact, long double abs_sum, std::int64_t length, bool product,
+                       long double oracle_rel = 0) {
+  const long double e = std::fabs(exact);
+  if constexpr (std::is_same_v<T, float>)
+    return product ? 0x1p-23L * e : 0x1p-24L * e + 0x1p-45L * abs_sum;
+  else if constexpr (std::is_same_v<T, double>)
+    return 0x1p-53L * e + (long double)(length + 2) * 0x1p-104L * (product ? e : abs_sum) + oracle_rel * e;
+  else if constexpr (std::is_same_v<T, bfloat16_t>)
+    return bf16_ulp(exact);
+  else
+    return f16_ulp(exact);
 }
 
 }  // namespace hk::test

@@ -22,7 +22,7 @@ QMM_FIELDS = COMMON_FIELDS + ["b_range", "a_scale", "a_zero_point", "b_scale", "
                               "out_zero_point", "ops", "gops", "onednn_median_ns", "onednn_min_ns",
                               "onednn_max_ns", "onednn_gops", "onednn_mismatches", "onednn_reason",
                               "onednn_isa", "onednn_impl", "onednn_version"]
-SIZES = {"float16": 2, "float32": 4, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8}
+SIZES = {"float16": 2, "float32": 4, "float64": 8, "bfloat16": 2, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8}
 
 
 def run(*args):
@@ -60,6 +60,8 @@ class Bench(unittest.TestCase):
             ("cumsum", [3000], "float16", 0, ["--direction", "decreasing"]),
             ("cumprod", [50, 40], "int32", 0, ["--exclusive"]),
             ("cumprod", [2, 3, 40], "uint64", 1, ["--direction", "decreasing", "--exclusive"]),
+            ("cumsum", [64, 100], "float64", -1, []),
+            ("cumprod", [3, 500], "bfloat16", -2, ["--exclusive"]),
         ]
         for op, shape, dtype, axis, extra in cases:
             with self.subTest(op=op, shape=shape, dtype=dtype):
@@ -136,9 +138,12 @@ class Bench(unittest.TestCase):
             (["cumsum", "--dtype", "float32", "--axis", "0"], "--shape"),
             (["cumsum", "--shape", "4,0", "--dtype", "float32", "--axis", "0"], "positive"),
             (["cumsum", "--shape", "4,x", "--dtype", "float32", "--axis", "0"], "shape"),
-            (["cumsum", "--shape", "4,5", "--dtype", "float64", "--axis", "0"], "float64"),
+            (["cumsum", "--shape", "4,5", "--dtype", "float128", "--axis", "0"], "float128"),
             (["cumsum", "--shape", "4,5", "--dtype", "int8", "--axis", "0"], "int8"),
             (["cumsum", "--shape", "4,5", "--dtype", "float32", "--axis", "2"], "axis"),
+            (["cumsum", "--shape", "4,5", "--dtype", "float32", "--axis", "-3"], "axis"),
+            (["cumsum", "--shape", "4,5", "--dtype", "float64", "--axis", "0", "--schedule", "scan.offload_rows"],
+             "scan.offload_rows"),
             (scan + ["--direction", "sideways"], "sideways"),
             (scan + ["--schedule", "scan.tiled("], "schedule"),
             (scan + ["--schedule", "qmm.tiled"], "qmm.tiled"),

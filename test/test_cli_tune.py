@@ -95,6 +95,27 @@ class Tune(unittest.TestCase):
         self.assertIn("-> scan.tiled(tile=3, stream=0) (HETKERN_SCHEDULE)", r.stderr)
         np.testing.assert_allclose(np.load(out), np.cumsum(x[:60, :40].astype(np.float64), axis=1), rtol=1e-6, atol=1e-5)
 
+    def test_new_types_and_negative_axes(self):
+        """float64 and bfloat16 tune like the spec's types; a negative axis is stored as the axis
+        it names, so that a later call with either spelling finds the record."""
+        for dtype, shape in (("float64", "40,30"), ("bfloat16", "2,600")):
+            with self.subTest(dtype=dtype):
+                r = run("tune", "cumsum", "--shape", shape, "--dtype", dtype, "--axis", "-1", "--budget", "2",
+                        env=self.env)
+                self.assertEqual(r.returncode, 0, r.stderr)
+        records = {rec["dtype"]: rec for rec in self.export()}
+        self.assertEqual(sorted(records), ["bfloat16", "float64"])
+        for rec in records.values():
+            self.assertIn("axis=1,", rec["params"])
+        x = np.random.default_rng(5).standard_normal((40, 30))
+        inp, out = os.path.join(self.dir, "x.npy"), os.path.join(self.dir, "y.npy")
+        np.save(inp, x)
+        for axis in ("1", "-1"):
+            r = run("run", "cumsum", inp, out, "--axis", axis, env=dict(self.env, HETKERN_LOG="dispatch"))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("-> " + records["float64"]["schedule"] + " (exact record", r.stderr)
+            np.testing.assert_allclose(np.load(out), np.cumsum(x, axis=1), rtol=1e-13, atol=1e-13)
+
     def test_corrupt_database_warns_and_still_computes(self):
         with open(self.db, "wb") as f:
             f.write(b"this is not a database" * 100)

@@ -96,6 +96,36 @@ TEST(CumulativeExamples, Float16AccumulatesInFloat32) {
   }
 }
 
+// bfloat16 accumulates in float32 (a bfloat16 fold stalls at 256, where 256 + 1 rounds back to
+// 256); each output is rounded to nearest even: 3000 lies halfway between 2992 and 3008.
+TEST(CumulativeExamples, BFloat16AccumulatesInFloat32) {
+  const std::vector<hk::test::bfloat16_t> ones(3000, hk::test::bfloat16_t(1.0f));
+  for (const auto& s : all_scan_schedules()) {
+    if (hk::test::offload_refuses(DataType::bfloat16, s)) continue;
+    const auto y = run(false, ones, {3000}, {}, s, DataType::bfloat16);
+    EXPECT_EQ(float(y[299]), 300.0f) << label(s);
+    EXPECT_EQ(float(y.back()), 3008.0f) << label(s);
+  }
+}
+
+// float64 accumulates in double-double: each output is the exact prefix rounded once, where a
+// float64 fold loses the ones next to 2^53 and drifts over a million tenths.
+TEST(CumulativeExamples, Float64AccumulatesBeyondDouble) {
+  const double big = 0x1p53;
+  // fl(0.1) = m * 2^-56; the exact sums k * m are integers, rounded once by the conversion.
+  const std::int64_t m = 0x1999999999999a;
+  const std::vector<double> tenths(1000000, 0.1);
+  for (const auto& s : all_scan_schedules()) {
+    if (hk::test::offload_refuses(DataType::float64, s)) continue;
+    EXPECT_EQ(run<double>(false, {big, 1, 1, -big}, {4}, {}, s, DataType::float64),
+              (std::vector<double>{big, big, big + 2, 2}))
+        << label(s);
+    const auto y = run(false, tenths, {1000000}, {}, s, DataType::float64);
+    for (std::int64_t k : {10, 1000, 1000000})
+      EXPECT_EQ(y[std::size_t(k - 1)], std::ldexp(double(__int128(m) * k), -56)) << label(s) << " " << k;
+  }
+}
+
 TEST(CumulativeExamples, ExclusiveLineOfLengthOneIsTheIdentity) {
   for (const auto& s : all_scan_schedules()) {
     EXPECT_EQ(run<float>(false, {7, 8}, {2, 1}, {1, Direction::increasing, true}, s, DataType::float32),

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "hetkern/hetkern.hpp"
+#include "scan_test_util.hpp"
 
 namespace {
 
@@ -140,10 +141,34 @@ TEST(CumulativeValidation, SizesMustMatch) {
 
 TEST(CumulativeValidation, AxisMustBeInRange) {
   Fixture f;
-  for (int axis : {-1, 2, 7}) {
+  for (int axis : {-3, -9, 2, 7}) {
     const CumulativeOptions o{axis, Direction::increasing, false};
     expect_rejected([&] { cumulative_sum({f.desc, f.in.data()}, {f.desc, f.out.data()}, o); },
-                    Errc::invalid_parameter, "axis", "out of range for a rank-2 tensor", f.out);
+                    Errc::invalid_parameter, "axis", "out of range for a rank-2 tensor (-2 to 1", f.out);
+  }
+}
+
+// numpy, PyTorch and ONNX: axis -k is axis rank - k, for every schedule, the default choice and
+// the tuning key alike.
+TEST(CumulativeValidation, NegativeAxisCountsFromTheLast) {
+  const TensorDesc d(DataType::float32, {3, 4, 5});
+  std::vector<float> x(60);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 7 % 11) - 5);
+  for (int axis = -3; axis < 0; ++axis) {
+    const CumulativeOptions negative{axis, Direction::decreasing, true};
+    const CumulativeOptions positive{axis + 3, Direction::decreasing, true};
+    std::vector<float> want(x.size()), got(x.size());
+    cumulative_product({d, x.data()}, {d, want.data()}, positive, Schedule("reference"));
+    for (const auto& s : hk::test::all_scan_schedules()) {
+      std::fill(got.begin(), got.end(), -1.0f);
+      cumulative_product({d, x.data()}, {d, got.data()}, negative, s);
+      EXPECT_EQ(got, want) << "axis " << axis << " " << hk::test::label(s);
+    }
+    EXPECT_EQ(default_schedule(Operator::cumulative_sum, {d, x.data()}, {d, got.data()}, negative),
+              default_schedule(Operator::cumulative_sum, {d, x.data()}, {d, got.data()}, positive));
+    const TuningRecord key = tuning_key({Operator::cumulative_sum, {DataType::float32}, {3, 4, 5}, negative});
+    EXPECT_EQ(key.params, tuning_key({Operator::cumulative_sum, {DataType::float32}, {3, 4, 5}, positive}).params);
+    EXPECT_NE(key.params.find("axis=" + std::to_string(axis + 3)), std::string::npos) << key.params;
   }
 }
 

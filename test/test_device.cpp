@@ -240,6 +240,29 @@ TEST(DeviceTensors, RefuseHostSchedules) {
   }
 }
 
+// float64 and bfloat16 are host types: device tensors of them, with or without a schedule, and
+// offload schedules on host tensors of them are refused before anything runs.
+TEST(DeviceTensors, RefuseHostOnlyTypes) {
+  for (DataType type : {DataType::float64, DataType::bfloat16}) {
+    const TensorDesc desc(type, {4, 4});
+    DeviceBuffer a(128), b(128);
+    for (const Schedule& s : {Schedule(), Schedule::parse("scan.offload_rows")}) {
+      try {
+        cumulative_product(DeviceConstTensor{desc, &a}, DeviceTensor{desc, &b}, {.axis = -1}, s);
+        FAIL() << name_of(type) << " ran on device tensors";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), Errc::invalid_schedule) << e.what();
+        EXPECT_NE(std::string(e.what()).find(name_of(type)), std::string::npos) << e.what();
+      }
+    }
+    std::vector<std::byte> x(128), y(128, std::byte{7});
+    for (const char* text : {"scan.offload_rows", "scan.offload_columns", "scan.offload_chained"}) {
+      EXPECT_THROW(cumulative_sum({desc, x.data()}, {desc, y.data()}, {}, Schedule::parse(text)), Error) << text;
+      EXPECT_EQ(y, std::vector<std::byte>(128, std::byte{7})) << text;
+    }
+  }
+}
+
 TEST(DeviceTensors, MustLieInsideTheirBuffers) {
   const TensorDesc desc(DataType::float32, {4, 4});
   DeviceBuffer small(60), big(64), out(64);

@@ -29,6 +29,11 @@ template <class T> T random_value(std::mt19937_64& rng, bool product) {
     return T(rng() % 2 ? steps[rng() % 8] : -steps[rng() % 8]);
   } else if constexpr (std::is_same_v<T, float>) {
     return std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng);
+  } else if constexpr (std::is_same_v<T, double>) {
+    // Multiples of 2^-50 below 1 in magnitude, 53 bits used: every prefix of up to 2^12 of them
+    // is exact in long double, and most are not in float64.
+    const double v = std::ldexp(double(rng() >> 12), -51);
+    return rng() % 2 ? v : -v;
   } else {
     return T(float(int(rng() % 33) - 16) / 8.0f);
   }
@@ -37,6 +42,8 @@ template <class T> T random_value(std::mt19937_64& rng, bool product) {
 template <class T> constexpr DataType dtype_of() {
   if constexpr (std::is_same_v<T, float>) return DataType::float32;
   else if constexpr (std::is_same_v<T, float16_t>) return DataType::float16;
+  else if constexpr (std::is_same_v<T, double>) return DataType::float64;
+  else if constexpr (std::is_same_v<T, hk::test::bfloat16_t>) return DataType::bfloat16;
   else if constexpr (std::is_same_v<T, std::int32_t>) return DataType::int32;
   else if constexpr (std::is_same_v<T, std::uint32_t>) return DataType::uint32;
   else if constexpr (std::is_same_v<T, std::int64_t>) return DataType::int64;
@@ -56,21 +63,27 @@ template <class T> void call(bool product, const TensorDesc& in, const T* x, con
 template <class T>
 void check_line(bool product, std::int64_t n, const CumulativeOptions& o, int in_off, int out_off,
                 const std::vector<Schedule>& schedules, std::mt19937_64& rng) {
-  using Acc = detail::AccOf<T>;
+  // The integers' oracle: wrapping arithmetic in their unsigned accumulator.
+  using IntAcc = std::conditional_t<std::is_integral_v<T>, detail::AccOf<T>, int>;
   std::vector<T> input(std::size_t(n + in_off));
   for (auto& v : input) v = random_value<T>(rng, product);
   const T* x = input.data() + in_off;
   std::vector<long double> exact(static_cast<std::size_t>(n)), mag(static_cast<std::size_t>(n));
   std::vector<T> exact_int(static_cast<std::size_t>(n));
   long double acc = product ? 1 : 0, m = 0;
-  Acc iacc = product ? Acc(1) : Acc(0);
+  IntAcc iacc = product ? 1 : 0;
   for (std::int64_t q = 0; q < n; ++q) {
     const std::size_t i = std::size_t(o.direction == Direction::decreasing ? n - 1 - q : q);
-    if (o.exclusive) exact[i] = acc, mag[i] = m, exact_int[i] = T(iacc);
-    acc = product ? acc * static_cast<long double>(x[i]) : acc + static_cast<long double>(x[i]);
-    m += std::fabs(static_cast<long double>(x[i]));
-    iacc = product ? Acc(iacc * Acc(x[i])) : Acc(iacc + Acc(x[i]));
-    if (!o.exclusive) exact[i] = acc, mag[i] = m, exact_int[i] = T(iacc);
+    if (o.exclusive) exact[i] = acc, mag[i] = m;
+    const long double xr = hk::test::as_real(x[i]);
+    acc = product ? acc * xr : acc + xr;
+    m += std::fabs(xr);
+    if (!o.exclusive) exact[i] = acc, mag[i] = m;
+    if constexpr (std::is_integral_v<T>) {
+      if (o.exclusive) exact_int[i] = T(iacc);
+      iacc = product ? IntAcc(iacc * IntAcc(x[i])) : IntAcc(iacc + IntAcc(x[i]));
+      if (!o.exclusive) exact_int[i] = T(iacc);
+    }
   }
   const TensorDesc d(dtype_of<T>(), {n});
   for (const auto& s : schedules) {
@@ -85,16 +98,20 @@ void check_line(bool product, std::int64_t n, const CumulativeOptions& o, int in
       if constexpr (std::is_integral_v<T>) {
         ok = v == exact_int[std::size_t(i)];
       } else {
+        // Every case here is exact in long double; bfloat16 sums of eighths are exact in
+        // float32 too, so each output is the exact prefix rounded to nearest even.
         const long double e = exact[std::size_t(i)];
-        const long double bound = std::is_same_v<T, float>
-                                      ? 0x1p-24L * std::fabs(e) + 0x1p-45L * mag[std::size_t(i)]
-                                      : hk::test::f16_ulp(e);
-        ok = std::fabs(static_cast<long double>(v) - e) <= bound;
+        if (std::is_same_v<T, hk::test::bfloat16_t> && !product)
+          ok = hk::test::as_real(v) == hk::test::as_real(T(float(e)));
+        else if (std::is_same_v<T, float16_t> && std::fabs(e) >= 65520)  // rounds past 65504
+          ok = hk::test::as_real(v) == (e > 0 ? 1 : -1) * std::numeric_limits<long double>::infinity();
+        else
+          ok = std::fabs(hk::test::as_real(v) - e) <= hk::test::scan_bound<T>(e, mag[std::size_t(i)], n, product);
       }
       if (!ok) {
         ++failures;
         ADD_FAILURE() << label(s) << " n " << n << " offsets " << in_off << "," << out_off
-                      << " element " << i << ": got " << double(v) << ", exact "
+                      << " element " << i << ": got " << double(hk::test::as_real(v)) << ", exact "
                       << double(exact[std::size_t(i)]);
       }
     }
@@ -104,8 +121,9 @@ void check_line(bool product, std::int64_t n, const CumulativeOptions& o, int in
   }
 }
 
-const DataType scan_types[] = {DataType::float32, DataType::float16, DataType::int32,
-                               DataType::uint32,  DataType::int64,   DataType::uint64};
+const DataType scan_types[] = {DataType::float32,  DataType::float16, DataType::float64,
+                               DataType::bfloat16, DataType::int32,   DataType::uint32,
+                               DataType::int64,    DataType::uint64};
 
 // Streaming stores forced on small outputs, blocks that split lines mid-vector.
 std::vector<Schedule> line_schedules() {
@@ -197,40 +215,64 @@ TEST(ScanKernels, NegativeZeroUnderEveryIsa) {
           cumulative_sum({d, x.data()}, {d, y.data()}, {0, dir, true}, s);
           for (float v : y) EXPECT_TRUE(v == 0.0f && !std::signbit(v)) << name_of(isa) << label(s);
         }
-      // float16 -0.0 through float32 accumulators.
-      const std::vector<float16_t> h(std::size_t(n), float16_t(-0.0f));
-      std::vector<float16_t> hy(h.size());
-      const TensorDesc hd(DataType::float16, {n});
-      cumulative_sum({hd, h.data()}, {hd, hy.data()}, {}, Schedule::parse("scan.tiled(stream=1)"));
-      for (float16_t v : hy) EXPECT_TRUE(float(v) == 0.0f && std::signbit(float(v))) << name_of(isa);
+      // float16 and bfloat16 -0.0 through float32 accumulators, float64 through double-double.
+      const auto negative_zeros = [&](auto zero, DataType type) {
+        using T = decltype(zero);
+        const std::vector<T> h(std::size_t(n), zero);
+        std::vector<T> hy(h.size());
+        const TensorDesc hd(type, {n});
+        for (const auto& s : every_schedule_streaming_too()) {
+          if (hk::test::offload_refuses(type, s)) continue;
+          cumulative_sum({hd, h.data()}, {hd, hy.data()}, {}, s);
+          for (T v : hy) {
+            const long double r = hk::test::as_real(v);
+            EXPECT_TRUE(r == 0 && std::signbit(r)) << name_of(isa) << " " << name_of(type) << " " << label(s);
+          }
+        }
+      };
+      negative_zeros(float16_t(-0.0f), DataType::float16);
+      negative_zeros(hk::test::bfloat16_t(-0.0f), DataType::bfloat16);
+      negative_zeros(-0.0, DataType::float64);
+    }
+  }
+}
+
+template <class T> void check_special_values(DataType type) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const auto real = [](T v) { return hk::test::as_real(v); };
+  for (Isa isa : hk::test::runnable_isas()) {
+    const hk::test::IsaCap cap(isa);
+    const std::string where = std::string(name_of(isa)) + " " + std::string(name_of(type)) + " ";
+    std::vector<T> x(53, T(1.0f));
+    x[20] = T(inf);
+    x[30] = T(-inf);
+    std::vector<T> y(x.size());
+    const TensorDesc d(type, {53});
+    for (const auto& s : every_schedule_streaming_too()) {
+      if (hk::test::offload_refuses(type, s)) {
+        EXPECT_THROW(cumulative_sum({d, x.data()}, {d, y.data()}, {}, s), Error) << where << label(s);
+        continue;
+      }
+      cumulative_sum({d, x.data()}, {d, y.data()}, {}, s);
+      EXPECT_EQ(real(y[19]), 20.0L) << where << label(s);
+      for (int i = 20; i < 30; ++i) EXPECT_EQ(real(y[std::size_t(i)]), inf) << where << label(s);
+      for (int i = 30; i < 53; ++i) EXPECT_TRUE(std::isnan(real(y[std::size_t(i)]))) << where << label(s);
+      std::vector<T> p(x.size(), T(2.0f));
+      p[10] = T(0.0f);
+      p[40] = T(inf);
+      cumulative_product({d, p.data()}, {d, y.data()}, {0, Direction::decreasing, true}, s);
+      EXPECT_EQ(real(y[52]), 1.0L) << where << label(s);
+      EXPECT_EQ(real(y[40]), 4096.0L) << where << label(s);
+      EXPECT_EQ(real(y[39]), inf) << where << label(s);
+      for (int i = 0; i < 10; ++i) EXPECT_TRUE(std::isnan(real(y[std::size_t(i)]))) << where << label(s);
     }
   }
 }
 
 TEST(ScanKernels, SpecialValuesPropagateThroughVectors) {
-  const float inf = std::numeric_limits<float>::infinity();
-  for (Isa isa : hk::test::runnable_isas()) {
-    const hk::test::IsaCap cap(isa);
-    std::vector<float> x(53, 1.0f);
-    x[20] = inf;
-    x[30] = -inf;
-    std::vector<float> y(x.size());
-    const TensorDesc d(DataType::float32, {53});
-    for (const auto& s : every_schedule_streaming_too()) {
-      cumulative_sum({d, x.data()}, {d, y.data()}, {}, s);
-      EXPECT_EQ(y[19], 20.0f) << name_of(isa) << label(s);
-      for (int i = 20; i < 30; ++i) EXPECT_EQ(y[std::size_t(i)], inf) << name_of(isa) << label(s);
-      for (int i = 30; i < 53; ++i) EXPECT_TRUE(std::isnan(y[std::size_t(i)])) << name_of(isa) << label(s);
-      std::vector<float> p(x.size(), 2.0f);
-      p[10] = 0.0f;
-      p[40] = inf;
-      cumulative_product({d, p.data()}, {d, y.data()}, {0, Direction::decreasing, true}, s);
-      EXPECT_EQ(y[52], 1.0f) << name_of(isa) << label(s);
-      EXPECT_EQ(y[40], 4096.0f) << name_of(isa) << label(s);
-      EXPECT_EQ(y[39], inf) << name_of(isa) << label(s);
-      for (int i = 0; i < 10; ++i) EXPECT_TRUE(std::isnan(y[std::size_t(i)])) << name_of(isa) << label(s);
-    }
-  }
+  check_special_values<float>(DataType::float32);
+  check_special_values<double>(DataType::float64);
+  check_special_values<hk::test::bfloat16_t>(DataType::bfloat16);
 }
 
 // Stride 0 along the scanned axis and in place with streaming requested: the generic paths.

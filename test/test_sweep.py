@@ -331,6 +331,16 @@ class Options(unittest.TestCase):
         self.assertEqual(len(res["skipped"]), 1)
         self.assertIn("tile=99999", res["skipped"][0]["reason"])
 
+    def test_new_scan_types_and_negative_axes(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            result = sweep("cumsum 4,500 float64 axis=-1\ncumprod 3000 bfloat16 axis=0 exclusive\n", tmp,
+                           "--schedule", "scan.tiled", "--threads", "1", "--no-peers", *QUICK)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            with open(os.path.join(tmp, "result", "results.json")) as f:
+                res = json.load(f)
+        got = sorted((r["dtype"], r["shape"], r["axis"], r["bytes"]) for r in res["records"])
+        self.assertEqual(got, [("bfloat16", [3000], 0, 2 * 3000 * 2), ("float64", [4, 500], 1, 2 * 2000 * 8)])
+
     def test_bad_spec_lines_name_the_line(self):
         cases = [("cumsum 100 float32\n", "1", "axis"),
                  ("# fine\ncumsum 100 float32 axis=1\n", "2", "axis"),
@@ -339,6 +349,7 @@ class Options(unittest.TestCase):
                  ("qlinear-matmul 2,3 u8,s8,u8\n", "1", "M,N,K"),
                  ("qlinear-matmul 2,3,4 u8,f32,u8\n", "1", "u8 or s8"),
                  ("cumsum 100 int8 axis=0\n", "1", "scans take"),
+                 ("cumsum 100 float64 axis=-2\n", "1", "axis"),
                  ("cumsum 100 float32 axis=0 sideways\n", "1", "unknown scan option"),
                  ("# nothing\n", None, "no case")]
         for text, line, words in cases:

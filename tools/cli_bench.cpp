@@ -141,9 +141,9 @@ void add_scan_bench(CLI::App& bench, const char* name, Operator op) {
   CLI::App* cmd = bench.add_subcommand(
       name, std::string("time ") + std::string(name_of(op)) + " against a copy of the same bytes");
   cmd->add_option("--shape", args->shape, "sizes D0,D1,...")->delimiter(',')->required();
-  cmd->add_option("--dtype", args->dtype, "element type: float16, float32, int32, uint32, int64, uint64")
+  cmd->add_option("--dtype", args->dtype, "element type: float16, float32, float64, bfloat16, int32, uint32, int64, uint64")
       ->required();
-  cmd->add_option("--axis", args->axis, "axis to scan, 0 <= axis < rank")->required();
+  cmd->add_option("--axis", args->axis, "axis to scan, -rank <= axis < rank (-1: the last)")->required();
   cmd->add_option("--direction", args->direction, "traversal order along the axis")
       ->check(CLI::IsMember({"increasing", "decreasing"}))
       ->capture_default_str();

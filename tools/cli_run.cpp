@@ -165,7 +165,7 @@ void add_scan_command(CLI::App& run, const char* name, const char* help, bool pr
   cmd->add_option("input", args->input, "input .npy file")->required();
   cmd->add_option("output", args->output, "output .npy file (written only on success), or - for standard output")
       ->required();
-  cmd->add_option("--axis", args->axis, "axis to scan, 0 <= axis < rank")->required();
+  cmd->add_option("--axis", args->axis, "axis to scan, -rank <= axis < rank (-1: the last)")->required();
   cmd->add_flag("--reverse", args->reverse, "traverse the axis by decreasing index");
   cmd->add_flag("--exclusive", args->exclusive, "leave each element out of its own tally");
   cmd->add_option("--schedule", args->schedule,

@@ -57,8 +57,8 @@ const char* command_of(Operator op) {
 void add_problem_options(CLI::App& cmd, ProblemArgs& a, bool scan) {
   if (scan) {
     cmd.add_option("--shape", a.shape, "sizes D0,D1,...")->delimiter(',')->required();
-    cmd.add_option("--dtype", a.dtype, "element type: float16, float32, int32, uint32, int64, uint64")->required();
-    cmd.add_option("--axis", a.axis, "axis to scan, 0 <= axis < rank")->required();
+    cmd.add_option("--dtype", a.dtype, "element type: float16, float32, float64, bfloat16, int32, uint32, int64, uint64")->required();
+    cmd.add_option("--axis", a.axis, "axis to scan, -rank <= axis < rank (-1: the last)")->required();
     cmd.add_option("--direction", a.direction, "traversal order along the axis")
         ->check(CLI::IsMember({"increasing", "decreasing"}))
         ->capture_default_str();

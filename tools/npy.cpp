@@ -189,9 +189,9 @@ struct TypeCode {
   DataType type;
 };
 constexpr TypeCode type_codes[] = {
-    {"f2", DataType::float16}, {"f4", DataType::float32}, {"i1", DataType::int8},
-    {"u1", DataType::uint8},   {"i4", DataType::int32},   {"u4", DataType::uint32},
-    {"i8", DataType::int64},   {"u8", DataType::uint64},
+    {"f2", DataType::float16}, {"f4", DataType::float32}, {"f8", DataType::float64},
+    {"i1", DataType::int8},    {"u1", DataType::uint8},   {"i4", DataType::int32},
+    {"u4", DataType::uint32},  {"i8", DataType::int64},   {"u8", DataType::uint64},
 };
 
 DataType data_type_of(const Value& descr, const std::string& name) {
@@ -213,7 +213,8 @@ DataType data_type_of(const Value& descr, const std::string& name) {
                                    [&](const TypeCode& c) { return c.code == code; });
   if (found == std::end(type_codes))
     fail(name,
-         "unsupported dtype descr " + quoted + " (supported: <f2 <f4 |i1 |u1 <i4 <u4 <i8 <u8)");
+         "unsupported dtype descr " + quoted +
+             " (supported: <f2 <f4 <f8 |i1 |u1 <i4 <u4 <i8 <u8)");
   // Byte order means nothing for one-byte types; numpy writes '|' but accepts any.
   if (size_of(found->type) > 1) {
     if (order == '>') fail(name, "big-endian data is not supported (descr " + quoted + ")");
@@ -371,11 +372,14 @@ void read_at(const FileDescriptor& file, std::byte* out, std::size_t size, std::
   }
 }
 
-// numpy writes '|' (no byte order) for one-byte types and '<' for the others.
+// numpy writes '|' (no byte order) for one-byte types and '<' for the others. bfloat16 has no
+// descr of its own in the format (ml_dtypes saves it as raw two-byte voids, '<V2', which any
+// two-byte type could be): refused rather than written under a guess.
 std::string descr_of(DataType type) {
   for (const auto& c : type_codes)
     if (c.type == type) return (size_of(type) == 1 ? "|" : "<") + std::string(c.code);
-  return "?";
+  throw Error(Errc::invalid_type, "npy", "desc",
+              std::string(name_of(type)) + " has no .npy descr; it is supported through the API only");
 }
 
 }  // namespace
@@ -428,10 +432,11 @@ std::vector<std::byte> serialize(const TensorDesc& desc, const void* data) {
     throw Error(Errc::invalid_stride, "npy", "desc",
                 "only packed row-major tensors can be written, got " + desc.to_string());
   if (!data) throw Error(Errc::invalid_parameter, "npy", "data", "is null");
+  const std::string descr = descr_of(desc.dtype());
 
   // The dict exactly as numpy writes it: keys sorted, "(5,)" for rank 1, a trailing ", ".
   std::string header =
-      "{'descr': '" + descr_of(desc.dtype()) + "', 'fortran_order': False, 'shape': (";
+      "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (";
   for (int d = 0; d < desc.rank(); ++d) header += (d ? ", " : "") + std::to_string(desc.size(d));
   header += desc.rank() == 1 ? ",), }" : "), }";
   // Pad with spaces so the data starts 64-byte aligned, then end with '\n'.

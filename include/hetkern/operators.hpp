@@ -16,13 +16,14 @@ namespace hk {
 enum class Direction { increasing, decreasing };
 
 struct CumulativeOptions {
-  int axis = 0;                                  // 0 <= axis < rank
+  int axis = 0;                                  // -rank <= axis < rank; -1 is the last axis
   Direction direction = Direction::increasing;   // traversal order along the axis
   bool exclusive = false;                        // leave the current element out of its own tally
 };
 
-/// Running sum along an axis. Types: float32 (accumulated in float64), float16 (accumulated in
-/// float32), int32, uint32, int64, uint64 (wrapping modulo 2^bits). The output may be the input
+/// Running sum along an axis. Types: float32 (accumulated in float64), float16 and bfloat16
+/// (accumulated in float32), float64 (accumulated in double-double: each output within one
+/// float64 rounding of the exact prefix), int32, uint32, int64, uint64 (wrapping modulo 2^bits). The output may be the input
 /// itself (same data pointer and layout); any other overlap is an error.
 void cumulative_sum(ConstTensor input, Tensor output, const CumulativeOptions& options,
                     const Schedule& schedule = {});

@@ -27,9 +27,10 @@ inline void require(bool ok, const char* what) {
   if (!ok) fail(what);
 }
 
-inline constexpr DataType all_types[] = {DataType::float16, DataType::float32, DataType::int8,
-                                         DataType::uint8,   DataType::int32,   DataType::uint32,
-                                         DataType::int64,   DataType::uint64};
+inline constexpr DataType all_types[] = {DataType::float16, DataType::float32, DataType::float64,
+                                         DataType::bfloat16, DataType::int8,   DataType::uint8,
+                                         DataType::int32,   DataType::uint32,  DataType::int64,
+                                         DataType::uint64};
 
 /// Spans up to this many bytes get a real buffer and a real call; larger ones are only validated.
 inline constexpr std::int64_t max_buffer_bytes = 1 << 16;
