@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "runtime/dispatch.hpp"
+#include "runtime/tuning/dispatch.hpp"
 
 namespace {
 

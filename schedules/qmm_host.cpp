@@ -14,7 +14,7 @@
 
 #include <omp.h>
 
-#include "runtime/pinning.hpp"
+#include "runtime/platform/pinning.hpp"
 #include "schedules/qmm_epilogue.hpp"
 #include "schedules/qmm_kernels.hpp"
 #include "schedules/qmm_offload.hpp"

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "hetkern/info.hpp"
-#include "runtime/topology.hpp"
+#include "runtime/platform/topology.hpp"
 #include "schedules/qmm_pack.hpp"
 #ifdef HETKERN_OFFLOAD
 #include "schedules/qmm_offload.hpp"

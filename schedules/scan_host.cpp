@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "algorithms/scan_types.hpp"
-#include "runtime/pinning.hpp"
+#include "runtime/platform/pinning.hpp"
 #include "schedules/scan_kernels.hpp"
 #include "schedules/scan_layout.hpp"
 #include "schedules/scan_schedules.hpp"

@@ -6,7 +6,7 @@
 
 #include "algorithms/scan_types.hpp"
 #include "hetkern/info.hpp"
-#include "runtime/topology.hpp"
+#include "runtime/platform/topology.hpp"
 #include "schedules/scan_kernels.hpp"
 #include "schedules/scan_layout.hpp"
 #ifdef HETKERN_OFFLOAD

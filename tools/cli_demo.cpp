@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "hetkern/hetkern.hpp"
-#include "runtime/heuristic.hpp"
+#include "runtime/tuning/heuristic.hpp"
 #include "tools/cli.hpp"
 
 namespace hk::cli {

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "hetkern/hetkern.hpp"
-#include "runtime/json_text.hpp"
+#include "runtime/tuning/json_text.hpp"
 #include "tools/cli.hpp"
 
 namespace hk::cli {

@@ -1,4 +1,4 @@
-#include "runtime/json_text.hpp"
+#include "runtime/tuning/json_text.hpp"
 
 #include <cstdio>
 

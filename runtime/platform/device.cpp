@@ -12,7 +12,7 @@
 #include <utility>
 
 #include "hetkern/error.hpp"
-#include "runtime/device_memory.hpp"
+#include "runtime/platform/device_memory.hpp"
 
 namespace hk {
 namespace {

@@ -1,5 +1,5 @@
 // The machine fingerprint that tuning records are keyed by.
-#include "runtime/fingerprint.hpp"
+#include "runtime/tuning/fingerprint.hpp"
 
 #include <cstdlib>
 #include <filesystem>

@@ -18,7 +18,7 @@
 
 #include "hetkern/error.hpp"
 #include "hetkern/tuning.hpp"
-#include "runtime/tuning_text.hpp"
+#include "runtime/tuning/tuning_text.hpp"
 
 namespace hk {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "hetkern/tuning.hpp"
-#include "runtime/heuristic.hpp"
+#include "runtime/tuning/heuristic.hpp"
 
 namespace hk::detail {
 

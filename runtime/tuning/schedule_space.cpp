@@ -2,7 +2,7 @@
 // space has a rule for is enumerated over values derived from the shape, the caches and the
 // thread count; any other parameter (and any strategy added later) keeps its library default,
 // so a new strategy competes from the day it is registered.
-#include "runtime/schedule_space.hpp"
+#include "runtime/tuning/schedule_space.hpp"
 
 #include <algorithm>
 #include <set>

@@ -10,8 +10,8 @@
 
 #include "hetkern/error.hpp"
 #include "hetkern/tuning.hpp"
-#include "runtime/json_text.hpp"
-#include "runtime/tuning_text.hpp"
+#include "runtime/tuning/json_text.hpp"
+#include "runtime/tuning/tuning_text.hpp"
 
 namespace hk {
 namespace detail {

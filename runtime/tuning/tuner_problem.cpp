@@ -4,8 +4,8 @@
 
 #include "algorithms/scan_types.hpp"
 #include "hetkern/error.hpp"
-#include "runtime/heuristic.hpp"
-#include "runtime/tuner_problem.hpp"
+#include "runtime/tuning/heuristic.hpp"
+#include "runtime/tuning/tuner_problem.hpp"
 
 namespace hk::detail {
 namespace {

@@ -1,6 +1,6 @@
 // Kept device scratch blocks (kept_scratch.hpp). Compiled with the offload flags: a new block is
 // zeroed by a target region on its device.
-#include "runtime/kept_scratch.hpp"
+#include "runtime/platform/kept_scratch.hpp"
 
 #include <omp.h>
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "runtime/device_memory.hpp"
+#include "runtime/platform/device_memory.hpp"
 
 namespace hk::detail {
 namespace {

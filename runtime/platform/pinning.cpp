@@ -1,5 +1,5 @@
 // Pinning policies: the public topology queries and the once-per-team binding.
-#include "runtime/pinning.hpp"
+#include "runtime/platform/pinning.hpp"
 
 #include <omp.h>
 
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "hetkern/error.hpp"
-#include "runtime/topology.hpp"
+#include "runtime/platform/topology.hpp"
 
 namespace hk {
 namespace {

@@ -10,7 +10,7 @@
 #include "hetkern/info.hpp"
 #include "hetkern/operators.hpp"
 #include "hetkern/topology.hpp"
-#include "runtime/pinning.hpp"
+#include "runtime/platform/pinning.hpp"
 #include "schedules/qmm_pack.hpp"
 
 namespace hk {

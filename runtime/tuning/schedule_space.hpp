@@ -4,7 +4,7 @@
 #include <span>
 #include <vector>
 
-#include "runtime/tuner_problem.hpp"
+#include "runtime/tuning/tuner_problem.hpp"
 #include "schedules/strategy.hpp"
 
 namespace hk::detail {

@@ -2,7 +2,7 @@
 #include "hetkern/operators.hpp"
 
 #include "hetkern/error.hpp"
-#include "runtime/dispatch.hpp"
+#include "runtime/tuning/dispatch.hpp"
 
 namespace hk {
 namespace {

@@ -1,5 +1,5 @@
 // Scratch blocks cached across calls and the counted host <-> device copies (device_memory.hpp).
-#include "runtime/device_memory.hpp"
+#include "runtime/platform/device_memory.hpp"
 
 #include <omp.h>
 
@@ -12,7 +12,7 @@
 
 #include "hetkern/device.hpp"
 #include "hetkern/error.hpp"
-#include "runtime/kept_scratch.hpp"
+#include "runtime/platform/kept_scratch.hpp"
 
 namespace hk {
 namespace {

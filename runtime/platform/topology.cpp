@@ -1,5 +1,5 @@
 // Topology discovery with hwloc and the binding plans of the pinning policies.
-#include "runtime/topology.hpp"
+#include "runtime/platform/topology.hpp"
 
 #include <omp.h>
 

@@ -1,5 +1,5 @@
 // Default schedules from the shape and the thread count.
-#include "runtime/heuristic.hpp"
+#include "runtime/tuning/heuristic.hpp"
 
 #include <algorithm>
 

@@ -8,9 +8,9 @@
 
 #include "hetkern/error.hpp"
 #include "hetkern/tuning.hpp"
-#include "runtime/dispatch.hpp"
-#include "runtime/quantile.hpp"
-#include "runtime/schedule_space.hpp"
+#include "runtime/tuning/dispatch.hpp"
+#include "runtime/tuning/quantile.hpp"
+#include "runtime/tuning/schedule_space.hpp"
 #ifdef HETKERN_OFFLOAD
 #include "hetkern/device.hpp"
 #endif

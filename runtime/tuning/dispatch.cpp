@@ -6,7 +6,7 @@
 // (scanned axis, lines; M, N, K). Among those, the record with the smallest shape_distance (the
 // sum of |log2| of the size ratios, i.e. how many doublings apart) wins, if it is within
 // max_nearest_distance and its schedule is legal for the call.
-#include "runtime/dispatch.hpp"
+#include "runtime/tuning/dispatch.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -22,7 +22,7 @@
 
 #include "hetkern/error.hpp"
 #include "hetkern/info.hpp"
-#include "runtime/tuning_text.hpp"
+#include "runtime/tuning/tuning_text.hpp"
 
 namespace hk::detail {
 namespace {
