@@ -1,6 +1,5 @@
 // Which kernel set of the cumulative operators each instruction-set level runs.
 #include "schedules/scan_kernels.hpp"
-#include "schedules/scan_schedules.hpp"
 
 namespace hk::detail {
 

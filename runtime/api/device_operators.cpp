@@ -1,6 +1,7 @@
 // The operators on device-resident tensors (hetkern/device.hpp): validated like host calls, run
 // by the offload schedules on the data where it lies, no transfers but the quantization
 // parameters of QuantizedLinearMatMul.
+#include <optional>
 #include <string>
 
 #include "algorithms/cumulative.hpp"
@@ -9,7 +10,9 @@
 #include "hetkern/device.hpp"
 #include "hetkern/error.hpp"
 #include "schedules/qmm_offload.hpp"
+#include "schedules/qmm_strategies.hpp"
 #include "schedules/scan_offload.hpp"
+#include "schedules/scan_strategies.hpp"
 
 namespace hk {
 namespace {
@@ -37,12 +40,13 @@ void run_scan_on_device(bool product, DeviceConstTensor input, DeviceTensor outp
   void* y = const_cast<void*>(device_address(op, "output", output.desc, output.buffer, output.offset));
   const detail::CumulativeCall call{product, {input.desc, x}, {output.desc, y}, options};
   detail::validate(call);
-  const detail::ScanPlan plan =
-      schedule.empty() ? detail::default_offload_scan_plan(call) : detail::plan_scan(call, schedule);
-  if (!plan.offload())
+  const std::optional<detail::ScanPlan> plan = schedule.empty()
+                                                   ? detail::default_offload_scan_plan(call)
+                                                   : detail::offload_launch(detail::plan_scan(call, schedule));
+  if (!plan)
     throw Error(Errc::invalid_schedule, op, schedule.to_string(),
                 "tensors in device memory need a scan.offload_* schedule");
-  detail::run_scan_offload(call, plan, offload_device());
+  detail::run_scan_offload(call, *plan, offload_device());
 }
 
 }  // namespace
@@ -70,12 +74,13 @@ void quantized_linear_matmul(const DeviceQuantizedMatMulArgs& args, DeviceTensor
   const Tensor out{output.desc, const_cast<void*>(device_address(op, "output", output.desc,
                                                                  output.buffer, output.offset))};
   const detail::QmmProblem problem = detail::validate(host_view, out);
-  const detail::QmmPlan plan = schedule.empty() ? detail::default_offload_qmm_plan(problem)
-                                                : detail::plan_qmm(problem, schedule);
-  if (plan.kind != detail::QmmPlan::Kind::offload && plan.kind != detail::QmmPlan::Kind::offload_mma)
+  const std::optional<detail::QmmPlan> plan = schedule.empty()
+                                                  ? detail::default_offload_qmm_plan(problem)
+                                                  : detail::offload_launch(detail::plan_qmm(problem, schedule));
+  if (!plan)
     throw Error(Errc::invalid_schedule, op, schedule.to_string(),
                 "tensors in device memory need a qmm.offload or qmm.offload_mma schedule");
-  detail::run_qmm_offload_on_device(problem, plan, offload_device());
+  detail::run_qmm_offload_on_device(problem, *plan, offload_device());
 }
 
 }  // namespace hk

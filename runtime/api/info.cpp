@@ -4,7 +4,7 @@
 #include <omp.h>
 
 #include "schedules/qmm_kernels.hpp"
-#include "schedules/scan_schedules.hpp"
+#include "schedules/scan_kernels.hpp"
 
 namespace hk {
 

@@ -9,7 +9,7 @@ namespace {
 
 void run_cumulative(const detail::CumulativeCall& call, const Schedule& schedule) {
   detail::validate(call);
-  const detail::ScanPlan plan =
+  const detail::ScanStrategyPlan plan =
       schedule.empty() ? detail::dispatch_scan(call) : detail::plan_scan(call, schedule);
   detail::run_scan(call, plan);
 }
@@ -29,7 +29,7 @@ void cumulative_product(ConstTensor input, Tensor output, const CumulativeOption
 void quantized_linear_matmul(const QuantizedMatMulArgs& args, Tensor output,
                              const Schedule& schedule) {
   const detail::QmmProblem problem = detail::validate(args, output);
-  const detail::QmmPlan plan =
+  const detail::QmmStrategyPlan plan =
       schedule.empty() ? detail::dispatch_qmm(problem) : detail::plan_qmm(problem, schedule);
   detail::run_qmm(problem, plan);
 }
@@ -41,11 +41,11 @@ Schedule default_schedule(Operator op, ConstTensor input, Tensor output,
                 "quantized_linear_matmul takes QuantizedMatMulArgs");
   const detail::CumulativeCall call{op == Operator::cumulative_product, input, output, options};
   detail::validate(call);
-  return detail::dispatch_scan(call).to_schedule();
+  return detail::to_schedule(detail::dispatch_scan(call));
 }
 
 Schedule default_schedule(const QuantizedMatMulArgs& args, Tensor output) {
-  return detail::dispatch_qmm(detail::validate(args, output)).to_schedule();
+  return detail::to_schedule(detail::dispatch_qmm(detail::validate(args, output)));
 }
 
 std::vector<StrategyInfo> strategies(Operator op) {

@@ -55,8 +55,9 @@ struct CallClassHash {
   }
 };
 
+
 struct Decision {
-  std::variant<ScanPlan, QmmPlan> plan;
+  std::variant<ScanStrategyPlan, QmmStrategyPlan> plan;
   std::string reason;
 };
 
@@ -155,7 +156,7 @@ class Dispatcher {
   Dispatcher() : settings_(read_settings()) {}
 
   static void log(const std::string& call_text, const Decision& d, bool cached) {
-    const Schedule s = std::visit([](const auto& p) { return p.to_schedule(); }, d.plan);
+    const Schedule s = std::visit([](const auto& p) { return to_schedule(p); }, d.plan);
     std::fprintf(stderr, "hetkern: dispatch %s -> %s (%s%s)\n", call_text.c_str(), s.to_string().c_str(),
                  d.reason.c_str(), cached ? ", cached" : "");
   }
@@ -228,10 +229,10 @@ std::optional<Decision> from_database(const Settings& settings, const TuningReco
   return std::nullopt;
 }
 
-const Schedule* env_schedule_for(const Settings& s, std::span<const StrategySpec> specs) {
+template <class List> const Schedule* env_schedule_for(const Settings& s, const List& list) {
   for (const auto& sch : s.env_schedules)
-    for (const auto& spec : specs)
-      if (sch.strategy() == spec.name) return &sch;
+    for (const auto& record : list)
+      if (sch.strategy() == record_ref(record).name) return &sch;
   return nullptr;
 }
 
@@ -275,7 +276,7 @@ TuningRecord qmm_key(const QmmProblem& p) {
   return r;
 }
 
-ScanPlan dispatch_scan(const CumulativeCall& call) {
+ScanStrategyPlan dispatch_scan(const CumulativeCall& call) {
   CallClass key;
   const TensorDesc& d = call.input.desc;
   for (int i = 0; i < d.rank(); ++i) key.sizes[i] = d.size(i);
@@ -291,17 +292,17 @@ ScanPlan dispatch_scan(const CumulativeCall& call) {
   const bool packed = d.is_packed() && call.output.desc.is_packed();
   key.stride_class = std::int8_t((in_place ? 1 : 0) + (packed ? 0 : 2));
   const auto describe = [&] { return call_text_of(scan_key(call)); };
-  return Dispatcher::instance().choose<ScanPlan>(key, describe, [&](const Settings& s) {
+  return Dispatcher::instance().choose<ScanStrategyPlan>(key, describe, [&](const Settings& s) {
     const auto plan = [&](const Schedule& sch) { return plan_scan(call, sch); };
     if (const Schedule* env = env_schedule_for(s, scan_strategies()))
       return Decision{plan(*env), "HETKERN_SCHEDULE"};
     const TuningRecord k = scan_key(call);
-    if (auto d = from_database<ScanPlan>(s, k, plan)) return *std::move(d);
+    if (auto d = from_database<ScanStrategyPlan>(s, k, plan)) return *std::move(d);
     return Decision{default_scan_plan(call), "heuristic, no tuning record"};
   });
 }
 
-QmmPlan dispatch_qmm(const QmmProblem& p) {
+QmmStrategyPlan dispatch_qmm(const QmmProblem& p) {
   CallClass key;
   key.sizes[0] = p.batch[0] * p.batch[1];
   key.sizes[1] = p.M;
@@ -315,12 +316,12 @@ QmmPlan dispatch_qmm(const QmmProblem& p) {
   key.types[2] = std::int8_t(p.out_type);
   key.stride_class = std::int8_t(p.packed_b ? 1 : qmm_stride_class(p) == "packed" ? 0 : 2);
   const auto describe = [&] { return call_text_of(qmm_key(p)); };
-  return Dispatcher::instance().choose<QmmPlan>(key, describe, [&](const Settings& s) {
+  return Dispatcher::instance().choose<QmmStrategyPlan>(key, describe, [&](const Settings& s) {
     const auto plan = [&](const Schedule& sch) { return plan_qmm(p, sch); };
     if (const Schedule* env = env_schedule_for(s, qmm_strategies()))
       return Decision{plan(*env), "HETKERN_SCHEDULE"};
     const TuningRecord k = qmm_key(p);
-    if (auto d = from_database<QmmPlan>(s, k, plan)) return *std::move(d);
+    if (auto d = from_database<QmmStrategyPlan>(s, k, plan)) return *std::move(d);
     return Decision{default_qmm_plan(p), "heuristic, no tuning record"};
   });
 }

@@ -22,8 +22,8 @@ TuningRecord qmm_key(const QmmProblem& problem);
 /// The plan for a validated call with an empty schedule. Never throws because of the database
 /// (a warning goes to stderr and the heuristic is used); throws hk::Error(invalid_schedule) when
 /// HETKERN_SCHEDULE names a strategy of the operator with parameters illegal for the call.
-ScanPlan dispatch_scan(const CumulativeCall& call);
-QmmPlan dispatch_qmm(const QmmProblem& problem);
+ScanStrategyPlan dispatch_scan(const CumulativeCall& call);
+QmmStrategyPlan dispatch_qmm(const QmmProblem& problem);
 
 /// The nearest-shape distance used by dispatch: the sum over dimensions of |log2(a/b)|;
 /// infinite for shapes of different rank.

@@ -18,56 +18,41 @@ constexpr std::int64_t scan_lines_per_thread = 4;
 
 }  // namespace
 
-ScanPlan default_scan_plan(const CumulativeCall& call) {
+// Names a strategy and the parameters the shape decides; the strategy's record fills the rest.
+ScanStrategyPlan default_scan_plan(const CumulativeCall& call) {
   const int threads = default_threads();
   const ScanLayout s = make_scan_layout(call);
   const std::int64_t elements = s.lines() * s.length;
-  ScanPlan plan;
-  plan.kind = ScanPlan::Kind::tiled;
-  plan.tile = scan_default_tile(call);
-  if (threads <= 1 || elements < scan_parallel_min_elements) return plan;
-  plan.stream = scan_streams_by_default(call);
-  plan.threads = threads;
-  plan.pin = default_pin_policy();
+  if (threads <= 1 || elements < scan_parallel_min_elements)
+    return plan_scan(call, Schedule("scan.tiled").set("stream", 0));
+  const std::int64_t default_tile = std::get<TiledScanPlan>(plan_scan(call, Schedule("scan.tiled"))).tile;
   const std::int64_t wanted = scan_lines_per_thread * std::int64_t(threads);
   if (s.lines_are_rows()) {
+    // Whole lines per thread, a few panels each so that uneven lines still balance.
     if (s.lines() >= wanted) {
-      // Whole lines per thread, a few panels each so that uneven lines still balance.
-      plan.kind = ScanPlan::Kind::parallel;
-      plan.tile = std::clamp<std::int64_t>(s.lines() / wanted, 1, plan.tile);
-      return plan;
+      const std::int64_t tile = std::clamp<std::int64_t>(s.lines() / wanted, 1, default_tile);
+      return plan_scan(call, Schedule("scan.parallel").set("tile", tile));
     }
   } else {
     // Panels of side-by-side lines, no narrower than a cache line of lines, enough for every
     // thread; wider panels keep each row's run long for the prefetcher.
     const std::int64_t per_group = std::max<std::int64_t>(1, threads / s.outer_lines());
-    plan.tile = std::clamp<std::int64_t>((s.inner_size() + per_group - 1) / per_group, 16, plan.tile);
-    const std::int64_t panels = s.outer_lines() * ((s.inner_size() + plan.tile - 1) / plan.tile);
-    if (panels >= threads) {
-      plan.kind = ScanPlan::Kind::parallel;
-      return plan;
-    }
+    const std::int64_t tile =
+        std::clamp<std::int64_t>((s.inner_size() + per_group - 1) / per_group, 16, default_tile);
+    const std::int64_t panels = s.outer_lines() * ((s.inner_size() + tile - 1) / tile);
+    if (panels >= threads) return plan_scan(call, Schedule("scan.parallel").set("tile", tile));
     // Too few panels for the team: scan.blocked would walk each of these lines alone, one strided
     // element at a time (8x slower than one thread on {65536,16} axis 0), so one thread walks
     // them side by side instead.
-    plan.kind = ScanPlan::Kind::tiled;
-    plan.tile = scan_default_tile(call);
-    plan.threads = 1;
-    plan.pin = PinPolicy::none;
-    return plan;
+    return plan_scan(call, Schedule("scan.tiled"));
   }
-  plan.kind = ScanPlan::Kind::blocked;
-  plan.tile = 0;
-  plan.block = scan_default_block(call);
-  return plan;
+  return plan_scan(call, Schedule("scan.blocked"));
 }
 
-QmmPlan default_qmm_plan(const QmmProblem& p) {
+QmmStrategyPlan default_qmm_plan(const QmmProblem& p) {
   const std::int64_t macs = p.batch[0] * p.batch[1] * p.M * p.N * p.K;
-  const int threads = macs >= qmm_parallel_min_macs ? default_threads() : 1;
-  QmmPlan plan = default_qmm_blocking(p, threads);
-  plan.kind = threads > 1 ? QmmPlan::Kind::parallel : QmmPlan::Kind::tiled;
-  return plan;
+  const bool parallel = macs >= qmm_parallel_min_macs && default_threads() > 1;
+  return plan_qmm(p, Schedule(parallel ? "qmm.parallel" : "qmm.tiled"));
 }
 
 }  // namespace hk::detail

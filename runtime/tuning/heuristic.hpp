@@ -3,12 +3,12 @@
 
 #include "algorithms/cumulative.hpp"
 #include "algorithms/quantized_matmul.hpp"
-#include "schedules/qmm_schedules.hpp"
-#include "schedules/scan_schedules.hpp"
+#include "schedules/qmm_strategies.hpp"
+#include "schedules/scan_strategies.hpp"
 
 namespace hk::detail {
 
-ScanPlan default_scan_plan(const CumulativeCall& call);
-QmmPlan default_qmm_plan(const QmmProblem& problem);
+ScanStrategyPlan default_scan_plan(const CumulativeCall& call);
+QmmStrategyPlan default_qmm_plan(const QmmProblem& problem);
 
 }  // namespace hk::detail

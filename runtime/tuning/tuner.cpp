@@ -86,14 +86,13 @@ void check(TuneWorkload& w, const Schedule& s) {
 
 // Parameters as numbers for the neighbourhood: integers as they are, a named choice (pin=compact)
 // as 1 + its position among the parameter's choices, so that choices are neighbours in order.
-std::map<std::string, std::int64_t> numeric_params(const SpacePoint& point,
-                                                   std::span<const detail::StrategySpec> specs) {
+std::map<std::string, std::int64_t> numeric_params(const SpacePoint& point) {
   std::map<std::string, std::int64_t> out;
   for (const auto& p : point.schedule.params()) {
     std::int64_t v = 0;
     const char* end = p.value.data() + p.value.size();
     if (std::from_chars(p.value.data(), end, v).ptr != end) {
-      for (const auto& spec : specs[std::size_t(point.strategy)].params) {
+      for (const auto& spec : point.params) {
         if (p.key != spec.key) continue;
         const auto at = std::find(spec.choices.begin(), spec.choices.end(), p.value);
         v = 1 + (at - spec.choices.begin());
@@ -107,15 +106,14 @@ std::map<std::string, std::int64_t> numeric_params(const SpacePoint& point,
 // Neighbours of `at`: within its strategy, for each parameter the nearest lower and higher value
 // among candidates equal in every other parameter; in each other strategy, the candidate whose
 // shared parameters are closest (log scale).
-std::vector<std::size_t> neighbours(const std::vector<SpacePoint>& space, std::size_t at,
-                                    std::span<const detail::StrategySpec> specs) {
-  const auto here = numeric_params(space[at], specs);
+std::vector<std::size_t> neighbours(const std::vector<SpacePoint>& space, std::size_t at) {
+  const auto here = numeric_params(space[at]);
   std::vector<std::size_t> out;
   std::map<std::string, std::pair<std::ptrdiff_t, std::ptrdiff_t>> lower_higher;  // key -> (lo idx, hi idx)
   std::map<int, std::pair<double, std::size_t>> per_strategy;
   for (std::size_t i = 0; i < space.size(); ++i) {
     if (i == at) continue;
-    const auto there = numeric_params(space[i], specs);
+    const auto there = numeric_params(space[i]);
     if (space[i].strategy == space[at].strategy) {
       std::string differing;
       int count = 0;
@@ -124,7 +122,7 @@ std::vector<std::size_t> neighbours(const std::vector<SpacePoint>& space, std::s
       if (count != 1 || !here.count(differing)) continue;
       auto& [lo, hi] = lower_higher.try_emplace(differing, -1, -1).first->second;
       const std::int64_t v = there.at(differing), mine = here.at(differing);
-      auto value_of = [&](std::ptrdiff_t j) { return numeric_params(space[std::size_t(j)], specs).at(differing); };
+      auto value_of = [&](std::ptrdiff_t j) { return numeric_params(space[std::size_t(j)]).at(differing); };
       if (v < mine && (lo < 0 || v > value_of(lo))) lo = std::ptrdiff_t(i);
       if (v > mine && (hi < 0 || v < value_of(hi))) hi = std::ptrdiff_t(i);
     } else {
@@ -148,8 +146,7 @@ std::vector<std::size_t> neighbours(const std::vector<SpacePoint>& space, std::s
 std::vector<Schedule> schedule_space(const TuneProblem& problem) {
   const TuneWorkload w(problem, false);
   std::vector<Schedule> out;
-  const auto specs = w.is_scan() ? detail::scan_strategies() : detail::qmm_strategies();
-  for (auto& p : detail::enumerate_space(w, specs)) out.push_back(std::move(p.schedule));
+  for (auto& p : detail::enumerate_space(w)) out.push_back(std::move(p.schedule));
   return out;
 }
 
@@ -179,18 +176,12 @@ TuneResult tune(const TuneProblem& problem, const TuneOptions& options) {
   // candidate.
   TuneWorkload w(problem);
   const auto start = Clock::now();
-  const auto specs = w.is_scan() ? detail::scan_strategies() : detail::qmm_strategies();
-  std::vector<SpacePoint> space = detail::enumerate_space(w, specs);
+  std::vector<SpacePoint> space = detail::enumerate_space(w);
   const Schedule heuristic = w.heuristic_schedule();
   std::size_t heuristic_index = space.size();
   for (std::size_t i = 0; i < space.size(); ++i)
     if (space[i].schedule == heuristic) heuristic_index = i;
-  if (heuristic_index == space.size()) {
-    int strategy = 0;
-    for (std::size_t s = 0; s < specs.size(); ++s)
-      if (heuristic.strategy() == specs[s].name) strategy = int(s);
-    space.push_back({heuristic, strategy});
-  }
+  if (heuristic_index == space.size()) space.push_back(detail::space_point(w, heuristic));
 
   const bool whole_space = options.exhaustive || space.size() <= exhaustive_max;
   const std::size_t cap = whole_space ? space.size() : std::max<std::size_t>(exhaustive_max, space.size() / 6);
@@ -241,7 +232,7 @@ TuneResult tune(const TuneProblem& problem, const TuneOptions& options) {
     auto climb = [&] {
       for (bool improved = true; improved && within_budget();) {
         const std::size_t best = best_of();
-        for (const std::size_t n : neighbours(space, best, specs))
+        for (const std::size_t n : neighbours(space, best))
           if (within_budget()) try_point(n, screen_seconds, screen_repetitions, 0);
         improved = best_of() != best;
       }

@@ -149,11 +149,11 @@ bool TuneWorkload::matches_reference() const {
 }
 
 Schedule TuneWorkload::heuristic_schedule() const {
-  return is_scan() ? default_scan_plan(scan_).to_schedule() : default_qmm_plan(qmm_).to_schedule();
+  return is_scan() ? to_schedule(default_scan_plan(scan_)) : to_schedule(default_qmm_plan(qmm_));
 }
 
 Schedule TuneWorkload::planned(const Schedule& schedule) const {
-  return is_scan() ? plan_scan(scan_, schedule).to_schedule() : plan_qmm(qmm_, schedule).to_schedule();
+  return is_scan() ? to_schedule(plan_scan(scan_, schedule)) : to_schedule(plan_qmm(qmm_, schedule));
 }
 
 }  // namespace hk::detail
