@@ -12,8 +12,6 @@ QmmStrategyPlan plan_qmm(const QmmProblem& problem, const Schedule& schedule) {
   return find_strategy("quantized_linear_matmul", qmm_strategies(), params).plan(problem, params);
 }
 
-const QmmStrategy& strategy_of(const QmmStrategyPlan& plan) { return *qmm_strategies()[plan.index()]; }
-
 #ifdef HETKERN_OFFLOAD
 std::optional<QmmPlan> offload_launch(const QmmStrategyPlan& plan) {
   return std::visit(

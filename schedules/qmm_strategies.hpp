@@ -78,7 +78,7 @@ inline std::span<const QmmStrategy* const> qmm_strategies() {
 QmmStrategyPlan plan_qmm(const QmmProblem& problem, const Schedule& schedule);
 
 /// The record whose plan this is.
-const QmmStrategy& strategy_of(const QmmStrategyPlan& plan);
+inline const QmmStrategy& strategy_of(const QmmStrategyPlan& plan) { return *qmm_strategies()[plan.index()]; }
 
 /// Runs a validated problem with a plan from plan_qmm.
 inline void run_qmm(const QmmProblem& problem, const QmmStrategyPlan& plan) {

@@ -8,8 +8,6 @@ ScanStrategyPlan plan_scan(const CumulativeCall& call, const Schedule& schedule)
   return find_strategy(call.op_name(), scan_strategies(), params).plan(call, params);
 }
 
-const ScanStrategy& strategy_of(const ScanStrategyPlan& plan) { return *scan_strategies()[plan.index()]; }
-
 #ifdef HETKERN_OFFLOAD
 std::optional<ScanPlan> offload_launch(const ScanStrategyPlan& plan) {
   return std::visit(

@@ -98,7 +98,7 @@ inline std::span<const ScanStrategy* const> scan_strategies() {
 ScanStrategyPlan plan_scan(const CumulativeCall& call, const Schedule& schedule);
 
 /// The record whose plan this is.
-const ScanStrategy& strategy_of(const ScanStrategyPlan& plan);
+inline const ScanStrategy& strategy_of(const ScanStrategyPlan& plan) { return *scan_strategies()[plan.index()]; }
 
 /// Runs a validated call with a plan from plan_scan.
 inline void run_scan(const CumulativeCall& call, const ScanStrategyPlan& plan) {
