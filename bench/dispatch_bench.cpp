@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "hetkern/operators.hpp"
-#include "runtime/dispatch.hpp"
+#include "runtime/tuning/dispatch.hpp"
 
 namespace {
 

@@ -3,7 +3,7 @@
 #include <charconv>
 #include <cmath>
 
-#include "runtime/json_text.hpp"
+#include "runtime/tuning/json_text.hpp"
 
 namespace hk::bench {
 namespace {

@@ -4,7 +4,7 @@
 #include <chrono>
 
 #include "hetkern/info.hpp"
-#include "runtime/quantile.hpp"
+#include "runtime/tuning/quantile.hpp"
 
 namespace hk::bench {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "algorithms/tensor_checks.hpp"
 #include "hetkern/device.hpp"
-#include "runtime/device_memory.hpp"
+#include "runtime/platform/device_memory.hpp"
 #include "schedules/qmm_offload.hpp"
 #include "schedules/qmm_pack.hpp"
 #include "schedules/scan_offload.hpp"

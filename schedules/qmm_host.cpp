@@ -1,4 +1,5 @@
-// Host lowering of the QuantizedLinearMatMul schedules.
+// Host lowering of QuantizedLinearMatMul: qmm.tiled and qmm.parallel, and the reference from a
+// caller's packed B.
 //
 // A is packed once per call (A' rows with row sums). B is either packed by the caller
 // (hk::pack_b), or packed here: when there are enough column blocks for every thread, each
@@ -6,20 +7,19 @@
 // form stays in cache; otherwise all of B is packed first and shared. Every (row block, column
 // block) runs the selected kernel over depth blocks into an int32 C block (int64 partial sums when
 // the depth could overflow int32), then the epilogue requantizes it into the output.
+#include "schedules/qmm_host.hpp"
+
 #include <algorithm>
 #include <atomic>
-#include <optional>
 #include <new>
 #include <vector>
 
 #include <omp.h>
 
-#include "runtime/pinning.hpp"
+#include "runtime/platform/topology.hpp"
 #include "schedules/qmm_epilogue.hpp"
 #include "schedules/qmm_kernels.hpp"
-#include "schedules/qmm_offload.hpp"
 #include "schedules/qmm_pack.hpp"
-#include "schedules/qmm_schedules.hpp"
 
 namespace hk::detail {
 namespace {
@@ -31,7 +31,7 @@ struct Blocking {
   std::int64_t mc, nc, kc, m_blocks, n_blocks;
 };
 
-Blocking blocking(const QmmProblem& p, const QmmPlan& plan) {
+Blocking blocking(const QmmProblem& p, const QmmBlocks& plan) {
   Blocking g;
   g.mc = round_up(std::min(plan.mc, p.M), qmm_row_align);
   g.nc = round_up(std::min(plan.nc, p.N), qmm_panel_cols);
@@ -155,17 +155,17 @@ struct Job {
   }
 };
 
-void run_packed_qmm(const QmmProblem& p, const QmmPlan& plan, const PackedPanels* prepacked) {
+}  // namespace
+
+void run_qmm_blocks(const QmmProblem& p, const QmmBlocks& blocks, int threads) {
+  const PackedPanels* prepacked = p.packed_b;
   const std::int64_t batches = p.batch[0] * p.batch[1];
   const bool a_shared = batch_shared(p.a);
   const bool b_shared = prepacked ? prepacked->batches == 1 : batch_shared(p.b);
   check_packed_sizes("quantized_linear_matmul", a_shared ? 1 : batches, p.M,
                      prepacked ? 0 : b_shared ? 1 : batches, p.K, p.N);
-  const Blocking g = blocking(p, plan);
+  const Blocking g = blocking(p, blocks);
   const std::int64_t kp = packed_depth(p.K);
-  const int threads = plan.kind == QmmPlan::Kind::parallel ? plan.threads : 1;
-  std::optional<PinnedCall> pinned;
-  if (plan.kind == QmmPlan::Kind::parallel) pinned.emplace(threads, plan.pin);
   Scratch& caller = Scratch::of_this_thread();
   std::vector<PackedRows>& a = caller.a;
   if (a.size() < std::size_t(a_shared ? 1 : batches)) a.resize(std::size_t(a_shared ? 1 : batches));
@@ -247,8 +247,12 @@ void run_packed_qmm(const QmmProblem& p, const QmmPlan& plan, const PackedPanels
   if (out_of_memory.load()) throw std::bad_alloc();
 }
 
-// The reference reads B element by element: recover it from a caller's packed copy.
-void reference_from_packed(const QmmProblem& problem) {
+void run_qmm_reference(const QmmProblem& problem) {
+  if (!problem.packed_b) {
+    reference_qmm(problem);
+    return;
+  }
+  // The reference reads B element by element: recover it from the caller's packed copy.
   const PackedPanels& b = *problem.packed_b;
   const std::vector<std::uint8_t> plain = unpack_panels(b);
   QmmProblem p = problem;
@@ -260,21 +264,27 @@ void reference_from_packed(const QmmProblem& problem) {
   reference_qmm(p);
 }
 
-}  // namespace
-
-void run_qmm(const QmmProblem& problem, const QmmPlan& plan) {
-#ifdef HETKERN_OFFLOAD
-  if (plan.kind == QmmPlan::Kind::offload || plan.kind == QmmPlan::Kind::offload_mma) {
-    run_qmm_offload(problem, plan);
-    return;
+QmmBlocks default_qmm_blocks(const QmmProblem& problem, int threads) {
+  // Sizes from the L2 of a core. Columns are split so that every thread gets a block. With one block of
+  // rows, B is packed a depth slice at a time and the slice (kc x nc bytes) stays in cache; with
+  // several, a thread's whole column block of B (K x nc) should.
+  const std::int64_t l2_bytes = host_data_cache_bytes(2, std::int64_t(1) << 20);
+  const std::int64_t batches = problem.batch[0] * problem.batch[1];
+  const std::int64_t blocks_wanted = (threads + batches - 1) / batches;
+  const std::int64_t by_threads = round_up((problem.N + blocks_wanted - 1) / blocks_wanted, 16);
+  const std::int64_t depth = round_up(problem.K, qmm_depth_align);
+  QmmBlocks plan;
+  if (problem.M <= 256) {
+    plan.mc = round_up(problem.M, qmm_row_align);
+    plan.kc = std::min<std::int64_t>(depth, 1024);
+    plan.nc = std::clamp<std::int64_t>(std::min(by_threads, l2_bytes / 2 / plan.kc / 16 * 16), 16, 4096);
+    return plan;
   }
-#endif
-  if (plan.kind != QmmPlan::Kind::reference)
-    run_packed_qmm(problem, plan, problem.packed_b);
-  else if (problem.packed_b)
-    reference_from_packed(problem);
-  else
-    reference_qmm(problem);
+  plan.mc = 96;
+  plan.kc = std::min<std::int64_t>(depth, 2048);
+  const std::int64_t by_cache = std::max<std::int64_t>(16, l2_bytes / 2 / plan.kc / 16 * 16);
+  plan.nc = std::clamp<std::int64_t>(std::min(by_cache, by_threads), 16, 512);
+  return plan;
 }
 
 }  // namespace hk::detail

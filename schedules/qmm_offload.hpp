@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "algorithms/quantized_matmul.hpp"
-#include "schedules/qmm_schedules.hpp"
+#include "schedules/qmm_offload_plan.hpp"
 
 namespace hk::detail {
 

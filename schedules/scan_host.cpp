@@ -1,21 +1,18 @@
-// Host lowering of the cumulative schedules: tiled, parallel and blocked, over the SIMD kernels of
-// the active instruction-set level for contiguous data and plain loops for strided data.
+// The host walks of the cumulative strategies (tiled, parallel and blocked), over the SIMD kernels
+// of the active instruction-set level for contiguous data and plain loops for strided data.
+#include "schedules/scan_host.hpp"
+
 #include <omp.h>
 
 #include <algorithm>
 #include <atomic>
-#include <optional>
 #include <thread>
 #include <vector>
 
 #include "algorithms/scan_types.hpp"
-#include "runtime/pinning.hpp"
+#include "hetkern/info.hpp"
 #include "schedules/scan_kernels.hpp"
 #include "schedules/scan_layout.hpp"
-#include "schedules/scan_schedules.hpp"
-#ifdef HETKERN_OFFLOAD
-#include "schedules/scan_offload.hpp"
-#endif
 
 namespace hk::detail {
 namespace {
@@ -195,43 +192,36 @@ template <class T, class Op> struct HostScan {
 
 }  // namespace
 
-void run_scan(const CumulativeCall& call, const ScanPlan& plan) {
-  if (plan.kind == ScanPlan::Kind::reference) {
-    reference_cumulative(call);
-    return;
-  }
-#ifdef HETKERN_OFFLOAD
-  if (plan.offload()) {
-    run_scan_offload_host(call, plan);
-    return;
-  }
-#endif
+namespace {
+
+// Runs `walk` on the HostScan of the call's element type and combine function.
+template <class Walk> void with_host_scan(const CumulativeCall& call, bool stream, Walk&& walk) {
   const ScanLayout s = make_scan_layout(call);
   const ScanKernelSet& kernels = scan_kernels(active_isa());
-  const bool stream = plan.stream && !call.in_place();
-  std::optional<PinnedCall> pinned;
-  if (plan.kind == ScanPlan::Kind::parallel || plan.kind == ScanPlan::Kind::blocked) pinned.emplace(plan.threads, plan.pin);
   visit_scan_type(call.input.desc.dtype(), [&](auto t) {
     using T = decltype(t);
     visit_combine(call.product, [&](auto op) {
       using Op = decltype(op);
-      const HostScan<T, Op> h{kernels.get<T, Op>(),
-                              s,
-                              static_cast<const T*>(call.input.data),
-                              static_cast<T*>(call.output.data),
-                              call.options.exclusive,
-                              stream};
-      switch (plan.kind) {
-        case ScanPlan::Kind::tiled: h.tiled(plan.tile); break;
-        case ScanPlan::Kind::parallel: h.parallel(plan.tile, plan.threads); break;
-        case ScanPlan::Kind::blocked: h.blocked(plan.block, plan.threads, scan_block_bytes()); break;
-        case ScanPlan::Kind::reference:
-        case ScanPlan::Kind::offload_rows:
-        case ScanPlan::Kind::offload_columns:
-        case ScanPlan::Kind::offload_chained: break;
-      }
+      walk(HostScan<T, Op>{kernels.get<T, Op>(), s, static_cast<const T*>(call.input.data),
+                           static_cast<T*>(call.output.data), call.options.exclusive,
+                           stream && !call.in_place()});
     });
   });
+}
+
+}  // namespace
+
+void scan_tiles(const CumulativeCall& call, std::int64_t tile, bool stream) {
+  with_host_scan(call, stream, [&](const auto& h) { h.tiled(tile); });
+}
+
+void scan_tiles_parallel(const CumulativeCall& call, std::int64_t tile, int threads, bool stream) {
+  with_host_scan(call, stream, [&](const auto& h) { h.parallel(tile, threads); });
+}
+
+void scan_blocks_parallel(const CumulativeCall& call, std::int64_t block, int threads, bool stream,
+                          std::int64_t cache_bytes) {
+  with_host_scan(call, stream, [&](const auto& h) { h.blocked(block, threads, cache_bytes); });
 }
 
 }  // namespace hk::detail

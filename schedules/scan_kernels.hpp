@@ -92,4 +92,7 @@ const ScanKernelSet& scan_kernels_avx512();
 /// The kernels for a level (avx512_vnni and amx use the avx512 ones).
 const ScanKernelSet& scan_kernels(Isa isa);
 
+/// The scan kernels used at a level, e.g. "avx512: 8 x f64 lanes, f16 via vcvtph2ps, streaming stores".
+const char* scan_kernel_path(Isa isa);
+
 }  // namespace hk::detail

@@ -18,8 +18,8 @@
 #include "algorithms/tensor_checks.hpp"
 #include "hetkern/device.hpp"
 #include "hetkern/error.hpp"
-#include "runtime/device_memory.hpp"
-#include "runtime/kept_scratch.hpp"
+#include "runtime/platform/device_memory.hpp"
+#include "runtime/platform/kept_scratch.hpp"
 #include "schedules/scan_kernels.hpp"
 #include "schedules/scan_layout.hpp"
 

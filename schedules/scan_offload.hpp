@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "algorithms/cumulative.hpp"
-#include "schedules/scan_schedules.hpp"
+#include "schedules/scan_offload_plan.hpp"
 
 namespace hk::detail {
 

@@ -1,10 +1,15 @@
-// How a schedule's text is checked against the strategies an operator offers.
+// What a strategy is: one record holding its name, its parameter table, how it fills its plan from
+// the call and the machine, how it runs, the space the tuner searches and whether it runs here.
+// Each operator keeps one ordered list of its records (scan_strategies.hpp, qmm_strategies.hpp);
+// schedule text, the heuristic, the tuner and `hetkern info` all read from that list.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hetkern/schedule.hpp"
@@ -13,6 +18,7 @@ namespace hk::detail {
 
 inline constexpr int max_strategy_params = 6;
 
+/// One parameter of a strategy: its key in schedule text, its range, its one-line help.
 struct ParamSpec {
   const char* key;
   std::int64_t min;
@@ -25,27 +31,102 @@ struct ParamSpec {
 /// `pin`, the pinning policy of a host-parallel strategy; bound as the hk::PinPolicy value.
 ParamSpec pin_param();
 
-struct StrategySpec {
+/// The parameter values a schedule gives, checked against a strategy's table and read by key.
+class BoundParams {
+ public:
+  BoundParams(const Schedule& schedule, std::span<const ParamSpec> params)
+      : schedule_(&schedule), params_(params) {}
+
+  /// The value of `key` when the schedule gives it, else `fallback`. `key` must be in the table.
+  std::int64_t get(std::string_view key, std::int64_t fallback) const;
+  /// The schedule bound, for error messages.
+  const Schedule& schedule() const { return *schedule_; }
+
+ private:
+  friend void bind_params(const std::string& op, const char* strategy, BoundParams& out);
+  int index_of(std::string_view key) const;
+
+  const Schedule* schedule_;
+  std::span<const ParamSpec> params_;
+  std::array<std::int64_t, max_strategy_params> value_{};
+  std::array<bool, max_strategy_params> given_{};
+};
+
+/// Checks every parameter of out.schedule() against the table: a known key, an integer within
+/// range or one of the parameter's choices. Throws hk::Error(Errc::invalid_schedule) naming `op`.
+void bind_params(const std::string& op, const char* strategy, BoundParams& out);
+
+/// Whether a strategy runs here on what it was written for (its instruction set, a GPU), and
+/// why not. The heuristic and the tuner consider only available strategies; a schedule that
+/// names an unavailable one still runs where the strategy can (offload: on the host fallback).
+struct Availability {
+  bool available = true;
+  std::string why_not;
+};
+
+/// One parameter's values in a search space; the tuner times the product of the axes.
+struct SpaceAxis {
+  std::string key;
+  std::vector<std::string> values;
+};
+
+/// The axes a strategy is searched over for a call; nullopt: not worth timing here (e.g. a
+/// parallel strategy with one thread). A parameter without an axis keeps its planned default.
+using SearchSpace = std::optional<std::vector<SpaceAxis>>;
+
+/// A strategy of the operator whose validated call is `Call` and whose plans are `Plan` (a
+/// std::variant with one alternative per strategy, in the order of the operator's list).
+template <class Call, class Plan> struct Strategy {
   const char* name;
   const char* meaning;
   std::vector<ParamSpec> params;
+  /// Every parameter the schedule leaves out, from the shape and the machine. Throws
+  /// hk::Error(Errc::invalid_schedule) for values illegal for the call.
+  Plan (*plan)(const Call& call, const BoundParams& params);
+  /// Runs a validated call; `plan` holds this strategy's alternative.
+  void (*run)(const Call& call, const Plan& plan);
+  /// The schedule of a plan of this strategy, every parameter explicit, in table order.
+  Schedule (*schedule)(const Plan& plan);
+  SearchSpace (*space)(const Call& call);
+  Availability (*available)();
 };
 
-/// Parameter values in the order of StrategySpec::params; `given` says which the schedule set.
-struct BoundParams {
-  std::array<std::int64_t, max_strategy_params> value{};
-  std::array<bool, max_strategy_params> given{};
+/// A list holds its records or pointers to them.
+template <class Record> const Record& record_ref(const Record& r) { return r; }
+template <class Record> const Record& record_ref(const Record* r) { return *r; }
 
-  std::int64_t get(int i, std::int64_t fallback) const { return given[i] ? value[i] : fallback; }
-};
+/// Throws the error for a strategy name that no record of `names` has.
+[[noreturn]] void unknown_strategy(const std::string& op, const Schedule& schedule,
+                                   const std::vector<const char*>& names);
 
-/// Finds the schedule's strategy among `specs` and checks every parameter: a known key, an
-/// integer within range or one of the parameter's choices. Throws hk::Error(Errc::invalid_schedule) naming `op` otherwise.
-/// Returns the index of the strategy in `specs`.
-int bind_schedule(const std::string& op, const Schedule& schedule,
-                  std::span<const StrategySpec> specs, BoundParams& out);
+/// The record out.schedule() names among `list`, its parameters bound into `out` (rebound to
+/// the record's table). Throws hk::Error(Errc::invalid_schedule) naming `op` for an unknown
+/// strategy or a bad parameter.
+template <class List> const auto& find_strategy(const std::string& op, const List& list, BoundParams& out) {
+  std::vector<const char*> names;
+  for (const auto& item : list) {
+    const auto& r = record_ref(item);
+    if (out.schedule().strategy() == r.name) {
+      out = BoundParams(out.schedule(), r.params);
+      bind_params(op, r.name, out);
+      return r;
+    }
+    names.push_back(r.name);
+  }
+  unknown_strategy(op, out.schedule(), names);
+}
 
-/// The public description of a strategy table.
-std::vector<StrategyInfo> describe(std::span<const StrategySpec> specs);
+/// The public description of a list of records.
+template <class List> std::vector<StrategyInfo> describe(const List& list) {
+  std::vector<StrategyInfo> out;
+  for (const auto& item : list) {
+    const auto& r = record_ref(item);
+    StrategyInfo info{r.name, r.meaning, {}, r.available().why_not};
+    for (const auto& p : r.params)
+      info.params.push_back({p.key, p.min, p.max, p.meaning, {p.choices.begin(), p.choices.end()}});
+    out.push_back(std::move(info));
+  }
+  return out;
+}
 
 }  // namespace hk::detail

@@ -10,8 +10,8 @@
 
 #include "hetkern/device.hpp"
 #include "hetkern/error.hpp"
-#include "runtime/device_memory.hpp"
-#include "runtime/kept_scratch.hpp"
+#include "runtime/platform/device_memory.hpp"
+#include "runtime/platform/kept_scratch.hpp"
 #include "qmm_test_util.hpp"
 
 namespace {

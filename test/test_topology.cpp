@@ -18,7 +18,7 @@
 #include <omp.h>
 
 #include "hetkern/hetkern.hpp"
-#include "runtime/topology.hpp"
+#include "runtime/platform/topology.hpp"
 
 namespace {
 

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "hetkern/hetkern.hpp"
-#include "runtime/dispatch.hpp"
-#include "runtime/tuner_problem.hpp"
+#include "runtime/tuning/dispatch.hpp"
+#include "runtime/tuning/tuner_problem.hpp"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "hetkern/hetkern.hpp"
-#include "runtime/heuristic.hpp"
+#include "runtime/tuning/heuristic.hpp"
 #include "tools/cli.hpp"
 
 namespace hk::cli {
@@ -98,8 +98,8 @@ void compare_scans(const char* title, std::vector<std::int64_t> sizes, int axis)
   const double bytes = 2.0 * double(x.size()) * sizeof(float);
   std::printf("\n  cumsum float32 %s, axis %d:\n", title, axis);
   for (const auto& s : default_and_every_strategy(Operator::cumulative_sum)) {
-    const std::string text = s.empty() ? "default: " + detail::default_scan_plan(call).to_schedule().to_string()
-                                       : detail::plan_scan(call, s).to_schedule().to_string();
+    const std::string text = s.empty() ? "default: " + detail::to_schedule(detail::default_scan_plan(call)).to_string()
+                                       : detail::to_schedule(detail::plan_scan(call, s)).to_string();
     const double sec = median_seconds([&] { cumulative_sum({d, x.data()}, {d, y.data()}, {axis}, s); }, 5);
     std::printf("    %-56s %9.3f ms %8.2f GB/s\n", text.c_str(), sec * 1e3, bytes / sec / 1e9);
   }
@@ -125,8 +125,8 @@ void compare_qmm(std::int64_t m, std::int64_t n, std::int64_t k) {
   const detail::QmmProblem problem = detail::validate(q, out);
   std::printf("\n  qlinear-matmul uint8 x int8 -> uint8, M=N=K=%lld:\n", static_cast<long long>(m));
   for (const auto& s : default_and_every_strategy(Operator::quantized_linear_matmul)) {
-    const std::string text = s.empty() ? "default: " + detail::default_qmm_plan(problem).to_schedule().to_string()
-                                       : detail::plan_qmm(problem, s).to_schedule().to_string();
+    const std::string text = s.empty() ? "default: " + detail::to_schedule(detail::default_qmm_plan(problem)).to_string()
+                                       : detail::to_schedule(detail::plan_qmm(problem, s)).to_string();
     const double sec = median_seconds([&] { quantized_linear_matmul(q, out, s); }, 3);
     std::printf("    %-56s %9.3f ms %8.2f GOPS\n", text.c_str(), sec * 1e3,
                 2.0 * double(m * n * k) / sec / 1e9);

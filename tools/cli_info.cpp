@@ -4,7 +4,7 @@
 #include <string>
 
 #include "hetkern/hetkern.hpp"
-#include "runtime/json_text.hpp"
+#include "runtime/tuning/json_text.hpp"
 #include "tools/cli.hpp"
 
 namespace hk::cli {
@@ -20,6 +20,7 @@ void print_strategies(const char* title, Operator op) {
   std::cout << "\n" << title << "\n";
   for (const auto& s : strategies(op)) {
     std::cout << "  " << s.name << "\n      " << s.meaning << "\n";
+    if (!s.unavailable.empty()) std::cout << "      not available here: " << s.unavailable << "\n";
     for (const auto& p : s.params) {
       std::cout << "      " << p.key << " = ";
       if (p.choices.empty()) std::cout << p.min << ".." << p.max;

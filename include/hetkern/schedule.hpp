@@ -77,6 +77,9 @@ struct StrategyInfo {
   std::string name;
   std::string meaning;
   std::vector<ParamInfo> params;
+  /// Empty where the strategy runs here on what it was written for; else why not (e.g. no GPU:
+  /// the offload kernels run on the host fallback). A schedule naming it still runs.
+  std::string unavailable = {};
 };
 
 /// The strategies an operator offers, in the order `hetkern info` lists them.

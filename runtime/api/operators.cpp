@@ -1,0 +1,56 @@
+// The public operator calls: validate, choose a schedule, run.
+#include "hetkern/operators.hpp"
+
+#include "hetkern/error.hpp"
+#include "runtime/tuning/dispatch.hpp"
+
+namespace hk {
+namespace {
+
+void run_cumulative(detail::CumulativeCall call, const Schedule& schedule) {
+  detail::validate(call);
+  const detail::ScanStrategyPlan plan =
+      schedule.empty() ? detail::dispatch_scan(call) : detail::plan_scan(call, schedule);
+  detail::run_scan(call, plan);
+}
+
+}  // namespace
+
+void cumulative_sum(ConstTensor input, Tensor output, const CumulativeOptions& options,
+                    const Schedule& schedule) {
+  run_cumulative({false, input, output, options}, schedule);
+}
+
+void cumulative_product(ConstTensor input, Tensor output, const CumulativeOptions& options,
+                        const Schedule& schedule) {
+  run_cumulative({true, input, output, options}, schedule);
+}
+
+void quantized_linear_matmul(const QuantizedMatMulArgs& args, Tensor output,
+                             const Schedule& schedule) {
+  const detail::QmmProblem problem = detail::validate(args, output);
+  const detail::QmmStrategyPlan plan =
+      schedule.empty() ? detail::dispatch_qmm(problem) : detail::plan_qmm(problem, schedule);
+  detail::run_qmm(problem, plan);
+}
+
+Schedule default_schedule(Operator op, ConstTensor input, Tensor output,
+                          const CumulativeOptions& options) {
+  if (op == Operator::quantized_linear_matmul)
+    throw Error(Errc::invalid_parameter, "default_schedule", "op",
+                "quantized_linear_matmul takes QuantizedMatMulArgs");
+  detail::CumulativeCall call{op == Operator::cumulative_product, input, output, options};
+  detail::validate(call);
+  return detail::to_schedule(detail::dispatch_scan(call));
+}
+
+Schedule default_schedule(const QuantizedMatMulArgs& args, Tensor output) {
+  return detail::to_schedule(detail::dispatch_qmm(detail::validate(args, output)));
+}
+
+std::vector<StrategyInfo> strategies(Operator op) {
+  return op == Operator::quantized_linear_matmul ? detail::describe(detail::qmm_strategies())
+                                                 : detail::describe(detail::scan_strategies());
+}
+
+}  // namespace hk

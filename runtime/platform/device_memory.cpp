@@ -1,0 +1,144 @@
+// Scratch blocks cached across calls and the counted host <-> device copies (device_memory.hpp).
+#include "runtime/platform/device_memory.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "hetkern/device.hpp"
+#include "hetkern/error.hpp"
+#include "runtime/platform/kept_scratch.hpp"
+
+namespace hk {
+namespace {
+
+struct Counters {
+  std::atomic<std::int64_t> to_device_bytes{0}, to_host_bytes{0}, to_device_copies{0}, to_host_copies{0};
+};
+Counters& counters() {
+  static Counters c;
+  return c;
+}
+
+// Freed scratch blocks, least recently freed first. A call needs a handful at once (input,
+// output, workspace, parameters, carries); the cache keeps that many and at most
+// max_cached_bytes, so that repeated calls never wait for the device's allocator, while a
+// process that stops calling does not hold more than that. Deliberately never destroyed: device
+// memory goes with the process, and freeing it after the offload runtime shut down would fail.
+constexpr std::size_t max_cached_blocks = 16;
+constexpr std::size_t max_cached_bytes = std::size_t(1) << 31;
+
+struct ScratchPool {
+  std::mutex mutex;
+  struct Block {
+    int device;
+    void* data;
+    std::size_t bytes;
+  };
+  std::vector<Block> free;
+  std::size_t cached_bytes = 0;
+};
+ScratchPool& scratch_pool() {
+  static ScratchPool* pool = new ScratchPool;
+  return *pool;
+}
+
+}  // namespace
+
+TransferCounters transfer_counters() {
+  Counters& c = counters();
+  return {c.to_device_bytes.load(), c.to_host_bytes.load(), c.to_device_copies.load(),
+          c.to_host_copies.load()};
+}
+
+void reset_transfer_counters() {
+  Counters& c = counters();
+  c.to_device_bytes = 0;
+  c.to_host_bytes = 0;
+  c.to_device_copies = 0;
+  c.to_host_copies = 0;
+}
+
+std::size_t release_cached_device_memory() {
+  std::size_t released = 0;
+  {
+    ScratchPool& pool = scratch_pool();
+    const std::lock_guard<std::mutex> lock(pool.mutex);
+    released = pool.cached_bytes;
+    for (const auto& block : pool.free) omp_target_free(block.data, block.device);
+    pool.free.clear();
+    pool.cached_bytes = 0;
+  }
+  // Outside the pool's lock: this waits for running calls that hold a kept block.
+  return released + detail::release_kept_scratches();
+}
+
+namespace detail {
+
+void* device_alloc(std::size_t bytes, int device, const char* what) {
+  void* p = omp_target_alloc(bytes == 0 ? 1 : bytes, device);
+  if (!p)
+    throw Error(Errc::invalid_parameter, "device", what,
+                "cannot allocate " + std::to_string(bytes) + " bytes on OpenMP device " +
+                    std::to_string(device));
+  return p;
+}
+
+void copy_to_device(void* device_dst, std::size_t dst_offset, const void* host_src,
+                    std::size_t bytes, int device) {
+  if (bytes == 0) return;
+  if (omp_target_memcpy(device_dst, host_src, bytes, dst_offset, 0, device, omp_get_initial_device()) != 0)
+    throw Error(Errc::invalid_parameter, "device", "upload", "the copy to the device failed");
+  counters().to_device_bytes += std::int64_t(bytes);
+  ++counters().to_device_copies;
+}
+
+void copy_to_host(void* host_dst, const void* device_src, std::size_t src_offset,
+                  std::size_t bytes, int device) {
+  if (bytes == 0) return;
+  if (omp_target_memcpy(host_dst, device_src, bytes, 0, src_offset, omp_get_initial_device(), device) != 0)
+    throw Error(Errc::invalid_parameter, "device", "download", "the copy from the device failed");
+  counters().to_host_bytes += std::int64_t(bytes);
+  ++counters().to_host_copies;
+}
+
+ScratchLease::ScratchLease(int device, std::size_t bytes) : device_(device), data_(nullptr), bytes_(0) {
+  ScratchPool& pool = scratch_pool();
+  {
+    const std::lock_guard<std::mutex> lock(pool.mutex);
+    // The smallest cached block that fits, so that large blocks stay for large requests.
+    auto best = pool.free.end();
+    for (auto it = pool.free.begin(); it != pool.free.end(); ++it)
+      if (it->device == device && it->bytes >= bytes && (best == pool.free.end() || it->bytes < best->bytes))
+        best = it;
+    if (best != pool.free.end()) {
+      data_ = best->data;
+      bytes_ = best->bytes;
+      pool.cached_bytes -= best->bytes;
+      pool.free.erase(best);
+      return;
+    }
+  }
+  data_ = device_alloc(bytes, device, "scratch");
+  bytes_ = bytes;
+}
+
+ScratchLease::~ScratchLease() {
+  ScratchPool& pool = scratch_pool();
+  const std::lock_guard<std::mutex> lock(pool.mutex);
+  pool.free.push_back({device_, data_, bytes_});
+  pool.cached_bytes += bytes_;
+  while (pool.free.size() > max_cached_blocks || pool.cached_bytes > max_cached_bytes) {
+    omp_target_free(pool.free.front().data, pool.free.front().device);
+    pool.cached_bytes -= pool.free.front().bytes;
+    pool.free.erase(pool.free.begin());
+  }
+}
+
+}  // namespace detail
+}  // namespace hk

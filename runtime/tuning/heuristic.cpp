@@ -1,0 +1,58 @@
+// Default schedules from the shape and the thread count.
+#include "runtime/tuning/heuristic.hpp"
+
+#include <algorithm>
+
+#include "hetkern/info.hpp"
+#include "schedules/scan_layout.hpp"
+
+namespace hk::detail {
+namespace {
+
+// Below this much work a parallel region costs more than it saves.
+constexpr std::int64_t scan_parallel_min_elements = std::int64_t(1) << 15;
+constexpr std::int64_t qmm_parallel_min_macs = std::int64_t(1) << 21;
+// Fewer independent lines than this many per thread leave threads idle or unbalanced: cut the
+// lines into blocks instead.
+constexpr std::int64_t scan_lines_per_thread = 4;
+
+}  // namespace
+
+// Names a strategy and the parameters the shape decides; the strategy's record fills the rest.
+ScanStrategyPlan default_scan_plan(const CumulativeCall& call) {
+  const int threads = default_threads();
+  const ScanLayout s = make_scan_layout(call);
+  const std::int64_t elements = s.lines() * s.length;
+  if (threads <= 1 || elements < scan_parallel_min_elements)
+    return plan_scan(call, Schedule("scan.tiled").set("stream", 0));
+  const std::int64_t default_tile = std::get<TiledScanPlan>(plan_scan(call, Schedule("scan.tiled"))).tile;
+  const std::int64_t wanted = scan_lines_per_thread * std::int64_t(threads);
+  if (s.lines_are_rows()) {
+    // Whole lines per thread, a few panels each so that uneven lines still balance.
+    if (s.lines() >= wanted) {
+      const std::int64_t tile = std::clamp<std::int64_t>(s.lines() / wanted, 1, default_tile);
+      return plan_scan(call, Schedule("scan.parallel").set("tile", tile));
+    }
+  } else {
+    // Panels of side-by-side lines, no narrower than a cache line of lines, enough for every
+    // thread; wider panels keep each row's run long for the prefetcher.
+    const std::int64_t per_group = std::max<std::int64_t>(1, threads / s.outer_lines());
+    const std::int64_t tile =
+        std::clamp<std::int64_t>((s.inner_size() + per_group - 1) / per_group, 16, default_tile);
+    const std::int64_t panels = s.outer_lines() * ((s.inner_size() + tile - 1) / tile);
+    if (panels >= threads) return plan_scan(call, Schedule("scan.parallel").set("tile", tile));
+    // Too few panels for the team: scan.blocked would walk each of these lines alone, one strided
+    // element at a time, far slower than one thread (docs/performance.md), so one thread walks
+    // them side by side instead.
+    return plan_scan(call, Schedule("scan.tiled"));
+  }
+  return plan_scan(call, Schedule("scan.blocked"));
+}
+
+QmmStrategyPlan default_qmm_plan(const QmmProblem& p) {
+  const std::int64_t macs = p.batch[0] * p.batch[1] * p.M * p.N * p.K;
+  const bool parallel = macs >= qmm_parallel_min_macs && default_threads() > 1;
+  return plan_qmm(p, Schedule(parallel ? "qmm.parallel" : "qmm.tiled"));
+}
+
+}  // namespace hk::detail

@@ -1,0 +1,162 @@
+// Reproducible data and reference results for the tuner.
+#include <cmath>
+#include <cstring>
+
+#include "algorithms/scan_types.hpp"
+#include "hetkern/error.hpp"
+#include "runtime/tuning/heuristic.hpp"
+#include "runtime/tuning/tuner_problem.hpp"
+
+namespace hk::detail {
+namespace {
+
+// SplitMix64 over (seed, index): element i depends only on i.
+std::uint64_t random_bits(std::uint64_t seed, std::uint64_t index) {
+  std::uint64_t z = seed + (index + 1) * 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+double unit(std::uint64_t bits) { return double(bits >> 11) * 0x1p-53; }
+
+std::int64_t element_count(const std::vector<std::int64_t>& shape) {
+  std::int64_t n = 1;
+  for (const auto s : shape) n *= s;
+  return n;
+}
+
+// Sums: values in [-1, 1); products: magnitudes in [0.8, 1.25), so that lines of a few thousand
+// stay finite. Integers: any bits (they wrap).
+template <class T> void fill_scan(std::vector<std::byte>& buf, bool product) {
+  T* p = reinterpret_cast<T*>(buf.data());
+  const std::size_t n = buf.size() / sizeof(T);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t r = random_bits(7, i);
+    if constexpr (std::is_integral_v<T>) {
+      p[i] = static_cast<T>(product ? (r & 3) + 1 : r);
+    } else {
+      const double v = product ? 0.8 + 0.45 * unit(r) : 2 * unit(r) - 1;
+      p[i] = static_cast<T>(v);
+    }
+  }
+}
+
+template <class T> bool close_scan(const std::byte* got, const std::byte* want, std::size_t bytes) {
+  if constexpr (std::is_integral_v<T>) {
+    return std::memcmp(got, want, bytes) == 0;
+  } else {
+    // Accumulation orders differ between schedules (blocked adds block carries), so results may
+    // differ in the last bits of the accumulator before rounding to T.
+    const double rel = std::is_same_v<T, double>       ? 0x1p-48
+                       : std::is_same_v<T, float>      ? 0x1p-20
+                       : std::is_same_v<T, bfloat16_t> ? 0x1p-6
+                                                       : 0x1p-8;
+    const T* g = reinterpret_cast<const T*>(got);
+    const T* w = reinterpret_cast<const T*>(want);
+    for (std::size_t i = 0; i < bytes / sizeof(T); ++i) {
+      const double a = to_double(g[i]), b = to_double(w[i]);
+      if (a == b || (std::isnan(a) && std::isnan(b))) continue;
+      if (!(std::fabs(a - b) <= rel * std::max(1.0, std::fabs(b)))) return false;
+    }
+    return true;
+  }
+}
+
+// Elements up to which the tuner's expected scan results come from the reference algorithm.
+constexpr std::int64_t reference_scan_max_elements = std::int64_t(1) << 24;
+// Multiply-adds up to which the tuner's expected results come from the reference algorithm
+// (about a second).
+constexpr double reference_qmm_max_work = double(std::int64_t(1) << 30);
+
+}  // namespace
+
+TuneWorkload::TuneWorkload(const TuneProblem& problem, bool data) : problem_(problem) {
+  if (is_scan()) {
+    if (problem.types.size() != 1)
+      throw Error(Errc::invalid_type, "tune", "types", "a scan takes one element type");
+    const TensorDesc desc(problem.types[0], problem.shape);
+    // Validation first, with no data, so that a bad shape is refused before any allocation.
+    scan_ = {problem.op == Operator::cumulative_product, {desc, nullptr}, {desc, nullptr}, problem.options};
+    const std::int64_t n = element_count(problem.shape);
+    for (const auto s : problem.shape)
+      if (s <= 0) throw Error(Errc::invalid_shape, "tune", "shape", "sizes must be positive");
+    a_.resize(std::size_t(n) * size_of(problem.types[0]));
+    output_.resize(a_.size());
+    scan_.input.data = a_.data();
+    scan_.output.data = output_.data();
+    validate(scan_);
+    if (!data) return;
+    visit_scan_type(problem.types[0], [&](auto t) { fill_scan<decltype(t)>(a_, scan_.product); });
+    // The reference walks one element at a time, across the cache when the axis is not the
+    // contiguous one (seconds per GiB); past reference_scan_max_elements the heuristic's host
+    // schedule, checked against the reference by the test suite, gives the results.
+    if (n > reference_scan_max_elements)
+      run_scan(scan_, default_scan_plan(scan_));
+    else
+      reference_cumulative(scan_);
+  } else {
+    if (problem.types.size() != 3)
+      throw Error(Errc::invalid_type, "tune", "types", "the matmul takes three types: A, B, output");
+    if (problem.shape.size() != 3)
+      throw Error(Errc::invalid_shape, "tune", "shape", "the matmul takes M,N,K");
+    const std::int64_t M = problem.shape[0], N = problem.shape[1], K = problem.shape[2];
+    for (const auto s : problem.shape)
+      if (s <= 0) throw Error(Errc::invalid_shape, "tune", "shape", "sizes must be positive");
+    a_.resize(std::size_t(M * K));
+    b_.resize(std::size_t(K * N));
+    output_.resize(std::size_t(M * N));
+    // Centred zero points for unsigned types; an output scale that spreads the results over a
+    // few dozen steps (|acc| grows like sqrt(K) * 128 * 64).
+    const bool a_unsigned = problem.types[0] == DataType::uint8;
+    const bool out_unsigned = problem.types[2] == DataType::uint8;
+    a_zero_ = {std::uint8_t(a_unsigned ? 128 : 0)};
+    out_zero_ = {std::uint8_t(out_unsigned ? 128 : 0)};
+    out_scale_ = {float(std::ldexp(1.0, int(std::ceil(std::log2(std::sqrt(double(K)) * 128 * 64 / 32))) - 8))};
+    const TensorDesc scalar_f(DataType::float32, {1});
+    args_.a = {TensorDesc(problem.types[0], {M, K}), a_.data()};
+    args_.b = {TensorDesc(problem.types[1], {K, N}), b_.data()};
+    args_.a_scale = {scalar_f, a_scale_.data()};
+    args_.b_scale = {scalar_f, b_scale_.data()};
+    args_.output_scale = {scalar_f, out_scale_.data()};
+    args_.a_zero_point = ConstTensor{TensorDesc(problem.types[0], {1}), a_zero_.data()};
+    args_.output_zero_point = ConstTensor{TensorDesc(problem.types[2], {1}), out_zero_.data()};
+    out_tensor_ = {TensorDesc(problem.types[2], {M, N}), output_.data()};
+    qmm_ = validate(args_, out_tensor_);
+    if (!data) return;
+    for (std::size_t i = 0; i < a_.size(); ++i) a_[i] = std::byte(random_bits(11, i));
+    for (std::size_t i = 0; i < b_.size(); ++i) b_[i] = std::byte(random_bits(13, i));
+    // The reference takes one output at a time on one thread: a minute at 4096^3, longer than
+    // the whole search. Past reference_qmm_max_work the heuristic's host schedule, exact like
+    // every schedule and checked against the reference by the test suite, gives the results.
+    if (double(M) * double(N) * double(K) > reference_qmm_max_work)
+      run_qmm(qmm_, default_qmm_plan(qmm_));
+    else
+      reference_qmm(qmm_);
+  }
+  reference_ = output_;
+}
+
+void TuneWorkload::run(const Schedule& schedule) {
+  if (is_scan())
+    run_scan(scan_, plan_scan(scan_, schedule));
+  else
+    run_qmm(qmm_, plan_qmm(qmm_, schedule));
+}
+
+bool TuneWorkload::matches_reference() const {
+  if (!is_scan()) return output_ == reference_;
+  return visit_scan_type(problem_.types[0], [&](auto t) {
+    return close_scan<decltype(t)>(output_.data(), reference_.data(), output_.size());
+  });
+}
+
+Schedule TuneWorkload::heuristic_schedule() const {
+  return is_scan() ? to_schedule(default_scan_plan(scan_)) : to_schedule(default_qmm_plan(qmm_));
+}
+
+Schedule TuneWorkload::planned(const Schedule& schedule) const {
+  return is_scan() ? to_schedule(plan_scan(scan_, schedule)) : to_schedule(plan_qmm(qmm_, schedule));
+}
+
+}  // namespace hk::detail

@@ -1,0 +1,28 @@
+// What the offload scan strategies check a call against: element types, register limits.
+#include "schedules/strategies/scan_offload_common.hpp"
+
+#include <string>
+
+#include "hetkern/error.hpp"
+#include "schedules/strategies/scan_host_common.hpp"
+
+namespace hk::detail {
+
+void check_offload_scan_type(const CumulativeCall& call, const std::string& schedule_text) {
+  const DataType t = call.input.desc.dtype();
+  if (t == DataType::float64 || t == DataType::bfloat16)
+    throw Error(Errc::invalid_schedule, call.op_name(), schedule_text,
+                "the offload strategies take float32, float16 and the integer types, not " +
+                    std::string(name_of(t)) + "; a host strategy scans it");
+}
+
+void check_offload_item_bytes(const CumulativeCall& call, const BoundParams& params, int items,
+                              std::int64_t max_bytes) {
+  const std::int64_t element = scan_element_bytes(call);
+  if (std::int64_t(items) * element > max_bytes)
+    throw Error(Errc::invalid_schedule, call.op_name(), params.schedule().to_string(),
+                "items = " + std::to_string(items) + " elements of " + std::to_string(element) +
+                    " bytes exceed the " + std::to_string(max_bytes) + " bytes a thread holds in registers");
+}
+
+}  // namespace hk::detail

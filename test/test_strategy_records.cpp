@@ -1,0 +1,106 @@
+// The strategy records every operator lists: each one plans its bare schedule into its own plan
+// alternative, prints a plan that plans back to itself, declares a search space within its own
+// parameter table, and says why when it is not available.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "hetkern/hetkern.hpp"
+#include "runtime/tuning/tuner_problem.hpp"
+#include "schedules/qmm_strategies.hpp"
+#include "schedules/scan_strategies.hpp"
+
+namespace {
+
+using hk::Schedule;
+
+// Checks every record of `list` on one validated call; `plan` plans a schedule for that call.
+template <class List, class Call, class Plan>
+void check_records(const List& list, const Call& call, Plan&& plan) {
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const auto& r = *list[i];
+    SCOPED_TRACE(r.name);
+    EXPECT_TRUE(names.insert(r.name).second) << "listed twice";
+    EXPECT_GT(std::string(r.meaning).size(), 20u);
+    std::set<std::string> keys;
+    for (const auto& p : r.params) {
+      EXPECT_TRUE(keys.insert(p.key).second) << p.key;
+      EXPECT_LE(p.min, p.max) << p.key;
+      EXPECT_GT(std::string(p.meaning).size(), 5u) << p.key;
+    }
+    // The list and the plan variant agree in order: the record runs the plans it makes.
+    const auto planned = plan(Schedule(r.name));
+    EXPECT_EQ(planned.index(), i);
+    EXPECT_EQ(&strategy_of(planned), &r);
+    // Every parameter explicit, in table order, and stable under planning again.
+    const Schedule printed = to_schedule(planned);
+    ASSERT_EQ(printed.params().size(), r.params.size());
+    for (std::size_t k = 0; k < r.params.size(); ++k) EXPECT_EQ(printed.params()[k].key, r.params[k].key);
+    EXPECT_EQ(to_schedule(plan(printed)), printed);
+    // The search space names only the record's parameters, each value one the table accepts.
+    if (const hk::detail::SearchSpace space = r.space(call)) {
+      for (const auto& axis : *space) {
+        EXPECT_TRUE(keys.count(axis.key)) << axis.key;
+        EXPECT_FALSE(axis.values.empty()) << axis.key;
+        for (const auto& v : axis.values)
+          EXPECT_NO_THROW(plan(Schedule(r.name).set(axis.key, v))) << axis.key << "=" << v;
+      }
+    }
+    const hk::detail::Availability a = r.available();
+    EXPECT_EQ(a.available, a.why_not.empty()) << a.why_not;
+  }
+  EXPECT_EQ(std::string(list[0]->name), "reference");
+}
+
+TEST(StrategyRecords, Scans) {
+  using Shape = std::vector<std::int64_t>;
+  for (const Shape& shape : {Shape{64, 1000}, Shape{3, 4096, 8}}) {
+    const hk::TensorDesc desc(hk::DataType::float32, shape);
+    std::vector<float> x(std::size_t(desc.element_count()), 1.0f), y(x.size());
+    for (const int axis : {0, 1}) {
+      hk::detail::CumulativeCall call{false, {desc, x.data()}, {desc, y.data()}, {axis}};
+      hk::detail::validate(call);
+      check_records(hk::detail::scan_strategies(), call,
+                    [&](const Schedule& s) { return hk::detail::plan_scan(call, s); });
+    }
+  }
+}
+
+TEST(StrategyRecords, Matmul) {
+  using Shape = std::vector<std::int64_t>;
+  for (const Shape& mnk : {Shape{5, 7, 9}, Shape{300, 200, 700}}) {
+    const std::vector<hk::DataType> types = {hk::DataType::uint8, hk::DataType::int8, hk::DataType::uint8};
+    const hk::detail::TuneWorkload w({hk::Operator::quantized_linear_matmul, types, mnk, {}}, false);
+    const hk::detail::QmmProblem& problem = w.qmm_problem();
+    check_records(hk::detail::qmm_strategies(), problem,
+                  [&](const Schedule& s) { return hk::detail::plan_qmm(problem, s); });
+  }
+}
+
+TEST(StrategyRecords, HostStrategiesAreAvailableEverywhere) {
+  const auto host = [](const char* name) { return std::string(name).find(".offload") == std::string::npos; };
+  for (const auto* r : hk::detail::scan_strategies())
+    if (host(r->name)) EXPECT_TRUE(r->available().available) << r->name;
+  for (const auto* r : hk::detail::qmm_strategies())
+    if (host(r->name)) EXPECT_TRUE(r->available().available) << r->name;
+}
+
+TEST(StrategyRecords, ParametersAreReadByName) {
+  const hk::TensorDesc desc(hk::DataType::float32, {8, 300});
+  std::vector<float> x(2400, 1.0f), y(2400);
+  hk::detail::CumulativeCall call{false, {desc, x.data()}, {desc, y.data()}, {1}};
+  hk::detail::validate(call);
+  // Any order of keys in the text gives the same plan.
+  const auto a = hk::detail::plan_scan(call, Schedule::parse("scan.parallel(pin=none, threads=3, tile=5)"));
+  const auto b = hk::detail::plan_scan(call, Schedule::parse("scan.parallel(tile=5, threads=3, pin=none)"));
+  EXPECT_EQ(to_schedule(a), to_schedule(b));
+  const auto& p = std::get<hk::detail::ParallelScanPlan>(a);
+  EXPECT_EQ(p.tile, 5);
+  EXPECT_EQ(p.threads, 3);
+  EXPECT_EQ(p.pin, hk::PinPolicy::none);
+}
+
+}  // namespace
