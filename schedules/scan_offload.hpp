@@ -1,5 +1,5 @@
-// The offload schedules of the cumulative operators: OpenMP `target` kernels (scan_offload.cpp,
-// the only scan file compiled with offload flags) and their limits, which the planner checks.
+// The offload schedules of the cumulative operators: OpenMP `target` kernels (schedules/offload/,
+// the scan_*_launch.cpp files compiled with offload flags) and their limits, which the planner checks.
 #pragma once
 
 #include <cstdint>
@@ -15,13 +15,6 @@ namespace hk::detail {
 inline constexpr std::int64_t offload_rows_max_item_bytes = 64;
 inline constexpr std::int64_t offload_chained_max_item_bytes = 128;
 inline constexpr std::int64_t offload_max_threads = 1024;
-/// Team memory the chained kernel asks for at most when it stages tiles there (two tile buffers):
-/// under the 48 KB a team gets without opting in, leaving room for the runtime's own.
-inline constexpr std::int64_t offload_team_memory_bytes = 47 * 1024;
-
-/// Loads a thread of scan.offload_columns issues before it combines them (chunks > 1).
-inline constexpr int offload_column_batch = 32;
-
 /// scan.offload_columns in one pass (chunks = 1): rows of the scanned axis per thread in a tile,
 /// kept in registers (with the next tile's), and lines side by side per team. 2-byte types take
 /// up to 16 rows, wider types up to 8: each (type, path) has its own kernel, whose registers hold
