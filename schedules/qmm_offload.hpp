@@ -49,7 +49,7 @@ std::vector<std::byte> qmm_parameter_block(const QuantParams& q);
 /// then multiplies A' - 128 as int8, which needs no column sums). No kernel sums lines whose sums
 /// are not needed.
 struct OffloadQmmSums {
-  bool rows = true, columns = true, every_alpha_128 = false;
+  bool rows = false, columns = false, every_alpha_128 = false;
 };
 OffloadQmmSums qmm_sums_needed(const QmmProblem& problem);
 

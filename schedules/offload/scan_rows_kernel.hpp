@@ -1,4 +1,4 @@
-// The rows kernel of scan.offload: a team per line in turn, each line walked in tiles of threads x
+// The rows kernel of scan.offload_rows: a team per line in turn, each line walked in tiles of threads x
 // items elements held in registers, one barrier per tile.
 #pragma once
 
