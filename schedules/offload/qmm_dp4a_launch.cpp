@@ -17,7 +17,7 @@ void product_dp4a(const Kernel k, int device, int teams, int threads) {
 #pragma omp target teams num_teams(teams) thread_limit(threads) device(device) firstprivate(k) \
     ompx_dyn_cgroup_mem(dp4a_memory_bytes) ompx_attribute(__attribute__((launch_bounds(dp4a_bound))))
 #pragma omp parallel
-  product_team<OffloadQmmKernel::dp4a, Deep>(k);
+  product_team<false, Deep>(k);
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ void product_mma(const Kernel k, int device, int teams, int threads) {
 #pragma omp target teams num_teams(teams) thread_limit(threads) device(device) firstprivate(k) \
     ompx_dyn_cgroup_mem(mma_memory_bytes) ompx_attribute(__attribute__((launch_bounds(mma_bound))))
 #pragma omp parallel
-  product_team<OffloadQmmKernel::mma, Deep>(k);
+  product_team<true, Deep>(k);
 }
 
 }  // namespace

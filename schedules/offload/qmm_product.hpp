@@ -10,7 +10,6 @@
 #include <type_traits>
 
 #include "schedules/offload/qmm_kernel.hpp"
-#include "schedules/qmm_offload.hpp"
 
 namespace hk::detail::offload::qmm {
 
@@ -178,9 +177,9 @@ inline constexpr i64 band_rows = 16;
 
 // The body of both product kernels (SPMD: warp-collective instructions need one): teams take
 // 128 x 128 tiles in turn, in bands; on a GPU with team memory and a team the staging splits
-// evenly (staged_team_threads), the staged tile kernel, otherwise (the host fallback) 64 x 32
-// blocks thread by thread.
-template <OffloadQmmKernel Which, bool Deep>
+// evenly (staged_team_threads), the staged tile kernel (Mma: tensor cores, else dp4a), otherwise
+// (the host fallback) 64 x 32 blocks thread by thread.
+template <bool Mma, bool Deep>
 inline void product_team(const Kernel& k) {
   const i64 per_batch = k.tiles_m * k.tiles_n, tiles = k.batches * per_batch;
   const i64 team = omp_get_team_num(), team_count = omp_get_num_teams();
@@ -197,7 +196,7 @@ inline void product_team(const Kernel& k) {
     const i64 i0 = (band_first + in_band % band_height) * tile_rows, j0 = (in_band / band_height) * tile_cols;
 #ifdef __NVPTX__
     if (staged) {
-      if constexpr (Which == OffloadQmmKernel::mma) {
+      if constexpr (Mma) {
         if (k.a_centred)
           tile_mma<Deep, true>(k, t, i0, j0, memory, tid, nth);
         else

@@ -5,7 +5,7 @@
 
 #include "schedules/offload/scan_chained_staging.hpp"
 #include "schedules/offload/scan_tiles.hpp"
-#include "schedules/scan_offload.hpp"
+#include "schedules/offload/scan_limits.hpp"
 
 namespace hk::detail::offload::scan {
 

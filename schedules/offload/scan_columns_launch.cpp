@@ -8,7 +8,7 @@
 #include "runtime/device_memory.hpp"
 #include "schedules/offload/scan_columns_kernel.hpp"
 #include "schedules/offload/scan_launch.hpp"
-#include "schedules/scan_offload.hpp"
+#include "schedules/offload/scan_limits.hpp"
 
 namespace hk::detail::offload::scan {
 namespace {

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "schedules/offload/scan_tiles.hpp"
-#include "schedules/scan_offload.hpp"
+#include "schedules/offload/scan_limits.hpp"
 
 namespace hk::detail::offload::scan {
 
