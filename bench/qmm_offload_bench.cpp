@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -29,8 +30,8 @@
 
 namespace {
 
-using hk::detail::OffloadQmmArgs;
 using hk::detail::OffloadQmmKernel;
+using hk::detail::OffloadQmmLaunch;
 
 struct DeviceCopy {
   void* data = nullptr;
@@ -112,44 +113,42 @@ void run_shape(std::int64_t M, std::int64_t N, std::int64_t K, int reps, int dev
   hk::quantized_linear_matmul(args, {y_desc, y_host.data()});
   const double host_s = omp_get_wtime() - t_host0;
 
-  const float params_f[3] = {a_scale, b_scale, out_scale};
-  const std::int32_t params_z[3] = {zero, 0, zero};
   DeviceCopy d_a(a.data(), a.size(), device), d_b(b.data(), b.size(), device);
   DeviceCopy d_b_cols(b_cols.data(), b_cols.size(), device);
   DeviceCopy d_y(nullptr, y_dev.size(), device);
-  DeviceCopy d_f(params_f, sizeof(params_f), device), d_z(params_z, sizeof(params_z), device);
-  OffloadQmmArgs x;
-  x.device = device;
+  hk::detail::QmmProblem x;
   x.M = M, x.N = N, x.K = K;
   x.a = {hk::DataType::uint8, d_a.data, {0, 0}, K, 1};
+  x.b = {hk::DataType::int8, d_b.data, {0, 0}, N, 1};
   x.out_type = hk::DataType::uint8;
   x.out = d_y.data;
   x.out_row_stride = N, x.out_col_stride = 1;
-  const auto* f = static_cast<const float*>(d_f.data);
-  const auto* z = static_cast<const std::int32_t*>(d_z.data);
-  x.a_scale = f, x.b_scale = f + 1, x.out_scale = f + 2;
-  x.a_zero = z, x.b_zero = z + 1, x.out_zero = z + 2;
-  x.b = {hk::DataType::int8, d_b.data, {0, 0}, N, 1};
-  // As a caller with the zero points on the host: with zb = 0 and B int8 no row sum is needed.
-  hk::detail::qmm_sums_needed(x, {params_z[0]}, {params_z[1]});
-  DeviceCopy workspace(nullptr, std::size_t(hk::detail::qmm_offload_workspace_bytes(x)), device);
-  x.workspace = workspace.data;
+  x.q.a_scale = {a_scale}, x.q.b_scale = {b_scale}, x.q.out_scale = {out_scale};
+  x.q.a_zero = {zero}, x.q.b_zero = {0}, x.q.out_zero = {zero};
+  const std::vector<std::byte> params = hk::detail::qmm_parameter_block(x.q);
+  DeviceCopy d_params(params.data(), params.size(), device);
+  // The workspace of the variant that needs the most (dp4a: mma needs no column sums here).
+  DeviceCopy workspace(nullptr, std::size_t(hk::detail::qmm_offload_workspace_bytes(x, OffloadQmmKernel::dp4a)), device);
+  OffloadQmmLaunch launch;
+  launch.device = device;
+  launch.parameters = d_params.data;
+  launch.workspace = workspace.data;
 
   const double ops = 2.0 * double(M) * double(N) * double(K);
   const std::vector<std::uint8_t> zeros(y_dev.size(), 0);
   for (const Variant& v : variants) {
-    x.kernel = v.kernel, x.teams = v.teams, x.threads = v.threads;
+    launch.kernel = v.kernel, launch.teams = v.teams, launch.threads = v.threads;
     x.b = v.b_column_major ? hk::detail::MatrixView{hk::DataType::int8, d_b_cols.data, {0, 0}, 1, K}
                            : hk::detail::MatrixView{hk::DataType::int8, d_b.data, {0, 0}, N, 1};
     // No earlier result can pass for this one.
     omp_target_memcpy(d_y.data, zeros.data(), zeros.size(), 0, 0, device, omp_get_initial_device());
-    hk::detail::qmm_offload(x);  // warm-up (the first launch JIT-compiles the image)
+    hk::detail::qmm_offload(x, launch);  // warm-up (the first launch JIT-compiles the image)
     omp_target_memcpy(y_dev.data(), d_y.data, y_dev.size(), 0, 0, omp_get_initial_device(), device);
     std::int64_t bad = 0;
     for (std::size_t i = 0; i < y_dev.size(); ++i) bad += y_dev[i] != y_host[i];
-    const double s = median_seconds(reps, [&] { hk::detail::qmm_offload(x); });
-    const double pack_s = median_seconds(reps, [&] { hk::detail::qmm_offload_pack(x); });
-    const double product_s = median_seconds(reps, [&] { hk::detail::qmm_offload_product(x); });
+    const double s = median_seconds(reps, [&] { hk::detail::qmm_offload(x, launch); });
+    const double pack_s = median_seconds(reps, [&] { hk::detail::qmm_offload_pack(x, launch); });
+    const double product_s = median_seconds(reps, [&] { hk::detail::qmm_offload_product(x, launch); });
     rows.push_back({shape, v.name, pack_s * 1e3, product_s * 1e3, s * 1e3, ops / s / 1e12, bad});
     std::fprintf(progress, "%-16s %-48s pack %8.3f ms product %8.3f ms total %8.3f ms %8.1f TOPS  mismatches %lld\n",
                  shape.c_str(), v.name, pack_s * 1e3, product_s * 1e3, s * 1e3, ops / s / 1e12, (long long)bad);

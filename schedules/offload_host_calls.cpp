@@ -5,7 +5,6 @@
 #include <omp.h>
 
 #include <cstddef>
-#include <cstring>
 #include <vector>
 
 #include "algorithms/tensor_checks.hpp"
@@ -25,20 +24,6 @@ i64 span_bytes(const std::int64_t (&batch)[2], const std::int64_t (&batch_stride
                i64 row_stride, i64 cols, i64 col_stride) {
   return (batch[0] - 1) * batch_stride[0] + (batch[1] - 1) * batch_stride[1] +
          (rows - 1) * row_stride + (cols - 1) * col_stride + 1;
-}
-
-// The quantization parameters in one array: the floats (sa, sb, sy), then the int32 zero points
-// (za, zb, zy), each of one value or one per row / column.
-std::vector<std::byte> parameter_block(const QuantParams& q) {
-  const std::size_t floats = q.a_scale.size() + q.b_scale.size() + q.out_scale.size();
-  const std::size_t ints = q.a_zero.size() + q.b_zero.size() + q.out_zero.size();
-  std::vector<std::byte> block((floats + ints) * 4);
-  std::byte* cursor = block.data();
-  for (const auto* v : {&q.a_scale, &q.b_scale, &q.out_scale})
-    cursor = static_cast<std::byte*>(std::memcpy(cursor, v->data(), v->size() * 4)) + v->size() * 4;
-  for (const auto* v : {&q.a_zero, &q.b_zero, &q.out_zero})
-    cursor = static_cast<std::byte*>(std::memcpy(cursor, v->data(), v->size() * 4)) + v->size() * 4;
-  return block;
 }
 
 }  // namespace
@@ -72,36 +57,18 @@ void run_scan_offload_host(const CumulativeCall& call, const ScanPlan& plan) {
 
 void run_qmm_offload_on_device(const QmmProblem& p, const QmmPlan& plan, int device) {
   if (p.M == 0 || p.N == 0 || p.batch[0] * p.batch[1] == 0) return;
-  const QuantParams& q = p.q;
-  const std::vector<std::byte> params = parameter_block(q);
+  const std::vector<std::byte> params = qmm_parameter_block(p.q);
   ScratchLease d_params(device, params.size());
   copy_to_device(d_params.data(), 0, params.data(), params.size(), device);
-
-  OffloadQmmArgs x;
-  x.device = device;
-  x.batch[0] = p.batch[0], x.batch[1] = p.batch[1];
-  x.M = p.M, x.N = p.N, x.K = p.K;
-  x.a = p.a;
-  x.b = p.b;
-  x.out_type = p.out_type;
-  x.out = p.out;
-  x.out_batch_stride[0] = p.out_batch_stride[0], x.out_batch_stride[1] = p.out_batch_stride[1];
-  x.out_row_stride = p.out_row_stride, x.out_col_stride = p.out_col_stride;
-  const auto* f = static_cast<const float*>(d_params.data());
-  x.a_scale = f, x.b_scale = f + q.a_scale.size(), x.out_scale = x.b_scale + q.b_scale.size();
-  const auto* z = reinterpret_cast<const std::int32_t*>(x.out_scale + q.out_scale.size());
-  x.a_zero = z, x.b_zero = z + q.a_zero.size(), x.out_zero = x.b_zero + q.b_zero.size();
-  x.a_scale_per_row = q.a_scale.size() > 1, x.b_scale_per_column = q.b_scale.size() > 1;
-  x.out_scale_per_row = q.out_scale.size() > 1;
-  x.a_zero_per_row = q.a_zero.size() > 1, x.b_zero_per_column = q.b_zero.size() > 1;
-  x.out_zero_per_row = q.out_zero.size() > 1;
-  qmm_sums_needed(x, q.a_zero, q.b_zero);
-  x.kernel = plan.kind == QmmPlan::Kind::offload_mma ? OffloadQmmKernel::mma : OffloadQmmKernel::dp4a;
-  x.teams = plan.teams;
-  x.threads = plan.threads;
-  ScratchLease workspace(device, std::size_t(qmm_offload_workspace_bytes(x)));
-  x.workspace = workspace.data();
-  qmm_offload(x);
+  OffloadQmmLaunch launch;
+  launch.device = device;
+  launch.kernel = plan.kind == QmmPlan::Kind::offload_mma ? OffloadQmmKernel::mma : OffloadQmmKernel::dp4a;
+  launch.teams = plan.teams;
+  launch.threads = plan.threads;
+  launch.parameters = d_params.data();
+  ScratchLease workspace(device, std::size_t(qmm_offload_workspace_bytes(p, launch.kernel)));
+  launch.workspace = workspace.data();
+  qmm_offload(p, launch);
 }
 
 void run_qmm_offload(const QmmProblem& problem, const QmmPlan& plan) {

@@ -1,37 +1,13 @@
-// The offload schedules of the cumulative operators: OpenMP `target` kernels (scan_offload.cpp,
-// the only scan file compiled with offload flags) and their limits, which the planner checks.
+// The offload schedules of the cumulative operators: OpenMP `target` kernels (schedules/offload/,
+// the scan_*_launch.cpp files compiled with offload flags) and their limits (scan_limits.hpp), which
+// the planner checks.
 #pragma once
 
-#include <cstdint>
-
 #include "algorithms/cumulative.hpp"
+#include "schedules/offload/scan_limits.hpp"
 #include "schedules/scan_offload_plan.hpp"
 
 namespace hk::detail {
-
-/// The tile kernels keep each thread's run of `items` consecutive elements in registers: at most
-/// this many bytes of them per thread (rows: fewer, so that more teams fit an SM; chained: more,
-/// for larger tiles and fewer look-backs).
-inline constexpr std::int64_t offload_rows_max_item_bytes = 64;
-inline constexpr std::int64_t offload_chained_max_item_bytes = 128;
-inline constexpr std::int64_t offload_max_threads = 1024;
-/// Team memory the chained kernel asks for at most when it stages tiles there (two tile buffers):
-/// under the 48 KB a team gets without opting in, leaving room for the runtime's own.
-inline constexpr std::int64_t offload_team_memory_bytes = 47 * 1024;
-
-/// Loads a thread of scan.offload_columns issues before it combines them (chunks > 1).
-inline constexpr int offload_column_batch = 32;
-
-/// scan.offload_columns in one pass (chunks = 1): rows of the scanned axis per thread in a tile,
-/// kept in registers (with the next tile's), and lines side by side per team. 2-byte types take
-/// up to 16 rows, wider types up to 8: each (type, path) has its own kernel, whose registers hold
-/// that many rows without spills (ptxas for sm_90: 245 registers for float16 16-byte vectors).
-inline constexpr int offload_column_max_items = 16;
-constexpr int offload_column_item_cap(std::int64_t element_bytes) { return element_bytes == 2 ? 16 : 8; }
-inline constexpr int offload_column_max_width = 256;
-
-/// Rows: at most this many tiles requested into the L2 ahead of the loads.
-inline constexpr int offload_max_ahead = 8;
 
 /// Runs a validated call with an offload plan; the data pointers are addresses on `device` (an
 /// OpenMP device number, or the initial device for the host fallback). No transfers.

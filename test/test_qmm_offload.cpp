@@ -7,8 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "qmm_test_util.hpp"
 #include "schedules/qmm_offload.hpp"
@@ -324,39 +327,47 @@ TEST(QmmOffload, CentredAPastOneInt32Slice) {
 // The workspace holds only what the packing kernels write: for operands read in place their sums,
 // and no sums the zero points do not need.
 TEST(QmmOffload, WorkspaceHoldsOnlyWhatPackingWrites) {
+  using hk::detail::OffloadQmmKernel;
   std::mt19937_64 rng(1);
   const i64 M = 256, N = 128, K = 512;
   const Buffer a_u8(DataType::uint8, {M, K}, {}, rng), a_s8(DataType::int8, {M, K}, {}, rng);
   const Buffer b(DataType::int8, {K, N}, {1, K}, rng);
-  hk::detail::OffloadQmmArgs x;
+  hk::detail::QmmProblem x;
   x.M = M, x.N = N, x.K = K;
   x.b = hk::detail::matrix_view(b.cview());
   x.a = hk::detail::matrix_view(a_u8.cview());
-  EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(x), round_up_256(M * 8) + round_up_256(N * 8));
-  hk::detail::qmm_sums_needed(x, {0}, {0});  // u8 A and int8 B at 0: nothing to pack or sum
-  EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(x), 0);
+  const auto bytes = [&](std::vector<std::int32_t> a_zero, std::vector<std::int32_t> b_zero, OffloadQmmKernel kernel) {
+    x.q.a_zero = std::move(a_zero), x.q.b_zero = std::move(b_zero);
+    return hk::detail::qmm_offload_workspace_bytes(x, kernel);
+  };
+  // u8 A at 5 and int8 B at 1: both operands read in place, both sums needed.
+  EXPECT_EQ(bytes({5}, {1}, OffloadQmmKernel::dp4a), round_up_256(M * 8) + round_up_256(N * 8));
+  EXPECT_EQ(bytes({0}, {0}, OffloadQmmKernel::dp4a), 0);  // u8 A and int8 B at 0: nothing to pack or sum
   x.a = hk::detail::matrix_view(a_s8.cview());
-  hk::detail::qmm_sums_needed(x, {5}, {0});  // int8 A at 5: column sums only
-  EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(x), round_up_256(M * K) + round_up_256(N * 8));
-  hk::detail::qmm_sums_needed(x, {-128}, {0});  // A int8 centred at -128, B int8 at 0: no sums
-  EXPECT_FALSE(x.row_sums_needed);
-  EXPECT_FALSE(x.col_sums_needed);
-  EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(x), round_up_256(M * K));
-  EXPECT_FALSE(x.every_alpha_128);
-  hk::detail::qmm_sums_needed(x, {-128}, {0, 0, 1});
-  EXPECT_TRUE(x.row_sums_needed);
-  EXPECT_FALSE(x.col_sums_needed);
-  hk::detail::qmm_sums_needed(x, {0, 0}, {0});  // int8 A at 0: every alpha is 128
-  EXPECT_TRUE(x.col_sums_needed);
-  EXPECT_TRUE(x.every_alpha_128);
-  hk::detail::qmm_sums_needed(x, {1}, {1});  // int8 A at 1: alpha 129
-  EXPECT_FALSE(x.every_alpha_128);
+  // int8 A at 5: column sums only.
+  EXPECT_EQ(bytes({5}, {0}, OffloadQmmKernel::dp4a), round_up_256(M * K) + round_up_256(N * 8));
+  // A int8 centred at -128, B int8 at 0: no sums.
+  EXPECT_EQ(bytes({-128}, {0}, OffloadQmmKernel::dp4a), round_up_256(M * K));
+  hk::detail::OffloadQmmSums sums = hk::detail::qmm_sums_needed(x);
+  EXPECT_FALSE(sums.rows);
+  EXPECT_FALSE(sums.columns);
+  EXPECT_FALSE(sums.every_alpha_128);
+  x.q.b_zero = {0, 0, 1};
+  sums = hk::detail::qmm_sums_needed(x);
+  EXPECT_TRUE(sums.rows);
+  EXPECT_FALSE(sums.columns);
+  x.q.a_zero = {0, 0}, x.q.b_zero = {0};  // int8 A at 0: every alpha is 128
+  sums = hk::detail::qmm_sums_needed(x);
+  EXPECT_TRUE(sums.columns);
+  EXPECT_TRUE(sums.every_alpha_128);
+  x.q.a_zero = {1}, x.q.b_zero = {1};  // int8 A at 1: alpha 129
+  EXPECT_FALSE(hk::detail::qmm_sums_needed(x).every_alpha_128);
   x.a = hk::detail::matrix_view(a_u8.cview());
-  hk::detail::qmm_sums_needed(x, {128}, {0});  // u8 A at 128: every alpha is 128
-  EXPECT_TRUE(x.every_alpha_128);
-  EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(x), round_up_256(N * 8));
-  x.kernel = hk::detail::OffloadQmmKernel::mma;  // folds alpha into its product: no column sums
-  EXPECT_EQ(hk::detail::qmm_offload_workspace_bytes(x), 0);
+  x.q.a_zero = {128}, x.q.b_zero = {0};  // u8 A at 128: every alpha is 128
+  EXPECT_TRUE(hk::detail::qmm_sums_needed(x).every_alpha_128);
+  EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::dp4a), round_up_256(N * 8));
+  // The mma kernel folds alpha into its product: no column sums.
+  EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::mma), 0);
 }
 
 }  // namespace

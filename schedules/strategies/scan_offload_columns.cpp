@@ -4,6 +4,7 @@
 #include "schedules/scan_strategies.hpp"
 #include "schedules/strategies/offload_common.hpp"
 #include "schedules/strategies/scan_host_common.hpp"
+#include "schedules/strategies/scan_offload_common.hpp"
 
 namespace hk::detail {
 

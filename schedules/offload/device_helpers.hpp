@@ -1,0 +1,117 @@
+// Device helpers of the offload kernels: team-memory limits, warp lanes and shuffles, barriers,
+// team (shared) memory addresses and loads, asynchronous copies into team memory, L2 prefetch.
+// The PTX helpers exist in device code only (__NVPTX__); call them from SPMD kernels (`target
+// teams` with a directly nested `parallel`), where every lane of a warp executes them.
+#pragma once
+
+#include <omp.h>
+
+#include <bit>
+#include <cstdint>
+
+namespace hk::detail::offload {
+
+/// Team memory an offload kernel asks for at most: under the 48 KB a team gets without opting in,
+/// leaving room for the runtime's own.
+inline constexpr std::int64_t max_team_memory_bytes = 47 * 1024;
+
+using u32 = std::uint32_t;
+using u32x4 = u32 __attribute__((ext_vector_type(4)));
+
+#ifdef __NVPTX__
+inline u32 lane_id() { return u32(omp_get_thread_num()) & 31u; }
+
+// The lanes of the calling thread's warp that exist: all 32 but in a last, partial warp.
+inline u32 warp_mask(int threads) {
+  const int rest = threads - (omp_get_thread_num() & ~31);
+  return rest >= 32 ? ~0u : (1u << rest) - 1u;
+}
+
+inline u32 shfl_up_b32(u32 v, u32 delta, u32 mask) {
+  u32 r;
+  asm volatile("shfl.sync.up.b32 %0, %1, %2, 0, %3;" : "=r"(r) : "r"(v), "r"(delta), "r"(mask));
+  return r;
+}
+
+inline u32 shfl_idx_b32(u32 v, u32 src, u32 mask) {
+  u32 r;
+  asm volatile("shfl.sync.idx.b32 %0, %1, %2, 31, %3;" : "=r"(r) : "r"(v), "r"(src), "r"(mask));
+  return r;
+}
+
+// Across all 32 lanes of the warp.
+inline u32 shfl_bfly_b32(u32 v, u32 lane_mask) {
+  u32 r;
+  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 31, -1;" : "=r"(r) : "r"(v), "r"(lane_mask));
+  return r;
+}
+
+inline u32 ballot(bool p, u32 mask) {
+  u32 r;
+  asm volatile("{ .reg .pred q; setp.ne.u32 q, %1, 0; vote.sync.ballot.b32 %0, q, %2; }"
+               : "=r"(r) : "r"(u32(p)), "r"(mask));
+  return r;
+}
+
+// A 4- or 8-byte value through a 32-bit shuffle op (8-byte values as two halves).
+template <class A, class Shfl> A shfl(A v, u32 arg, u32 mask, Shfl op) {
+  if constexpr (sizeof(A) == 4) {
+    return std::bit_cast<A>(op(std::bit_cast<u32>(v), arg, mask));
+  } else {
+    const auto w = std::bit_cast<unsigned long long>(v);
+    const u32 lo = op(u32(w), arg, mask), hi = op(u32(w >> 32), arg, mask);
+    return std::bit_cast<A>((static_cast<unsigned long long>(hi) << 32) | lo);
+  }
+}
+template <class A> A shfl_up(A v, u32 d, u32 mask) { return shfl(v, d, mask, shfl_up_b32); }
+template <class A> A shfl_idx(A v, u32 src, u32 mask) { return shfl(v, src, mask, shfl_idx_b32); }
+
+// The sum over the calling warp (all 32 lanes call it).
+inline std::int64_t warp_sum(std::int64_t v) {
+  for (int d = 16; d > 0; d /= 2) {
+    const u32 lo = shfl_bfly_b32(u32(v), u32(d));
+    const u32 hi = shfl_bfly_b32(u32(std::uint64_t(v) >> 32), u32(d));
+    v += std::int64_t(std::uint64_t(hi) << 32 | lo);
+  }
+  return v;
+}
+
+// Barrier 0 of the team (as `omp barrier` in an SPMD kernel, without the runtime call).
+inline void team_barrier() { asm volatile("bar.sync 0;" ::: "memory"); }
+inline void warp_sync() { asm volatile("bar.warp.sync -1;" ::: "memory"); }
+
+// The address in team memory (the shared window) of a generic pointer to it.
+inline u32 team_address(const void* p) {
+  u32 r;
+  asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(r) : "l"(p));
+  return r;
+}
+
+inline u32x4 load_team16(u32 address) {
+  u32x4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(address));
+  return v;
+}
+
+// Asynchronous 16-byte copies from global to team memory (sm_80 and newer; team_dst a team
+// address): no registers held while they are in flight. The zero-filling form copies `bytes`
+// (0 or 16) and fills the rest of the 16 with zeros.
+inline void copy_async_16(u32 team_dst, const void* global_src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(team_dst), "l"(global_src) : "memory");
+}
+inline void copy_async_16_fill(u32 team_dst, const void* global_src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(team_dst), "l"(global_src), "r"(bytes)
+               : "memory");
+}
+// Closes the copies issued since the last commit into one group.
+inline void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Waits until at most Pending of this thread's committed groups are still in flight.
+template <int Pending> inline void copy_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(Pending) : "memory");
+}
+
+// Asks the L2 to fetch the line holding p (no register, no wait): reading ahead of the loads.
+inline void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+#endif
+
+}  // namespace hk::detail::offload

@@ -1,0 +1,142 @@
+// The argument block of the offload QuantizedLinearMatMul kernels and what all their families
+// (pack, dp4a, mma) share: the tile and depth sizes, byte dot products, the epilogue's terms.
+#pragma once
+
+#include <cstdint>
+
+#include "algorithms/requantize.hpp"
+#include "schedules/offload/device_helpers.hpp"
+
+namespace hk::detail::offload::qmm {
+
+inline constexpr std::int64_t tile_rows = 128, tile_cols = 128;  // outputs per team tile
+inline constexpr std::int64_t depth_step = 64;                     // k per transposed or gathered chunk
+inline constexpr std::int64_t depth_align = 128;                   // kp: whole slices and chunks
+inline constexpr std::int64_t int32_depth = 65536;                 // deepest int32-safe slice
+
+using u8 = std::uint8_t;
+using i32 = std::int32_t;
+using i64 = std::int64_t;
+
+
+// sum_i a.byte[i] (unsigned) * b.byte[i] (signed) + c.
+inline i32 dot4(u32 a, u32 b, i32 c) {
+#ifdef __NVPTX__
+  i32 d;
+  asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+#else
+  for (int i = 0; i < 4; ++i) c += i32((a >> (8 * i)) & 0xff) * i32(std::int8_t(u8(b >> (8 * i))));
+  return c;
+#endif
+}
+
+// sum_i (a.byte[i] - 128) * b.byte[i] (signed) + c: a byte of A' less 128 is that byte ^ 0x80 as
+// int8 (Kernel::a_centred).
+inline i32 dot4_centred(u32 a, u32 b, i32 c) {
+  for (int i = 0; i < 4; ++i) c += i32(std::int8_t(u8(a >> (8 * i)) ^ 0x80)) * i32(std::int8_t(u8(b >> (8 * i))));
+  return c;
+}
+
+// The sum of a word's bytes: unsigned for A', signed for B' (dp4a takes its first operand
+// unsigned, so A' bytes times ones, ones times B' bytes).
+inline i32 byte_sum(u32 word, bool is_a) { return is_a ? dot4(word, 0x01010101u, 0) : dot4(0x01010101u, word, 0); }
+
+// Everything a kernel reads, passed by value into each target region.
+struct Kernel {
+  i64 batches = 1, batch1 = 1, M = 0, N = 0, K = 0, kp = 0, Mp = 0, Np = 0;
+  i64 tiles_m = 0, tiles_n = 0;
+  const u8* ap = nullptr;           // A' rows, [a_batches][Mp][kp]
+  const std::int8_t* bp = nullptr;  // B' columns, [b_batches][Np][kp]
+  u8* a_pack = nullptr;             // where packing writes A' (ap), null when A is A' in place
+  u8* b_pack = nullptr;             // the same for B' (bp)
+  i64* row_sums = nullptr;  // [a_batches][M]; null when not needed
+  i64* col_sums = nullptr;  // [b_batches][N]; the same
+  // Every alpha is 128 and the kernel is mma: it multiplies A' - 128 (A' ^ 0x80 as int8: 16
+  // bitwise ops beside a warp's 32 mma per 32-deep step) by B', which folds alpha into the
+  // product, so that no column sum is needed; the row sums are then those of A' - 128 (the
+  // stored sums less 128 * K) and alpha counts as 0. Not dp4a: there the bitwise ops take issue
+  // slots the dp4a need (docs/gpu-measurements.md, matmul mma).
+  bool a_centred = false;
+  bool a_shared = false, b_shared = false;
+  // The caller's matrices.
+  const u8* a = nullptr;
+  const u8* b = nullptr;
+  i64 a_bs[2] = {0, 0}, a_rs = 0, a_cs = 0, b_bs[2] = {0, 0}, b_rs = 0, b_cs = 0;
+  u8 a_flip = 0, b_flip = 0;
+  // Epilogue.
+  const float *sa = nullptr, *sb = nullptr, *sy = nullptr;
+  const i32 *za = nullptr, *zb = nullptr, *zy = nullptr;
+  i64 sa_step = 0, sb_step = 0, sy_step = 0, za_step = 0, zb_step = 0, zy_step = 0;
+  i32 ca = 0, cb = 0, qmin = 0, qmax = 255;
+  u8* out = nullptr;
+  i64 o_bs[2] = {0, 0}, o_rs = 0, o_cs = 0;
+
+  i64 a_batch(i64 t) const { return a_shared ? 0 : t; }
+  i64 b_batch(i64 t) const { return b_shared ? 0 : t; }
+  const u8* a_rows(i64 t, i64 r) const { return ap + (a_batch(t) * Mp + r) * kp; }
+  const std::int8_t* b_cols(i64 t, i64 c) const { return bp + (b_batch(t) * Np + c) * kp; }
+
+  // The epilogue's terms, gathered once per tile, per output row and per output column, so that
+  // an output costs a few multiplications: acc = dot - beta * row sum - alpha * (column sum -
+  // K * beta) folds the zero points back (qmm_pack.hpp), then float32(float32(sa * sb) / sy)
+  // requantizes it. (A float product or quotient rounded from double is the correctly rounded
+  // float operation, whatever the device's float division does.)
+  struct Tile {
+    const i64* row_sums;
+    const i64* col_sums;
+    u8* out;
+  };
+  struct Row {
+    bool inside = false;
+    i64 alpha = 0, sum = 0;
+    double sa = 0, sy = 1;
+    float multiplier = 0;  // the whole multiplier when B has one scale
+    i32 zy = 0;
+    u8* out = nullptr;
+  };
+  struct Col {
+    bool inside = false;
+    i64 beta = 0, term = 0, offset = 0;
+    i64 part = 0;  // alpha * term where A has one zero point: the column's part of the correction
+    double sb = 0;
+  };
+
+  Tile tile(i64 t) const {
+    return {row_sums ? row_sums + a_batch(t) * M : nullptr, col_sums ? col_sums + b_batch(t) * N : nullptr,
+            out + (t / batch1) * o_bs[0] + (t % batch1) * o_bs[1]};
+  }
+  Row row(const Tile& tl, i64 m) const {
+    Row r;
+    if (m >= M) return r;
+    r.inside = true;
+    r.alpha = a_centred ? 0 : i64(ca) + za[m * za_step];
+    r.sum = (tl.row_sums ? tl.row_sums[m] : 0) - (a_centred ? 128 * K : 0);  // 0 if not needed
+    r.sa = sa[m * sa_step];
+    r.sy = sy[m * sy_step];
+    r.multiplier = float(double(float(r.sa * double(sb[0]))) / r.sy);
+    r.zy = zy[m * zy_step];
+    r.out = tl.out + m * o_rs;
+    return r;
+  }
+  Col col(const Tile& tl, i64 n) const {
+    Col c;
+    if (n >= N) return c;
+    c.inside = true;
+    c.beta = i64(zb[n * zb_step]) - cb;
+    c.term = (tl.col_sums ? tl.col_sums[n] : 0) - K * c.beta;
+    if (za_step == 0) c.part = (a_centred ? 0 : i64(ca) + za[0]) * c.term;
+    c.sb = sb[n * sb_step];
+    c.offset = n * o_cs;
+    return c;
+  }
+  // The output at (r, c) from its dot(A', B'); rows and columns beyond the matrix are skipped.
+  void finish(const Row& r, const Col& c, i64 dot) const {
+    if (!r.inside || !c.inside) return;
+    const i64 acc = dot - c.beta * r.sum - r.alpha * c.term;
+    const float multiplier = sb_step == 0 ? r.multiplier : float(double(float(r.sa * c.sb)) / r.sy);
+    r.out[c.offset] = u8(requantize_exact(acc, multiplier, r.zy, qmin, qmax));
+  }
+};
+
+}  // namespace hk::detail::offload::qmm

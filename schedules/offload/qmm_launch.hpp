@@ -1,0 +1,17 @@
+// The kernel families of the offload QuantizedLinearMatMul as its host side (qmm_offload.cpp)
+// sees them: each launches its kernels for a filled argument block on `device`.
+#pragma once
+
+#include "schedules/offload/qmm_kernel.hpp"
+
+namespace hk::detail::offload::qmm {
+
+/// A' and B' with their sums into the workspace; nothing to pack or sum launches nothing.
+void launch_pack(const Kernel k, int device);
+
+/// The products and requantization from the workspace into the output, by `teams` teams of
+/// `threads` threads (0: the kernel's default; rounded down to a team the staging splits evenly).
+void launch_dp4a(const Kernel& k, int device, int teams, int threads);
+void launch_mma(const Kernel& k, int device, int teams, int threads);
+
+}  // namespace hk::detail::offload::qmm

@@ -1,0 +1,172 @@
+// The host side of the offload QuantizedLinearMatMul (schedules/qmm_offload.hpp): the workspace
+// layout, the kernels' argument block filled from the problem itself, and the launches of the
+// packing and product families (qmm_*_launch.cpp). No target region here.
+//
+// Workspace: A' = A (^ 0x80 when int8) as u8 rows of kp bytes, B' = B (^ 0x80 when uint8) as s8
+// columns of kp bytes (k contiguous in both), zero-padded to whole 128 x 128 output tiles and to
+// kp = K rounded up to 128, plus the int64 row sums of A' and column sums of B' where the zero
+// points need them. An operand whose memory already is its packed form (packed_in_place) is read
+// where it is, and only summed where needed; with nothing to pack or sum no packing kernel runs.
+// Every product kernel computes int32 dot(A', B') over depth slices of at most 65536 (|a'b'| <=
+// 255 * 128, so a slice cannot overflow), adds the slices in int64 when the depth is larger, and
+// its epilogue folds the zero points back exactly (qmm_pack.hpp) and requantizes with
+// requantize()'s semantics. On a GPU both products stage slices of a tile's A' rows and B'
+// columns in dynamic team memory with cp.async, a slice ahead; the host fallback computes from the
+// workspace directly.
+#include "schedules/qmm_offload.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "schedules/offload/qmm_launch.hpp"
+#include "schedules/qmm_pack.hpp"
+
+namespace hk::detail {
+namespace {
+
+using namespace offload::qmm;
+
+constexpr i64 workspace_align = 256;
+
+i64 align_up(i64 v) { return round_up(v, workspace_align); }
+
+struct WorkspaceLayout {
+  i64 a_batches, b_batches, Mp, Np, kp, ap, bp, row_sums, col_sums, bytes;
+  bool a_in_place, b_in_place;
+  bool row_sums_stored, col_sums_stored;  // needed, so in the workspace
+  bool a_centred;                         // Kernel::a_centred
+};
+
+bool batch_shared(const MatrixView& v) { return v.batch_stride[0] == 0 && v.batch_stride[1] == 0; }
+
+// Whether an operand's memory is byte for byte its packed form (A' when is_a, B' otherwise):
+// lines (rows of A, columns of B) of K contiguous bytes each, K whole slices, whole tiles of lines
+// one after another, the batches following each other (or one shared by all), no signedness to
+// flip, and 16-byte aligned for the staging copies. Then packing only sums its lines, where the
+// zero points need them, in a launch of its own: cheaper than copying them, and than summing them
+// in the product kernels' tiles (docs/gpu-measurements.md, matmul pack).
+bool packed_in_place(const MatrixView& v, bool is_a, i64 lines, i64 K, const i64 (&batch)[2]) {
+  const i64 line_stride = is_a ? v.row_stride : v.col_stride, k_stride = is_a ? v.col_stride : v.row_stride;
+  const bool flips = v.dtype == (is_a ? DataType::int8 : DataType::uint8);
+  const i64 matrix = lines * K;
+  const bool batches_follow = batch_shared(v) || ((batch[1] == 1 || v.batch_stride[1] == matrix) &&
+                                                  (batch[0] == 1 || v.batch_stride[0] == batch[1] * matrix));
+  return !flips && K > 0 && K % depth_align == 0 && k_stride == 1 && line_stride == K &&
+         lines % (is_a ? tile_rows : tile_cols) == 0 && batches_follow &&
+         reinterpret_cast<std::uintptr_t>(v.data) % 16 == 0;
+}
+
+WorkspaceLayout workspace_layout(const QmmProblem& x, OffloadQmmKernel kernel) {
+  const OffloadQmmSums sums = qmm_sums_needed(x);
+  WorkspaceLayout w;
+  const i64 batches = x.batch[0] * x.batch[1];
+  w.a_batches = batch_shared(x.a) ? 1 : batches;
+  w.b_batches = batch_shared(x.b) ? 1 : batches;
+  w.Mp = round_up(x.M, tile_rows);
+  w.Np = round_up(x.N, tile_cols);
+  w.kp = round_up(x.K, depth_align);
+  w.a_in_place = packed_in_place(x.a, true, x.M, x.K, x.batch);
+  w.b_in_place = packed_in_place(x.b, false, x.N, x.K, x.batch);
+  w.a_centred = sums.every_alpha_128 && kernel == OffloadQmmKernel::mma;
+  w.row_sums_stored = sums.rows;
+  w.col_sums_stored = sums.columns && !w.a_centred;
+  w.ap = 0;
+  w.bp = align_up(w.ap + (w.a_in_place ? 0 : w.a_batches * w.Mp * w.kp));
+  w.row_sums = align_up(w.bp + (w.b_in_place ? 0 : w.b_batches * w.Np * w.kp));
+  w.col_sums = align_up(w.row_sums + (w.row_sums_stored ? w.a_batches * x.M * i64(sizeof(i64)) : 0));
+  w.bytes = align_up(w.col_sums + (w.col_sums_stored ? w.b_batches * x.N * i64(sizeof(i64)) : 0));
+  return w;
+}
+
+// ca and cb of qmm_pack.hpp: what A' adds to A, what B' takes from B.
+i32 a_shift(const MatrixView& a) { return a.dtype == DataType::int8 ? 128 : 0; }
+i32 b_shift(const MatrixView& b) { return b.dtype == DataType::uint8 ? 128 : 0; }
+
+Kernel make_kernel(const QmmProblem& x, const OffloadQmmLaunch& launch, const WorkspaceLayout& w) {
+  const QuantParams& q = x.q;
+  Kernel k;
+  k.batches = x.batch[0] * x.batch[1];
+  k.batch1 = x.batch[1];
+  k.M = x.M, k.N = x.N, k.K = x.K, k.kp = w.kp, k.Mp = w.Mp, k.Np = w.Np;
+  k.tiles_m = w.Mp / tile_rows, k.tiles_n = w.Np / tile_cols;
+  u8* base = static_cast<u8*>(launch.workspace);
+  k.a_pack = w.a_in_place ? nullptr : base + w.ap;
+  k.b_pack = w.b_in_place ? nullptr : base + w.bp;
+  k.ap = w.a_in_place ? static_cast<const u8*>(x.a.data) : k.a_pack;
+  k.bp = reinterpret_cast<const std::int8_t*>(w.b_in_place ? static_cast<const u8*>(x.b.data) : k.b_pack);
+  k.row_sums = w.row_sums_stored ? reinterpret_cast<i64*>(base + w.row_sums) : nullptr;
+  k.col_sums = w.col_sums_stored ? reinterpret_cast<i64*>(base + w.col_sums) : nullptr;
+  k.a_centred = w.a_centred;
+  k.a_shared = w.a_batches == 1, k.b_shared = w.b_batches == 1;
+  k.a = static_cast<const u8*>(x.a.data), k.b = static_cast<const u8*>(x.b.data);
+  for (int d = 0; d < 2; ++d) k.a_bs[d] = x.a.batch_stride[d], k.b_bs[d] = x.b.batch_stride[d];
+  k.a_rs = x.a.row_stride, k.a_cs = x.a.col_stride, k.b_rs = x.b.row_stride, k.b_cs = x.b.col_stride;
+  k.a_flip = x.a.dtype == DataType::int8 ? 0x80 : 0;
+  k.b_flip = x.b.dtype == DataType::uint8 ? 0x80 : 0;
+  k.ca = a_shift(x.a);
+  k.cb = b_shift(x.b);
+  // The parameters as qmm_parameter_block lays them out, each of one value or one per row / column.
+  const auto* f = static_cast<const float*>(launch.parameters);
+  k.sa = f, k.sb = k.sa + q.a_scale.size(), k.sy = k.sb + q.b_scale.size();
+  const auto* z = reinterpret_cast<const i32*>(k.sy + q.out_scale.size());
+  k.za = z, k.zb = k.za + q.a_zero.size(), k.zy = k.zb + q.b_zero.size();
+  k.sa_step = q.a_scale.size() > 1, k.sb_step = q.b_scale.size() > 1, k.sy_step = q.out_scale.size() > 1;
+  k.za_step = q.a_zero.size() > 1, k.zb_step = q.b_zero.size() > 1, k.zy_step = q.out_zero.size() > 1;
+  k.qmin = x.out_type == DataType::uint8 ? 0 : -128;
+  k.qmax = x.out_type == DataType::uint8 ? 255 : 127;
+  k.out = static_cast<u8*>(x.out);
+  for (int d = 0; d < 2; ++d) k.o_bs[d] = x.out_batch_stride[d];
+  k.o_rs = x.out_row_stride, k.o_cs = x.out_col_stride;
+  return k;
+}
+
+}  // namespace
+
+std::vector<std::byte> qmm_parameter_block(const QuantParams& q) {
+  const std::size_t floats = q.a_scale.size() + q.b_scale.size() + q.out_scale.size();
+  const std::size_t ints = q.a_zero.size() + q.b_zero.size() + q.out_zero.size();
+  std::vector<std::byte> block((floats + ints) * 4);
+  std::byte* cursor = block.data();
+  for (const auto* v : {&q.a_scale, &q.b_scale, &q.out_scale})
+    cursor = static_cast<std::byte*>(std::memcpy(cursor, v->data(), v->size() * 4)) + v->size() * 4;
+  for (const auto* v : {&q.a_zero, &q.b_zero, &q.out_zero})
+    cursor = static_cast<std::byte*>(std::memcpy(cursor, v->data(), v->size() * 4)) + v->size() * 4;
+  return block;
+}
+
+OffloadQmmSums qmm_sums_needed(const QmmProblem& problem) {
+  const std::vector<std::int32_t>&a_zero = problem.q.a_zero, &b_zero = problem.q.b_zero;
+  const std::int32_t ca = a_shift(problem.a), cb = b_shift(problem.b);
+  OffloadQmmSums sums;
+  sums.rows = std::any_of(b_zero.begin(), b_zero.end(), [&](std::int32_t z) { return z != cb; });
+  sums.columns = std::any_of(a_zero.begin(), a_zero.end(), [&](std::int32_t z) { return z != -ca; });
+  sums.every_alpha_128 = std::all_of(a_zero.begin(), a_zero.end(), [&](std::int32_t z) { return z == 128 - ca; });
+  return sums;
+}
+
+std::int64_t qmm_offload_workspace_bytes(const QmmProblem& problem, OffloadQmmKernel kernel) {
+  return workspace_layout(problem, kernel).bytes;
+}
+
+void qmm_offload_pack(const QmmProblem& x, const OffloadQmmLaunch& launch) {
+  if (x.M == 0 || x.N == 0 || x.batch[0] * x.batch[1] == 0) return;
+  launch_pack(make_kernel(x, launch, workspace_layout(x, launch.kernel)), launch.device);
+}
+
+void qmm_offload_product(const QmmProblem& x, const OffloadQmmLaunch& launch) {
+  if (x.M == 0 || x.N == 0 || x.batch[0] * x.batch[1] == 0) return;
+  const Kernel k = make_kernel(x, launch, workspace_layout(x, launch.kernel));
+  const i64 tiles = k.batches * k.tiles_m * k.tiles_n;
+  const int teams = int(std::min<i64>(launch.teams > 0 ? launch.teams : tiles, tiles));
+  if (launch.kernel == OffloadQmmKernel::mma)
+    launch_mma(k, launch.device, teams, launch.threads);
+  else
+    launch_dp4a(k, launch.device, teams, launch.threads);
+}
+
+void qmm_offload(const QmmProblem& problem, const OffloadQmmLaunch& launch) {
+  qmm_offload_pack(problem, launch);
+  qmm_offload_product(problem, launch);
+}
+
+}  // namespace hk::detail

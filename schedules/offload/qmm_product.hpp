@@ -1,0 +1,213 @@
+// What both product kernels of the offload QuantizedLinearMatMul share: their team memory, the
+// staging of a tile's depth slices into it by asynchronous copies, the walk of a team over its
+// tiles, and the scalar body of the host fallback.
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <type_traits>
+
+#include "schedules/offload/qmm_kernel.hpp"
+
+namespace hk::detail::offload::qmm {
+
+// Team memory of the staged kernels: Stages stages, each a Slice-deep slice of the tile's 128 rows
+// of A' then of its 128 columns of B', Slice bytes per line. Chunk c (16 bytes) of line r lies at
+// chunk c ^ ((r / (8 / chunks)) % chunks) of the line, so that eight consecutive lines' chunk c fall
+// in eight distinct 16-byte bank groups (ldmatrix phases, 16-byte loads and the copies' stores are
+// all conflict-free). Slices 64 deep in two stages: fastest for both kernels
+// (docs/gpu-measurements.md, matmul dp4a and mma).
+inline constexpr int mma_slice = 64, mma_stages = 2;
+inline constexpr int dp4a_slice = 64, dp4a_stages = 2;
+static_assert(mma_slice == dp4a_slice, "evenly_staged serves both kernels");
+
+// The team sizes whose threads split a slice's copies evenly in whole swizzle periods (Staging):
+// multiples of 8 * chunks dividing 128 * chunks, with 64-deep slices 32, 64, 128, 256 and 512.
+constexpr bool evenly_staged(int nth) {
+  constexpr int chunks = dp4a_slice / 16;
+  return nth > 0 && nth % (8 * chunks) == 0 && int(tile_rows) * chunks % nth == 0;
+}
+// The mma kernel's team memory: the stages, which its epilogue reuses to stage up to four warps'
+// 16 x 64 accumulators (int64 at most), then the tile's row and column terms, gathered as the tile
+// starts. The dp4a epilogue holds a tile's row and column terms where its stages were.
+inline constexpr int tile_terms_bytes = int(tile_rows * sizeof(Kernel::Row) + tile_cols * sizeof(Kernel::Col));
+inline constexpr int mma_stage_bytes = std::max(mma_slice * 256 * mma_stages, 4 * 16 * 64 * 8);
+inline constexpr int mma_memory_bytes = mma_stage_bytes + tile_terms_bytes;
+inline constexpr int dp4a_memory_bytes = std::max(dp4a_slice * 256 * dp4a_stages, tile_terms_bytes);
+static_assert(mma_memory_bytes <= max_team_memory_bytes && dp4a_memory_bytes <= max_team_memory_bytes,
+              "a team gets at most 48 KB of team memory, the runtime's share included");
+
+// The threads of a team the staged kernels take for a request (0: default_threads): the largest
+// count not above it, nor above the launch bound, that the staging splits evenly (the schedule
+// allows 32 to 1024).
+inline int staged_team_threads(int requested, int default_threads, int bound) {
+  int threads = std::min(requested > 0 ? requested : default_threads, bound);
+  while (threads > 32 && !evenly_staged(threads)) --threads;
+  return std::max(threads, 32);
+}
+
+// Calls launch(std::bool_constant<Deep>) with Deep: whether the depth spans more than one int32
+// slice (the kernels then add the slices in int64).
+template <class F> void with_depth(const Kernel& k, F&& launch) {
+  if (k.kp > int32_depth)
+    launch(std::true_type{});
+  else
+    launch(std::false_type{});
+}
+
+#ifdef __NVPTX__
+// The staged tile kernels, each defined in its family's header (qmm_dp4a_kernel.hpp,
+// qmm_mma_kernel.hpp); product_team instantiates only the one its launch names.
+template <bool Deep>
+inline void tile_dp4a(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int tid, int nth);
+template <bool Deep, bool Centred>
+inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int tid, int nth);
+
+template <int Slice> inline int swizzled(int r, int c) {
+  constexpr int chunks = Slice / 16;
+  return r * Slice + ((c ^ ((r / (8 / chunks)) % chunks)) << 4);
+}
+
+// A tile's staging: 16-byte cp.async copies of its slices, spread over the team. Lines 0-127 of a
+// stage are the tile's rows of A', lines 128-255 its columns of B' (the swizzle repeats every 128
+// lines). The staged kernels run teams whose threads split a slice's copies evenly in whole
+// swizzle periods (evenly_staged: a multiple of 8 * chunks threads dividing 128 * chunks), so that
+// thread tid copies chunk tid % chunks of the lines tid / chunks + r * nth / chunks of A' and of B'
+// in every slice: its sources and places are worked out once per tile, from the kernel's
+// parameters (which live in global memory, and the copies' memory clobbers would reload them for
+// every copy), instead of a loop over copies tid + r * nth whose index arithmetic took issue slots
+// the products need.
+struct Staging {
+  const u8* a;      // this thread's first A' chunk at depth 0
+  const u8* b;      // and B' chunk
+  i64 kp, step;     // step: bytes from one of its lines to the next
+  u32 to, to_step;  // its first copy's offset in a stage, and from one line to the next
+
+  // Asks for the tile's slice at depth k0 into the stage at `stage` (a shared address), as one
+  // commit group.
+  template <int Slice> void request(i64 k0, u32 stage) const {
+    const u8 *x = a + k0, *y = b + k0;
+    for (u32 at = stage + to, end = at + u32(tile_rows * Slice); at < end; x += step, y += step, at += to_step) {
+      copy_async_16(at, x);
+      copy_async_16(at + u32(tile_rows * Slice), y);
+    }
+    copy_async_commit();
+  }
+};
+
+template <int Slice> inline Staging staging(const Kernel& k, i64 t, i64 i0, i64 j0, int tid, int nth) {
+  constexpr int chunks = Slice / 16;
+  const int line = tid / chunks, c = tid % chunks, apart = nth / chunks;
+  const u8* b = reinterpret_cast<const u8*>(k.b_cols(t, j0));
+  return {k.a_rows(t, i0) + line * k.kp + 16 * c, b + line * k.kp + 16 * c, k.kp, apart * k.kp,
+          u32(swizzled<Slice>(line, c)), u32(apart * Slice)};
+}
+
+// The staged pipeline, Stages - 1 slices ahead: first_slices requests slices 0 .. Stages - 2; before
+// slice s is used, next_slice waits for this thread's copies of it, then for the team's (after
+// which no thread still reads slice s - 1), and requests slice s + Stages - 1 into the stage slice
+// s - 1 used. Returns slice s's stage. A tile ends with team_barrier(), so that the next one may
+// refill every stage.
+template <int Slice, int Stages>
+inline void first_slices(const Staging& g, u32 shared) {
+  for (int s = 0; s < Stages - 1; ++s) {
+    if (s * Slice < g.kp)
+      g.template request<Slice>(s * Slice, shared + u32(s * 2 * int(tile_rows) * Slice));
+    else
+      copy_async_commit();  // empty groups keep the wait counts exact
+  }
+}
+
+template <int Slice, int Stages>
+inline u32 next_slice(const Staging& g, i64 k0, i64 s, u32 shared) {
+  constexpr u32 stage_bytes = 2 * u32(tile_rows) * Slice;
+  copy_async_wait<Stages - 2>();
+  team_barrier();
+  const i64 ahead = k0 + (Stages - 1) * Slice;
+  if (ahead < g.kp)
+    g.template request<Slice>(ahead, shared + u32((s + Stages - 1) % Stages) * stage_bytes);
+  else
+    copy_async_commit();
+  return shared + u32(s % Stages) * stage_bytes;
+}
+
+// Whether the int32 accumulators end a depth slice of at most int32_depth after the slice at k0.
+template <int Slice> inline bool fold_after(i64 kp, i64 k0) {
+  return (k0 + Slice) % int32_depth == 0 || k0 + Slice == kp;
+}
+
+// Adds int32 accumulators into their int64 twins and clears them: one element, or arrays of any
+// shape element by element (the kernels' register blocks; unrolled, so indices stay constant).
+inline void fold_wide(i64& wide, i32& acc) {
+  wide += acc;
+  acc = 0;
+}
+template <class W, class A, std::size_t N> inline void fold_wide(W (&wide)[N], A (&acc)[N]) {
+#pragma unroll
+  for (std::size_t i = 0; i < N; ++i) fold_wide(wide[i], acc[i]);
+}
+#endif
+
+// A 64 x 32 block of a tile computed by one worker without team memory or warp instructions: the
+// host fallback, and a device team without the staged kernels' conditions.
+inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
+  const i64 words = k.kp / 4;
+  const Kernel::Tile tl = k.tile(t);
+  for (i64 r = r0; r < r0 + 64 && r < k.M; ++r) {
+    const Kernel::Row rw = k.row(tl, r);
+    for (i64 c = c0; c < c0 + 32 && c < k.N; ++c) {
+      const u32* x = reinterpret_cast<const u32*>(k.a_rows(t, r));
+      const u32* y = reinterpret_cast<const u32*>(k.b_cols(t, c));
+      i64 dot = 0;
+      if (k.a_centred)
+        for (i64 w = 0; w < words; ++w) dot += dot4_centred(x[w], y[w], 0);
+      else
+        for (i64 w = 0; w < words; ++w) dot += dot4(x[w], y[w], 0);
+      k.finish(rw, k.col(tl, c), dot);
+    }
+  }
+}
+
+// Tiles are taken in bands of band_rows tile rows, column by column within a band, so that the
+// tiles running at once share few A' rows and B' columns: at 8192^3 a wave of 264 teams then reads
+// 16 A' and 17 B' tiles' lines rather than 4 and all 64, which overflow the L2.
+inline constexpr i64 band_rows = 16;
+
+// The body of both product kernels (SPMD: warp-collective instructions need one): teams take
+// 128 x 128 tiles in turn, in bands; on a GPU with team memory and a team the staging splits
+// evenly (staged_team_threads), the staged tile kernel (Mma: tensor cores, else dp4a), otherwise
+// (the host fallback) 64 x 32 blocks thread by thread.
+template <bool Mma, bool Deep>
+inline void product_team(const Kernel& k) {
+  const i64 per_batch = k.tiles_m * k.tiles_n, tiles = k.batches * per_batch;
+  const i64 team = omp_get_team_num(), team_count = omp_get_num_teams();
+  const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+#ifdef __NVPTX__
+  void* memory = llvm_omp_target_dynamic_shared_alloc();
+  const bool staged = memory && evenly_staged(nth);
+#endif
+  for (i64 tile = team; tile < tiles; tile += team_count) {
+    const i64 t = tile / per_batch, in_batch = tile % per_batch, band = in_batch / (band_rows * k.tiles_n);
+    const i64 band_first = band * band_rows, rows_left = k.tiles_m - band_first;
+    const i64 band_height = rows_left < band_rows ? rows_left : band_rows;
+    const i64 in_band = in_batch - band_first * k.tiles_n;
+    const i64 i0 = (band_first + in_band % band_height) * tile_rows, j0 = (in_band / band_height) * tile_cols;
+#ifdef __NVPTX__
+    if (staged) {
+      if constexpr (Mma) {
+        if (k.a_centred)
+          tile_mma<Deep, true>(k, t, i0, j0, memory, tid, nth);
+        else
+          tile_mma<Deep, false>(k, t, i0, j0, memory, tid, nth);
+      } else
+        tile_dp4a<Deep>(k, t, i0, j0, memory, tid, nth);
+      continue;
+    }
+#endif
+    for (int w = tid; w < 8; w += nth) block_scalar(k, t, i0 + (w / 4) * 64, j0 + (w % 4) * 32);
+  }
+}
+
+}  // namespace hk::detail::offload::qmm

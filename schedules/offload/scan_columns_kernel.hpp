@@ -1,0 +1,235 @@
+// The one-pass and chunked kernels of scan.offload_columns, for a scanned axis outside the
+// contiguous one: lines side by side across a warp's lanes, or a thread per line and axis chunk.
+#pragma once
+
+#include <algorithm>
+
+#include "schedules/offload/scan_tiles.hpp"
+
+namespace hk::detail::offload::scan {
+
+/// Loads a thread of the chunked kernel issues before it combines them.
+inline constexpr int column_batch = 32;
+
+// Whether 16-byte vectors of adjacent lines can be loaded and stored at every step of the scanned
+// axis: the innermost line dimension contiguous in both tensors and a whole number of vectors
+// long, every vector starting 16-byte aligned.
+template <class T> bool columns_vectorizable(const ScanLayout& s, const T* x, const T* y) {
+  constexpr std::int64_t v = vec_elems<T>;
+  const int inner = s.rank - 1;
+  if (s.in_strides[inner] != 1 || s.out_strides[inner] != 1 || s.sizes[inner] % v) return false;
+  if (s.in_step % v || s.out_step % v || s.in_origin % v || s.out_origin % v) return false;
+  if (reinterpret_cast<std::uintptr_t>(x) % 16 || reinterpret_cast<std::uintptr_t>(y) % 16) return false;
+  for (int d = 0; d < inner; ++d)
+    if ((s.sizes[d] > 1) && (s.in_strides[d] % v || s.out_strides[d] % v)) return false;
+  return true;
+}
+
+// Groups (vectors of adjacent lines, or single lines) side by side per warp in one-pass
+// scan.offload_columns, from the schedule's width in lines.
+template <class T> int column_lanes(int width, bool vec) {
+  return std::clamp(vec ? width / vec_elems<T> : width, 1, 32);
+}
+
+#ifdef __NVPTX__
+// A tile of one-pass scan.offload_columns held by one lane: up to cap rows of its group (V
+// adjacent lines, loaded and stored as one 16-byte vector when V > 1).
+template <class T, int V, int cap> struct ColumnTile {
+  T v[cap][V];
+
+  void load(const T* base, std::int64_t offset, std::int64_t step, int count) {
+#pragma unroll
+    for (int k = 0; k < cap; ++k)
+      if (k < count) {
+        const T* p = base + offset + k * step;
+        if constexpr (V == 1) {
+          v[k][0] = *p;
+        } else {
+          const u32x4 w = *reinterpret_cast<const u32x4*>(p);
+          __builtin_memcpy(v[k], &w, 16);
+        }
+      }
+  }
+
+  template <class Op> void fold(int count, AccOf<T> (&f)[V]) const {
+#pragma unroll
+    for (int j = 0; j < V; ++j) f[j] = inclusive_start<Op, AccOf<T>>();
+#pragma unroll
+    for (int k = 0; k < cap; ++k)
+      if (k < count)
+#pragma unroll
+        for (int j = 0; j < V; ++j) f[j] = Op::apply(f[j], widen(v[k][j]));
+  }
+
+  // Replaces the rows by their scans from carries c, then stores them as load() read them.
+  template <class Op>
+  void scan_store(T* base, std::int64_t offset, std::int64_t step, int count, AccOf<T> (&c)[V], bool exclusive) {
+#pragma unroll
+    for (int k = 0; k < cap; ++k)
+      if (k < count) {
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+          const AccOf<T> e = widen(v[k][j]);
+          if (exclusive) {
+            v[k][j] = narrow<T>(c[j]);
+            c[j] = Op::apply(c[j], e);
+          } else {
+            c[j] = Op::apply(c[j], e);
+            v[k][j] = narrow<T>(c[j]);
+          }
+        }
+        T* p = base + offset + k * step;
+        if constexpr (V == 1) {
+          *p = v[k][0];
+        } else {
+          u32x4 w;
+          __builtin_memcpy(&w, v[k], 16);
+          *reinterpret_cast<u32x4*>(p) = w;
+        }
+      }
+  }
+};
+
+// Group g (lines g * V ...) of one-pass scan.offload_columns, walked by warp w of the team's Wp
+// warps that share its block, lanes that share lane % W: a team tile holds Wp x L x items rows,
+// warp w the rows w * L * items ..., row-thread r of them rows r * items ... The L folds of a
+// warp are scanned with shuffles (every lane of the warp takes part, those without a group too:
+// valid false); with Wp > 1 each warp's totals go through team memory (two sets, used
+// alternately, so one barrier per tile suffices) and every lane adds those of the warps before
+// its own. Each row-thread then rescans its rows from its carry. The next tile's rows are loaded
+// before the current tile is combined. Reading ahead is safe in place: each element is read,
+// then written, by one lane only. Lanes of a partial warp (in_warp false) hold no group and only
+// keep the team's barriers.
+template <class T, class Op, int V, int Cap>
+void column_group(const KernelArgs<T>& a, AccOf<T>* folds, std::int64_t g, bool valid, bool in_warp, int w, int Wp,
+                  int r, int L, int W, u32 lane, u32 mask) {
+  using Acc = AccOf<T>;
+  const ScanLayout& s = a.s;
+  std::int64_t xo = 0, yo = 0;
+  if (valid) line_offsets(s, g * V, xo, yo);
+  const int items = a.items;
+  const std::int64_t rows = std::int64_t(Wp) * L * items, first = (std::int64_t(w) * L + r) * items;
+  const std::int64_t length = valid ? s.length : 0;
+  Acc carry[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j) carry[j] = line_start<Op, Acc>(a.exclusive);
+  ColumnTile<T, V, Cap> cur, next;
+  int count = run_count(length, first, items);
+  cur.load(a.x, xo + first * s.in_step, s.in_step, count);
+  const u32 group_lane = lane % u32(W), last_row = u32((L - 1) * W) + group_lane;
+  int buf = 0;
+  for (std::int64_t q = 0; q < s.length; q += rows) {
+    const int next_count = run_count(length, q + rows + first, items);
+    next.load(a.x, xo + (q + rows + first) * s.in_step, s.in_step, next_count);
+    Acc before[V], total[V];
+    cur.template fold<Op>(count, total);
+#pragma unroll
+    for (int j = 0; j < V; ++j) before[j] = inclusive_start<Op, Acc>();
+    if (in_warp && L > 1) {
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        Acc inc = total[j];
+        for (int d = 1; d < L; d <<= 1) {
+          const Acc u = shfl_up(inc, u32(d * W), mask);
+          if (r >= d) inc = Op::apply(u, inc);
+        }
+        const Acc up = shfl_up(inc, u32(W), mask);
+        if (r > 0) before[j] = up;
+        total[j] = shfl_idx(inc, last_row, mask);
+      }
+    }
+    if (Wp > 1) {
+      Acc* const set = folds + std::int64_t(buf) * Wp * W * V;
+      if (in_warp && r == 0)
+#pragma unroll
+        for (int j = 0; j < V; ++j) set[(w * W + int(group_lane)) * V + j] = total[j];
+#pragma omp barrier
+      if (in_warp)
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+          Acc warps_before = inclusive_start<Op, Acc>(), team = warps_before;
+          for (int k = 0; k < Wp; ++k) {
+            if (k == w) warps_before = team;
+            team = Op::apply(team, set[(k * W + int(group_lane)) * V + j]);
+          }
+          before[j] = Op::apply(warps_before, before[j]);
+          total[j] = team;
+        }
+      buf ^= 1;
+    }
+    Acc c[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      c[j] = Op::apply(carry[j], before[j]);
+      carry[j] = Op::apply(carry[j], total[j]);
+    }
+    cur.template scan_store<Op>(a.y, yo + (q + first) * s.out_step, s.out_step, count, c, a.exclusive);
+    cur = next;
+    count = next_count;
+  }
+}
+
+// One-pass scan.offload_columns: the groups (lines / V of them) cut into blocks of W side by
+// side, a team per block in turn. The team's full warps share the block (32 / W = L lanes on
+// each group of it, lanes beyond L x W idle) and split each tile's rows; the lanes of a partial
+// warp idle. A team of one partial warp (fewer than 32 threads) puts one lane on a group, its
+// lanes taking the block's groups in turn, without barriers. Both cases go through one call of
+// column_group: a second inlined copy of it made ptxas spill the 16-row tiles of 2-byte types.
+template <class T, class Op, int V, int Cap>
+void gpu_columns(const KernelArgs<T>& a) {
+  const int n = omp_get_num_threads(), Wp = n / 32, w = omp_get_thread_num() >> 5;
+  const u32 lane = lane_id(), mask = warp_mask(n);
+  const std::int64_t groups = line_count(a.s) / V;
+  const int W = a.lanes < 1 ? 1 : a.lanes > 32 ? 32 : a.lanes;
+  const std::int64_t blocks = (groups + W - 1) / W;
+  auto* folds = static_cast<AccOf<T>*>(llvm_omp_target_dynamic_shared_alloc());
+  const bool full = Wp > 0, in_warp = !full || w < Wp;
+  const int L = full ? 32 / W : 1, r = full ? int(lane) / W : 0;
+  // Full warps: lane % W is the lane's group, one pass. A partial warp: every group in turn.
+  const int first = full ? int(lane) % W : int(lane), stride = full ? W : __builtin_popcount(mask);
+  for (std::int64_t b = omp_get_team_num(); b < blocks; b += omp_get_num_teams())
+    for (int k = first; k < W; k += stride) {
+      const std::int64_t g = b * W + k;
+      column_group<T, Op, V, Cap>(a, folds, g, in_warp && r < L && g < groups, in_warp, full ? w : 0, full ? Wp : 1, r,
+                                  L, W, lane, mask);
+    }
+}
+#endif
+
+// Folds or scans `count` elements of a line from `acc`. Loads go out a batch ahead of their use:
+// the next batch is requested before the current one is combined and stored, so that a thread
+// keeps two batches of requests in flight. Reading ahead is safe in place too: a thread reads
+// and writes only its own line.
+template <class T, class Op, bool Scan>
+AccOf<T> column_run(const T* x, std::int64_t in_step, T* y, std::int64_t out_step,
+                    std::int64_t count, AccOf<T> acc, bool exclusive) {
+  using Acc = AccOf<T>;
+  constexpr int batch = column_batch;
+  T cur[batch], next[batch];
+  for (int j = 0; j < batch; ++j)
+    if (j < count) cur[j] = x[j * in_step];
+  for (std::int64_t q = 0; q < count; q += batch) {
+    const std::int64_t ahead = q + batch;
+    for (int j = 0; j < batch; ++j)
+      if (ahead + j < count) next[j] = x[(ahead + j) * in_step];
+    for (int j = 0; j < batch; ++j) {
+      if (q + j >= count) break;
+      const Acc e = widen(cur[j]);
+      if constexpr (Scan) {
+        if (exclusive) {
+          y[(q + j) * out_step] = narrow<T>(acc);
+          acc = Op::apply(acc, e);
+        } else {
+          acc = Op::apply(acc, e);
+          y[(q + j) * out_step] = narrow<T>(acc);
+        }
+      } else {
+        acc = Op::apply(acc, e);
+      }
+    }
+    for (int j = 0; j < batch; ++j) cur[j] = next[j];
+  }
+  return acc;
+}
+
+}  // namespace hk::detail::offload::scan

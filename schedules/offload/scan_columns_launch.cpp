@@ -1,0 +1,146 @@
+// scan.offload_columns: the launches of its one-pass and chunked kernels and the strategy's
+// defaults.
+#include <omp.h>
+
+#include <algorithm>
+#include <bit>
+
+#include "runtime/platform/device_memory.hpp"
+#include "schedules/offload/scan_columns_kernel.hpp"
+#include "schedules/offload/scan_launch.hpp"
+#include "schedules/offload/scan_limits.hpp"
+
+namespace hk::detail::offload::scan {
+namespace {
+
+// The one-pass kernel's launch bound: 256 threads may take the 255 registers that 16 rows of
+// float16 vectors and the next tile's need. Teams asked for more threads get these many.
+constexpr int columns_max_team_threads = 256;
+// With at least this many lines, one pass; with fewer, the axis is cut into chunks so that about
+// column_target_threads threads work, each chunk at least column_min_chunk rows long.
+constexpr std::int64_t column_lines_single_pass = 16384;
+constexpr std::int64_t column_target_threads = std::int64_t(1) << 18;
+constexpr std::int64_t column_min_chunk = 64;
+// Chunked: teams small enough that there are 2 on each of an H100's 132 SMs.
+constexpr std::int64_t columns_teams_min = 264;
+// One pass: a team's warps share a block of lines (512 bytes of them, 256 for 2-byte types) and
+// split its tiles' rows, about 1024 warps at work.
+constexpr int column_default_threads = 256;
+constexpr std::int64_t column_default_width_bytes = 512;
+constexpr std::int64_t column_default_width_bytes_2byte = 256;
+
+// Launches one-pass scan.offload_columns on groups of V lines with runs of up to Cap rows: a
+// kernel per (V, Cap), so that each reserves the registers of its own tiles only.
+template <class T, class Op, int V, int Cap>
+void columns_one_pass(int dev, const KernelArgs<T> a, int teams, int threads) {
+  // Two sets of the warps' totals per group (column_group), when a team has several warps.
+  const std::size_t warps = std::size_t(threads / 32);
+  const std::size_t shared = warps > 1 ? 2 * warps * std::size_t(a.lanes) * V * sizeof(AccOf<T>) : 0;
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) firstprivate(a) \
+    ompx_dyn_cgroup_mem(shared) ompx_attribute(__attribute__((launch_bounds(columns_max_team_threads))))
+#pragma omp parallel
+  {
+#ifdef __NVPTX__
+    gpu_columns<T, Op, V, Cap>(a);
+#endif
+  }
+}
+
+template <class Op, class T>
+void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const ScanPlan& plan) {
+  using Acc = AccOf<T>;
+  const std::int64_t lines = s.lines();
+  const std::int64_t chunks = std::min(plan.chunks, s.length);
+  const std::int64_t chunk = (s.length + chunks - 1) / chunks;
+  const int teams = plan.teams, threads = plan.threads;
+  if (chunks == 1) {
+    KernelArgs<T> a{.s = s, .x = x, .y = y, .exclusive = exclusive};
+    a.vec = columns_vectorizable(s, x, y);
+    a.lanes = column_lanes<T>(plan.width, a.vec);
+    const int team_threads = std::min(threads, columns_max_team_threads);
+    constexpr int cap = offload_column_item_cap(sizeof(T));
+    a.items = std::clamp(plan.items, 1, cap);
+    if (a.vec)
+      columns_one_pass<T, Op, vec_elems<T>, cap>(dev, a, teams, team_threads);
+    else
+      columns_one_pass<T, Op, 1, cap>(dev, a, teams, team_threads);
+    return;
+  }
+  // Work item i: chunk i / lines of line i % lines, so that neighbouring threads read
+  // neighbouring lines.
+  const std::int64_t items = lines * chunks;
+  ScratchLease scratch(dev, std::size_t(items) * sizeof(Acc));
+  Acc* carries = static_cast<Acc*>(scratch.data());
+#pragma omp target teams distribute parallel for num_teams(teams) thread_limit(threads) \
+    device(dev) is_device_ptr(x, carries) firstprivate(s, chunk)
+  for (std::int64_t i = 0; i < items; ++i) {
+    std::int64_t xo, yo;
+    line_offsets(s, i % lines, xo, yo);
+    const std::int64_t q = (i / lines) * chunk;
+    const std::int64_t count = run_count(s.length, q, chunk);
+    carries[i] = column_run<T, Op, false>(x + xo + q * s.in_step, s.in_step, nullptr, 0, count,
+                                          inclusive_start<Op, Acc>(), false);
+  }
+#pragma omp target teams distribute parallel for num_teams(teams) thread_limit(threads) \
+    device(dev) is_device_ptr(carries) firstprivate(exclusive)
+  for (std::int64_t line = 0; line < lines; ++line) {
+    Acc running = line_start<Op, Acc>(exclusive);
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      const Acc fold = carries[c * lines + line];
+      carries[c * lines + line] = running;
+      running = Op::apply(running, fold);
+    }
+  }
+#pragma omp target teams distribute parallel for num_teams(teams) thread_limit(threads) \
+    device(dev) is_device_ptr(x, y, carries) firstprivate(s, chunk, exclusive)
+  for (std::int64_t i = 0; i < items; ++i) {
+    std::int64_t xo, yo;
+    line_offsets(s, i % lines, xo, yo);
+    const std::int64_t q = (i / lines) * chunk;
+    const std::int64_t count = run_count(s.length, q, chunk);
+    column_run<T, Op, true>(x + xo + q * s.in_step, s.in_step, y + yo + q * s.out_step,
+                            s.out_step, count, carries[i], exclusive);
+  }
+}
+
+}  // namespace
+
+void launch_columns(const CumulativeCall& call, const ScanPlan& plan, int device) {
+  const ScanLayout s = make_scan_layout(call);
+  visit_kernel(call, [&](const auto* x, auto* y, auto op) {
+    columns<decltype(op)>(device, s, x, y, call.options.exclusive, plan);
+  });
+}
+
+ScanPlan columns_defaults(const CumulativeCall& call) {
+  const ScanLayout s = make_scan_layout(call);
+  ScanPlan plan;
+  plan.kind = ScanPlan::Kind::offload_columns;
+  const std::int64_t lines = s.lines();
+  plan.chunks = lines >= column_lines_single_pass
+                    ? 1
+                    : std::clamp<std::int64_t>(column_target_threads / lines, 1,
+                                               std::max<std::int64_t>(1, s.length / column_min_chunk));
+  plan.items = offload_column_item_cap(element_bytes(call));
+  plan.width = int((element_bytes(call) == 2 ? column_default_width_bytes_2byte : column_default_width_bytes) /
+                   element_bytes(call));
+  if (plan.chunks == 1) {
+    // A team per block of width lines (vectors of them where the layout allows).
+    const std::int64_t v = 16 / element_bytes(call);
+    const int inner = s.rank - 1;
+    const bool vec = s.in_strides[inner] == 1 && s.out_strides[inner] == 1 && s.sizes[inner] % v == 0;
+    const std::int64_t lanes = std::clamp<std::int64_t>(vec ? plan.width / v : plan.width, 1, 32);
+    const std::int64_t blocks = ((vec ? lines / v : lines) + lanes - 1) / lanes;
+    plan.threads = column_default_threads;
+    plan.teams = int(std::clamp<std::int64_t>(blocks, 1, std::int64_t(1) << 20));
+    return plan;
+  }
+  // Small teams when there are few threads in all, so that every SM gets some.
+  const std::int64_t work = lines * plan.chunks;
+  plan.threads = int(std::clamp<std::int64_t>(
+      std::bit_floor(std::uint64_t(std::max<std::int64_t>(work / columns_teams_min, 1))), 32, 256));
+  plan.teams = int(std::clamp<std::int64_t>((work + plan.threads - 1) / plan.threads, 1, std::int64_t(1) << 20));
+  return plan;
+}
+
+}  // namespace hk::detail::offload::scan

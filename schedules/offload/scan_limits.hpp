@@ -1,0 +1,26 @@
+// The limits of the offload scan kernels' parameters, which the planner checks against a
+// schedule: what the kernels' registers, launch bounds and team memory hold.
+#pragma once
+
+#include <cstdint>
+
+namespace hk::detail {
+
+/// The tile kernels keep each thread's run of `items` consecutive elements in registers: at most
+/// this many bytes of them per thread (rows: fewer, so that more teams fit an SM; chained: more,
+/// for larger tiles and fewer look-backs).
+inline constexpr std::int64_t offload_rows_max_item_bytes = 64;
+inline constexpr std::int64_t offload_chained_max_item_bytes = 128;
+inline constexpr std::int64_t offload_max_threads = 1024;
+/// scan.offload_columns in one pass (chunks = 1): rows of the scanned axis per thread in a tile,
+/// kept in registers (with the next tile's), and lines side by side per team. 2-byte types take
+/// up to 16 rows, wider types up to 8: each (type, path) has its own kernel, whose registers hold
+/// that many rows without spills (ptxas for sm_90: 245 registers for float16 16-byte vectors).
+inline constexpr int offload_column_max_items = 16;
+constexpr int offload_column_item_cap(std::int64_t element_bytes) { return element_bytes == 2 ? 16 : 8; }
+inline constexpr int offload_column_max_width = 256;
+
+/// Rows: at most this many tiles requested into the L2 ahead of the loads.
+inline constexpr int offload_max_ahead = 8;
+
+}  // namespace hk::detail

@@ -1,0 +1,47 @@
+// The offload scans as the schedules see them (schedules/scan_offload.hpp): each strategy's
+// defaults, the plan a call on device tensors gets without a schedule, and the dispatch to the
+// kernel family of a plan. No target region here: the families' launch files hold them.
+#include "schedules/scan_offload.hpp"
+
+#include <omp.h>
+
+#include "hetkern/error.hpp"
+#include "schedules/offload/scan_launch.hpp"
+#include "schedules/scan_layout.hpp"
+
+namespace hk::detail {
+
+ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) {
+  switch (kind) {
+    case ScanPlan::Kind::offload_rows: return offload::scan::rows_defaults(call);
+    case ScanPlan::Kind::offload_columns: return offload::scan::columns_defaults(call);
+    default: return offload::scan::chained_defaults(call);
+  }
+}
+
+ScanPlan default_offload_scan_plan(const CumulativeCall& call) {
+  const ScanLayout s = make_scan_layout(call);
+  if (!s.lines_are_rows()) return offload::scan::columns_defaults(call);
+  // Enough lines to give every team its own, or lines no longer than one chained tile (whose
+  // look-back buys nothing): a team per line; otherwise tiles of a few long lines.
+  const ScanPlan chained = offload::scan::chained_defaults(call);
+  if (s.lines() >= offload::scan::rows_default_teams_cap || s.length <= std::int64_t(chained.threads) * chained.items)
+    return offload::scan::rows_defaults(call);
+  return chained;
+}
+
+void run_scan_offload(const CumulativeCall& call, const ScanPlan& plan, int device) {
+  if (!plan.offload())
+    throw Error(Errc::invalid_schedule, call.op_name(), plan.to_schedule().to_string(),
+                "internal: not an offload schedule");
+  // The host fallback scans every line serially whatever the strategy: the rows region's host
+  // body (the others' device-only regions then never run on the host).
+  if (device == omp_get_initial_device() || plan.kind == ScanPlan::Kind::offload_rows)
+    offload::scan::launch_rows(call, plan, device);
+  else if (plan.kind == ScanPlan::Kind::offload_columns)
+    offload::scan::launch_columns(call, plan, device);
+  else
+    offload::scan::launch_chained(call, plan, device);
+}
+
+}  // namespace hk::detail
