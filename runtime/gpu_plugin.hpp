@@ -1,7 +1,9 @@
 // The GPU plugin's interface. libhetkern_gpu holds the offload strategies, device memory and the
 // device-tensor operators; libhetkern opens it on first use (runtime/gpu_plugin.cpp) and defines
 // each function below as a forwarder to the plugin's definition, so callers never know where it
-// lives. The list is the one place to name a function the plugin defines and the rest calls.
+// lives. The list is the one place to name a function the plugin defines and the rest calls:
+// those that libhetkern, the tests, the benchmarks or the command line call (nm: undefined there,
+// defined in the plugin's objects).
 #pragma once
 
 #include <cstddef>
@@ -53,9 +55,6 @@
     (const void* host, std::size_t bytes, std::size_t offset), (host, bytes, offset), , required, )        \
   M(buffer_download, hk::DeviceBuffer, void, download, (void* host, std::size_t bytes, std::size_t offset), \
     (host, bytes, offset), const, required, )                                                              \
-  F(run_scan_offload, void, hk::detail::run_scan_offload,                                                  \
-    (const hk::detail::CumulativeCall& call, const hk::detail::ScanPlan& plan, int device),               \
-    (call, plan, device), required, )                                                                      \
   F(run_scan_offload_host, void, hk::detail::run_scan_offload_host,                                        \
     (const hk::detail::CumulativeCall& call, const hk::detail::ScanPlan& plan), (call, plan), required, )  \
   F(offload_scan_defaults, hk::detail::ScanPlan, hk::detail::offload_scan_defaults,                        \
@@ -74,9 +73,6 @@
     (args), required, )                                                                                    \
   F(qmm_offload_product, void, hk::detail::qmm_offload_product, (const hk::detail::OffloadQmmArgs& args),  \
     (args), required, )                                                                                    \
-  F(run_qmm_offload_on_device, void, hk::detail::run_qmm_offload_on_device,                                \
-    (const hk::detail::QmmProblem& problem, const hk::detail::QmmPlan& plan, int device),                 \
-    (problem, plan, device), required, )                                                                   \
   F(run_qmm_offload, void, hk::detail::run_qmm_offload,                                                    \
     (const hk::detail::QmmProblem& problem, const hk::detail::QmmPlan& plan), (problem, plan), required, ) \
   F(copy_to_device, void, hk::detail::copy_to_device,                                                      \
@@ -85,8 +81,6 @@
   F(copy_to_host, void, hk::detail::copy_to_host,                                                          \
     (void* host_dst, const void* device_src, std::size_t src_offset, std::size_t bytes, int device),      \
     (host_dst, device_src, src_offset, bytes, device), required, )                                         \
-  F(device_alloc, void*, hk::detail::device_alloc, (std::size_t bytes, int device, const char* what),      \
-    (bytes, device, what), required, )                                                                     \
   C(lease_new, hk::detail::ScratchLease, ScratchLease, (int device, std::size_t bytes), (device, bytes), , \
     required)                                                                                              \
   D(lease_delete, hk::detail::ScratchLease, ScratchLease)                                                  \
@@ -96,8 +90,7 @@
     (hk::detail::KeptScratch & scratch, int device, std::size_t bytes), (scratch, device, bytes),          \
     required, )                                                                                            \
   F(trim_kept, void, hk::detail::trim_kept, (hk::detail::KeptScratch & scratch, int device, std::size_t keep), \
-    (scratch, device, keep), required, )                                                                   \
-  F(release_kept_scratches, std::size_t, hk::detail::release_kept_scratches, (), (), loaded, 0)
+    (scratch, device, keep), required, )
 
 // A constructor's or destructor's table entry takes the object as its first parameter.
 #define HETKERN_GPU_UNWRAP(...) __VA_ARGS__

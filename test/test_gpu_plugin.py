@@ -80,7 +80,7 @@ class Schedules(unittest.TestCase):
         np.testing.assert_array_equal(np.load(self.output), np.cumsum(self.x, axis=1, dtype=np.int32))
 
     def test_cpu_schedule_does_not_open_the_plugin(self):
-        r = run("run", "cumsum", self.input, self.output, "--axis", "1", "--schedule", "scan.lines",
+        r = run("run", "cumsum", self.input, self.output, "--axis", "1", "--schedule", "scan.tiled",
                 env={"LD_DEBUG": "files"})
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertFalse(opened_offload_runtime(r.stderr))
