@@ -1,6 +1,7 @@
 // libhetkern's side of the GPU plugin: finds libhetkern_gpu next to libhetkern (or at
 // HETKERN_GPU_PLUGIN), opens it on the first call that needs it, and defines every function of
 // HETKERN_GPU_FUNCTIONS as a forwarder to the plugin's definition.
+
 // This file defines every member of ScratchLease, as forwarders: the fields it never names are
 // set by the plugin's constructor.
 #pragma clang diagnostic ignored "-Wunused-private-field"
