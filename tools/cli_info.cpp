@@ -4,6 +4,9 @@
 #include <string>
 
 #include "hetkern/hetkern.hpp"
+#ifdef HETKERN_OFFLOAD
+#include "hetkern/device.hpp"
+#endif
 #include "runtime/tuning/json_text.hpp"
 #include "tools/cli.hpp"
 
@@ -12,6 +15,7 @@ namespace {
 
 struct InfoArgs {
   bool json = false;
+  bool devices = false;
   int threads = 0;
   std::string pin;
 };
@@ -77,6 +81,23 @@ void print_json(const TopologyInfo& t, const BindingPlan& plan) {
             << "}\n";
 }
 
+#ifdef HETKERN_OFFLOAD
+// The GPU plugin is opened only with --devices: without it, info starts as fast as a CPU-only
+// build and says whether the plugin's file is there.
+void print_offload(bool devices) {
+  const GpuPluginStatus s = devices ? load_gpu_plugin() : gpu_plugin_status();
+  std::cout << "offload:  ";
+  if (!s.error.empty())
+    std::cout << "unavailable (" << s.error << "); the offload schedules fail with this reason\n";
+  else if (!s.loaded)
+    std::cout << "available, not loaded (" << s.path << "; --devices loads it and lists the device)\n";
+  else if (offload_on_host())
+    std::cout << "loaded (" << s.path << "); no GPU: the offload schedules run on the host\n";
+  else
+    std::cout << "loaded (" << s.path << "); GPU: OpenMP device " << offload_device() << "\n";
+}
+#endif
+
 void print_info(const InfoArgs& args) {
   const int threads = args.threads > 0 ? args.threads : default_threads();
   const PinPolicy pin = args.pin.empty() ? default_pin_policy() : parse_pin_policy(args.pin);
@@ -90,6 +111,9 @@ void print_info(const InfoArgs& args) {
   std::cout << "hetkern " << b.version << "\n";
   std::cout << "build:    " << b.compiler << ", host OpenMP " << (b.openmp ? "on" : "off")
             << ", offload " << (b.offload ? "on" : "off") << "\n";
+#ifdef HETKERN_OFFLOAD
+  print_offload(args.devices);
+#endif
   std::cout << "cpu:      ";
   const auto features = cpu_features();
   if (features.empty()) std::cout << "(no x86 SIMD extensions detected)";
@@ -114,6 +138,11 @@ void add_info(CLI::App& app) {
   cmd->add_flag("--json", args->json,
                 "print the topology and the binding plan as one JSON object (packages, numa_nodes, "
                 "cores, pus, caches, binding, ...)");
+#ifdef HETKERN_OFFLOAD
+  cmd->add_flag("--devices", args->devices,
+                "load the GPU plugin and show the offload device (without it, info only says "
+                "whether the plugin is there)");
+#endif
   cmd->add_option("--threads", args->threads, "threads of the binding plan; default: OpenMP's default")
       ->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--pin", args->pin,

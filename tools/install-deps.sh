@@ -4,7 +4,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build          # build
   clang-19 libomp-19-dev     # compiler, host OpenMP and offload runtime
-  clang-tools-19             # clang-linker-wrapper: links the offload build's GPU images (make test-offload)
+  clang-tools-19             # clang-linker-wrapper: links the GPU plugin's images (libhetkern_gpu)
   libclang-rt-19-dev         # sanitizer runtimes (make test-asan)
   libcli11-dev               # command line parsing
   libsqlite3-dev             # the tuning database

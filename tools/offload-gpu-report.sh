@@ -8,7 +8,7 @@
 #   the options go to the scan bench programs and PyTorch's script; --quick also shrinks the
 #   matmuls to 1024^3
 #   QMM_SHAPES  the matmuls, M N K triples (default 4096^3, 8192^3 and 128 x 4096 x 4096)
-#   BIN  folder with hetkern_tests and hetkern-offload-bench* (default build/offload/bin)
+#   BIN  folder with hetkern_tests and hetkern-offload-bench* (default build/release/bin)
 #   OUT  folder for the JSON records (default /tmp/hetkern-offload-report)
 #   LIMIT  seconds each step may take before it is stopped (default 600): a kernel that hangs
 #          on the GPU must not hang the report
@@ -16,7 +16,7 @@
 # records; a new operator adds its program or group and its rows appear in the table.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-BIN=${BIN:-build/offload/bin}
+BIN=${BIN:-build/release/bin}
 OUT=${OUT:-/tmp/hetkern-offload-report}
 LIMIT=${LIMIT:-600}
 mkdir -p "$OUT" && rm -f "$OUT"/*.jsonl

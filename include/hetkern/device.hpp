@@ -1,15 +1,31 @@
-// Device memory and device-resident tensors for the OpenMP target offload schedules. Offload
-// builds only (CMake preset `offload`, HETKERN_OFFLOAD defined); see README "GPU offload".
+// Device memory and device-resident tensors for the OpenMP target offload schedules. Builds with
+// HETKERN_OFFLOAD (the default) only; see docs/gpu.md.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "hetkern/operators.hpp"
 #include "hetkern/tensor.hpp"
 
 namespace hk {
+
+/// Everything in this header lives in a plugin, libhetkern_gpu.so next to libhetkern (or the file
+/// HETKERN_GPU_PLUGIN names), which hetkern opens on the first call that needs it: a program that
+/// never uses a device never loads the offload runtime. Without the plugin (missing, or the offload
+/// runtime it needs cannot be loaded) the calls below throw hk::Error(Errc::unavailable) with the
+/// reason, offload_on_host() is true and warm_up_offload() does nothing.
+struct GpuPluginStatus {
+  std::string path;     // the plugin's file
+  bool loaded = false;  // opened in this process
+  std::string error;    // why it cannot be opened (empty: no failure known)
+};
+/// Where the plugin stands, without opening it (a missing file is reported all the same).
+GpuPluginStatus gpu_plugin_status();
+/// Opens the plugin unless that was tried already, then gpu_plugin_status().
+GpuPluginStatus load_gpu_plugin();
 
 /// The OpenMP device the offload schedules run on: the default device when one is present and
 /// offload is not disabled (OMP_TARGET_OFFLOAD=DISABLED), otherwise the host itself (fallback:

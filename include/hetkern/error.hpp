@@ -15,6 +15,7 @@ enum class Errc {
   overlap,            // an input and the output share memory without being an exact in-place alias
   invalid_schedule,   // malformed schedule text, or a schedule illegal for this operator or shape
   invalid_file,       // a file that cannot be read as the expected format
+  unavailable,        // a part of hetkern this process cannot load (the GPU plugin: the reason says why)
 };
 
 /// Thrown before anything is written. what() reads "OPERATOR: SUBJECT: RULE", for example

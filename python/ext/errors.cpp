@@ -23,6 +23,7 @@ const char* code_name(hk::Errc code) {
     case hk::Errc::overlap: return "overlap";
     case hk::Errc::invalid_schedule: return "invalid_schedule";
     case hk::Errc::invalid_file: return "invalid_file";
+    case hk::Errc::unavailable: return "unavailable";
   }
   return "error";
 }
