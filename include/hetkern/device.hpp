@@ -99,19 +99,10 @@ void cumulative_product(DeviceConstTensor input, DeviceTensor output,
                         const CumulativeOptions& options, const Schedule& schedule = {});
 
 /// Arguments of quantized_linear_matmul with A, B and the output in device memory (rules as for
-/// QuantizedMatMulArgs). The quantization parameters stay host tensors: they are validated on the
-/// host as for host calls, and copied to the device with each call (counted transfers, a few
-/// bytes per row or column).
-struct DeviceQuantizedMatMulArgs {
-  DeviceConstTensor a;
-  ConstTensor a_scale;
-  std::optional<ConstTensor> a_zero_point;
-  DeviceConstTensor b;
-  ConstTensor b_scale;
-  std::optional<ConstTensor> b_zero_point;
-  ConstTensor output_scale;
-  std::optional<ConstTensor> output_zero_point;
-};
+/// QuantizedMatMulArgs, the same template; `packed_b` stays null). The quantization parameters
+/// stay host tensors: they are validated on the host as for host calls, and copied to the device
+/// with each call (counted transfers, a few bytes per row or column).
+using DeviceQuantizedMatMulArgs = BasicQuantizedMatMulArgs<DeviceConstTensor>;
 
 /// QuantizedLinearMatMul on device-resident A, B and output. The schedule must be qmm.offload or
 /// qmm.offload_mma (empty: qmm.offload_mma with its defaults); anything else is
