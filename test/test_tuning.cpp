@@ -187,6 +187,37 @@ TEST_F(Tuning, EnvironmentScheduleComesFirst) {
   }
 }
 
+// HETKERN_LOG=dispatch names the device that runs each call and the rule that chose the schedule,
+// explicit schedules included; host-tensor keys are those of earlier versions (no device mark).
+TEST_F(Tuning, DispatchLogNamesTheDeviceAndTheRule) {
+  ScanCase c({32, 40}, 1);
+  const hk::TuningRecord key = hk::tuning_key(c.problem());
+  EXPECT_EQ(key.stride_class, "packed");
+  const hk::detail::CumulativeCall call{false, {c.desc, c.x.data()}, {c.desc, c.y.data()}, {.axis = 1}};
+  const hk::TuningRecord dispatched = hk::detail::scan_key(call);
+  EXPECT_EQ(dispatched.stride_class, key.stride_class);
+  EXPECT_EQ(dispatched.params, key.params);
+  EXPECT_EQ(hk::detail::scan_key(call, hk::detail::DataHome::device).stride_class, "device_packed");
+
+  setenv("HETKERN_LOG", "dispatch", 1);
+  hk::reset_dispatch();
+  const auto logged = [&](const hk::Schedule& schedule) {
+    ::testing::internal::CaptureStderr();
+    hk::cumulative_sum({c.desc, c.x.data()}, {c.desc, c.y.data()}, {.axis = 1}, schedule);
+    EXPECT_EQ(c.y, c.want);
+    return ::testing::internal::GetCapturedStderr();
+  };
+  const std::string heuristic = logged({});
+  EXPECT_NE(heuristic.find("-> " + hk::heuristic_schedule(c.problem()).to_string() + " on host CPU (heuristic"),
+            std::string::npos)
+      << heuristic;
+  EXPECT_NE(logged({}).find(", cached)"), std::string::npos);
+  const std::string explicit_log = logged(hk::Schedule::parse("scan.tiled(tile=2)"));
+  EXPECT_NE(explicit_log.find("-> scan.tiled(tile=2, stream=0) on host CPU (explicit schedule)"), std::string::npos)
+      << explicit_log;
+  unsetenv("HETKERN_LOG");
+}
+
 TEST_F(Tuning, CorruptOrUnreadableDatabaseFallsBackToTheHeuristic) {
   ScanCase c({16, 300}, 1);
   const hk::Schedule heuristic = hk::heuristic_schedule(c.problem());

@@ -90,8 +90,8 @@ struct DeviceTensor {
 };
 
 /// The cumulative operators on device-resident tensors: no transfers. The schedule must be one
-/// of the scan.offload_* strategies (empty: the default offload schedule for the shape);
-/// anything else is hk::Error(Errc::invalid_schedule). Validation as for host tensors, plus: a
+/// of the scan.offload_* strategies; anything else is hk::Error(Errc::invalid_schedule). Empty:
+/// chosen like a host call's (hetkern/tuning.hpp) among the offload strategies only. Validation as for host tensors, plus: a
 /// buffer is given (Errc::invalid_parameter) and holds every element (Errc::invalid_shape).
 void cumulative_sum(DeviceConstTensor input, DeviceTensor output, const CumulativeOptions& options,
                     const Schedule& schedule = {});
@@ -105,8 +105,9 @@ void cumulative_product(DeviceConstTensor input, DeviceTensor output,
 using DeviceQuantizedMatMulArgs = BasicQuantizedMatMulArgs<DeviceConstTensor>;
 
 /// QuantizedLinearMatMul on device-resident A, B and output. The schedule must be qmm.offload or
-/// qmm.offload_mma (empty: qmm.offload_mma with its defaults); anything else is
-/// hk::Error(Errc::invalid_schedule). Validation as for host tensors, plus: buffers are given
+/// qmm.offload_mma; anything else is hk::Error(Errc::invalid_schedule). Empty: chosen like a host
+/// call's (hetkern/tuning.hpp) among the offload strategies only; the heuristic takes
+/// qmm.offload_mma with its defaults. Validation as for host tensors, plus: buffers are given
 /// (Errc::invalid_parameter) and hold every element (Errc::invalid_shape).
 void quantized_linear_matmul(const DeviceQuantizedMatMulArgs& args, DeviceTensor output,
                              const Schedule& schedule = {});

@@ -158,14 +158,15 @@ class Dispatcher {
     warned_.clear();
   }
 
-  // Logs a decision that no rule made (an explicit schedule): nothing to cache.
-  template <class Describe> void log_explicit(Describe&& describe, const Decision& d) {
-    bool log;
+  // Logs a plan that no rule chose (an explicit schedule): nothing to cache, and nothing built
+  // unless logging.
+  template <class Plan, class Describe> void log_explicit(Describe&& describe, const Plan& plan) {
+    bool logging;
     {
       std::shared_lock lock(mutex_);
-      log = settings_.log;
+      logging = settings_.log;
     }
-    if (log) this->log(describe(), d, false);
+    if (logging) log(describe(), Decision{plan, "explicit schedule"}, false);
   }
 
   // One warning per distinct message per process.
@@ -313,7 +314,7 @@ Plan explicit_plan(Plan plan, const Schedule& schedule, DataHome home, const std
                    const char* needed, Describe&& describe) {
   if (home == DataHome::device && !is_offload_plan(plan))
     throw Error(Errc::invalid_schedule, op, schedule.to_string(), std::string("tensors in device memory need ") + needed);
-  Dispatcher::instance().log_explicit(describe, Decision{plan, "explicit schedule"});
+  Dispatcher::instance().log_explicit(describe, plan);
   return plan;
 }
 
