@@ -245,9 +245,9 @@ TEST_F(DeviceDispatch, MatmulHonoursHetkernScheduleAndItsRecords) {
   const detail::QmmProblem problem = detail::validate(m.host_args(), Tensor{m.y_desc, m.want.data()});
   const TuningRecord key = detail::qmm_key(problem, detail::DataHome::device);
   EXPECT_EQ(key.stride_class, "device_packed");
-  put(key, "qmm.offload(teams=2, threads=128)");
+  put(key, "qmm.offload(teams=1, threads=128)");
   const std::string record = m.run_logged();
-  EXPECT_NE(record.find("-> qmm.offload(teams=2, threads=128) on " + offload_device_text() + " (exact record"),
+  EXPECT_NE(record.find("-> qmm.offload(teams=1, threads=128) on " + offload_device_text() + " (exact record"),
             std::string::npos)
       << record;
 }
