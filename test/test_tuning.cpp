@@ -218,6 +218,43 @@ TEST_F(Tuning, DispatchLogNamesTheDeviceAndTheRule) {
   unsetenv("HETKERN_LOG");
 }
 
+// A packed B goes through the same dispatcher: HETKERN_SCHEDULE first, logged on the host CPU,
+// and the output is the reference's.
+TEST_F(Tuning, PackedWeightsFollowTheSameRules) {
+  constexpr std::int64_t M = 6, N = 20, K = 11;
+  std::vector<std::uint8_t> a(M * K), want(M * N), got(M * N);
+  std::vector<std::int8_t> b(K * N);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = std::uint8_t(i * 29 % 256);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = std::int8_t(int(i * 41 % 256) - 128);
+  const hk::TensorDesc one_f(hk::DataType::float32, {1}), one_u8(hk::DataType::uint8, {1});
+  const hk::TensorDesc y_desc(hk::DataType::uint8, {M, N});
+  const float sa = 0.04f, sb = 0.03f, sy = 0.02f;
+  const std::uint8_t za = 7, zy = 100;
+  hk::QuantizedMatMulArgs args{.a = {hk::TensorDesc(hk::DataType::uint8, {M, K}), a.data()},
+                               .a_scale = {one_f, &sa},
+                               .a_zero_point = hk::ConstTensor{one_u8, &za},
+                               .b = {hk::TensorDesc(hk::DataType::int8, {K, N}), b.data()},
+                               .b_scale = {one_f, &sb},
+                               .b_zero_point = std::nullopt,
+                               .output_scale = {one_f, &sy},
+                               .output_zero_point = hk::ConstTensor{one_u8, &zy}};
+  hk::quantized_linear_matmul(args, {y_desc, want.data()}, hk::Schedule("reference"));
+  const hk::PackedB packed = hk::pack_b(args.b);
+  args.b = {};
+  args.packed_b = &packed;
+
+  setenv("HETKERN_SCHEDULE", "scan.tiled(tile=6); qmm.tiled(mc=3)", 1);
+  setenv("HETKERN_LOG", "dispatch", 1);
+  hk::reset_dispatch();
+  ::testing::internal::CaptureStderr();
+  hk::quantized_linear_matmul(args, {y_desc, got.data()});
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  unsetenv("HETKERN_LOG");
+  EXPECT_EQ(got, want);
+  EXPECT_NE(log.find("prepacked_b -> qmm.tiled(mc=3, "), std::string::npos) << log;
+  EXPECT_NE(log.find(") on host CPU (HETKERN_SCHEDULE)"), std::string::npos) << log;
+}
+
 TEST_F(Tuning, CorruptOrUnreadableDatabaseFallsBackToTheHeuristic) {
   ScanCase c({16, 300}, 1);
   const hk::Schedule heuristic = hk::heuristic_schedule(c.problem());
