@@ -76,7 +76,4 @@ void run_qmm_offload_on_device(const QmmProblem& problem, const QmmPlan& plan, i
 /// hk::Error(Errc::invalid_parameter) when device memory runs out (the output is then untouched).
 void run_qmm_offload(const QmmProblem& problem, const QmmPlan& plan);
 
-/// The offload plan a call on device tensors gets without a schedule.
-QmmPlan default_offload_qmm_plan(const QmmProblem& problem);
-
 }  // namespace hk::detail

@@ -1,10 +1,6 @@
 // Planning a QuantizedLinearMatMul problem from schedule text through the strategy list.
 #include "schedules/qmm_strategies.hpp"
 
-#ifdef HETKERN_OFFLOAD
-#include "schedules/qmm_offload.hpp"
-#endif
-
 namespace hk::detail {
 
 QmmStrategyPlan plan_qmm(const QmmProblem& problem, const Schedule& schedule) {
@@ -22,10 +18,6 @@ std::optional<QmmPlan> offload_launch(const QmmStrategyPlan& plan) {
           return std::nullopt;
       },
       plan);
-}
-
-QmmPlan default_offload_qmm_plan(const QmmProblem& problem) {
-  return *offload_launch(plan_qmm(problem, Schedule("qmm.offload_mma")));
 }
 #endif
 

@@ -10,6 +10,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "hetkern/schedule.hpp"
@@ -90,6 +92,21 @@ template <class Call, class Plan> struct Strategy {
   SearchSpace (*space)(const Call& call);
   Availability (*available)();
 };
+
+/// Where a call's tensors lie: host memory, or device memory (hetkern/device.hpp), which only the
+/// offload strategies can read.
+enum class DataHome : std::int8_t { host, device };
+
+/// Whether the strategy at `index` of an operator's list is an offload strategy: its plan, the
+/// alternative at the same index of `Plan` (the operator's plan variant), has launch(). Offload
+/// strategies run on the offload device and so can take tensors in device memory; host ones cannot.
+template <class Plan> bool is_offload_strategy(std::size_t index) {
+  return [index]<std::size_t... I>(std::index_sequence<I...>) {
+    constexpr bool offload[] = {requires(const std::variant_alternative_t<I, Plan>& p) { p.launch(); }...};
+    return offload[index];
+  }(std::make_index_sequence<std::variant_size_v<Plan>>{});
+}
+template <class Plan> bool is_offload_plan(const Plan& plan) { return is_offload_strategy<Plan>(plan.index()); }
 
 /// A list holds its records or pointers to them.
 template <class Record> const Record& record_ref(const Record& r) { return r; }

@@ -85,14 +85,14 @@ class Tune(unittest.TestCase):
         env = dict(self.env, HETKERN_LOG="dispatch")
         r = run("run", "cumsum", inp, out, "--axis", "1", env=env)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("-> " + schedule + " (exact record", r.stderr)
+        self.assertIn("-> " + schedule + " on host CPU (exact record", r.stderr)
         np.testing.assert_allclose(np.load(out), np.cumsum(x.astype(np.float64), axis=1), rtol=1e-6, atol=1e-5)
         # A shape near the tuned one takes its schedule; HETKERN_SCHEDULE overrides both.
         np.save(inp, x[:60, :40])
         r = run("run", "cumsum", inp, out, "--axis", "1", env=env)
-        self.assertIn("-> " + schedule + " (nearest tuned shape 64,48", r.stderr)
+        self.assertIn("-> " + schedule + " on host CPU (nearest tuned shape 64,48", r.stderr)
         r = run("run", "cumsum", inp, out, "--axis", "1", env=dict(env, HETKERN_SCHEDULE="scan.tiled(tile=3)"))
-        self.assertIn("-> scan.tiled(tile=3, stream=0) (HETKERN_SCHEDULE)", r.stderr)
+        self.assertIn("-> scan.tiled(tile=3, stream=0) on host CPU (HETKERN_SCHEDULE)", r.stderr)
         np.testing.assert_allclose(np.load(out), np.cumsum(x[:60, :40].astype(np.float64), axis=1), rtol=1e-6, atol=1e-5)
 
     def test_new_types_and_negative_axes(self):
@@ -113,7 +113,7 @@ class Tune(unittest.TestCase):
         for axis in ("1", "-1"):
             r = run("run", "cumsum", inp, out, "--axis", axis, env=dict(self.env, HETKERN_LOG="dispatch"))
             self.assertEqual(r.returncode, 0, r.stderr)
-            self.assertIn("-> " + records["float64"]["schedule"] + " (exact record", r.stderr)
+            self.assertIn("-> " + records["float64"]["schedule"] + " on host CPU (exact record", r.stderr)
             np.testing.assert_allclose(np.load(out), np.cumsum(x, axis=1), rtol=1e-13, atol=1e-13)
 
     def test_corrupt_database_warns_and_still_computes(self):

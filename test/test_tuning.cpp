@@ -187,6 +187,74 @@ TEST_F(Tuning, EnvironmentScheduleComesFirst) {
   }
 }
 
+// HETKERN_LOG=dispatch names the device that runs each call and the rule that chose the schedule,
+// explicit schedules included; host-tensor keys are those of earlier versions (no device mark).
+TEST_F(Tuning, DispatchLogNamesTheDeviceAndTheRule) {
+  ScanCase c({32, 40}, 1);
+  const hk::TuningRecord key = hk::tuning_key(c.problem());
+  EXPECT_EQ(key.stride_class, "packed");
+  const hk::detail::CumulativeCall call{false, {c.desc, c.x.data()}, {c.desc, c.y.data()}, {.axis = 1}};
+  const hk::TuningRecord dispatched = hk::detail::scan_key(call);
+  EXPECT_EQ(dispatched.stride_class, key.stride_class);
+  EXPECT_EQ(dispatched.params, key.params);
+  EXPECT_EQ(hk::detail::scan_key(call, hk::detail::DataHome::device).stride_class, "device_packed");
+
+  setenv("HETKERN_LOG", "dispatch", 1);
+  hk::reset_dispatch();
+  const auto logged = [&](const hk::Schedule& schedule) {
+    ::testing::internal::CaptureStderr();
+    hk::cumulative_sum({c.desc, c.x.data()}, {c.desc, c.y.data()}, {.axis = 1}, schedule);
+    EXPECT_EQ(c.y, c.want);
+    return ::testing::internal::GetCapturedStderr();
+  };
+  const std::string heuristic = logged({});
+  EXPECT_NE(heuristic.find("-> " + hk::heuristic_schedule(c.problem()).to_string() + " on host CPU (heuristic"),
+            std::string::npos)
+      << heuristic;
+  EXPECT_NE(logged({}).find(", cached)"), std::string::npos);
+  const std::string explicit_log = logged(hk::Schedule::parse("scan.tiled(tile=2)"));
+  EXPECT_NE(explicit_log.find("-> scan.tiled(tile=2, stream=0) on host CPU (explicit schedule)"), std::string::npos)
+      << explicit_log;
+  unsetenv("HETKERN_LOG");
+}
+
+// A packed B goes through the same dispatcher: HETKERN_SCHEDULE first, logged on the host CPU,
+// and the output is the reference's.
+TEST_F(Tuning, PackedWeightsFollowTheSameRules) {
+  constexpr std::int64_t M = 6, N = 20, K = 11;
+  std::vector<std::uint8_t> a(M * K), want(M * N), got(M * N);
+  std::vector<std::int8_t> b(K * N);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = std::uint8_t(i * 29 % 256);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = std::int8_t(int(i * 41 % 256) - 128);
+  const hk::TensorDesc one_f(hk::DataType::float32, {1}), one_u8(hk::DataType::uint8, {1});
+  const hk::TensorDesc y_desc(hk::DataType::uint8, {M, N});
+  const float sa = 0.04f, sb = 0.03f, sy = 0.02f;
+  const std::uint8_t za = 7, zy = 100;
+  hk::QuantizedMatMulArgs args{.a = {hk::TensorDesc(hk::DataType::uint8, {M, K}), a.data()},
+                               .a_scale = {one_f, &sa},
+                               .a_zero_point = hk::ConstTensor{one_u8, &za},
+                               .b = {hk::TensorDesc(hk::DataType::int8, {K, N}), b.data()},
+                               .b_scale = {one_f, &sb},
+                               .b_zero_point = std::nullopt,
+                               .output_scale = {one_f, &sy},
+                               .output_zero_point = hk::ConstTensor{one_u8, &zy}};
+  hk::quantized_linear_matmul(args, {y_desc, want.data()}, hk::Schedule("reference"));
+  const hk::PackedB packed = hk::pack_b(args.b);
+  args.b = {};
+  args.packed_b = &packed;
+
+  setenv("HETKERN_SCHEDULE", "scan.tiled(tile=6); qmm.tiled(mc=3)", 1);
+  setenv("HETKERN_LOG", "dispatch", 1);
+  hk::reset_dispatch();
+  ::testing::internal::CaptureStderr();
+  hk::quantized_linear_matmul(args, {y_desc, got.data()});
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  unsetenv("HETKERN_LOG");
+  EXPECT_EQ(got, want);
+  EXPECT_NE(log.find("prepacked_b -> qmm.tiled(mc=3, "), std::string::npos) << log;
+  EXPECT_NE(log.find(") on host CPU (HETKERN_SCHEDULE)"), std::string::npos) << log;
+}
+
 TEST_F(Tuning, CorruptOrUnreadableDatabaseFallsBackToTheHeuristic) {
   ScanCase c({16, 300}, 1);
   const hk::Schedule heuristic = hk::heuristic_schedule(c.problem());

@@ -106,8 +106,8 @@ struct DeviceTensor {
 };
 
 /// The cumulative operators on device-resident tensors: no transfers. The schedule must be one
-/// of the scan.offload_* strategies (empty: the default offload schedule for the shape);
-/// anything else is hk::Error(Errc::invalid_schedule). Validation as for host tensors, plus: a
+/// of the scan.offload_* strategies; anything else is hk::Error(Errc::invalid_schedule). Empty:
+/// chosen like a host call's (hetkern/tuning.hpp) among the offload strategies only. Validation as for host tensors, plus: a
 /// buffer is given (Errc::invalid_parameter) and holds every element (Errc::invalid_shape).
 void cumulative_sum(DeviceConstTensor input, DeviceTensor output, const CumulativeOptions& options,
                     const Schedule& schedule = {});
@@ -115,23 +115,15 @@ void cumulative_product(DeviceConstTensor input, DeviceTensor output,
                         const CumulativeOptions& options, const Schedule& schedule = {});
 
 /// Arguments of quantized_linear_matmul with A, B and the output in device memory (rules as for
-/// QuantizedMatMulArgs). The quantization parameters stay host tensors: they are validated on the
-/// host as for host calls, and copied to the device with each call (counted transfers, a few
-/// bytes per row or column).
-struct DeviceQuantizedMatMulArgs {
-  DeviceConstTensor a;
-  ConstTensor a_scale;
-  std::optional<ConstTensor> a_zero_point;
-  DeviceConstTensor b;
-  ConstTensor b_scale;
-  std::optional<ConstTensor> b_zero_point;
-  ConstTensor output_scale;
-  std::optional<ConstTensor> output_zero_point;
-};
+/// QuantizedMatMulArgs, the same template; `packed_b` stays null). The quantization parameters
+/// stay host tensors: they are validated on the host as for host calls, and copied to the device
+/// with each call (counted transfers, a few bytes per row or column).
+using DeviceQuantizedMatMulArgs = BasicQuantizedMatMulArgs<DeviceConstTensor>;
 
 /// QuantizedLinearMatMul on device-resident A, B and output. The schedule must be qmm.offload or
-/// qmm.offload_mma (empty: qmm.offload_mma with its defaults); anything else is
-/// hk::Error(Errc::invalid_schedule). Validation as for host tensors, plus: buffers are given
+/// qmm.offload_mma; anything else is hk::Error(Errc::invalid_schedule). Empty: chosen like a host
+/// call's (hetkern/tuning.hpp) among the offload strategies only; the heuristic takes
+/// qmm.offload_mma with its defaults. Validation as for host tensors, plus: buffers are given
 /// (Errc::invalid_parameter) and hold every element (Errc::invalid_shape).
 void quantized_linear_matmul(const DeviceQuantizedMatMulArgs& args, DeviceTensor output,
                              const Schedule& schedule = {});

@@ -5,6 +5,7 @@
 // A failed allocation throws std::bad_alloc, also without writing anything.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <optional>
 
@@ -61,27 +62,41 @@ class PackedB {
 /// form would exceed 2^47 bytes (Errc::invalid_shape: more than any machine can allocate).
 PackedB pack_b(ConstTensor b);
 
-/// Arguments of quantized_linear_matmul. A is {[B],[C],M,K}, B is {[B],[C],K,N}, each of rank 2 to
-/// 4; their batch dimensions broadcast as in numpy.matmul (right-aligned, each pair equal or one of
-/// them 1; a stride of 0 broadcasts too), and the output {[B],[C],M,N} has the larger rank and the
-/// broadcast batch sizes. A packed B broadcasts only as a whole (one matrix) or matches the output's
-/// batch sizes. Scales are float32 or float16 (widened to float32, exactly), positive and finite;
-/// zero points have the type of their tensor. Parameter tensors have rank 1 to
-/// 4, are right-aligned against {M,K}/{K,N}/{M,N}, and hold one value (per tensor) or one per row
-/// of A / per column of B / per row of the output.
-struct QuantizedMatMulArgs {
-  ConstTensor a;
+/// What `packed_b` is for an operand kind: host operands may name a PackedB; device operands have
+/// no packed form, so their `packed_b` is a std::nullptr_t that can only stay null.
+template <class Operand> struct PackedBFor {
+  using type = std::nullptr_t;
+};
+template <> struct PackedBFor<ConstTensor> {
+  using type = const PackedB*;
+};
+
+/// Arguments of quantized_linear_matmul, one set for every operand kind: `Operand` is where A and
+/// B lie (ConstTensor: host memory; DeviceConstTensor in hetkern/device.hpp: device memory). A is
+/// {[B],[C],M,K}, B is {[B],[C],K,N}, each of rank 2 to 4; their batch dimensions broadcast as in
+/// numpy.matmul (right-aligned, each pair equal or one of them 1; a stride of 0 broadcasts too),
+/// and the output {[B],[C],M,N} has the larger rank and the broadcast batch sizes. A packed B
+/// broadcasts only as a whole (one matrix) or matches the output's batch sizes. Scales are float32
+/// or float16 (widened to float32, exactly), positive and finite; zero points have the type of
+/// their tensor. Parameter tensors are host tensors of rank 1 to 4, right-aligned against
+/// {M,K}/{K,N}/{M,N}, and hold one value (per tensor) or one per row of A / per column of B / per
+/// row of the output.
+template <class Operand> struct BasicQuantizedMatMulArgs {
+  Operand a;
   ConstTensor a_scale;
   std::optional<ConstTensor> a_zero_point;
-  ConstTensor b;
+  Operand b;
   ConstTensor b_scale;
   std::optional<ConstTensor> b_zero_point;
   ConstTensor output_scale;
   std::optional<ConstTensor> output_zero_point;
-  /// When set, B's values come from this packed copy and `b` is ignored (leave it empty): B's type
-  /// and sizes are packed_b->desc(). The packed copy must outlive the call.
-  const PackedB* packed_b = nullptr;
+  /// Host operands: when set, B's values come from this packed copy and `b` is ignored (leave it
+  /// empty): B's type and sizes are packed_b->desc(). The packed copy must outlive the call.
+  typename PackedBFor<Operand>::type packed_b = nullptr;
 };
+
+/// The arguments with A and B in host memory.
+using QuantizedMatMulArgs = BasicQuantizedMatMulArgs<ConstTensor>;
 
 /// output = saturate(RNE(sum_k (A - za)(B - zb) * float32(float32(sa*sb)/sy)) + zy), exact integer
 /// accumulation for every K below 2^47 (larger K is refused: the exact sum could overflow 64 bits);

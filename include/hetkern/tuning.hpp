@@ -1,9 +1,11 @@
 // Autotuning: measured schedules per shape and machine, kept in a SQLite database and chosen by
 // every operator call that names no schedule.
 //
-// Dispatch order for a call with an empty schedule: HETKERN_SCHEDULE (when it names a strategy
-// of the operator) -> the exact record for the call's key -> the nearest tuned shape of the same
-// class -> the heuristic. HETKERN_LOG=dispatch prints each decision and why, once per call class.
+// Dispatch order for a call with an empty schedule, on host or device tensors: HETKERN_SCHEDULE
+// (when it names a strategy of the operator) -> the exact record for the call's key -> the nearest
+// tuned shape of the same class -> the heuristic. Device tensors take only offload strategies:
+// entries and records naming a host strategy are skipped. HETKERN_LOG=dispatch prints each
+// decision, the device that runs it and why.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +34,8 @@ struct TuningRecord {
   int algorithm_version = 1;       // bumped when an operator's algorithm changes its results or cost
   std::string dtype;               // "float32"; for the matmul "A,B,output", e.g. "uint8,int8,uint8"
   std::vector<std::int64_t> shape; // scans: the tensor's sizes; matmul: {M, N, K}
-  std::string stride_class;        // "packed", "inplace", "strided" or "prepacked_b"
+  std::string stride_class;        // "packed", "inplace", "strided" or "prepacked_b"; device tensors
+                                   // "device_packed", "device_inplace" or "device_strided"
   std::string params;              // "axis=1,direction=increasing,exclusive=0"; matmul "batch=1"
   std::string fingerprint;         // machine_fingerprint() where it was measured
   std::string schedule;            // text form, every parameter explicit

@@ -126,8 +126,8 @@ PyObject* py_qmm(PyObject*, PyObject* args) {
 #ifdef HETKERN_OFFLOAD
       if (mode == 1 || packed)
         throw hk::Error(hk::Errc::invalid_parameter, qmm_op, "b",
-                        "device tensors take neither packed B nor default_schedule (they run the "
-                        "default offload schedule)");
+                        "device tensors take neither packed B nor default_schedule (it answers for "
+                        "host tensors only)");
       hk::DeviceBuffer a_buffer = hk::DeviceBuffer::borrow(a.data, a.span_bytes());
       hk::DeviceBuffer b_buffer = hk::DeviceBuffer::borrow(b.data, b.span_bytes());
       hk::DeviceBuffer y_buffer = hk::DeviceBuffer::borrow(y.data, y.span_bytes());

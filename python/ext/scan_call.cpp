@@ -42,8 +42,7 @@ PyObject* py_cumulative(PyObject*, PyObject* args) {
 #ifdef HETKERN_OFFLOAD
       if (mode == 1)
         throw hk::Error(hk::Errc::invalid_parameter, op, "input",
-                        "device tensors run the default offload schedule; default_schedule "
-                        "answers for host tensors");
+                        "default_schedule answers for host tensors only");
       hk::DeviceBuffer in_buffer = hk::DeviceBuffer::borrow(input.data, input.span_bytes());
       hk::DeviceBuffer out_buffer = hk::DeviceBuffer::borrow(output.data, output.span_bytes());
       const hk::DeviceConstTensor in{input.desc(), &in_buffer, 0};

@@ -1,6 +1,7 @@
-// The operators on device-resident tensors (hetkern/device.hpp): validated like host calls, run
-// by the offload schedules on the data where it lies, no transfers but the quantization
-// parameters of QuantizedLinearMatMul.
+// The operators on device-resident tensors (hetkern/device.hpp): validated like host calls,
+// dispatched like them (runtime/tuning/dispatch.hpp, among the offload strategies only), run by
+// the offload schedules on the data where it lies, no transfers but the quantization parameters
+// of QuantizedLinearMatMul.
 #include <optional>
 #include <string>
 
@@ -9,10 +10,9 @@
 #include "algorithms/tensor_checks.hpp"
 #include "hetkern/device.hpp"
 #include "hetkern/error.hpp"
+#include "runtime/tuning/dispatch.hpp"
 #include "schedules/qmm_offload.hpp"
-#include "schedules/qmm_strategies.hpp"
 #include "schedules/scan_offload.hpp"
-#include "schedules/scan_strategies.hpp"
 #include "schedules/strategies/scan_offload_common.hpp"
 
 namespace hk {
@@ -42,12 +42,7 @@ void run_scan_on_device(bool product, DeviceConstTensor input, DeviceTensor outp
   detail::CumulativeCall call{product, {input.desc, x}, {output.desc, y}, options};
   detail::validate(call);
   detail::check_offload_scan_type(call, schedule.empty() ? "(default)" : schedule.to_string());
-  const std::optional<detail::ScanPlan> plan = schedule.empty()
-                                                   ? detail::default_offload_scan_plan(call)
-                                                   : detail::offload_launch(detail::plan_scan(call, schedule));
-  if (!plan)
-    throw Error(Errc::invalid_schedule, op, schedule.to_string(),
-                "tensors in device memory need a scan.offload_* schedule");
+  const auto plan = detail::offload_launch(detail::dispatch_scan(call, schedule, detail::DataHome::device));
   detail::run_scan_offload(call, *plan, offload_device());
 }
 
@@ -69,19 +64,18 @@ void quantized_linear_matmul(const DeviceQuantizedMatMulArgs& args, DeviceTensor
   // Validation sees the device addresses as tensors: it checks descriptors and reads only the
   // quantization parameters, which are host tensors.
   const QuantizedMatMulArgs host_view{
-      {args.a.desc, device_address(op, "a", args.a.desc, args.a.buffer, args.a.offset)},
-      args.a_scale, args.a_zero_point,
-      {args.b.desc, device_address(op, "b", args.b.desc, args.b.buffer, args.b.offset)},
-      args.b_scale, args.b_zero_point, args.output_scale, args.output_zero_point};
+      .a = {args.a.desc, device_address(op, "a", args.a.desc, args.a.buffer, args.a.offset)},
+      .a_scale = args.a_scale,
+      .a_zero_point = args.a_zero_point,
+      .b = {args.b.desc, device_address(op, "b", args.b.desc, args.b.buffer, args.b.offset)},
+      .b_scale = args.b_scale,
+      .b_zero_point = args.b_zero_point,
+      .output_scale = args.output_scale,
+      .output_zero_point = args.output_zero_point};
   const Tensor out{output.desc, const_cast<void*>(device_address(op, "output", output.desc,
                                                                  output.buffer, output.offset))};
   const detail::QmmProblem problem = detail::validate(host_view, out);
-  const std::optional<detail::QmmPlan> plan = schedule.empty()
-                                                  ? detail::default_offload_qmm_plan(problem)
-                                                  : detail::offload_launch(detail::plan_qmm(problem, schedule));
-  if (!plan)
-    throw Error(Errc::invalid_schedule, op, schedule.to_string(),
-                "tensors in device memory need a qmm.offload or qmm.offload_mma schedule");
+  const auto plan = detail::offload_launch(detail::dispatch_qmm(problem, schedule, detail::DataHome::device));
   detail::run_qmm_offload_on_device(problem, *plan, offload_device());
 }
 

@@ -9,9 +9,7 @@ namespace {
 
 void run_cumulative(detail::CumulativeCall call, const Schedule& schedule) {
   detail::validate(call);
-  const detail::ScanStrategyPlan plan =
-      schedule.empty() ? detail::dispatch_scan(call) : detail::plan_scan(call, schedule);
-  detail::run_scan(call, plan);
+  detail::run_scan(call, detail::dispatch_scan(call, schedule));
 }
 
 }  // namespace
@@ -29,9 +27,7 @@ void cumulative_product(ConstTensor input, Tensor output, const CumulativeOption
 void quantized_linear_matmul(const QuantizedMatMulArgs& args, Tensor output,
                              const Schedule& schedule) {
   const detail::QmmProblem problem = detail::validate(args, output);
-  const detail::QmmStrategyPlan plan =
-      schedule.empty() ? detail::dispatch_qmm(problem) : detail::plan_qmm(problem, schedule);
-  detail::run_qmm(problem, plan);
+  detail::run_qmm(problem, detail::dispatch_qmm(problem, schedule));
 }
 
 Schedule default_schedule(Operator op, ConstTensor input, Tensor output,

@@ -8,12 +8,14 @@
 // max_nearest_distance and its schedule is legal for the call.
 #include "runtime/tuning/dispatch.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <shared_mutex>
 #include <type_traits>
@@ -21,6 +23,9 @@
 #include <variant>
 
 #include "hetkern/error.hpp"
+#ifdef HETKERN_OFFLOAD
+#include "hetkern/device.hpp"
+#endif
 #include "hetkern/info.hpp"
 #include "runtime/tuning/tuning_text.hpp"
 
@@ -34,7 +39,8 @@ struct CallClass {
   std::int32_t threads = 0;
   std::int8_t op = 0, rank = 0, axis = 0, direction = 0, exclusive = 0, stride_class = 0, isa = 0;
   std::int8_t types[3] = {};
-  std::int8_t padding[2] = {};  // explicit, so that every byte hashed and compared is initialized
+  std::int8_t home = 0;         // DataHome: host or device tensors
+  std::int8_t padding[1] = {};  // explicit, so that every byte hashed and compared is initialized
 
   bool operator==(const CallClass& o) const { return std::memcmp(this, &o, sizeof *this) == 0; }
 };
@@ -103,6 +109,15 @@ Settings read_settings() {
   return s;
 }
 
+// The device that runs a plan, as the dispatch log names it.
+std::string device_text([[maybe_unused]] bool offload) {
+#ifdef HETKERN_OFFLOAD
+  if (offload)
+    return offload_on_host() ? "host CPU (offload fallback, no GPU)" : "GPU " + std::to_string(offload_device());
+#endif
+  return "host CPU";
+}
+
 class Dispatcher {
  public:
   static Dispatcher& instance() {
@@ -143,6 +158,17 @@ class Dispatcher {
     warned_.clear();
   }
 
+  // Logs a plan that no rule chose (an explicit schedule): nothing to cache, and nothing built
+  // unless logging.
+  template <class Plan, class Describe> void log_explicit(Describe&& describe, const Plan& plan) {
+    bool logging;
+    {
+      std::shared_lock lock(mutex_);
+      logging = settings_.log;
+    }
+    if (logging) log(describe(), Decision{plan, "explicit schedule"}, false);
+  }
+
   // One warning per distinct message per process.
   void warn(const std::string& message) {
     {
@@ -157,8 +183,9 @@ class Dispatcher {
 
   static void log(const std::string& call_text, const Decision& d, bool cached) {
     const Schedule s = std::visit([](const auto& p) { return to_schedule(p); }, d.plan);
-    std::fprintf(stderr, "hetkern: dispatch %s -> %s (%s%s)\n", call_text.c_str(), s.to_string().c_str(),
-                 d.reason.c_str(), cached ? ", cached" : "");
+    const bool offload = std::visit([](const auto& p) { return is_offload_plan(p); }, d.plan);
+    std::fprintf(stderr, "hetkern: dispatch %s -> %s on %s (%s%s)\n", call_text.c_str(), s.to_string().c_str(),
+                 device_text(offload).c_str(), d.reason.c_str(), cached ? ", cached" : "");
   }
 
   std::shared_mutex mutex_;
@@ -188,17 +215,57 @@ std::string describe_measurement(const TuningRecord& r) {
   return buf;
 }
 
-// The database's schedule for a key, through `plan` (which validates it against the call):
-// exact record, else the nearest legal one of the same class. nullopt when there is none or
-// the database cannot be read.
-template <class Plan, class PlanFn>
-std::optional<Decision> from_database(const Settings& settings, const TuningRecord& key, PlanFn&& plan) {
+// What the rules may choose for one call: schedule text is planned for the call (which checks
+// it), and for tensors in device memory only offload strategies qualify. The ones passed over
+// are noted for the log.
+template <class List, class PlanFn> class Candidates {
+ public:
+  using Plan = std::invoke_result_t<PlanFn, const Schedule&>;
+
+  Candidates(const List& list, DataHome home, PlanFn plan) : list_(list), home_(home), plan_(plan) {}
+
+  // Whether the schedule names a strategy of the operator (nullopt: it names none), and if so
+  // whether it can take the call's tensors; a host strategy for device tensors is noted as
+  // skipped, with `source` (the rule that offered it).
+  std::optional<bool> qualifies(const Schedule& schedule, const std::string& source) {
+    for (std::size_t i = 0; i < list_.size(); ++i) {
+      if (schedule.strategy() != record_ref(list_[i]).name) continue;
+      if (home_ == DataHome::host || is_offload_strategy<Plan>(i)) return true;
+      skipped_.push_back(source + " " + schedule.to_string());
+      return false;
+    }
+    return std::nullopt;
+  }
+
+  Plan plan(const Schedule& schedule) const { return plan_(schedule); }
+
+  // The decision's reason, with what was skipped to reach it.
+  Decision decision(Plan plan, std::string reason) const {
+    if (!skipped_.empty()) {
+      reason += "; skipped, a host strategy for device tensors:";
+      for (std::size_t i = 0; i < skipped_.size(); ++i) reason += (i ? ", " : " ") + skipped_[i];
+    }
+    return Decision{std::move(plan), std::move(reason)};
+  }
+
+ private:
+  List list_;
+  DataHome home_;
+  PlanFn plan_;
+  std::vector<std::string> skipped_;
+};
+
+// The database's schedule for a key: exact record, else the nearest legal one of the same class,
+// among those that qualify. nullopt when there is none or the database cannot be read.
+template <class C> std::optional<Decision> from_database(const Settings& settings, const TuningRecord& key, C& c) {
   if (settings.db_path.empty()) return std::nullopt;
   try {
     TuningDb db(settings.db_path, false);
     if (auto exact = db.find(key)) {
       try {
-        return Decision{plan(Schedule::parse(exact->schedule)), "exact record, " + describe_measurement(*exact)};
+        const Schedule schedule = Schedule::parse(exact->schedule);
+        if (c.qualifies(schedule, "exact record").value_or(true))
+          return c.decision(c.plan(schedule), "exact record, " + describe_measurement(*exact));
       } catch (const Error& e) {
         Dispatcher::instance().warn("tuning database " + settings.db_path + ": record for " + key.op + " " +
                                     shape_to_text(key.shape) + " holds an unusable schedule (" + e.what() + ")");
@@ -215,10 +282,12 @@ std::optional<Decision> from_database(const Settings& settings, const TuningReco
     });
     for (const auto& [distance, r] : ranked) {
       try {
+        const Schedule schedule = Schedule::parse(r->schedule);
+        const std::string source = "nearest tuned shape " + shape_to_text(r->shape);
+        if (!c.qualifies(schedule, source).value_or(true)) continue;
         char buf[32];
         std::snprintf(buf, sizeof buf, "%.2f", distance);
-        return Decision{plan(Schedule::parse(r->schedule)),
-                        "nearest tuned shape " + shape_to_text(r->shape) + " at distance " + buf};
+        return c.decision(c.plan(schedule), source + " at distance " + buf);
       } catch (const Error&) {
         // Illegal for this call (a parameter out of its range here): try the next nearest.
       }
@@ -229,15 +298,33 @@ std::optional<Decision> from_database(const Settings& settings, const TuningReco
   return std::nullopt;
 }
 
-template <class List> const Schedule* env_schedule_for(const Settings& s, const List& list) {
-  for (const auto& sch : s.env_schedules)
-    for (const auto& record : list)
-      if (sch.strategy() == record_ref(record).name) return &sch;
-  return nullptr;
+// The rules after an explicit schedule, in order: HETKERN_SCHEDULE, the database, the heuristic.
+template <class C, class Heuristic>
+Decision decide(const Settings& s, const TuningRecord& key, C& c, Heuristic&& heuristic) {
+  for (const Schedule& env : s.env_schedules)
+    if (c.qualifies(env, "HETKERN_SCHEDULE").value_or(false)) return c.decision(c.plan(env), "HETKERN_SCHEDULE");
+  if (auto d = from_database(s, key, c)) return *std::move(d);
+  return c.decision(heuristic(), "heuristic, no tuning record");
+}
+
+// An explicit schedule: planned for the call, refused for device tensors when it names a host
+// strategy, logged as chosen by the caller.
+template <class Plan, class Describe>
+Plan explicit_plan(Plan plan, const Schedule& schedule, DataHome home, const std::string& op,
+                   const char* needed, Describe&& describe) {
+  if (home == DataHome::device && !is_offload_plan(plan))
+    throw Error(Errc::invalid_schedule, op, schedule.to_string(), std::string("tensors in device memory need ") + needed);
+  Dispatcher::instance().log_explicit(describe, plan);
+  return plan;
 }
 
 std::string call_text_of(const TuningRecord& key) {
   return key.op + " " + key.dtype + "{" + shape_to_text(key.shape) + "} " + key.params + " " + key.stride_class;
+}
+
+// The stride class of a key, marked for device tensors.
+std::string located(std::string stride_class, DataHome home) {
+  return home == DataHome::device ? "device_" + stride_class : stride_class;
 }
 
 }  // namespace
@@ -249,13 +336,13 @@ double shape_distance(const std::vector<std::int64_t>& a, const std::vector<std:
   return d;
 }
 
-TuningRecord scan_key(const CumulativeCall& call) {
+TuningRecord scan_key(const CumulativeCall& call, DataHome home) {
   TuningRecord r;
   r.op = call.op_name();
   r.algorithm_version = scan_algorithm_version;
   r.dtype = std::string(name_of(call.input.desc.dtype()));
   r.shape.assign(call.input.desc.sizes().begin(), call.input.desc.sizes().end());
-  r.stride_class = scan_stride_class(call);
+  r.stride_class = located(scan_stride_class(call), home);
   r.params = "axis=" + std::to_string(call.options.axis) + ",direction=" +
              (call.options.direction == Direction::decreasing ? "decreasing" : "increasing") +
              ",exclusive=" + (call.options.exclusive ? "1" : "0");
@@ -263,20 +350,24 @@ TuningRecord scan_key(const CumulativeCall& call) {
   return r;
 }
 
-TuningRecord qmm_key(const QmmProblem& p) {
+TuningRecord qmm_key(const QmmProblem& p, DataHome home) {
   TuningRecord r;
   r.op = "quantized_linear_matmul";
   r.algorithm_version = qmm_algorithm_version;
   r.dtype = std::string(name_of(p.a.dtype)) + "," + std::string(name_of(p.b.dtype)) + "," +
             std::string(name_of(p.out_type));
   r.shape = {p.M, p.N, p.K};
-  r.stride_class = qmm_stride_class(p);
+  r.stride_class = located(qmm_stride_class(p), home);
   r.params = "batch=" + std::to_string(p.batch[0] * p.batch[1]);
   r.fingerprint = machine_fingerprint();
   return r;
 }
 
-ScanStrategyPlan dispatch_scan(const CumulativeCall& call) {
+ScanStrategyPlan dispatch_scan(const CumulativeCall& call, const Schedule& schedule, DataHome home) {
+  const auto describe = [&] { return call_text_of(scan_key(call, home)); };
+  if (!schedule.empty())
+    return explicit_plan(plan_scan(call, schedule), schedule, home, call.op_name(), "a scan.offload_* schedule",
+                         describe);
   CallClass key;
   const TensorDesc& d = call.input.desc;
   for (int i = 0; i < d.rank(); ++i) key.sizes[i] = d.size(i);
@@ -288,21 +379,21 @@ ScanStrategyPlan dispatch_scan(const CumulativeCall& call) {
   key.exclusive = call.options.exclusive;
   key.isa = std::int8_t(active_isa());
   key.types[0] = std::int8_t(d.dtype());
+  key.home = std::int8_t(home);
   const bool in_place = call.in_place();
   const bool packed = d.is_packed() && call.output.desc.is_packed();
   key.stride_class = std::int8_t((in_place ? 1 : 0) + (packed ? 0 : 2));
-  const auto describe = [&] { return call_text_of(scan_key(call)); };
   return Dispatcher::instance().choose<ScanStrategyPlan>(key, describe, [&](const Settings& s) {
-    const auto plan = [&](const Schedule& sch) { return plan_scan(call, sch); };
-    if (const Schedule* env = env_schedule_for(s, scan_strategies()))
-      return Decision{plan(*env), "HETKERN_SCHEDULE"};
-    const TuningRecord k = scan_key(call);
-    if (auto d = from_database<ScanStrategyPlan>(s, k, plan)) return *std::move(d);
-    return Decision{default_scan_plan(call), "heuristic, no tuning record"};
+    Candidates c(scan_strategies(), home, [&](const Schedule& sch) { return plan_scan(call, sch); });
+    return decide(s, scan_key(call, home), c, [&] { return default_scan_plan(call, home); });
   });
 }
 
-QmmStrategyPlan dispatch_qmm(const QmmProblem& p) {
+QmmStrategyPlan dispatch_qmm(const QmmProblem& p, const Schedule& schedule, DataHome home) {
+  const auto describe = [&] { return call_text_of(qmm_key(p, home)); };
+  if (!schedule.empty())
+    return explicit_plan(plan_qmm(p, schedule), schedule, home, "quantized_linear_matmul",
+                         "a qmm.offload or qmm.offload_mma schedule", describe);
   CallClass key;
   key.sizes[0] = p.batch[0] * p.batch[1];
   key.sizes[1] = p.M;
@@ -314,15 +405,11 @@ QmmStrategyPlan dispatch_qmm(const QmmProblem& p) {
   key.types[0] = std::int8_t(p.a.dtype);
   key.types[1] = std::int8_t(p.b.dtype);
   key.types[2] = std::int8_t(p.out_type);
+  key.home = std::int8_t(home);
   key.stride_class = std::int8_t(p.packed_b ? 1 : qmm_stride_class(p) == "packed" ? 0 : 2);
-  const auto describe = [&] { return call_text_of(qmm_key(p)); };
   return Dispatcher::instance().choose<QmmStrategyPlan>(key, describe, [&](const Settings& s) {
-    const auto plan = [&](const Schedule& sch) { return plan_qmm(p, sch); };
-    if (const Schedule* env = env_schedule_for(s, qmm_strategies()))
-      return Decision{plan(*env), "HETKERN_SCHEDULE"};
-    const TuningRecord k = qmm_key(p);
-    if (auto d = from_database<QmmStrategyPlan>(s, k, plan)) return *std::move(d);
-    return Decision{default_qmm_plan(p), "heuristic, no tuning record"};
+    Candidates c(qmm_strategies(), home, [&](const Schedule& sch) { return plan_qmm(p, sch); });
+    return decide(s, qmm_key(p, home), c, [&] { return default_qmm_plan(p, home); });
   });
 }
 

@@ -5,6 +5,9 @@
 
 #include "hetkern/info.hpp"
 #include "schedules/scan_layout.hpp"
+#ifdef HETKERN_OFFLOAD
+#include "schedules/scan_offload.hpp"
+#endif
 
 namespace hk::detail {
 namespace {
@@ -19,7 +22,10 @@ constexpr std::int64_t scan_lines_per_thread = 4;
 }  // namespace
 
 // Names a strategy and the parameters the shape decides; the strategy's record fills the rest.
-ScanStrategyPlan default_scan_plan(const CumulativeCall& call) {
+ScanStrategyPlan default_scan_plan(const CumulativeCall& call, [[maybe_unused]] DataHome home) {
+#ifdef HETKERN_OFFLOAD
+  if (home == DataHome::device) return plan_scan(call, default_offload_scan_plan(call).to_schedule());
+#endif
   const int threads = default_threads();
   const ScanLayout s = make_scan_layout(call);
   const std::int64_t elements = s.lines() * s.length;
@@ -49,7 +55,11 @@ ScanStrategyPlan default_scan_plan(const CumulativeCall& call) {
   return plan_scan(call, Schedule("scan.blocked"));
 }
 
-QmmStrategyPlan default_qmm_plan(const QmmProblem& p) {
+QmmStrategyPlan default_qmm_plan(const QmmProblem& p, [[maybe_unused]] DataHome home) {
+#ifdef HETKERN_OFFLOAD
+  // Device tensors: the tensor-core kernel with its defaults.
+  if (home == DataHome::device) return plan_qmm(p, Schedule("qmm.offload_mma"));
+#endif
   const std::int64_t macs = p.batch[0] * p.batch[1] * p.M * p.N * p.K;
   const bool parallel = macs >= qmm_parallel_min_macs && default_threads() > 1;
   return plan_qmm(p, Schedule(parallel ? "qmm.parallel" : "qmm.tiled"));

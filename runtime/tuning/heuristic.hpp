@@ -1,4 +1,4 @@
-// The default schedule choice when a call names none (the autotuner will refine it).
+// The default schedule choice when a call names none and no tuning record applies.
 #pragma once
 
 #include "algorithms/cumulative.hpp"
@@ -8,7 +8,9 @@
 
 namespace hk::detail {
 
-ScanStrategyPlan default_scan_plan(const CumulativeCall& call);
-QmmStrategyPlan default_qmm_plan(const QmmProblem& problem);
+/// The heuristic's plan for a call whose tensors lie at `home`: a host strategy for host tensors,
+/// the offload strategy for the layout (scans) or qmm.offload_mma (matmul) for device tensors.
+ScanStrategyPlan default_scan_plan(const CumulativeCall& call, DataHome home = DataHome::host);
+QmmStrategyPlan default_qmm_plan(const QmmProblem& problem, DataHome home = DataHome::host);
 
 }  // namespace hk::detail
