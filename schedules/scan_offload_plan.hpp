@@ -14,7 +14,7 @@ struct ScanPlan {
   int team_threads = 0;    // threads per team
   int items = 0;           // elements per thread in a team's tile (rows, chained)
   std::int64_t chunks = 1; // pieces the scanned axis is cut into, carries between them (columns)
-  int width = 0;           // lines side by side per warp (columns)
+  int width = 0;           // lines side by side per team (columns)
   int ahead = 0;           // tiles requested into the L2 ahead of the loads (rows)
 };
 
