@@ -1,3 +1,4 @@
+// Page-aligned benchmark memory, first touched by its threads (buffer.hpp).
 #include "bench/buffer.hpp"
 
 #include <sys/mman.h>

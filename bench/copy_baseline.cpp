@@ -1,3 +1,4 @@
+// The copy roof of the bandwidth-bound benchmarks (copy_baseline.hpp).
 #include "bench/copy_baseline.hpp"
 
 #include <immintrin.h>

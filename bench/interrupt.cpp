@@ -1,3 +1,4 @@
+// Ctrl-C as a request to stop after the step under way (interrupt.hpp).
 #include "bench/interrupt.hpp"
 
 namespace hk::bench {

@@ -1,3 +1,4 @@
+// oneDNN's int8 matmul, the baseline of the QuantizedLinearMatMul benchmarks (onednn_baseline.hpp).
 #include "bench/onednn_baseline.hpp"
 
 #include <oneapi/dnnl/dnnl.hpp>

@@ -1,3 +1,4 @@
+// The measured compute roof of QuantizedLinearMatMul at an instruction-set level (peak.hpp).
 #include "bench/peak.hpp"
 
 #include <immintrin.h>

@@ -1,3 +1,4 @@
+// The QuantizedLinearMatMul benchmark against oneDNN's int8 matmul (qmm_bench.hpp).
 #include "bench/qmm_bench.hpp"
 
 #include <algorithm>

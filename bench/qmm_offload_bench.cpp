@@ -137,7 +137,7 @@ void run_shape(std::int64_t M, std::int64_t N, std::int64_t K, int reps, int dev
   const double ops = 2.0 * double(M) * double(N) * double(K);
   const std::vector<std::uint8_t> zeros(y_dev.size(), 0);
   for (const Variant& v : variants) {
-    launch.kernel = v.kernel, launch.teams = v.teams, launch.threads = v.threads;
+    launch.kernel = v.kernel, launch.teams = v.teams, launch.team_threads = v.threads;
     x.b = v.b_column_major ? hk::detail::MatrixView{hk::DataType::int8, d_b_cols.data, {0, 0}, 1, K}
                            : hk::detail::MatrixView{hk::DataType::int8, d_b.data, {0, 0}, N, 1};
     // No earlier result can pass for this one.

@@ -1,3 +1,4 @@
+// One benchmark result written as one line of JSON (record.hpp).
 #include "bench/record.hpp"
 
 #include <charconv>

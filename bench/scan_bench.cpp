@@ -1,3 +1,4 @@
+// The cumulative operators' benchmark against the copy roof (scan_bench.hpp).
 #include "bench/scan_bench.hpp"
 
 #include <type_traits>

@@ -1,3 +1,4 @@
+// A benchmark sweep over cases, schedules, threads, pinning and devices (sweep.hpp).
 #include "bench/sweep.hpp"
 
 #include <fcntl.h>

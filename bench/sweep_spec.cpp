@@ -1,3 +1,4 @@
+// The cases of a benchmark sweep: the presets and SPEC files (sweep_spec.hpp).
 #include "bench/sweep_spec.hpp"
 
 #include <charconv>

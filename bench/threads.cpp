@@ -1,3 +1,4 @@
+// The thread count of a benchmark, shared by hetkern, the copies and oneDNN (threads.hpp).
 #include "bench/threads.hpp"
 
 #include <omp.h>

@@ -1,3 +1,4 @@
+// Interleaved wall-clock timing of an operation and its baselines (timing.hpp).
 #include "bench/timing.hpp"
 
 #include <algorithm>

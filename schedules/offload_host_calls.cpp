@@ -62,9 +62,9 @@ void run_qmm_offload_on_device(const QmmProblem& p, const QmmPlan& plan, int dev
   copy_to_device(d_params.data(), 0, params.data(), params.size(), device);
   OffloadQmmLaunch launch;
   launch.device = device;
-  launch.kernel = plan.kind == QmmPlan::Kind::offload_mma ? OffloadQmmKernel::mma : OffloadQmmKernel::dp4a;
+  launch.kernel = plan.kernel;
   launch.teams = plan.teams;
-  launch.threads = plan.threads;
+  launch.team_threads = plan.team_threads;
   launch.parameters = d_params.data();
   ScratchLease workspace(device, std::size_t(qmm_offload_workspace_bytes(p, launch.kernel)));
   launch.workspace = workspace.data();

@@ -25,8 +25,6 @@
 
 namespace hk::detail {
 
-enum class OffloadQmmKernel { dp4a, mma };
-
 /// How the kernels run one problem (a QmmProblem whose A, B and output hold device pointers and
 /// element strides, its packed_b null; its quantization parameters stay on the host, where they
 /// tell the kernels' parameter counts and which zero-point sums are needed).
@@ -34,7 +32,7 @@ struct OffloadQmmLaunch {
   int device = 0;  // an OpenMP device number, or omp_get_initial_device() for the host
   OffloadQmmKernel kernel = OffloadQmmKernel::dp4a;
   int teams = 0;    // 0: one team per output tile
-  int threads = 0;  // threads per team, rounded down to a power of two (at least 32); 0: the kernel's default
+  int team_threads = 0;  // rounded down to a power of two (at least 32); 0: the kernel's default
   const void* parameters = nullptr;  // device copy of qmm_parameter_block(problem.q)
   void* workspace = nullptr;         // device memory of qmm_offload_workspace_bytes(problem, kernel) bytes
 };

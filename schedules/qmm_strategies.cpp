@@ -10,14 +10,7 @@ QmmStrategyPlan plan_qmm(const QmmProblem& problem, const Schedule& schedule) {
 
 #ifdef HETKERN_OFFLOAD
 std::optional<QmmPlan> offload_launch(const QmmStrategyPlan& plan) {
-  return std::visit(
-      [](const auto& p) -> std::optional<QmmPlan> {
-        if constexpr (requires { p.launch(); })
-          return p.launch();
-        else
-          return std::nullopt;
-      },
-      plan);
+  return launch_of<QmmPlan>(plan);
 }
 #endif
 

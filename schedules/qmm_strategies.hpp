@@ -33,15 +33,12 @@ struct ParallelQmmPlan {
 #ifdef HETKERN_OFFLOAD
 // The offload plans: `team_threads` is the `threads` parameter of their schedules, threads per
 // team; launch() gives the settings the offload code takes.
-struct OffloadQmmPlan {
+template <OffloadQmmKernel kernel> struct OffloadQmmPlanOf {
   int teams = 0, team_threads = 0;
-  QmmPlan launch() const;
+  QmmPlan launch() const { return {kernel, team_threads, teams}; }
 };
-
-struct OffloadMmaQmmPlan {
-  int teams = 0, team_threads = 0;
-  QmmPlan launch() const;
-};
+using OffloadQmmPlan = OffloadQmmPlanOf<OffloadQmmKernel::dp4a>;
+using OffloadMmaQmmPlan = OffloadQmmPlanOf<OffloadQmmKernel::mma>;
 #endif
 
 /// A plan of one of the strategies, alternatives in the order of qmm_strategies().

@@ -39,12 +39,13 @@ struct BlockedScanPlan {
 
 #ifdef HETKERN_OFFLOAD
 // The offload plans: `team_threads` is the `threads` parameter of their schedules, threads per team;
-// launch() gives the settings the offload kernels take.
+// launch() gives the settings the offload kernels take, schedule() the plan as schedule text.
 struct OffloadRowsScanPlan {
   int teams = 0, team_threads = 0;
   int items = 0;  // consecutive elements per thread in a tile
   int ahead = 0;  // tiles requested into the L2 ahead of the loads
   ScanPlan launch() const;
+  Schedule schedule() const;
 };
 
 struct OffloadColumnsScanPlan {
@@ -53,12 +54,14 @@ struct OffloadColumnsScanPlan {
   int items = 0;            // rows per thread in a tile (chunks = 1)
   int width = 0;            // lines side by side per team (chunks = 1)
   ScanPlan launch() const;
+  Schedule schedule() const;
 };
 
 struct OffloadChainedScanPlan {
   int teams = 0, team_threads = 0;
   int items = 0;
   ScanPlan launch() const;
+  Schedule schedule() const;
 };
 #endif
 

@@ -108,6 +108,22 @@ template <class Plan> bool is_offload_strategy(std::size_t index) {
 }
 template <class Plan> bool is_offload_plan(const Plan& plan) { return is_offload_strategy<Plan>(plan.index()); }
 
+/// The `reference` record of an operator: the specification (`run_reference`) as a strategy
+/// without parameters, never a tuning candidate. Its plan is the variant's first alternative.
+template <class Call, class Plan, void (*run_reference)(const Call&)>
+Strategy<Call, Plan> reference_record(const char* meaning) {
+  return {
+      .name = "reference",
+      .meaning = meaning,
+      .params = {},
+      .plan = [](const Call&, const BoundParams&) { return Plan{}; },
+      .run = [](const Call& call, const Plan&) { run_reference(call); },
+      .schedule = [](const Plan&) { return Schedule("reference"); },
+      .space = [](const Call&) -> SearchSpace { return std::nullopt; },
+      .available = [] { return Availability{}; },
+  };
+}
+
 /// A list holds its records or pointers to them.
 template <class Record> const Record& record_ref(const Record& r) { return r; }
 template <class Record> const Record& record_ref(const Record* r) { return *r; }
@@ -144,6 +160,19 @@ template <class List> std::vector<StrategyInfo> describe(const List& list) {
     out.push_back(std::move(info));
   }
   return out;
+}
+
+/// The offload settings of a plan whose alternative has launch() (an offload strategy's);
+/// nullopt for the others.
+template <class Launch, class Plan> std::optional<Launch> launch_of(const Plan& plan) {
+  return std::visit(
+      [](const auto& p) -> std::optional<Launch> {
+        if constexpr (requires { p.launch(); })
+          return p.launch();
+        else
+          return std::nullopt;
+      },
+      plan);
 }
 
 }  // namespace hk::detail

@@ -217,14 +217,14 @@ TEST(DeviceTensors, DefaultPlanCutsOnlyLinesLongerThanATile) {
       const TensorDesc desc(type, sizes);
       const detail::CumulativeCall call{false, {desc, memory}, {desc, memory}, {.axis = desc.rank() - 1}};
       return std::pair{detail::default_offload_scan_plan(call),
-                       detail::offload_scan_defaults(call, Kind::offload_chained)};
+                       detail::offload_scan_defaults(call, Kind::chained)};
     };
     const auto [small, chained] = plan({1, 1, 3, 4});
-    EXPECT_EQ(small.kind, Kind::offload_rows) << name_of(type);
-    const std::int64_t width = std::int64_t(chained.threads) * chained.items;
-    EXPECT_EQ(plan({3, width}).first.kind, Kind::offload_rows) << name_of(type);
-    EXPECT_EQ(plan({3, width + 1}).first.kind, Kind::offload_chained) << name_of(type);
-    EXPECT_EQ(plan({1056, width + 1}).first.kind, Kind::offload_rows) << name_of(type);
+    EXPECT_EQ(small.kind, Kind::rows) << name_of(type);
+    const std::int64_t width = std::int64_t(chained.team_threads) * chained.items;
+    EXPECT_EQ(plan({3, width}).first.kind, Kind::rows) << name_of(type);
+    EXPECT_EQ(plan({3, width + 1}).first.kind, Kind::chained) << name_of(type);
+    EXPECT_EQ(plan({1056, width + 1}).first.kind, Kind::rows) << name_of(type);
   }
 }
 

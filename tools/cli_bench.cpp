@@ -11,6 +11,7 @@
 #include "bench/scan_bench.hpp"
 #include "hetkern/hetkern.hpp"
 #include "tools/cli.hpp"
+#include "tools/cli_problem.hpp"
 
 namespace hk::cli {
 namespace {
@@ -22,17 +23,7 @@ struct CommonArgs {
   bench::TimingOptions timing;
 };
 
-struct ScanBenchArgs {
-  std::vector<std::int64_t> shape;
-  std::string dtype;
-  int axis = 0;
-  std::string direction = "increasing";
-  bool exclusive = false;
-};
-
-struct QmmBenchArgs {
-  std::vector<std::int64_t> shape;
-  std::vector<std::string> types = {"u8", "s8", "u8"};
+struct QmmBenchArgs : ProblemArgs {
   std::vector<int> b_range;
 };
 
@@ -60,11 +51,6 @@ void apply_isa_cap(const CommonArgs& args) {
   if (!args.isa.empty()) set_max_isa(parse_isa(args.isa));
 }
 
-DataType data_type_option(const std::string& option, const std::string& text) {
-  const auto t = parse_data_type(text);
-  if (!t) throw CLI::ValidationError(option, "unknown data type '" + text + "'");
-  return *t;
-}
 
 double number(const bench::Record& r, std::string_view key) {
   const bench::Record::Value* v = r.find(key);
@@ -137,17 +123,10 @@ void print(const CommonArgs& args, const bench::Record& r) {
 
 void add_scan_bench(CLI::App& bench, const char* name, Operator op) {
   auto common = std::make_shared<CommonArgs>();
-  auto args = std::make_shared<ScanBenchArgs>();
+  auto args = std::make_shared<ProblemArgs>();
   CLI::App* cmd = bench.add_subcommand(
       name, std::string("time ") + std::string(name_of(op)) + " against a copy of the same bytes");
-  cmd->add_option("--shape", args->shape, "sizes D0,D1,...")->delimiter(',')->required();
-  cmd->add_option("--dtype", args->dtype, "element type: float16, float32, float64, bfloat16, int32, uint32, int64, uint64")
-      ->required();
-  cmd->add_option("--axis", args->axis, "axis to scan, -rank <= axis < rank (-1: the last)")->required();
-  cmd->add_option("--direction", args->direction, "traversal order along the axis")
-      ->check(CLI::IsMember({"increasing", "decreasing"}))
-      ->capture_default_str();
-  cmd->add_flag("--exclusive", args->exclusive, "leave each element out of its own tally");
+  add_problem_options(*cmd, *args, true);
   add_common_options(*cmd, *common, "scan.parallel(threads=2)");
   cmd->callback([common, args, op] {
     apply_isa_cap(*common);
@@ -155,9 +134,7 @@ void add_scan_bench(CLI::App& bench, const char* name, Operator op) {
     c.op = op;
     c.dtype = data_type_option("--dtype", args->dtype);
     c.shape = args->shape;
-    c.options = {args->axis,
-                 args->direction == "decreasing" ? Direction::decreasing : Direction::increasing,
-                 args->exclusive};
+    c.options = scan_options(*args);
     if (!common->schedule.empty()) c.schedule = Schedule::parse(common->schedule);
     c.threads = common->threads;
     print(*common, bench::bench_scan(c, common->timing));
@@ -170,18 +147,13 @@ void add_qmm_bench(CLI::App& bench) {
   CLI::App* cmd = bench.add_subcommand(
       "qlinear-matmul",
       "time quantized matrix multiplication against oneDNN's int8 matmul on the same data");
-  cmd->add_option("--shape", args->shape, "M,N,K: A {M,K} x B {K,N}")->delimiter(',')->required();
-  cmd->add_option("--types", args->types, "types of A, B and the output, each u8 or s8")
-      ->delimiter(',')
-      ->capture_default_str();
+  add_problem_options(*cmd, *args, false);
   cmd->add_option("--b-range", args->b_range, "LO,HI: B's values (default: its type's full range)")
       ->delimiter(',');
   add_common_options(*cmd, *common, "qmm.parallel(threads=2)");
   cmd->callback([common, args] {
     apply_isa_cap(*common);
-    if (args->shape.size() != 3) throw CLI::ValidationError("--shape", "needs three sizes M,N,K");
-    if (args->types.size() != 3)
-      throw CLI::ValidationError("--types", "needs three types A,B,OUTPUT, each u8 or s8");
+    check_qmm_args(*args);
     if (!args->b_range.empty() && args->b_range.size() != 2)
       throw CLI::ValidationError("--b-range", "needs two values LO,HI");
     bench::QmmCase c;

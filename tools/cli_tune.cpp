@@ -17,6 +17,7 @@
 #include "bench/threads.hpp"
 #include "hetkern/hetkern.hpp"
 #include "tools/cli.hpp"
+#include "tools/cli_problem.hpp"
 #include "tools/output_file.hpp"
 #include "tools/tune_evaluation.hpp"
 
@@ -32,16 +33,6 @@ struct TuneArgs {
   int threads = 0;
 };
 
-// The options that describe one problem, as the command line and shape files write them.
-struct ProblemArgs {
-  std::vector<std::int64_t> shape;
-  std::string dtype;
-  int axis = 0;
-  std::string direction = "increasing";
-  bool exclusive = false;
-  std::vector<std::string> types = {"u8", "s8", "u8"};
-};
-
 const char* const op_names[] = {"cumsum", "cumprod", "qlinear-matmul"};
 
 Operator op_of(const std::string& name) {
@@ -54,40 +45,16 @@ const char* command_of(Operator op) {
   return op == Operator::cumulative_sum ? "cumsum" : op == Operator::cumulative_product ? "cumprod" : "qlinear-matmul";
 }
 
-void add_problem_options(CLI::App& cmd, ProblemArgs& a, bool scan) {
-  if (scan) {
-    cmd.add_option("--shape", a.shape, "sizes D0,D1,...")->delimiter(',')->required();
-    cmd.add_option("--dtype", a.dtype, "element type: float16, float32, float64, bfloat16, int32, uint32, int64, uint64")->required();
-    cmd.add_option("--axis", a.axis, "axis to scan, -rank <= axis < rank (-1: the last)")->required();
-    cmd.add_option("--direction", a.direction, "traversal order along the axis")
-        ->check(CLI::IsMember({"increasing", "decreasing"}))
-        ->capture_default_str();
-    cmd.add_flag("--exclusive", a.exclusive, "leave each element out of its own tally");
-  } else {
-    cmd.add_option("--shape", a.shape, "M,N,K: A {M,K} x B {K,N}")->delimiter(',')->required();
-    cmd.add_option("--types", a.types, "types of A, B and the output, each u8 or s8")
-        ->delimiter(',')
-        ->capture_default_str();
-  }
-}
-
-DataType data_type_option(const std::string& option, const std::string& text) {
-  const auto t = parse_data_type(text);
-  if (!t) throw CLI::ValidationError(option, "unknown data type '" + text + "'");
-  return *t;
-}
-
 TuneProblem to_problem(Operator op, const ProblemArgs& a) {
   TuneProblem p;
   p.op = op;
   p.shape = a.shape;
   if (op == Operator::quantized_linear_matmul) {
-    if (a.shape.size() != 3) throw CLI::ValidationError("--shape", "needs three sizes M,N,K");
-    if (a.types.size() != 3) throw CLI::ValidationError("--types", "needs three types A,B,OUTPUT, each u8 or s8");
+    check_qmm_args(a);
     for (const auto& t : a.types) p.types.push_back(data_type_option("--types", t));
   } else {
     p.types = {data_type_option("--dtype", a.dtype)};
-    p.options = {a.axis, a.direction == "decreasing" ? Direction::decreasing : Direction::increasing, a.exclusive};
+    p.options = scan_options(a);
   }
   return p;
 }

@@ -1,3 +1,4 @@
+// Where a command's output goes: standard output, a device or FIFO, or a file replaced atomically.
 #include "tools/output_file.hpp"
 
 #include <fcntl.h>

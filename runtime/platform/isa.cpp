@@ -1,12 +1,11 @@
 // Instruction-set detection and the process-wide cap on the level the kernels use.
 #include <algorithm>
 #include <atomic>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 
 #include "hetkern/error.hpp"
 #include "hetkern/info.hpp"
+#include "runtime/platform/environment.hpp"
 
 #if defined(__linux__) && defined(__x86_64__)
 #include <sys/syscall.h>
@@ -50,14 +49,7 @@ Isa detect() {
 }
 
 Isa cap_from_environment() {
-  const char* text = std::getenv("HETKERN_MAX_ISA");
-  if (!text || !*text) return Isa::amx;
-  try {
-    return parse_isa(text);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "hetkern: warning: HETKERN_MAX_ISA ignored: %s\n", e.what());
-    return Isa::amx;
-  }
+  return detail::setting_from_environment("HETKERN_MAX_ISA", parse_isa).value_or(Isa::amx);
 }
 
 std::atomic<Isa>& cap() {

@@ -5,11 +5,11 @@
 
 #include <atomic>
 #include <cstdio>
-#include <cstdlib>
 #include <optional>
 #include <string>
 
 #include "hetkern/error.hpp"
+#include "runtime/platform/environment.hpp"
 #include "runtime/platform/topology.hpp"
 
 namespace hk {
@@ -80,14 +80,7 @@ namespace {
 
 // HETKERN_PIN, when set to a policy name.
 std::optional<PinPolicy> pin_from_environment() {
-  const char* text = std::getenv("HETKERN_PIN");
-  if (!text || !*text) return std::nullopt;
-  try {
-    return parse_pin_policy(text);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "hetkern: warning: HETKERN_PIN ignored: %s\n", e.what());
-    return std::nullopt;
-  }
+  return detail::setting_from_environment("HETKERN_PIN", parse_pin_policy);
 }
 
 }  // namespace

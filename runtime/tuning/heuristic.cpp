@@ -24,7 +24,11 @@ constexpr std::int64_t scan_lines_per_thread = 4;
 // Names a strategy and the parameters the shape decides; the strategy's record fills the rest.
 ScanStrategyPlan default_scan_plan(const CumulativeCall& call, [[maybe_unused]] DataHome home) {
 #ifdef HETKERN_OFFLOAD
-  if (home == DataHome::device) return plan_scan(call, default_offload_scan_plan(call).to_schedule());
+  if (home == DataHome::device) {
+    // The offload code picks the kernel family; that family's record fills the same defaults.
+    constexpr const char* family_strategy[] = {"scan.offload_rows", "scan.offload_columns", "scan.offload_chained"};
+    return plan_scan(call, Schedule(family_strategy[int(default_offload_scan_plan(call).kind)]));
+  }
 #endif
   const int threads = default_threads();
   const ScanLayout s = make_scan_layout(call);

@@ -1,3 +1,4 @@
+// JSON string literals for everything hetkern writes as JSON (json_text.hpp).
 #include "runtime/tuning/json_text.hpp"
 
 #include <cstdio>

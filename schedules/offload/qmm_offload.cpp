@@ -159,9 +159,9 @@ void qmm_offload_product(const QmmProblem& x, const OffloadQmmLaunch& launch) {
   const i64 tiles = k.batches * k.tiles_m * k.tiles_n;
   const int teams = int(std::min<i64>(launch.teams > 0 ? launch.teams : tiles, tiles));
   if (launch.kernel == OffloadQmmKernel::mma)
-    launch_mma(k, launch.device, teams, launch.threads);
+    launch_mma(k, launch.device, teams, launch.team_threads);
   else
-    launch_dp4a(k, launch.device, teams, launch.threads);
+    launch_dp4a(k, launch.device, teams, launch.team_threads);
 }
 
 void qmm_offload(const QmmProblem& problem, const OffloadQmmLaunch& launch) {

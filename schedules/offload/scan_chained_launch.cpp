@@ -38,10 +38,10 @@ template <class Op, class T>
 void chained(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const ScanPlan& plan) {
   KernelArgs<T> a{.s = s, .x = x, .y = y, .exclusive = exclusive};
   a.vec = rows_vectorizable(s, x, y);
-  a.width = std::int64_t(plan.threads) * plan.items;
+  a.width = std::int64_t(plan.team_threads) * plan.items;
   a.tiles = (s.length + a.width - 1) / a.width;
   const std::int64_t units = s.lines() * a.tiles;
-  const int teams = plan.teams, threads = plan.threads;
+  const int teams = plan.teams, threads = plan.team_threads;
   KeptScratch& scratch = kept_scratch(dev, "scan.offload_chained");
   const std::lock_guard<std::mutex> hold(scratch.mutex);
   reserve_kept(scratch, dev, chained_words_offset + std::size_t(units) * sizeof(TileWord));
@@ -81,22 +81,20 @@ void chained(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
 
 }  // namespace
 
-void launch_chained(const CumulativeCall& call, const ScanPlan& plan, int device) {
-  const ScanLayout s = make_scan_layout(call);
-  visit_kernel(call, [&](const auto* x, auto* y, auto op) {
-    chained<decltype(op)>(device, s, x, y, call.options.exclusive, plan);
-  });
-}
-
 ScanPlan chained_defaults(const CumulativeCall& call) {
   const ScanLayout s = make_scan_layout(call);
-  ScanPlan plan;
-  plan.kind = ScanPlan::Kind::offload_chained;
-  plan.threads = chained_default_threads;
+  ScanPlan plan{.kind = ScanPlan::Kind::chained};
+  plan.team_threads = chained_default_threads;
   plan.items = int(chained_default_item_bytes / element_bytes(call));
-  const std::int64_t width = std::int64_t(plan.threads) * plan.items;
+  const std::int64_t width = std::int64_t(plan.team_threads) * plan.items;
   plan.teams = int(std::clamp<std::int64_t>(s.lines() * ((s.length + width - 1) / width), 1, chained_teams_cap));
   return plan;
+}
+
+void launch_chained(const CumulativeCall& call, const ScanPlan& plan, int device) {
+  visit_kernel(call, [&](const ScanLayout& s, const auto* x, auto* y, auto op) {
+    chained<decltype(op)>(device, s, x, y, call.options.exclusive, plan);
+  });
 }
 
 }  // namespace hk::detail::offload::scan

@@ -52,7 +52,7 @@ void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
   const std::int64_t lines = s.lines();
   const std::int64_t chunks = std::min(plan.chunks, s.length);
   const std::int64_t chunk = (s.length + chunks - 1) / chunks;
-  const int teams = plan.teams, threads = plan.threads;
+  const int teams = plan.teams, threads = plan.team_threads;
   if (chunks == 1) {
     KernelArgs<T> a{.s = s, .x = x, .y = y, .exclusive = exclusive};
     a.vec = columns_vectorizable(s, x, y);
@@ -105,17 +105,9 @@ void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
 
 }  // namespace
 
-void launch_columns(const CumulativeCall& call, const ScanPlan& plan, int device) {
-  const ScanLayout s = make_scan_layout(call);
-  visit_kernel(call, [&](const auto* x, auto* y, auto op) {
-    columns<decltype(op)>(device, s, x, y, call.options.exclusive, plan);
-  });
-}
-
 ScanPlan columns_defaults(const CumulativeCall& call) {
   const ScanLayout s = make_scan_layout(call);
-  ScanPlan plan;
-  plan.kind = ScanPlan::Kind::offload_columns;
+  ScanPlan plan{.kind = ScanPlan::Kind::columns};
   const std::int64_t lines = s.lines();
   plan.chunks = lines >= column_lines_single_pass
                     ? 1
@@ -131,16 +123,23 @@ ScanPlan columns_defaults(const CumulativeCall& call) {
     const bool vec = s.in_strides[inner] == 1 && s.out_strides[inner] == 1 && s.sizes[inner] % v == 0;
     const std::int64_t lanes = std::clamp<std::int64_t>(vec ? plan.width / v : plan.width, 1, 32);
     const std::int64_t blocks = ((vec ? lines / v : lines) + lanes - 1) / lanes;
-    plan.threads = column_default_threads;
+    plan.team_threads = column_default_threads;
     plan.teams = int(std::clamp<std::int64_t>(blocks, 1, std::int64_t(1) << 20));
     return plan;
   }
   // Small teams when there are few threads in all, so that every SM gets some.
   const std::int64_t work = lines * plan.chunks;
-  plan.threads = int(std::clamp<std::int64_t>(
+  plan.team_threads = int(std::clamp<std::int64_t>(
       std::bit_floor(std::uint64_t(std::max<std::int64_t>(work / columns_teams_min, 1))), 32, 256));
-  plan.teams = int(std::clamp<std::int64_t>((work + plan.threads - 1) / plan.threads, 1, std::int64_t(1) << 20));
+  plan.teams =
+      int(std::clamp<std::int64_t>((work + plan.team_threads - 1) / plan.team_threads, 1, std::int64_t(1) << 20));
   return plan;
+}
+
+void launch_columns(const CumulativeCall& call, const ScanPlan& plan, int device) {
+  visit_kernel(call, [&](const ScanLayout& s, const auto* x, auto* y, auto op) {
+    columns<decltype(op)>(device, s, x, y, call.options.exclusive, plan);
+  });
 }
 
 }  // namespace hk::detail::offload::scan

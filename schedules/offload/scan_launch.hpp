@@ -7,6 +7,7 @@
 #include "algorithms/cumulative.hpp"
 #include "algorithms/scan_types.hpp"
 #include "hetkern/error.hpp"
+#include "schedules/scan_layout.hpp"
 #include "schedules/scan_offload_plan.hpp"
 
 namespace hk::detail::offload::scan {
@@ -49,12 +50,15 @@ template <class F> void visit_kernel_type(DataType type, F&& f) {
   throw Error(Errc::invalid_type, "scan", "input", "internal: not a scan type");
 }
 
-// Calls f(x, y, Op{}) with the call's data as the kernel storage type and its combine.
+// Calls f(s, x, y, Op{}) with the call's layout, its data as the kernel storage type and its
+// combine.
 template <class F> void visit_kernel(const CumulativeCall& call, F&& f) {
+  const ScanLayout s = make_scan_layout(call);
   visit_kernel_type(call.input.desc.dtype(), [&](auto t) {
     using T = decltype(t);
-    visit_combine(call.product,
-                  [&](auto op) { f(static_cast<const T*>(call.input.data), static_cast<T*>(call.output.data), op); });
+    visit_combine(call.product, [&](auto op) {
+      f(s, static_cast<const T*>(call.input.data), static_cast<T*>(call.output.data), op);
+    });
   });
 }
 

@@ -5,7 +5,6 @@
 
 #include <omp.h>
 
-#include "hetkern/error.hpp"
 #include "schedules/offload/scan_launch.hpp"
 #include "schedules/scan_layout.hpp"
 
@@ -13,10 +12,11 @@ namespace hk::detail {
 
 ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) {
   switch (kind) {
-    case ScanPlan::Kind::offload_rows: return offload::scan::rows_defaults(call);
-    case ScanPlan::Kind::offload_columns: return offload::scan::columns_defaults(call);
-    default: return offload::scan::chained_defaults(call);
+    case ScanPlan::Kind::rows: return offload::scan::rows_defaults(call);
+    case ScanPlan::Kind::columns: return offload::scan::columns_defaults(call);
+    case ScanPlan::Kind::chained: break;
   }
+  return offload::scan::chained_defaults(call);
 }
 
 ScanPlan default_offload_scan_plan(const CumulativeCall& call) {
@@ -25,20 +25,18 @@ ScanPlan default_offload_scan_plan(const CumulativeCall& call) {
   // Enough lines to give every team its own, or lines no longer than one chained tile (whose
   // look-back buys nothing): a team per line; otherwise tiles of a few long lines.
   const ScanPlan chained = offload::scan::chained_defaults(call);
-  if (s.lines() >= offload::scan::rows_default_teams_cap || s.length <= std::int64_t(chained.threads) * chained.items)
+  if (s.lines() >= offload::scan::rows_default_teams_cap ||
+      s.length <= std::int64_t(chained.team_threads) * chained.items)
     return offload::scan::rows_defaults(call);
   return chained;
 }
 
 void run_scan_offload(const CumulativeCall& call, const ScanPlan& plan, int device) {
-  if (!plan.offload())
-    throw Error(Errc::invalid_schedule, call.op_name(), plan.to_schedule().to_string(),
-                "internal: not an offload schedule");
   // The host fallback scans every line serially whatever the strategy: the rows region's host
   // body (the others' device-only regions then never run on the host).
-  if (device == omp_get_initial_device() || plan.kind == ScanPlan::Kind::offload_rows)
+  if (device == omp_get_initial_device() || plan.kind == ScanPlan::Kind::rows)
     offload::scan::launch_rows(call, plan, device);
-  else if (plan.kind == ScanPlan::Kind::offload_columns)
+  else if (plan.kind == ScanPlan::Kind::columns)
     offload::scan::launch_columns(call, plan, device);
   else
     offload::scan::launch_chained(call, plan, device);

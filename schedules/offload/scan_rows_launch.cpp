@@ -26,7 +26,7 @@ void rows(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const S
   a.items = plan.items;
   a.ahead = plan.ahead;
   const std::size_t shared = sizeof(TileShared<AccOf<T>>);
-  const int threads = std::min(plan.threads, rows_max_team_threads);
+  const int threads = std::min(plan.team_threads, rows_max_team_threads);
 #pragma omp target teams num_teams(plan.teams) thread_limit(threads) device(dev) firstprivate(a) \
     ompx_dyn_cgroup_mem(shared) ompx_attribute(__attribute__((launch_bounds(rows_max_team_threads))))
 #pragma omp parallel
@@ -41,25 +41,23 @@ void rows(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const S
 
 }  // namespace
 
-void launch_rows(const CumulativeCall& call, const ScanPlan& plan, int device) {
-  const ScanLayout s = make_scan_layout(call);
-  visit_kernel(call, [&](const auto* x, auto* y, auto op) {
-    rows<decltype(op)>(device, s, x, y, call.options.exclusive, plan);
-  });
-}
-
 ScanPlan rows_defaults(const CumulativeCall& call) {
   const ScanLayout s = make_scan_layout(call);
-  ScanPlan plan;
-  plan.kind = ScanPlan::Kind::offload_rows;
+  ScanPlan plan{.kind = ScanPlan::Kind::rows};
   plan.items = int(offload_rows_max_item_bytes / element_bytes(call));
   plan.ahead = rows_default_ahead;
   // Short lines: fewer threads, so that a tile is not mostly idle lanes.
-  plan.threads = int(std::clamp<std::int64_t>(
+  plan.team_threads = int(std::clamp<std::int64_t>(
       std::int64_t(std::bit_ceil(std::uint64_t((s.length + plan.items - 1) / plan.items))), 32,
       element_bytes(call) == 2 ? rows_default_threads_2byte : rows_default_threads));
   plan.teams = int(std::clamp<std::int64_t>(s.lines(), 1, rows_default_teams_cap));
   return plan;
+}
+
+void launch_rows(const CumulativeCall& call, const ScanPlan& plan, int device) {
+  visit_kernel(call, [&](const ScanLayout& s, const auto* x, auto* y, auto op) {
+    rows<decltype(op)>(device, s, x, y, call.options.exclusive, plan);
+  });
 }
 
 }  // namespace hk::detail::offload::scan

@@ -14,4 +14,7 @@ Availability offload_available();
 /// their shape-derived defaults.
 std::vector<SpaceAxis> offload_team_space();
 
+/// An offload record's `space`: the team sizes, whatever the call.
+template <class Call> SearchSpace offload_space(const Call&) { return offload_team_space(); }
+
 }  // namespace hk::detail

@@ -3,8 +3,6 @@
 
 namespace hk::detail {
 
-QmmPlan OffloadQmmPlan::launch() const { return {QmmPlan::Kind::offload, team_threads, teams}; }
-
 const QmmStrategy& qmm_offload() {
   static const QmmStrategy record = offload_qmm_record<OffloadQmmPlan, 256>(
       "qmm.offload",

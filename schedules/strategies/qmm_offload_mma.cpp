@@ -3,8 +3,6 @@
 
 namespace hk::detail {
 
-QmmPlan OffloadMmaQmmPlan::launch() const { return {QmmPlan::Kind::offload_mma, team_threads, teams}; }
-
 const QmmStrategy& qmm_offload_mma() {
   static const QmmStrategy record = offload_qmm_record<OffloadMmaQmmPlan, 128>(
       "qmm.offload_mma",

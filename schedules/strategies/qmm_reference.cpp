@@ -4,16 +4,8 @@
 namespace hk::detail {
 
 const QmmStrategy& qmm_reference() {
-  static const QmmStrategy record{
-      .name = "reference",
-      .meaning = "the specification executed one output at a time, 64-bit accumulation",
-      .params = {},
-      .plan = [](const QmmProblem&, const BoundParams&) -> QmmStrategyPlan { return ReferenceQmmPlan{}; },
-      .run = [](const QmmProblem& problem, const QmmStrategyPlan&) { run_qmm_reference(problem); },
-      .schedule = [](const QmmStrategyPlan&) { return Schedule("reference"); },
-      .space = [](const QmmProblem&) -> SearchSpace { return std::nullopt; },
-      .available = [] { return Availability{}; },
-  };
+  static const QmmStrategy record = reference_record<QmmProblem, QmmStrategyPlan, run_qmm_reference>(
+      "the specification executed one output at a time, 64-bit accumulation");
   return record;
 }
 

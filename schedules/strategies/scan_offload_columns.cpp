@@ -1,52 +1,50 @@
 // scan.offload_columns: GPU scans with the scanned axis outside the contiguous one.
 #include "hetkern/error.hpp"
-#include "schedules/scan_offload.hpp"
-#include "schedules/scan_strategies.hpp"
-#include "schedules/strategies/offload_common.hpp"
 #include "schedules/strategies/scan_host_common.hpp"
 #include "schedules/strategies/scan_offload_common.hpp"
 
 namespace hk::detail {
 
 ScanPlan OffloadColumnsScanPlan::launch() const {
-  ScanPlan l;
-  l.kind = ScanPlan::Kind::offload_columns;
-  l.teams = teams, l.threads = team_threads, l.chunks = chunks, l.items = items, l.width = width;
-  return l;
+  return {.kind = ScanPlan::Kind::columns, .teams = teams, .team_threads = team_threads, .items = items,
+          .chunks = chunks, .width = width};
+}
+
+Schedule OffloadColumnsScanPlan::schedule() const {
+  return Schedule("scan.offload_columns").set("teams", teams).set("threads", team_threads)
+      .set("chunks", chunks).set("items", items).set("width", width);
 }
 
 const ScanStrategy& scan_offload_columns() {
-  static const ScanStrategy record{
-      .name = "scan.offload_columns",
-      .meaning =
-          "GPU (OpenMP target), for the scanned axis outside the contiguous one. chunks = 1: each "
-          "team takes width neighbouring lines (16-byte vectors of adjacent lines where aligned) "
-          "and walks the whole axis in tiles of items rows per thread, its warps and their lanes "
-          "splitting a tile's rows among them: each lane folds its rows in registers, the folds are "
-          "scanned with shuffles within a warp and through team memory across warps (one barrier "
-          "per tile), each lane rescans its rows from its carry; the next tile's rows are loaded "
-          "before the current one is combined. chunks > 1: one thread per line and axis "
-          "chunk, consecutive threads on neighbouring lines, 32 loads in flight each: the chunks' "
-          "folds, the carries, then each chunk rescanned from its carry",
-      .params = {{"teams", 1, std::int64_t(1) << 20,
-                  "OpenMP teams (default: a team per width lines; chunks > 1: a thread per line and "
-                  "chunk)"},
-                 {"threads", 32, offload_max_threads,
-                  "threads per team (default 256; chunks = 1: a team gets at most 256; chunks > 1: fewer "
-                  "when 256 leaves under 264 teams)"},
-                 {"chunks", 1, std::int64_t(1) << 20,
-                  "chunks of the scanned axis (default: 1 when there are at least 16384 lines, else "
-                  "enough for about 2^18 threads, each chunk at least 64 long)"},
-                 {"items", 1, offload_column_max_items,
-                  "chunks = 1: consecutive rows of the axis per thread in a tile (default and most: 16 "
-                  "for 2-byte types, 8 for wider ones)"},
-                 {"width", 1, offload_column_max_width,
-                  "chunks = 1: neighbouring lines per team, at most 32 vectors or single lines (default: "
-                  "512 bytes of them, 256 for 2-byte types: 128 lines of 4-byte types or of float16)"}},
-      .plan = [](const CumulativeCall& call, const BoundParams& p) -> ScanStrategyPlan {
-        check_offload_scan_type(call, p.schedule().to_string());
-        const ScanPlan d = offload_scan_defaults(call, ScanPlan::Kind::offload_columns);
-        const OffloadColumnsScanPlan plan{int(p.get("teams", d.teams)), int(p.get("threads", d.threads)),
+  static const ScanStrategy record = offload_scan_record<OffloadColumnsScanPlan>(
+      "scan.offload_columns",
+      "GPU (OpenMP target), for the scanned axis outside the contiguous one. chunks = 1: each "
+      "team takes width neighbouring lines (16-byte vectors of adjacent lines where aligned) "
+      "and walks the whole axis in tiles of items rows per thread, its warps and their lanes "
+      "splitting a tile's rows among them: each lane folds its rows in registers, the folds are "
+      "scanned with shuffles within a warp and through team memory across warps (one barrier "
+      "per tile), each lane rescans its rows from its carry; the next tile's rows are loaded "
+      "before the current one is combined. chunks > 1: one thread per line and axis "
+      "chunk, consecutive threads on neighbouring lines, 32 loads in flight each: the chunks' "
+      "folds, the carries, then each chunk rescanned from its carry",
+      {{"teams", 1, std::int64_t(1) << 20,
+        "OpenMP teams (default: a team per width lines; chunks > 1: a thread per line and "
+        "chunk)"},
+       {"threads", 32, offload_max_threads,
+        "threads per team (default 256; chunks = 1: a team gets at most 256; chunks > 1: fewer "
+        "when 256 leaves under 264 teams)"},
+       {"chunks", 1, std::int64_t(1) << 20,
+        "chunks of the scanned axis (default: 1 when there are at least 16384 lines, else "
+        "enough for about 2^18 threads, each chunk at least 64 long)"},
+       {"items", 1, offload_column_max_items,
+        "chunks = 1: consecutive rows of the axis per thread in a tile (default and most: 16 "
+        "for 2-byte types, 8 for wider ones)"},
+       {"width", 1, offload_column_max_width,
+        "chunks = 1: neighbouring lines per team, at most 32 vectors or single lines (default: "
+        "512 bytes of them, 256 for 2-byte types: 128 lines of 4-byte types or of float16)"}},
+      [](const CumulativeCall& call, const BoundParams& p) -> ScanStrategyPlan {
+        const ScanPlan d = checked_offload_defaults(call, p, ScanPlan::Kind::columns);
+        const OffloadColumnsScanPlan plan{int(p.get("teams", d.teams)), int(p.get("threads", d.team_threads)),
                                           p.get("chunks", d.chunks), int(p.get("items", d.items)),
                                           int(p.get("width", d.width))};
         // A thread's rows must fit the registers the tile kernels give it.
@@ -57,18 +55,7 @@ const ScanStrategy& scan_offload_columns() {
                           " rows of " + std::to_string(scan_element_bytes(call)) +
                           "-byte elements a thread holds in registers");
         return plan;
-      },
-      .run = [](const CumulativeCall& call, const ScanStrategyPlan& plan) {
-        run_scan_offload_host(call, std::get<OffloadColumnsScanPlan>(plan).launch());
-      },
-      .schedule = [](const ScanStrategyPlan& plan) {
-        const auto& c = std::get<OffloadColumnsScanPlan>(plan);
-        return Schedule("scan.offload_columns").set("teams", c.teams).set("threads", c.team_threads)
-            .set("chunks", c.chunks).set("items", c.items).set("width", c.width);
-      },
-      .space = [](const CumulativeCall&) -> SearchSpace { return offload_team_space(); },
-      .available = offload_available,
-  };
+      });
   return record;
 }
 

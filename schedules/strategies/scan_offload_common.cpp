@@ -16,13 +16,19 @@ void check_offload_scan_type(const CumulativeCall& call, const std::string& sche
                     std::string(name_of(t)) + "; a host strategy scans it");
 }
 
-void check_offload_item_bytes(const CumulativeCall& call, const BoundParams& params, int items,
+ScanPlan checked_offload_defaults(const CumulativeCall& call, const BoundParams& params, ScanPlan::Kind kind) {
+  check_offload_scan_type(call, params.schedule().to_string());
+  return offload_scan_defaults(call, kind);
+}
+
+int check_offload_item_bytes(const CumulativeCall& call, const BoundParams& params, int items,
                               std::int64_t max_bytes) {
   const std::int64_t element = scan_element_bytes(call);
   if (std::int64_t(items) * element > max_bytes)
     throw Error(Errc::invalid_schedule, call.op_name(), params.schedule().to_string(),
                 "items = " + std::to_string(items) + " elements of " + std::to_string(element) +
                     " bytes exceed the " + std::to_string(max_bytes) + " bytes a thread holds in registers");
+  return items;
 }
 
 }  // namespace hk::detail

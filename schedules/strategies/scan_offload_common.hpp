@@ -1,10 +1,16 @@
-// What the offload scan strategies check a call against: element types, register limits.
+// What the offload scan strategies share: the checks of a call (element types, register limits),
+// their defaults and their run().
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "algorithms/cumulative.hpp"
+#include "schedules/scan_offload.hpp"
+#include "schedules/scan_strategies.hpp"
+#include "schedules/strategies/offload_common.hpp"
 #include "schedules/strategy.hpp"
 
 namespace hk::detail {
@@ -13,9 +19,33 @@ namespace hk::detail {
 /// cannot take the call's element type (float64 and bfloat16 run on the host only).
 void check_offload_scan_type(const CumulativeCall& call, const std::string& schedule_text);
 
-/// Throws hk::Error(Errc::invalid_schedule) when `items` elements exceed the `max_bytes` a
-/// thread holds in registers.
-void check_offload_item_bytes(const CumulativeCall& call, const BoundParams& params, int items,
+/// The defaults of the offload strategy of `kind` for a call whose element type it takes
+/// (checked as check_offload_scan_type does, naming the schedule of `params`).
+ScanPlan checked_offload_defaults(const CumulativeCall& call, const BoundParams& params, ScanPlan::Kind kind);
+
+/// `items`, checked: throws hk::Error(Errc::invalid_schedule) when `items` elements exceed the
+/// `max_bytes` a thread holds in registers.
+int check_offload_item_bytes(const CumulativeCall& call, const BoundParams& params, int items,
                               std::int64_t max_bytes);
+
+/// The record of the offload strategy whose plan is `Plan` (its launch() and schedule()): the
+/// fields particular to it, and what every offload strategy shares (run on host tensors through
+/// run_scan_offload_host, the team-size space, available where there is a GPU).
+template <class Plan>
+ScanStrategy offload_scan_record(const char* name, const char* meaning, std::vector<ParamSpec> params,
+                                 ScanStrategyPlan (*plan)(const CumulativeCall&, const BoundParams&)) {
+  return {
+      .name = name,
+      .meaning = meaning,
+      .params = std::move(params),
+      .plan = plan,
+      .run = [](const CumulativeCall& call, const ScanStrategyPlan& p) {
+        run_scan_offload_host(call, std::get<Plan>(p).launch());
+      },
+      .schedule = [](const ScanStrategyPlan& p) { return std::get<Plan>(p).schedule(); },
+      .space = offload_space<CumulativeCall>,
+      .available = offload_available,
+  };
+}
 
 }  // namespace hk::detail

@@ -1,0 +1,45 @@
+// qmm.offload and qmm.offload_mma: the launches of the two product kernels (dp4a and tensor
+// cores) and their team shapes.
+#include <omp.h>
+
+#include "schedules/offload/qmm_dp4a_kernel.hpp"
+#include "schedules/offload/qmm_launch.hpp"
+#include "schedules/offload/qmm_mma_kernel.hpp"
+
+namespace hk::detail::offload::qmm {
+namespace {
+
+constexpr int default_dp4a_threads = 256, default_mma_threads = 128;
+// The launch bounds. dp4a: 512 caps ptxas at 128 registers, so that two 256-thread teams share an
+// SM, which beats one team with all the registers it wants. (A target region per kernel rather
+// than one template over the kernel: clang 19 crashes on a launch bound that depends on a template
+// parameter.)
+constexpr int dp4a_bound = 512, mma_bound = 256;
+
+template <bool Deep> void product_dp4a(const Kernel k, int device, int teams, int threads) {
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(device) firstprivate(k) \
+    ompx_dyn_cgroup_mem(dp4a_memory_bytes) ompx_attribute(__attribute__((launch_bounds(dp4a_bound))))
+#pragma omp parallel
+  product_team<false, Deep>(k);
+}
+
+template <bool Deep> void product_mma(const Kernel k, int device, int teams, int threads) {
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(device) firstprivate(k) \
+    ompx_dyn_cgroup_mem(mma_memory_bytes) ompx_attribute(__attribute__((launch_bounds(mma_bound))))
+#pragma omp parallel
+  product_team<true, Deep>(k);
+}
+
+}  // namespace
+
+void launch_dp4a(const Kernel& k, int device, int teams, int threads) {
+  const int team_threads = staged_team_threads(threads, default_dp4a_threads, dp4a_bound);
+  with_depth(k, [&](auto deep) { product_dp4a<decltype(deep)::value>(k, device, teams, team_threads); });
+}
+
+void launch_mma(const Kernel& k, int device, int teams, int threads) {
+  const int team_threads = staged_team_threads(threads, default_mma_threads, mma_bound);
+  with_depth(k, [&](auto deep) { product_mma<decltype(deep)::value>(k, device, teams, team_threads); });
+}
+
+}  // namespace hk::detail::offload::qmm
