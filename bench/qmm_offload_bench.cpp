@@ -26,6 +26,7 @@
 
 #include "algorithms/quantized_matmul.hpp"
 #include "hetkern/hetkern.hpp"
+#include "runtime/platform/nvptx_backend.hpp"
 #include "schedules/qmm_offload.hpp"
 
 namespace {
@@ -169,6 +170,9 @@ void run_shape(std::int64_t M, std::int64_t N, std::int64_t K, int reps, int dev
 }  // namespace
 
 int main(int argc, char** argv) {
+  // This program's own target regions run before any call opens the GPU plugin, which registers
+  // the backend for the library's.
+  hk::detail::register_nvptx_backend();
   int reps = 20;
   std::vector<std::int64_t> dims;
   bool usage = false, jsonl = false;

@@ -13,22 +13,13 @@
 
 #include "hetkern/error.hpp"
 #include "runtime/platform/device_memory.hpp"
+#include "runtime/platform/nvptx_backend.hpp"
 
 namespace hk {
 namespace {
 
-// Debian's LLVM 19 offload runtime JIT-compiles the kernels' IR for the GPU it finds, but does
-// not register the NVPTX backend first ("Unable to find target for this triple"). Register it
-// from the libLLVM the runtime loaded, before the first target region. Absent symbols (no GPU
-// plugin, another LLVM) leave nothing to do.
-struct RegisterNvptxBackend {
-  RegisterNvptxBackend() {
-    for (const char* name : {"LLVMInitializeNVPTXTargetInfo", "LLVMInitializeNVPTXTarget",
-                             "LLVMInitializeNVPTXTargetMC", "LLVMInitializeNVPTXAsmPrinter"})
-      if (void* f = dlsym(RTLD_DEFAULT, name)) reinterpret_cast<void (*)()>(f)();
-  }
-};
-const RegisterNvptxBackend register_nvptx_backend;
+// Before the first target region: the runtime JIT-compiles the kernels with LLVM's NVPTX backend.
+[[maybe_unused]] const bool nvptx_registered = (detail::register_nvptx_backend(), true);
 
 // The CUDA driver's scheduling flags of a context (cuda.h): how a host thread waits for the GPU.
 constexpr unsigned cu_ctx_sched_spin = 0x1, cu_ctx_sched_blocking_sync = 0x4, cu_ctx_sched_mask = 0x7;
