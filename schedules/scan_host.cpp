@@ -17,6 +17,11 @@
 namespace hk::detail {
 namespace {
 
+// How far ahead of its reads a contiguous line requests its input (RowMode::lookahead_bytes):
+// far enough to cover the memory's latency at the copy's bandwidth, near enough that the lines
+// arrive in L2 before they are evicted again (docs/performance.md).
+constexpr std::int64_t row_lookahead_bytes = 16 * 1024;
+
 template <class T, class Op> struct HostScan {
   using Acc = AccOf<T>;
 
@@ -34,7 +39,7 @@ template <class T, class Op> struct HostScan {
   // RowMode::prefetch.
   Acc line(const T* xl, T* yl, std::int64_t n, Acc carry, const T* ahead = nullptr) const {
     if (s.in_step == s.out_step && (s.in_step == 1 || s.in_step == -1))
-      return k.row(xl, yl, n, carry, {exclusive, s.in_step < 0, stream, ahead});
+      return k.row(xl, yl, n, carry, {exclusive, s.in_step < 0, stream, ahead, row_lookahead_bytes});
     for (std::int64_t q = 0; q < n; ++q) {
       const Acc t = widen(xl[q * s.in_step]);
       if (exclusive) {
