@@ -122,6 +122,14 @@ template <class T, class Op> struct HostScan {
     yo += j * s.out_strides[s.rank - 1];
   }
 
+  // The carry at the end of a group of blocked(), published by its thread. One cache line each:
+  // the thread waiting on one group's flag would otherwise steal the line from the thread
+  // publishing the next.
+  struct alignas(64) GroupEnd {
+    Acc carry{};
+    std::atomic<bool> published{false};
+  };
+
   // Units are the (line, block) pairs in order, dealt out in groups of `per` consecutive units
   // (as many as fill `cache_bytes`), group g to thread g % team. A thread folds its group, waits
   // for the carry at the end of group g - 1, publishes the carry at the end of its own, then
@@ -134,8 +142,7 @@ template <class T, class Op> struct HostScan {
     const std::int64_t per = std::clamp<std::int64_t>(
         cache_bytes / (block * std::int64_t(sizeof(T))), 1, units);
     const std::int64_t groups = (units + per - 1) / per;
-    std::vector<Acc> ends(std::size_t(groups), Acc{});
-    std::vector<std::atomic<bool>> published(static_cast<std::size_t>(groups));
+    std::vector<GroupEnd> ends(static_cast<std::size_t>(groups));
 #pragma omp parallel num_threads(threads)
     {
       const int team = omp_get_num_threads();
@@ -145,9 +152,9 @@ template <class T, class Op> struct HostScan {
         for (std::int64_t u = u0; u < u1; ++u) carries[std::size_t(u - u0)] = unit_fold(u, block, blocks);
         Acc running = line_start<Op, Acc>(exclusive);
         if (u0 % blocks != 0) {
-          while (!published[std::size_t(g - 1)].load(std::memory_order_acquire))
-            std::this_thread::yield();
-          running = ends[std::size_t(g - 1)];
+          const GroupEnd& before = ends[std::size_t(g - 1)];
+          while (!before.published.load(std::memory_order_acquire)) std::this_thread::yield();
+          running = before.carry;
         }
         for (std::int64_t u = u0; u < u1; ++u) {
           if (u % blocks == 0) running = line_start<Op, Acc>(exclusive);
@@ -155,8 +162,8 @@ template <class T, class Op> struct HostScan {
           carries[std::size_t(u - u0)] = running;
           running = Op::apply(running, total);
         }
-        ends[std::size_t(g)] = running;
-        published[std::size_t(g)].store(true, std::memory_order_release);
+        ends[std::size_t(g)].carry = running;
+        ends[std::size_t(g)].published.store(true, std::memory_order_release);
         for (std::int64_t u = u0; u < u1; ++u)
           unit_scan(u, block, blocks, carries[std::size_t(u - u0)], u + team * per);
       }
