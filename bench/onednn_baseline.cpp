@@ -48,6 +48,7 @@ struct OnednnMatmul::Impl {
   dnnl::matmul::primitive_desc pd;
   dnnl::matmul primitive;
   std::unordered_map<int, dnnl::memory> args;
+  dnnl::memory b_user;  // B as the caller holds it
 };
 
 OnednnMatmul::OnednnMatmul(const OnednnQmmProblem& p) {
@@ -58,16 +59,20 @@ OnednnMatmul::OnednnMatmul(const OnednnQmmProblem& p) {
     impl = std::make_unique<Impl>();
     const dnnl::memory::desc a_md({p.m, p.k}, onednn_type(p.a_type), tag::ab);
     const dnnl::memory::desc b_md({p.k, p.n}, onednn_type(p.b_type), tag::ab);
+    const dnnl::memory::desc b_kernel_md({p.k, p.n}, onednn_type(p.b_type), p.packed_weights ? tag::any : tag::ab);
     const dnnl::memory::desc out_md({p.m, p.n}, onednn_type(p.out_type), tag::ab);
     dnnl::primitive_attr attr;
     attr.set_output_scales(0, {p.multiplier});
     if (p.a_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {p.a_zero_point});
     if (p.b_zero_point != 0) attr.set_zero_points(DNNL_ARG_WEIGHTS, 0, {p.b_zero_point});
     if (p.out_zero_point != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {p.out_zero_point});
-    impl->pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, out_md), attr, impl->engine);
+    impl->pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_kernel_md, out_md), attr, impl->engine);
     impl->primitive = dnnl::matmul(impl->pd);
+    impl->b_user = dnnl::memory(b_md, impl->engine, const_cast<void*>(p.b));
+    const dnnl::memory weights =
+        p.packed_weights ? dnnl::memory(impl->pd.weights_desc(), impl->engine) : impl->b_user;
     impl->args = {{DNNL_ARG_SRC, dnnl::memory(a_md, impl->engine, const_cast<void*>(p.a))},
-                  {DNNL_ARG_WEIGHTS, dnnl::memory(b_md, impl->engine, const_cast<void*>(p.b))},
+                  {DNNL_ARG_WEIGHTS, weights},
                   {DNNL_ARG_DST, dnnl::memory(out_md, impl->engine, p.out)}};
   } catch (const dnnl::error& e) {
     if (!impl) {
@@ -86,6 +91,12 @@ OnednnMatmul::~OnednnMatmul() = default;
 
 std::string OnednnMatmul::implementation() const {
   return impl_ ? impl_->pd.impl_info_str() : std::string();
+}
+
+void OnednnMatmul::pack_weights() {
+  dnnl::memory& weights = impl_->args.at(DNNL_ARG_WEIGHTS);
+  dnnl::reorder(impl_->b_user, weights).execute(impl_->stream, impl_->b_user, weights);
+  impl_->stream.wait();
 }
 
 void OnednnMatmul::run() {

@@ -22,6 +22,9 @@ struct OnednnQmmProblem {
   void* out = nullptr;
   float multiplier = 1;  // float32(float32(a_scale * b_scale) / out_scale), as hetkern rounds it
   std::int32_t a_zero_point = 0, b_zero_point = 0, out_zero_point = 0;
+  /// B reordered once, by pack_weights(), into the layout oneDNN's kernel prefers (its answer to
+  /// hk::pack_b for constant weights); run() then reads only that copy.
+  bool packed_weights = false;
 };
 
 class OnednnMatmul {
@@ -37,6 +40,9 @@ class OnednnMatmul {
   const std::string& unavailable_reason() const noexcept { return reason_; }
   /// oneDNN's name of the implementation it chose, e.g. "brg:avx512_core_vnni".
   std::string implementation() const;
+  /// With packed_weights: reorders B, which must hold its values by now, into the kernel's
+  /// layout; once, before run(). Only when available().
+  void pack_weights();
   /// Computes the output; only when available().
   void run();
 

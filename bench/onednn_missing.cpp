@@ -12,6 +12,8 @@ OnednnMatmul::~OnednnMatmul() = default;
 
 std::string OnednnMatmul::implementation() const { return {}; }
 
+void OnednnMatmul::pack_weights() {}
+
 void OnednnMatmul::run() {}
 
 std::string cap_onednn_isa(Isa) { return {}; }

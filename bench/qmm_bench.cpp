@@ -77,6 +77,7 @@ OnednnQmmProblem onednn_problem(const QmmCase& c, const Buffer& a, const Buffer&
   p.multiplier = (q.a_scale * q.b_scale) / q.out_scale;
   p.a_zero_point = q.a_zero_point;
   p.out_zero_point = q.out_zero_point;
+  p.packed_weights = c.packed_b;
   return p;
 }
 
@@ -112,6 +113,12 @@ QmmWorkload::QmmWorkload(const QmmCase& c)
   if (q_.out_zero_point)
     args_.output_zero_point = ConstTensor{TensorDesc(c.out_type, {1}), &q_.out_zero_point};
   out_tensor_ = {TensorDesc(c.out_type, {c.m, c.n}), out_.data()};
+  if (c.packed_b) {
+    packed_b_ = pack_b(args_.b);
+    args_.b = {};
+    args_.packed_b = &packed_b_;
+    if (onednn_.available()) onednn_.pack_weights();
+  }
   schedule_text_ = c.schedule.empty() ? default_schedule(args_, out_tensor_).to_string()
                                       : c.schedule.to_string();
 }
@@ -139,6 +146,7 @@ Record bench_qmm(const QmmCase& c, const TimingOptions& timing) {
   r.set("dtype", std::string(name_of(c.a_type)) + "," + std::string(name_of(c.b_type)) + "," +
                      std::string(name_of(c.out_type)));
   r.set("b_range", std::vector<std::int64_t>{w.b_range().first, w.b_range().second});
+  r.set("packed_b", c.packed_b);
   r.set("a_scale", double(q.a_scale));
   r.set("a_zero_point", int(q.a_zero_point));
   r.set("b_scale", double(q.b_scale));

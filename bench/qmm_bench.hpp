@@ -21,6 +21,9 @@ struct QmmCase {
   std::optional<std::pair<int, int>> b_range;  // B's values, inclusive; default: its type's range
   Schedule schedule;                           // empty: the library's choice
   int threads = 0;                             // 0: every CPU of the affinity mask
+  /// Constant weights: B packed once by hk::pack_b before timing, and oneDNN's B reordered once
+  /// into its preferred layout; only the products are timed.
+  bool packed_b = false;
 };
 
 /// Per-tensor quantization parameters; zero points are 0 or 128, stored in one byte of the
@@ -66,6 +69,7 @@ class QmmWorkload {
   Buffer a_, b_, out_, onednn_out_;
   QmmQuantization q_;
   QuantizedMatMulArgs args_;
+  PackedB packed_b_;
   Tensor out_tensor_;
   std::string schedule_text_;
   std::string onednn_isa_;

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <thread>
 #include <vector>
 
 #include "algorithms/scan_types.hpp"
@@ -16,6 +15,18 @@
 
 namespace hk::detail {
 namespace {
+
+// How far ahead of its reads a contiguous line requests its input (RowMode::lookahead_bytes):
+// far enough to cover the memory's latency at the copy's bandwidth, near enough that the lines
+// arrive in L2 before they are evicted again (docs/performance.md).
+constexpr std::int64_t row_lookahead_bytes = 16 * 1024;
+
+// Polls of a group's state before a thread stops waiting and folds the group itself: long
+// enough for a running owner to fold a block from memory, short against the time slice for which
+// a loaded machine parks a thread.
+constexpr int polls_before_folding = 1 << 12;
+
+enum GroupState : int { nothing_published = 0, aggregate_published = 1, inclusive_published = 2 };
 
 template <class T, class Op> struct HostScan {
   using Acc = AccOf<T>;
@@ -34,7 +45,7 @@ template <class T, class Op> struct HostScan {
   // RowMode::prefetch.
   Acc line(const T* xl, T* yl, std::int64_t n, Acc carry, const T* ahead = nullptr) const {
     if (s.in_step == s.out_step && (s.in_step == 1 || s.in_step == -1))
-      return k.row(xl, yl, n, carry, {exclusive, s.in_step < 0, stream, ahead});
+      return k.row(xl, yl, n, carry, {exclusive, s.in_step < 0, stream, ahead, row_lookahead_bytes});
     for (std::int64_t q = 0; q < n; ++q) {
       const Acc t = widen(xl[q * s.in_step]);
       if (exclusive) {
@@ -117,32 +128,106 @@ template <class T, class Op> struct HostScan {
     yo += j * s.out_strides[s.rank - 1];
   }
 
-  // Units are the (line, block) pairs in order, dealt out in groups of `per` consecutive units
-  // (as many as fill `cache_bytes`), group g to thread g % team. A thread folds its group, waits
-  // for the carry at the end of group g - 1, publishes the carry at the end of its own, then
-  // rescans the group while it is still in its cache. No barrier: the threads drift apart, so
-  // one reads memory while another writes. The rescan, bound by its arithmetic, also pulls the
-  // thread's next group into L2, so that reading it overlaps the rescan and its fold runs from L2.
+  // What blocked() publishes about a group, on a cache line of its own: the thread polling one
+  // group would otherwise steal the line from the thread publishing the next.
+  struct alignas(64) GroupEnd {
+    Acc aggregate{};  // what the group adds to the carry it receives
+    Acc inclusive{};  // the carry at its end
+    std::atomic<int> state{nothing_published};
+  };
+
+  // The fold of a group's unit totals: its end carry when a line starts in it (`independent`),
+  // else what it adds to the carry it receives.
+  struct GroupSummary {
+    Acc value;
+    bool independent;
+  };
+
+  GroupSummary summary(const Acc* totals, std::int64_t u0, std::int64_t u1, std::int64_t blocks) const {
+    GroupSummary r{inclusive_start<Op, Acc>(), false};
+    for (std::int64_t u = u0; u < u1; ++u) {
+      if (u % blocks == 0) r = {line_start<Op, Acc>(exclusive), true};
+      r.value = Op::apply(r.value, totals[u - u0]);
+    }
+    return r;
+  }
+
+  // The carry at the end of group g - 1, from the published states of the groups before it
+  // (decoupled look-back): the nearest inclusive carry, then the aggregates after it in order,
+  // so the result does not depend on who published what. A group whose owner publishes nothing
+  // for a while (parked by a loaded machine) is folded here, with the owner's arithmetic.
+  Acc look_back(std::vector<GroupEnd>& ends, std::int64_t g, std::int64_t per, std::int64_t units,
+                std::int64_t block, std::int64_t blocks, std::vector<Acc>& totals,
+                std::vector<Acc>& pending) const {
+    pending.clear();
+    Acc base{};
+    for (std::int64_t h = g - 1;; --h) {
+      const GroupEnd& e = ends[std::size_t(h)];
+      int state = e.state.load(std::memory_order_acquire);
+      for (int polls = 0; state == nothing_published && polls < polls_before_folding; ++polls) {
+#if defined(__x86_64__)
+        __builtin_ia32_pause();
+#endif
+        state = e.state.load(std::memory_order_acquire);
+      }
+      if (state == inclusive_published) {
+        base = e.inclusive;
+        break;
+      }
+      if (state == aggregate_published) {
+        pending.push_back(e.aggregate);
+        continue;
+      }
+      const std::int64_t u0 = h * per, u1 = std::min(u0 + per, units);
+      for (std::int64_t u = u0; u < u1; ++u) totals[std::size_t(u - u0)] = unit_fold(u, block, blocks);
+      const GroupSummary folded = summary(totals.data(), u0, u1, blocks);
+      if (folded.independent) {
+        base = folded.value;
+        break;
+      }
+      pending.push_back(folded.value);
+    }
+    for (auto a = pending.rbegin(); a != pending.rend(); ++a) base = Op::apply(base, *a);
+    return base;
+  }
+
+  // Units are the (line, block) pairs in order, in groups of `per` consecutive units (as many as
+  // fill `cache_bytes`) that the threads claim in order. A thread folds its group, publishes its
+  // aggregate, looks back for the carry it receives, publishes its end carry, then rescans the
+  // group while it is still in its cache. No barrier, and no thread waits for another to be
+  // scheduled: the threads drift apart, so one reads memory while another writes. The rescan,
+  // bound by its arithmetic, also pulls the thread's likely next group into L2, so that reading
+  // it overlaps the rescan and its fold runs from L2.
   void blocked(std::int64_t block, int threads, std::int64_t cache_bytes) const {
     const std::int64_t blocks = (s.length + block - 1) / block;
     const std::int64_t units = s.lines() * blocks;
     const std::int64_t per = std::clamp<std::int64_t>(
         cache_bytes / (block * std::int64_t(sizeof(T))), 1, units);
     const std::int64_t groups = (units + per - 1) / per;
-    std::vector<Acc> ends(std::size_t(groups), Acc{});
-    std::vector<std::atomic<bool>> published(static_cast<std::size_t>(groups));
+    std::vector<GroupEnd> ends(static_cast<std::size_t>(groups));
+    std::atomic<std::int64_t> next_group{0};
 #pragma omp parallel num_threads(threads)
     {
       const int team = omp_get_num_threads();
-      std::vector<Acc> carries(static_cast<std::size_t>(per));
-      for (std::int64_t g = omp_get_thread_num(); g < groups; g += team) {
+      std::vector<Acc> carries(static_cast<std::size_t>(per)), totals(static_cast<std::size_t>(per));
+      std::vector<Acc> pending;
+      for (std::int64_t g = next_group.fetch_add(1); g < groups; g = next_group.fetch_add(1)) {
         const std::int64_t u0 = g * per, u1 = std::min(u0 + per, units);
         for (std::int64_t u = u0; u < u1; ++u) carries[std::size_t(u - u0)] = unit_fold(u, block, blocks);
+        GroupEnd& end = ends[std::size_t(g)];
+        const GroupSummary own = summary(carries.data(), u0, u1, blocks);
+        if (own.independent) {
+          end.inclusive = own.value;
+          end.state.store(inclusive_published, std::memory_order_release);
+        } else {
+          end.aggregate = own.value;
+          end.state.store(aggregate_published, std::memory_order_release);
+        }
         Acc running = line_start<Op, Acc>(exclusive);
-        if (u0 % blocks != 0) {
-          while (!published[std::size_t(g - 1)].load(std::memory_order_acquire))
-            std::this_thread::yield();
-          running = ends[std::size_t(g - 1)];
+        if (u0 % blocks != 0) running = look_back(ends, g, per, units, block, blocks, totals, pending);
+        if (!own.independent) {
+          end.inclusive = Op::apply(running, own.value);
+          end.state.store(inclusive_published, std::memory_order_release);
         }
         for (std::int64_t u = u0; u < u1; ++u) {
           if (u % blocks == 0) running = line_start<Op, Acc>(exclusive);
@@ -150,8 +235,6 @@ template <class T, class Op> struct HostScan {
           carries[std::size_t(u - u0)] = running;
           running = Op::apply(running, total);
         }
-        ends[std::size_t(g)] = running;
-        published[std::size_t(g)].store(true, std::memory_order_release);
         for (std::int64_t u = u0; u < u1; ++u)
           unit_scan(u, block, blocks, carries[std::size_t(u - u0)], u + team * per);
       }

@@ -34,6 +34,10 @@ struct RowMode {
   /// When set: as many bytes from here as the row reads are pulled towards L2 while the row
   /// computes, so that a scan bound by its arithmetic overlaps the memory reads of the next block.
   const void* prefetch = nullptr;
+  /// When no `prefetch` is given: the row requests the elements this many bytes ahead of those it
+  /// reads, in traversal order. Out of order execution alone keeps too few reads in flight behind
+  /// the scan's arithmetic to reach the copy's bandwidth; 0 leaves it to the hardware prefetcher.
+  std::int64_t lookahead_bytes = 0;
 };
 
 template <class T, class Op> struct ScanKernels {

@@ -18,7 +18,7 @@ COMMON_FIELDS = ["op", "shape", "dtype", "schedule", "threads", "isa", "median_n
                  "q3_ns", "max_ns", "repetitions", "time_vs_baseline"]
 SCAN_FIELDS = COMMON_FIELDS + ["axis", "direction", "exclusive", "bytes", "gbps", "copy_method",
                                "copy_median_ns", "copy_min_ns", "copy_max_ns", "copy_gbps"]
-QMM_FIELDS = COMMON_FIELDS + ["b_range", "a_scale", "a_zero_point", "b_scale", "b_zero_point", "out_scale",
+QMM_FIELDS = COMMON_FIELDS + ["b_range", "packed_b", "a_scale", "a_zero_point", "b_scale", "b_zero_point", "out_scale",
                               "out_zero_point", "ops", "gops", "onednn_median_ns", "onednn_min_ns",
                               "onednn_max_ns", "onednn_gops", "onednn_mismatches", "onednn_reason",
                               "onednn_isa", "onednn_impl", "onednn_version"]
@@ -102,6 +102,7 @@ class Bench(unittest.TestCase):
         self.assertEqual((r["op"], r["shape"], r["dtype"], r["b_range"]),
                          ("qlinear-matmul", [33, 70, 200], "uint8,int8,uint8", [-64, 63]))
         self.assertEqual(r["ops"], 2 * 33 * 70 * 200)
+        self.assertIs(r["packed_b"], False)
         self.assertAlmostEqual(r["gops"], r["ops"] / r["median_ns"])
         if r["onednn_version"] is None:  # a build without libdnnl-dev
             self.assertIn("oneDNN", r["onednn_reason"])
@@ -111,6 +112,17 @@ class Bench(unittest.TestCase):
         self.assert_timing(r, "onednn_")
         self.assertEqual(r["onednn_mismatches"], 0)
         self.assertAlmostEqual(r["time_vs_baseline"], r["median_ns"] / r["onednn_median_ns"])
+
+    def test_constant_weights_packed_once_on_both_sides(self):
+        # oneDNN's reordered B must give the same outputs as hetkern's pack_b: both exact in range.
+        for types in ["u8,s8,u8", "s8,s8,s8"]:
+            r = self.record("qlinear-matmul", "--shape", "33,70,200", "--types", types, "--b-range", "-64,63",
+                            "--packed-b")
+            self.assert_common(r, QMM_FIELDS)
+            self.assertIs(r["packed_b"], True)
+            if r["onednn_version"] is not None:
+                self.assertEqual(r["onednn_mismatches"], 0)
+                self.assertAlmostEqual(r["time_vs_baseline"], r["median_ns"] / r["onednn_median_ns"])
 
     def test_case_onednn_cannot_run_is_null_with_a_reason(self):
         r = self.record("qlinear-matmul", "--shape", "8,8,8", "--types", "s8,u8,s8")

@@ -195,6 +195,46 @@ TEST(ScanKernels, SidewaysLinesMatchTheReferenceBitForBit) {
   }
 }
 
+// More threads than cores and small blocks: owners are parked mid-group, so threads look back
+// over many published aggregates and fold groups whose owners published nothing yet. Several
+// lines per group (block 24 of lines of 100), groups that start mid-line, both directions, in
+// place too; every run must equal the first bit for bit and the exact prefix to the spec's bound.
+TEST(ScanKernels, BlockedLookBackUnderOversubscription) {
+  std::mt19937_64 rng(7);
+  const std::vector<Schedule> schedules = {Schedule::parse("scan.blocked(block=24, threads=9)"),
+                                           Schedule::parse("scan.blocked(block=4096, threads=7)")};
+  for (Isa isa : hk::test::runnable_isas()) {
+    const hk::test::IsaCap cap(isa);
+    for (int variant = 0; variant < 4; ++variant) {
+      const CumulativeOptions o{1, variant & 1 ? Direction::decreasing : Direction::increasing,
+                                (variant & 2) != 0};
+      SCOPED_TRACE(std::string(name_of(isa)) + " variant " + std::to_string(variant));
+      const CumulativeOptions line{0, o.direction, o.exclusive};
+      check_line<float>(false, 100003, line, 1, 2, schedules, rng);
+      check_line<std::int32_t>(false, 100003, line, 3, 0, schedules, rng);
+      const TensorDesc d(DataType::float32, {300, 100});
+      std::vector<float> x(300 * 100);
+      for (auto& v : x) v = random_value<float>(rng, false);
+      for (const auto& s : schedules) {
+        std::vector<float> first(x.size()), again(x.size());
+        cumulative_sum({d, x.data()}, {d, first.data()}, o, s);
+        std::vector<float> expected(x.size());
+        cumulative_sum({d, x.data()}, {d, expected.data()}, o, Schedule("reference"));
+        for (std::size_t i = 0; i < x.size(); ++i)
+          ASSERT_LE(std::fabs(double(first[i]) - double(expected[i])), 1e-5 * (1 + std::fabs(double(expected[i]))))
+              << label(s) << " element " << i;
+        for (int run = 0; run < 5; ++run) {
+          cumulative_sum({d, x.data()}, {d, again.data()}, o, s);
+          ASSERT_EQ(std::memcmp(first.data(), again.data(), x.size() * sizeof(float)), 0) << label(s) << " run " << run;
+        }
+        again = x;
+        cumulative_sum({d, again.data()}, {d, again.data()}, o, s);
+        ASSERT_EQ(std::memcmp(first.data(), again.data(), x.size() * sizeof(float)), 0) << label(s) << " in place";
+      }
+    }
+  }
+}
+
 std::vector<Schedule> every_schedule_streaming_too() {
   auto out = hk::test::all_scan_schedules();
   for (const auto& s : line_schedules()) out.push_back(s);

@@ -25,6 +25,7 @@ struct CommonArgs {
 
 struct QmmBenchArgs : ProblemArgs {
   std::vector<int> b_range;
+  bool packed_b = false;
 };
 
 void add_common_options(CLI::App& cmd, CommonArgs& args, const char* schedule_example) {
@@ -150,6 +151,9 @@ void add_qmm_bench(CLI::App& bench) {
   add_problem_options(*cmd, *args, false);
   cmd->add_option("--b-range", args->b_range, "LO,HI: B's values (default: its type's full range)")
       ->delimiter(',');
+  cmd->add_flag("--packed-b", args->packed_b,
+                 "constant weights: B packed once by hk::pack_b and oneDNN's B reordered once into "
+                 "its own layout, before timing");
   add_common_options(*cmd, *common, "qmm.parallel(threads=2)");
   cmd->callback([common, args] {
     apply_isa_cap(*common);
@@ -166,6 +170,7 @@ void add_qmm_bench(CLI::App& bench) {
     if (!args->b_range.empty()) c.b_range = std::pair(args->b_range[0], args->b_range[1]);
     if (!common->schedule.empty()) c.schedule = Schedule::parse(common->schedule);
     c.threads = common->threads;
+    c.packed_b = args->packed_b;
     print(*common, bench::bench_qmm(c, common->timing));
   });
 }

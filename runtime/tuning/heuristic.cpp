@@ -34,7 +34,7 @@ ScanStrategyPlan default_scan_plan(const CumulativeCall& call, [[maybe_unused]] 
   const ScanLayout s = make_scan_layout(call);
   const std::int64_t elements = s.lines() * s.length;
   if (threads <= 1 || elements < scan_parallel_min_elements)
-    return plan_scan(call, Schedule("scan.tiled").set("stream", 0));
+    return plan_scan(call, Schedule("scan.tiled"));
   const std::int64_t default_tile = std::get<TiledScanPlan>(plan_scan(call, Schedule("scan.tiled"))).tile;
   const std::int64_t wanted = scan_lines_per_thread * std::int64_t(threads);
   if (s.lines_are_rows()) {

@@ -31,10 +31,10 @@ const ScanStrategy& scan_blocked() {
   static const ScanStrategy record{
       .name = "scan.blocked",
       .meaning =
-          "the lines cut into blocks handed out in rounds, one block per thread: each thread folds "
-          "its block, a barrier, carries from the block totals, then each thread rescans its block "
-          "from its carry while it is still in cache; memory sees one read and one write; for few "
-          "long lines",
+          "the lines cut into blocks that the threads claim in order: each thread folds its block, "
+          "publishes the total, takes its carry from the totals published before it (folding a "
+          "block itself when its owner is slow to publish), then rescans its block from that carry "
+          "while it is still in cache; memory sees one read and one write; for few long lines",
       .params = {{"block", 16, std::int64_t(1) << 40,
                   "elements per block (default: a quarter of the L2, at most 256 KiB, of elements, so a "
                   "block stays in L2 between its two passes)"},
