@@ -383,15 +383,22 @@ class Options(unittest.TestCase):
             self.assertIn("--sweep", result.stderr)
             self.assertFalse(os.path.exists(os.path.join(tmp, "x")))
 
+    @staticmethod
+    def start_long_sweep(tmp, min_time):
+        """A sweep of 40 small cases into tmp/result, running in the background; returns it and
+        its output folder."""
+        spec = os.path.join(tmp, "cases.txt")
+        with open(spec, "w") as f:
+            f.write("cumsum 4096 float32 axis=0\n" * 40)
+        out = os.path.join(tmp, "result")
+        proc = subprocess.Popen([HETKERN, "bench", "--sweep", spec, "--out", out, "--threads", "1",
+                                 "--min-time", min_time, "--no-peers"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        return proc, out
+
     def test_interrupt_keeps_what_finished(self):
         with tempfile.TemporaryDirectory() as tmp:
-            spec = os.path.join(tmp, "cases.txt")
-            with open(spec, "w") as f:
-                f.write("cumsum 4096 float32 axis=0\n" * 40)
-            out = os.path.join(tmp, "result")
-            proc = subprocess.Popen([HETKERN, "bench", "--sweep", spec, "--out", out, "--threads", "1",
-                                     "--min-time", "0.05", "--no-peers"],
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            proc, out = self.start_long_sweep(tmp, "0.05")
             seen = ""
             while "[3/" not in seen:
                 line = proc.stderr.readline()
@@ -414,13 +421,7 @@ class Options(unittest.TestCase):
         """The first Ctrl-C lets the measurement under way finish (a second of it here); a second
         one ends the process before that, by the signal, with no results written."""
         with tempfile.TemporaryDirectory() as tmp:
-            spec = os.path.join(tmp, "cases.txt")
-            with open(spec, "w") as f:
-                f.write("cumsum 4096 float32 axis=0\n" * 40)
-            out = os.path.join(tmp, "result")
-            proc = subprocess.Popen([HETKERN, "bench", "--sweep", spec, "--out", out, "--threads", "1",
-                                     "--min-time", "3", "--no-peers"],
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            proc, out = self.start_long_sweep(tmp, "3")
             self.assertIn("[1/", proc.stderr.readline())
             proc.send_signal(signal.SIGINT)
             time.sleep(0.3)
