@@ -15,33 +15,17 @@
 #include "hetkern/device.hpp"
 #include "hetkern/hetkern.hpp"
 #include "runtime/tuning/dispatch.hpp"
+#include "tuning_test_util.hpp"
 
 namespace {
 
 using namespace hk;
 namespace fs = std::filesystem;
 
-// A fresh database path per test, dispatch logged, the environment restored afterwards.
-class DeviceDispatch : public ::testing::Test {
+// A fresh database per test, dispatch logged.
+class DeviceDispatch : public hk::test::FreshTuningDb {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("hetkern-device-dispatch-" + std::to_string(getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    path_ = (dir_ / "tuning.sqlite").string();
-    setenv("HETKERN_TUNING_DB", path_.c_str(), 1);
-    setenv("HETKERN_LOG", "dispatch", 1);
-    unsetenv("HETKERN_SCHEDULE");
-    reset_dispatch();
-  }
-  void TearDown() override {
-    unsetenv("HETKERN_TUNING_DB");
-    unsetenv("HETKERN_LOG");
-    unsetenv("HETKERN_SCHEDULE");
-    reset_dispatch();
-    fs::remove_all(dir_);
-  }
+  DeviceDispatch() : FreshTuningDb("dispatch") {}
 
   void put(TuningRecord key, const std::string& schedule) {
     key.schedule = schedule;
@@ -50,9 +34,6 @@ class DeviceDispatch : public ::testing::Test {
     TuningDb(path_, true).put(key);
     reset_dispatch();
   }
-
-  fs::path dir_;
-  std::string path_;
 };
 
 // An int32 cumulative sum along axis 1 of {rows, cols}, on device tensors, checked exactly

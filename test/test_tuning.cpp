@@ -18,35 +18,13 @@
 #include "hetkern/hetkern.hpp"
 #include "runtime/tuning/dispatch.hpp"
 #include "runtime/tuning/tuner_problem.hpp"
+#include "tuning_test_util.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh database path per test, and the environment restored afterwards.
-class Tuning : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("hetkern-tuning-test-" + std::to_string(getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    path_ = (dir_ / "tuning.sqlite").string();
-    setenv("HETKERN_TUNING_DB", path_.c_str(), 1);
-    unsetenv("HETKERN_SCHEDULE");
-    unsetenv("HETKERN_LOG");
-    hk::reset_dispatch();
-  }
-  void TearDown() override {
-    unsetenv("HETKERN_TUNING_DB");
-    unsetenv("HETKERN_SCHEDULE");
-    hk::reset_dispatch();
-    fs::remove_all(dir_);
-  }
-
-  fs::path dir_;
-  std::string path_;
-};
+using Tuning = hk::test::FreshTuningDb;
 
 // A float32 cumulative sum over {rows, cols} along axis 1, with data and both outputs.
 struct ScanCase {

@@ -1,0 +1,49 @@
+// A test fixture with a fresh, private tuning database and the dispatch environment reset.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "runtime/tuning/dispatch.hpp"
+
+namespace hk::test {
+
+// A database path of its own per test (HETKERN_TUNING_DB), HETKERN_SCHEDULE unset, HETKERN_LOG
+// set to `log` (unset when null); all of it undone afterwards.
+class FreshTuningDb : public ::testing::Test {
+ protected:
+  explicit FreshTuningDb(const char* log = nullptr) : log_(log) {}
+
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("hetkern-tuning-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    path_ = (dir_ / "tuning.sqlite").string();
+    setenv("HETKERN_TUNING_DB", path_.c_str(), 1);
+    unsetenv("HETKERN_SCHEDULE");
+    if (log_) setenv("HETKERN_LOG", log_, 1);
+    else unsetenv("HETKERN_LOG");
+    hk::reset_dispatch();
+  }
+  void TearDown() override {
+    unsetenv("HETKERN_TUNING_DB");
+    unsetenv("HETKERN_SCHEDULE");
+    unsetenv("HETKERN_LOG");
+    hk::reset_dispatch();
+    std::filesystem::remove_all(dir_);
+  }
+
+  std::filesystem::path dir_;
+  std::string path_;
+
+ private:
+  const char* log_;
+};
+
+}  // namespace hk::test
