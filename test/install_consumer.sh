@@ -9,6 +9,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
 test -f "$work/prefix/include/hetkern/hetkern.hpp"
+# The GPU plugin, where it is built, comes with its kernel cache's ptxas beside it.
+for plugin in "$work"/prefix/lib*/libhetkern_gpu.so "$work"/prefix/lib/*/libhetkern_gpu.so; do
+  [ -e "$plugin" ] || continue
+  [ -x "$(dirname "$plugin")/hetkern/ptxas" ] || { echo "no hetkern/ptxas beside $plugin" >&2; exit 1; }
+  echo "GPU plugin and its ptxas: ok"
+done
 cp -r "$source/test/consumer" "$work/src"
 awk '/^```cpp$/ {keep = 1; next} /^```$/ {keep = 0} keep' "$source/README.md" > "$work/src/readme_example.cpp"
 grep -q "int main" "$work/src/readme_example.cpp"

@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "hetkern/error.hpp"
+#include "runtime/platform/gpu_jit_cache.hpp"
 
 namespace hk {
 namespace detail {
@@ -53,8 +54,12 @@ Plugin& plugin() {
   return *p;
 }
 
+bool gpu_driver_present();
+
 // Opens the plugin and checks its table; the reason in words when that fails.
 std::string open_plugin(Plugin& p) {
+  // The kernel cache's variables must be set before the offload runtime starts with the plugin.
+  if (gpu_driver_present()) prepare_gpu_jit_cache(p.path);
   void* handle = dlopen(p.path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) return dlerror();
   auto* entry = reinterpret_cast<HetkernGpuPluginEntry*>(dlsym(handle, HETKERN_GPU_PLUGIN_ENTRY));

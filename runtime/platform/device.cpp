@@ -15,6 +15,13 @@
 #include "runtime/platform/device_memory.hpp"
 #include "runtime/platform/nvptx_backend.hpp"
 
+// Names hetkern's device image in the PTX the offload runtime compiles from it: the GPU kernel
+// cache keeps the PTX that defines it and no other image's (runtime/platform/ptxas_cache.sh).
+#pragma omp declare target
+extern "C" int hetkern_gpu_image_marker;
+int hetkern_gpu_image_marker = 1;
+#pragma omp end declare target
+
 namespace hk {
 namespace {
 

@@ -1,0 +1,143 @@
+// The GPU kernel cache's decision (runtime/platform/gpu_jit_cache.hpp): which folder, which
+// variables, when the runtime's LLVM stage is replaced by a kept PTX and when it must not be.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+
+#include "runtime/platform/gpu_jit_cache.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using hk::detail::JitCacheInputs;
+using hk::detail::JitCacheSetup;
+using hk::detail::plan_jit_cache;
+using hk::detail::plugin_image_key;
+
+std::optional<std::string> variable(const JitCacheSetup& s, const std::string& name) {
+  const auto it = std::find_if(s.environment.begin(), s.environment.end(),
+                               [&](const auto& kv) { return kv.first == name; });
+  if (it == s.environment.end()) return std::nullopt;
+  return it->second;
+}
+
+void write(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+class GpuJitCache : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root = fs::path(::testing::TempDir()) /
+           ("hetkern-jit-cache-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(root);
+    fs::create_directories(root);
+    write(root / "libhetkern_gpu.so", "an image");
+    in.plugin_path = (root / "libhetkern_gpu.so").string();
+    in.wrapper_dir = (root / "hetkern").string();
+    in.cache_setting = (root / "cache" / "gpu").string();
+    in.path = "/usr/bin:/bin";
+    in.gpu_arch = "sm_90";
+  }
+  void TearDown() override { fs::remove_all(root); }
+  std::string kept_ptx() const { return in.cache_setting + "/" + plugin_image_key(in.plugin_path, "sm_90") + ".ptx"; }
+
+  fs::path root;
+  JitCacheInputs in;
+};
+
+TEST_F(GpuJitCache, FirstProcessAsksForThePtxAndPutsTheCachingPtxasFirst) {
+  const JitCacheSetup s = plan_jit_cache(in);
+  EXPECT_EQ(s.warning, "");
+  EXPECT_EQ(s.directory, in.cache_setting);
+  EXPECT_TRUE(fs::is_directory(in.cache_setting));  // created, parents included
+  EXPECT_EQ(variable(s, "HETKERN_GPU_CACHE_DIR"), in.cache_setting);
+  EXPECT_EQ(variable(s, "PATH"), in.wrapper_dir + ":/usr/bin:/bin");
+  EXPECT_EQ(variable(s, "HETKERN_GPU_CACHE_PTX"), kept_ptx());
+  EXPECT_EQ(variable(s, "LIBOMPTARGET_JIT_REPLACEMENT_OBJECT"), std::nullopt);
+}
+
+TEST_F(GpuJitCache, KeptPtxReplacesTheLlvmStage) {
+  fs::create_directories(in.cache_setting);
+  write(kept_ptx(), ".version 8.5\n");
+  const JitCacheSetup s = plan_jit_cache(in);
+  EXPECT_EQ(variable(s, "LIBOMPTARGET_JIT_REPLACEMENT_OBJECT"), kept_ptx());
+  EXPECT_EQ(variable(s, "HETKERN_GPU_CACHE_PTX"), std::nullopt);
+  EXPECT_EQ(variable(s, "HETKERN_GPU_CACHE_DIR"), in.cache_setting);
+}
+
+TEST_F(GpuJitCache, EmptyKeptPtxIsNoPtx) {
+  fs::create_directories(in.cache_setting);
+  write(kept_ptx(), "");
+  const JitCacheSetup s = plan_jit_cache(in);
+  EXPECT_EQ(variable(s, "LIBOMPTARGET_JIT_REPLACEMENT_OBJECT"), std::nullopt);
+  EXPECT_EQ(variable(s, "HETKERN_GPU_CACHE_PTX"), kept_ptx());
+}
+
+TEST_F(GpuJitCache, NoReplacementOnceTheRuntimeIsLoadedOrTheUserReplaces) {
+  fs::create_directories(in.cache_setting);
+  write(kept_ptx(), ".version 8.5\n");
+  for (int which = 0; which < 2; ++which) {
+    JitCacheInputs other = in;
+    (which == 0 ? other.runtime_loaded : other.user_replacement) = true;
+    const JitCacheSetup s = plan_jit_cache(other);
+    EXPECT_EQ(variable(s, "LIBOMPTARGET_JIT_REPLACEMENT_OBJECT"), std::nullopt) << which;
+    EXPECT_EQ(variable(s, "HETKERN_GPU_CACHE_DIR"), in.cache_setting) << which;  // cubins still kept
+  }
+}
+
+TEST_F(GpuJitCache, MixedOrUnknownArchitecturesKeepOnlyCubins) {
+  in.gpu_arch = "";
+  const JitCacheSetup s = plan_jit_cache(in);
+  EXPECT_EQ(variable(s, "HETKERN_GPU_CACHE_DIR"), in.cache_setting);
+  EXPECT_EQ(variable(s, "HETKERN_GPU_CACHE_PTX"), std::nullopt);
+  EXPECT_EQ(variable(s, "LIBOMPTARGET_JIT_REPLACEMENT_OBJECT"), std::nullopt);
+}
+
+TEST_F(GpuJitCache, KeyFollowsThePluginsBytesAndTheArchitecture) {
+  const std::string key = plugin_image_key(in.plugin_path, "sm_90");
+  EXPECT_EQ(key.size(), 16u + 6u);
+  EXPECT_EQ(key.substr(16), "-sm_90");
+  EXPECT_EQ(plugin_image_key(in.plugin_path, "sm_90"), key);
+  EXPECT_NE(plugin_image_key(in.plugin_path, "sm_80"), plugin_image_key(in.plugin_path, "sm_90"));
+  write(in.plugin_path, "an image, rebuilt");
+  EXPECT_NE(plugin_image_key(in.plugin_path, "sm_90"), key);
+  EXPECT_EQ(plugin_image_key((root / "missing.so").string(), "sm_90"), "");
+}
+
+TEST_F(GpuJitCache, OffSetsNothing) {
+  in.cache_setting = "off";
+  const JitCacheSetup s = plan_jit_cache(in);
+  EXPECT_TRUE(s.environment.empty());
+  EXPECT_EQ(s.directory, "");
+  EXPECT_EQ(s.warning, "");
+}
+
+TEST_F(GpuJitCache, DefaultFolderFromXdgThenHome) {
+  in.cache_setting = "";
+  in.xdg_cache_home = (root / "xdg").string();
+  in.home = (root / "home").string();
+  EXPECT_EQ(plan_jit_cache(in).directory, in.xdg_cache_home + "/hetkern/gpu");
+  in.xdg_cache_home = "relative/ignored";  // the XDG rule: only absolute paths count
+  EXPECT_EQ(plan_jit_cache(in).directory, in.home + "/.cache/hetkern/gpu");
+  in.home = "";
+  const JitCacheSetup s = plan_jit_cache(in);
+  EXPECT_TRUE(s.environment.empty());
+  EXPECT_NE(s.warning.find("HOME"), std::string::npos);
+}
+
+TEST_F(GpuJitCache, UnwritableFolderWarnsOnceAndSetsNothing) {
+  write(root / "a-file", "");
+  in.cache_setting = (root / "a-file" / "gpu").string();
+  const JitCacheSetup s = plan_jit_cache(in);
+  EXPECT_TRUE(s.environment.empty());
+  EXPECT_EQ(s.directory, "");
+  EXPECT_NE(s.warning.find("cannot be written"), std::string::npos) << s.warning;
+  EXPECT_NE(s.warning.find(in.cache_setting.substr(0, in.cache_setting.size() - 4)), std::string::npos) << s.warning;
+}
+
+}  // namespace
