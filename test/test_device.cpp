@@ -1,6 +1,7 @@
 // Device memory, transfers, the copy canary and the cumulative operators on device tensors
 // (offload builds; on a machine without a GPU the device is the host fallback).
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -40,6 +41,44 @@ TEST(DeviceBuffer, RoundTripCountsEveryTransfer) {
   EXPECT_EQ(c.to_host_bytes, 1000);
   EXPECT_EQ(c.to_host_copies, 1);
   EXPECT_EQ(buf.device(), offload_device());
+}
+
+// Large copies go through the page-locked staging chunks on a GPU (8 MiB each, two at a time):
+// sizes below, at and past chunk edges, at odd offsets, from inside a parallel region (a team of
+// one) and from several threads at once; each is still one counted copy.
+TEST(DeviceBuffer, LargeRoundTripsAcrossStagingChunks) {
+  constexpr std::size_t mib = std::size_t(1) << 20;
+  const std::size_t sizes[] = {mib - 1, mib, 8 * mib, 8 * mib + 1, 16 * mib, 21 * mib + 13};
+  std::vector<std::uint8_t> host(21 * mib + 64);
+  std::mt19937 gen(11);
+  for (auto& b : host) b = std::uint8_t(gen());
+  DeviceBuffer buf(host.size() + 64);
+  for (const std::size_t bytes : sizes) {
+    for (const std::size_t offset : {std::size_t(0), std::size_t(5)}) {
+      std::vector<std::uint8_t> back(bytes + 2, 0xa5);
+      reset_transfer_counters();
+      buf.upload(host.data() + 3, bytes, offset);
+      buf.download(back.data() + 1, bytes, offset);
+      ASSERT_EQ(std::memcmp(back.data() + 1, host.data() + 3, bytes), 0) << bytes << " at " << offset;
+      EXPECT_EQ(back.front(), 0xa5);
+      EXPECT_EQ(back.back(), 0xa5);
+      const TransferCounters c = transfer_counters();
+      EXPECT_EQ(c.to_device_bytes, std::int64_t(bytes));
+      EXPECT_EQ(c.to_device_copies, 1);
+      EXPECT_EQ(c.to_host_copies, 1);
+    }
+  }
+#pragma omp parallel num_threads(2)
+  {
+    // One buffer per thread: the copies run at once, each from inside a parallel region.
+    DeviceBuffer own(9 * mib);
+    std::vector<std::uint8_t> mine(9 * mib);
+    const std::size_t shift = std::size_t(omp_get_thread_num()) * 7;
+    own.upload(host.data() + shift, mine.size());
+    own.download(mine.data(), mine.size());
+#pragma omp critical
+    EXPECT_EQ(std::memcmp(mine.data(), host.data() + shift, mine.size()), 0);
+  }
 }
 
 TEST(DeviceBuffer, RefusesRangesBeyondItsEnd) {

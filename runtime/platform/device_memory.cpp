@@ -13,6 +13,7 @@
 #include "hetkern/device.hpp"
 #include "hetkern/error.hpp"
 #include "runtime/platform/kept_scratch.hpp"
+#include "runtime/platform/pinned_staging.hpp"
 
 namespace hk {
 namespace {
@@ -75,7 +76,7 @@ std::size_t release_cached_device_memory() {
     pool.cached_bytes = 0;
   }
   // Outside the pool's lock: this waits for running calls that hold a kept block.
-  return released + detail::release_kept_scratches();
+  return released + detail::release_kept_scratches() + detail::release_staging_buffers();
 }
 
 namespace detail {
@@ -92,7 +93,10 @@ void* device_alloc(std::size_t bytes, int device, const char* what) {
 void copy_to_device(void* device_dst, std::size_t dst_offset, const void* host_src,
                     std::size_t bytes, int device) {
   if (bytes == 0) return;
-  if (omp_target_memcpy(device_dst, host_src, bytes, dst_offset, 0, device, omp_get_initial_device()) != 0)
+  const bool staged = bytes >= staged_copy_min_bytes && device != omp_get_initial_device() &&
+                      staged_copy_to_device(device_dst, dst_offset, host_src, bytes, device);
+  if (!staged &&
+      omp_target_memcpy(device_dst, host_src, bytes, dst_offset, 0, device, omp_get_initial_device()) != 0)
     throw Error(Errc::invalid_parameter, "device", "upload", "the copy to the device failed");
   counters().to_device_bytes += std::int64_t(bytes);
   ++counters().to_device_copies;
@@ -101,7 +105,10 @@ void copy_to_device(void* device_dst, std::size_t dst_offset, const void* host_s
 void copy_to_host(void* host_dst, const void* device_src, std::size_t src_offset,
                   std::size_t bytes, int device) {
   if (bytes == 0) return;
-  if (omp_target_memcpy(host_dst, device_src, bytes, 0, src_offset, omp_get_initial_device(), device) != 0)
+  const bool staged = bytes >= staged_copy_min_bytes && device != omp_get_initial_device() &&
+                      staged_copy_to_host(host_dst, device_src, src_offset, bytes, device);
+  if (!staged &&
+      omp_target_memcpy(host_dst, device_src, bytes, 0, src_offset, omp_get_initial_device(), device) != 0)
     throw Error(Errc::invalid_parameter, "device", "download", "the copy from the device failed");
   counters().to_host_bytes += std::int64_t(bytes);
   ++counters().to_host_copies;

@@ -1,0 +1,142 @@
+// hetkern-host-transfer-bench: offload calls on host tensors against what the link allows
+// (offload builds, on a machine with a GPU).
+//
+//   hetkern-host-transfer-bench [--reps N]
+//
+// Measures the link first: host -> device and device -> host copies of 256 MiB from page-locked
+// memory (no staging, the DMA alone). Then, for a u8 x s8 -> u8 matmul at 4096^3 and 8192^3
+// (qmm.offload_mma) and a {16384,16384} float32 cumulative sum along the last axis
+// (scan.offload_rows): the median time of the call on device tensors, of the same call on host
+// tensors (the library's transfers included), the bound bytes in / h2d + bytes out / d2h + device
+// time, and the host call's ratio to that bound (goal: at most 1.25).
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "hetkern/device.hpp"
+#include "hetkern/hetkern.hpp"
+
+extern "C" void* llvm_omp_target_alloc_host(std::size_t bytes, int device);
+extern "C" void llvm_omp_target_free_host(void* ptr, int device);
+
+namespace {
+
+template <class F>
+double median_seconds(int reps, F&& call) {
+  call();  // the first call compiles nothing later calls need, and fills the caches
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    const double t0 = omp_get_wtime();
+    call();
+    t.push_back(omp_get_wtime() - t0);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+struct Link {
+  double h2d, d2h;  // bytes per second
+};
+
+Link measure_link(int dev, int reps) {
+  const std::size_t bytes = std::size_t(256) << 20;
+  void* pinned = llvm_omp_target_alloc_host(bytes, dev);
+  void* device = omp_target_alloc(bytes, dev);
+  if (!pinned || !device) {
+    std::fprintf(stderr, "cannot allocate the link test's buffers\n");
+    std::exit(1);
+  }
+  std::memset(pinned, 1, bytes);
+  const int host = omp_get_initial_device();
+  const double up = median_seconds(reps, [&] { omp_target_memcpy(device, pinned, bytes, 0, 0, dev, host); });
+  const double down = median_seconds(reps, [&] { omp_target_memcpy(pinned, device, bytes, 0, 0, host, dev); });
+  omp_target_free(device, dev);
+  llvm_omp_target_free_host(pinned, dev);
+  return {double(bytes) / up, double(bytes) / down};
+}
+
+void report(const char* name, double bytes_in, double bytes_out, double device_s, double host_s, const Link& link) {
+  const double bound = bytes_in / link.h2d + bytes_out / link.d2h + device_s;
+  std::printf("%-34s device %8.3f ms  host tensors %8.3f ms  bound %8.3f ms  ratio %5.2f\n", name,
+              1e3 * device_s, 1e3 * host_s, 1e3 * bound, host_s / bound);
+}
+
+void matmul(std::int64_t n, int reps, const Link& link) {
+  const hk::TensorDesc a_desc(hk::DataType::uint8, {n, n}), b_desc(hk::DataType::int8, {n, n});
+  const auto elements = std::size_t(n * n);
+  std::vector<std::uint8_t> a(elements), y(elements);
+  std::vector<std::int8_t> b(elements);
+  for (std::size_t i = 0; i < elements; ++i) {
+    a[i] = std::uint8_t(i * 7 + 3);
+    b[i] = std::int8_t(i * 13 + 1);
+  }
+  const float sa = 0.02f, sb = 0.01f, sy = 64.0f;
+  const std::uint8_t za = 128, zy = 128;
+  const hk::TensorDesc scalar_f(hk::DataType::float32, {1}), scalar_u8(hk::DataType::uint8, {1});
+  const hk::Schedule mma("qmm.offload_mma");
+  hk::QuantizedMatMulArgs host{{a_desc, a.data()}, {scalar_f, &sa}, hk::ConstTensor{scalar_u8, &za},
+                               {b_desc, b.data()}, {scalar_f, &sb}, std::nullopt,
+                               {scalar_f, &sy}, hk::ConstTensor{scalar_u8, &zy}};
+  const double host_s = median_seconds(reps, [&] {
+    hk::quantized_linear_matmul(host, {a_desc, y.data()}, mma);
+  });
+  hk::DeviceBuffer da(elements), db(elements), dy(elements);
+  da.upload(a.data(), elements);
+  db.upload(b.data(), elements);
+  hk::DeviceQuantizedMatMulArgs dev{{a_desc, &da}, {scalar_f, &sa}, hk::ConstTensor{scalar_u8, &za},
+                                    {b_desc, &db}, {scalar_f, &sb}, std::nullopt,
+                                    {scalar_f, &sy}, hk::ConstTensor{scalar_u8, &zy}};
+  const double device_s = median_seconds(reps, [&] {
+    hk::quantized_linear_matmul(dev, {a_desc, &dy}, mma);
+  });
+  const std::string name = "qlinear-matmul " + std::to_string(n) + "^3 u8 x s8";
+  report(name.c_str(), 2.0 * double(elements), double(elements), device_s, host_s, link);
+}
+
+void scan(int reps, const Link& link) {
+  const std::int64_t n = 16384;
+  const hk::TensorDesc desc(hk::DataType::float32, {n, n});
+  const auto elements = std::size_t(n * n), bytes = elements * sizeof(float);
+  std::vector<float> x(elements, 0.5f), y(elements);
+  const hk::Schedule rows("scan.offload_rows");
+  const double host_s = median_seconds(reps, [&] {
+    hk::cumulative_sum({desc, x.data()}, {desc, y.data()}, {.axis = -1}, rows);
+  });
+  hk::DeviceBuffer dx(bytes), dy(bytes);
+  dx.upload(x.data(), bytes);
+  const double device_s = median_seconds(reps, [&] {
+    hk::cumulative_sum(hk::DeviceConstTensor{desc, &dx}, hk::DeviceTensor{desc, &dy}, {.axis = -1}, rows);
+  });
+  report("cumsum {16384,16384} float32 axis -1", double(bytes), double(bytes), device_s, host_s, link);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 10;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+      reps = std::max(1, std::atoi(argv[++i]));
+    } else {
+      std::fprintf(stderr, "usage: hetkern-host-transfer-bench [--reps N]\n");
+      return 2;
+    }
+  }
+  if (hk::offload_on_host()) {
+    std::fprintf(stderr, "hetkern-host-transfer-bench: no GPU: host tensors are not copied anywhere\n");
+    return 2;
+  }
+  const int dev = hk::offload_device();
+  const Link link = measure_link(dev, reps);
+  std::printf("link: host -> device %.1f GB/s, device -> host %.1f GB/s (256 MiB, page-locked)\n",
+              link.h2d / 1e9, link.d2h / 1e9);
+  matmul(4096, reps, link);
+  matmul(8192, reps, link);
+  scan(reps, link);
+  return 0;
+}
