@@ -8,7 +8,8 @@
 // (qmm.offload_mma) and a {16384,16384} float32 cumulative sum along the last axis
 // (scan.offload_rows): the median time of the call on device tensors, of the same call on host
 // tensors (the library's transfers included), the bound bytes in / h2d + bytes out / d2h + device
-// time, and the host call's ratio to that bound (goal: at most 1.25).
+// time, and the host call's ratio to that bound (goal: at most 1.25). Also the host's own copy
+// rate with every thread, which bounds staged copies too.
 #include <omp.h>
 
 #include <algorithm>
@@ -58,6 +59,22 @@ Link measure_link(int dev, int reps) {
   omp_target_free(device, dev);
   llvm_omp_target_free_host(pinned, dev);
   return {double(bytes) / up, double(bytes) / down};
+}
+
+// A staged copy reads and writes each byte on the host and the link reads it again: the host's
+// copy rate with every thread bounds it as much as the link does.
+double host_copy_rate(int reps) {
+  const std::size_t bytes = std::size_t(256) << 20;
+  std::vector<std::byte> a(bytes, std::byte{1}), b(bytes);
+  const double s = median_seconds(reps, [&] {
+#pragma omp parallel
+    {
+      const auto threads = std::size_t(omp_get_num_threads()), t = std::size_t(omp_get_thread_num());
+      const std::size_t begin = bytes * t / threads, end = bytes * (t + 1) / threads;
+      std::memcpy(b.data() + begin, a.data() + begin, end - begin);
+    }
+  });
+  return double(bytes) / s;
 }
 
 void report(const char* name, double bytes_in, double bytes_out, double device_s, double host_s, const Link& link) {
@@ -135,6 +152,8 @@ int main(int argc, char** argv) {
   const Link link = measure_link(dev, reps);
   std::printf("link: host -> device %.1f GB/s, device -> host %.1f GB/s (256 MiB, page-locked)\n",
               link.h2d / 1e9, link.d2h / 1e9);
+  std::printf("host memcpy with %d threads: %.1f GB/s copied (256 MiB)\n", omp_get_max_threads(),
+              host_copy_rate(reps) / 1e9);
   matmul(4096, reps, link);
   matmul(8192, reps, link);
   scan(reps, link);

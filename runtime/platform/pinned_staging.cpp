@@ -19,12 +19,15 @@ extern "C" void llvm_omp_target_free_host(void* ptr, int device);
 namespace hk::detail {
 namespace {
 
-// Long enough that a chunk's fixed cost (a driver call and a synchronization) is small beside its
-// time on the link, short enough that the first and last chunks, which do not overlap, are too.
-constexpr std::size_t chunk_bytes = std::size_t(8) << 20;
-// Host threads that fill or empty the chunks: a few saturate the host's memory, more only
-// compete with the caller's own threads.
-constexpr int max_copy_threads = 8;
+// A chunk is long enough that its fixed cost (a driver call and a synchronization, about 10 us)
+// is small beside its time on the link, and a copy has about eight, so that the first and the last
+// chunk, which overlap nothing, are a small part of it. Buffers are allocated at the largest size.
+constexpr std::size_t min_chunk_bytes = std::size_t(2) << 20;
+constexpr std::size_t max_chunk_bytes = std::size_t(8) << 20;
+// Host threads that fill or empty the chunks besides the one that drives the link: each staged
+// byte is read and written by them and read again by the link, so the host's memory bandwidth,
+// not the link, bounds a staged copy unless most cores help.
+constexpr int max_copy_threads = 15;
 // Staging pairs kept for later copies (copies on several devices or threads at once each hold one).
 constexpr std::size_t max_kept_pairs = 8;
 
@@ -56,7 +59,7 @@ class PairLease {
         return;
       }
     }
-    pair_.base = static_cast<std::byte*>(llvm_omp_target_alloc_host(2 * chunk_bytes, device));
+    pair_.base = static_cast<std::byte*>(llvm_omp_target_alloc_host(2 * max_chunk_bytes, device));
   }
   ~PairLease() {
     if (!pair_.base) return;
@@ -71,13 +74,22 @@ class PairLease {
   PairLease(const PairLease&) = delete;
   PairLease& operator=(const PairLease&) = delete;
   explicit operator bool() const { return pair_.base != nullptr; }
-  std::byte* chunk(std::size_t k) const { return pair_.base + (k % 2) * chunk_bytes; }
+  std::byte* chunk(std::size_t k) const { return pair_.base + (k % 2) * max_chunk_bytes; }
 
  private:
   Pair pair_;
 };
 
-std::size_t chunk_length(std::size_t bytes, std::size_t k) { return std::min(chunk_bytes, bytes - k * chunk_bytes); }
+// A copy of `bytes` in `count` chunks of `size` bytes (the last one shorter).
+struct Chunks {
+  std::size_t bytes, size, count;
+  explicit Chunks(std::size_t total) : bytes(total), size(min_chunk_bytes) {
+    while (size < max_chunk_bytes && size * 8 < bytes) size *= 2;
+    count = (bytes + size - 1) / size;
+  }
+  std::size_t offset(std::size_t k) const { return k * size; }
+  std::size_t length(std::size_t k) const { return std::min(size, bytes - k * size); }
+};
 
 // This worker's part of a host copy split over `workers` (cache-line multiples).
 void copy_part(void* dst, const void* src, std::size_t bytes, int worker, int workers) {
@@ -114,18 +126,18 @@ bool staged_copy_to_device(void* device_dst, std::size_t dst_offset, const void*
                            std::size_t bytes, int device) {
   const PairLease staging(device);
   if (!staging) return false;
-  const std::size_t chunks = (bytes + chunk_bytes - 1) / chunk_bytes;
+  const Chunks c(bytes);
   const auto* src = static_cast<const std::byte*>(host_src);
   const int host = omp_get_initial_device();
   // Step k fills chunk k and sends chunk k - 1.
   const bool ok = pipeline(
-      chunks,
+      c.count,
       [&](std::size_t k) {
-        return k == 0 || omp_target_memcpy(device_dst, staging.chunk(k - 1), chunk_length(bytes, k - 1),
-                                           dst_offset + (k - 1) * chunk_bytes, 0, device, host) == 0;
+        return k == 0 || omp_target_memcpy(device_dst, staging.chunk(k - 1), c.length(k - 1),
+                                           dst_offset + c.offset(k - 1), 0, device, host) == 0;
       },
       [&](std::size_t k, int worker, int workers) {
-        if (k < chunks) copy_part(staging.chunk(k), src + k * chunk_bytes, chunk_length(bytes, k), worker, workers);
+        if (k < c.count) copy_part(staging.chunk(k), src + c.offset(k), c.length(k), worker, workers);
       });
   if (!ok) throw Error(Errc::invalid_parameter, "device", "upload", "the copy to the device failed");
   return true;
@@ -135,19 +147,18 @@ bool staged_copy_to_host(void* host_dst, const void* device_src, std::size_t src
                          std::size_t bytes, int device) {
   const PairLease staging(device);
   if (!staging) return false;
-  const std::size_t chunks = (bytes + chunk_bytes - 1) / chunk_bytes;
+  const Chunks c(bytes);
   auto* dst = static_cast<std::byte*>(host_dst);
   const int host = omp_get_initial_device();
   // Step k receives chunk k and empties chunk k - 1.
   const bool ok = pipeline(
-      chunks,
+      c.count,
       [&](std::size_t k) {
-        return k == chunks || omp_target_memcpy(staging.chunk(k), device_src, chunk_length(bytes, k), 0,
-                                                src_offset + k * chunk_bytes, host, device) == 0;
+        return k == c.count || omp_target_memcpy(staging.chunk(k), device_src, c.length(k), 0,
+                                                 src_offset + c.offset(k), host, device) == 0;
       },
       [&](std::size_t k, int worker, int workers) {
-        if (k > 0)
-          copy_part(dst + (k - 1) * chunk_bytes, staging.chunk(k - 1), chunk_length(bytes, k - 1), worker, workers);
+        if (k > 0) copy_part(dst + c.offset(k - 1), staging.chunk(k - 1), c.length(k - 1), worker, workers);
       });
   if (!ok) throw Error(Errc::invalid_parameter, "device", "download", "the copy from the device failed");
   return true;
@@ -156,7 +167,7 @@ bool staged_copy_to_host(void* host_dst, const void* device_src, std::size_t src
 std::size_t release_staging_buffers() {
   Pool& p = pool();
   const std::lock_guard<std::mutex> lock(p.mutex);
-  const std::size_t released = p.free.size() * 2 * chunk_bytes;
+  const std::size_t released = p.free.size() * 2 * max_chunk_bytes;
   for (const Pair& q : p.free) llvm_omp_target_free_host(q.base, q.device);
   p.free.clear();
   return released;
