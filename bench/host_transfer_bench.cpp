@@ -9,7 +9,9 @@
 // (scan.offload_rows): the median time of the call on device tensors, of the same call on host
 // tensors (the library's transfers included), the bound bytes in / h2d + bytes out / d2h + device
 // time, and the host call's ratio to that bound (goal: at most 1.25). Also the host's own copy
-// rate with every thread, which bounds staged copies too.
+// rate with every thread, which bounds staged copies too, and the rate of page-locking the
+// caller's memory instead (cuMemHostRegister), the alternative to staging.
+#include <dlfcn.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -132,6 +134,24 @@ void scan(int reps, const Link& link) {
   report("cumsum {16384,16384} float32 axis -1", double(bytes), double(bytes), device_s, host_s, link);
 }
 
+// The alternative to staging: page-locking the caller's memory for the call (cuMemHostRegister
+// and cuMemHostUnregister through the driver the offload runtime loaded); bytes per second, 0
+// when the driver does not offer it.
+double register_rate(int reps) {
+  void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (!cuda) return 0;
+  auto reg = reinterpret_cast<int (*)(void*, std::size_t, unsigned)>(dlsym(cuda, "cuMemHostRegister_v2"));
+  auto unreg = reinterpret_cast<int (*)(void*)>(dlsym(cuda, "cuMemHostUnregister"));
+  if (!reg || !unreg) return 0;
+  const std::size_t bytes = std::size_t(256) << 20;
+  std::vector<std::byte> a(bytes, std::byte{1});
+  bool ok = true;
+  const double s = median_seconds(reps, [&] {
+    ok = ok && reg(a.data(), bytes, 0) == 0 && unreg(a.data()) == 0;
+  });
+  return ok ? double(bytes) / s : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -154,6 +174,7 @@ int main(int argc, char** argv) {
               link.h2d / 1e9, link.d2h / 1e9);
   std::printf("host memcpy with %d threads: %.1f GB/s copied (256 MiB)\n", omp_get_max_threads(),
               host_copy_rate(reps) / 1e9);
+  std::printf("page-locking the caller's memory and releasing it: %.1f GB/s (256 MiB)\n", register_rate(reps) / 1e9);
   matmul(4096, reps, link);
   matmul(8192, reps, link);
   scan(reps, link);

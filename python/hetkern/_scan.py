@@ -42,7 +42,7 @@ def cumsum(x, axis=-1, *, reverse=False, exclusive=False, out=None, schedule=Non
     exclusive: leave each element out of its own tally (``y[0]`` is 0).
     out: an array of x's shape and type to write into (``out=x`` works in place); nothing is
     written when the call raises.
-    schedule: a ``hetkern.Schedule`` or its text, e.g. ``"scan.lines(threads=2)"``; None lets
+    schedule: a ``hetkern.Schedule`` or its text, e.g. ``"scan.parallel(threads=2)"``; None lets
     the library choose (tuning database, then its heuristic).
 
     Returns ``out``, or a new array of the same kind as x (numpy for numpy, torch for torch).

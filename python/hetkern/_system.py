@@ -76,7 +76,7 @@ def tune(op, shapes, budget=8.0, *, dtype=None, axis=-1, reverse=False, exclusiv
     >>> import hetkern
     >>> r = hetkern.tune(hetkern.cumsum, (8, 256), budget=0.2)[0]  # doctest: +SKIP
     >>> r["schedule"]  # doctest: +SKIP
-    'scan.lines(...)'
+    'scan.tiled(...)'
     """
     name = _op_name(op)
     if dtype is None:
