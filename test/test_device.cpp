@@ -43,7 +43,7 @@ TEST(DeviceBuffer, RoundTripCountsEveryTransfer) {
   EXPECT_EQ(buf.device(), offload_device());
 }
 
-// Large copies go through the page-locked staging chunks on a GPU (2 to 8 MiB, two at a time):
+// Large copies go through the page-locked staging chunks on a GPU (4 to 8 MiB, two at a time):
 // sizes below, at and past chunk edges, at odd offsets, from inside a parallel region (a team of
 // one) and from several threads at once; each is still one counted copy.
 TEST(DeviceBuffer, LargeRoundTripsAcrossStagingChunks) {

@@ -19,15 +19,17 @@ extern "C" void llvm_omp_target_free_host(void* ptr, int device);
 namespace hk::detail {
 namespace {
 
-// A chunk is long enough that its fixed cost (a driver call and a synchronization, about 10 us)
-// is small beside its time on the link, and a copy has about eight, so that the first and the last
-// chunk, which overlap nothing, are a small part of it. Buffers are allocated at the largest size.
-constexpr std::size_t min_chunk_bytes = std::size_t(2) << 20;
+// A chunk is long enough that its fixed cost (a driver call, a synchronization and a barrier of
+// the copying threads) is small beside its time on the link, and a copy has up to eight, so that
+// the first and the last chunk, which overlap nothing, are a small part of it. Buffers are
+// allocated at the largest size.
+constexpr std::size_t min_chunk_bytes = std::size_t(4) << 20;
 constexpr std::size_t max_chunk_bytes = std::size_t(8) << 20;
-// Host threads that fill or empty the chunks besides the one that drives the link: each staged
-// byte is read and written by them and read again by the link, so the host's memory bandwidth,
-// not the link, bounds a staged copy unless most cores help.
-constexpr int max_copy_threads = 15;
+// Host threads that fill or empty the chunks besides the one that drives the link. Each staged
+// byte is read and written by them and read again by the link, so the host's memory bandwidth
+// bounds a staged copy; past about seven threads they only slow each other and the link down
+// (docs/performance.md).
+constexpr int max_copy_threads = 7;
 // Staging pairs kept for later copies (copies on several devices or threads at once each hold one).
 constexpr std::size_t max_kept_pairs = 8;
 
