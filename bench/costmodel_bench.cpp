@@ -10,9 +10,10 @@
 // shape, home, untuned choice, its time, best schedule, best time, ratio, and the share of shapes
 // within 1.25x. A candidate whose first run takes 4x the best time so far is not timed further,
 // and the rest of its strategy is skipped when it takes 8x (neither can be the best); once a
-// shape has used --shape-budget seconds, each remaining candidate is timed by one run. --quick
-// keeps the shapes of at most 2^18 elements or multiply-adds and times one run each: a smoke test
-// for machines without a GPU (the offload strategies then run on the host fallback).
+// shape has used --shape-budget seconds, each remaining candidate is timed by one run. Every
+// candidate's first run is checked against the reference. --quick keeps the shapes of at most
+// 2^18 elements or multiply-adds and takes the median of 3 runs: a smoke test for machines
+// without a GPU (the offload strategies then run on the host fallback).
 #include <cmath>
 #include <chrono>
 #include <cstdio>
@@ -222,15 +223,17 @@ struct Row {
 Row measure(const Shape& shape, const Options& o) {
   Runner r(shape);
   Row row{shape.text, shape.home == DataHome::host ? "host" : "device", r.untuned().to_string(), "", 0, 0, 0};
+  // A checked warm-up run (device scratch, caches), then one timed run, or the full measurement.
+  const bench::TimingOptions full_timing{o.quick ? 0.0 : o.seconds, 3};
   auto timed = [&](const Schedule& s, bool full) {
-    const double first = seconds_of([&] { r.run(s); });
+    r.run(s);
     if (!r.correct()) throw std::runtime_error(shape.text + ": " + s.to_string() + " differs from the reference");
-    if (!full) return first;
+    if (!full) return seconds_of([&] { r.run(s); });
     const std::function<void()> f = [&] { r.run(s); };
-    return bench::time_interleaved(std::span(&f, 1), {o.seconds, 3}).front().median_ns * 1e-9;
+    return bench::time_interleaved(std::span(&f, 1), full_timing).front().median_ns * 1e-9;
   };
   const Schedule untuned = Schedule::parse(row.untuned);
-  row.untuned_s = timed(untuned, !o.quick);
+  row.untuned_s = timed(untuned, true);
   row.best = row.untuned;
   row.best_s = row.untuned_s;
   const auto start = Clock::now();
@@ -241,7 +244,7 @@ Row measure(const Shape& shape, const Options& o) {
     const bool in_budget = std::chrono::duration<double>(Clock::now() - start).count() < o.shape_budget;
     const double first = timed(s, false);
     if (first > prune_strategy * row.best_s) skipped[s.strategy()] = true;
-    const double t = o.quick || !in_budget || first > prune_candidate * row.best_s ? first : timed(s, true);
+    const double t = !in_budget || first > prune_candidate * row.best_s ? first : timed(s, true);
     if (t < row.best_s) {
       row.best_s = t;
       row.best = s.to_string();
