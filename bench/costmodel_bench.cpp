@@ -170,16 +170,10 @@ class Runner {
       if (c.product) cumulative_product(in, out, c.options, s);
       else cumulative_sum(in, out, c.options, s);
     } else {
-      DeviceQuantizedMatMulArgs a;
       const QuantizedMatMulArgs& h = w_.qmm_args();
-      a.a = {h.a.desc, &in_};
-      a.b = {h.b.desc, &b_};
-      a.a_scale = h.a_scale;
-      a.b_scale = h.b_scale;
-      a.output_scale = h.output_scale;
-      a.a_zero_point = h.a_zero_point;
-      a.b_zero_point = h.b_zero_point;
-      a.output_zero_point = h.output_zero_point;
+      const DeviceQuantizedMatMulArgs a{.a = {h.a.desc, &in_}, .a_scale = h.a_scale, .a_zero_point = h.a_zero_point,
+                                        .b = {h.b.desc, &b_}, .b_scale = h.b_scale, .b_zero_point = h.b_zero_point,
+                                        .output_scale = h.output_scale, .output_zero_point = h.output_zero_point};
       const QmmProblem& p = w_.qmm_problem();
       quantized_linear_matmul(a, DeviceTensor{TensorDesc(p.out_type, {p.M, p.N}), &out_}, s);
     }
