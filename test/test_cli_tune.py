@@ -223,8 +223,23 @@ class Tune(unittest.TestCase):
         self.assertEqual(json.loads(r.stdout), self.export())
         self.assertIn("exported 1 records", r.stderr)
 
+    def test_calibrate_list_and_clear_rates(self):
+        # Rates are measured only with a GPU: on the host fallback nothing is stored.
+        r = run("tune", "--calibrate", env=self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        gpu = "machine rates stored" in r.stdout
+        if not gpu:
+            self.assertIn("no GPU", r.stdout)
+        listing = run("tune", "--list", env=self.env)
+        self.assertEqual(listing.returncode, 0, listing.stderr)
+        self.assertEqual("machine rates:" in listing.stdout, gpu, listing.stdout)
+        cleared = run("tune", "--clear-rates", env=self.env)
+        self.assertEqual(cleared.returncode, 0, cleared.stderr)
+        self.assertIn("cleared" if gpu else "no machine rates stored", cleared.stdout)
+        self.assertNotIn("machine rates:", run("tune", "--list", env=self.env).stdout)
+
     def test_usage_errors(self):
-        for args in (["tune"], ["tune", "--list", "--export", "x.json"],
+        for args in (["tune"], ["tune", "--list", "--export", "x.json"], ["tune", "--calibrate", "--clear-rates"],
                      ["tune", "cumsum", "--shape", "4", "--dtype", "float99", "--axis", "0"],
                      ["tune", "qlinear-matmul", "--shape", "4,4"],
                      ["tune", "--shapes", os.path.join(self.dir, "missing.txt")]):

@@ -282,7 +282,7 @@ TEST_F(Tuning, SchemaVersion1IsMigrated) {
   ASSERT_EQ(sql(path_, v1), SQLITE_OK);
   {
     hk::TuningDb db(path_, true);
-    EXPECT_EQ(db.schema_version(), 2);
+    EXPECT_EQ(db.schema_version(), 3);
     const auto found = db.find(r);
     ASSERT_TRUE(found.has_value());
     EXPECT_EQ(found->schedule, r.schedule);
@@ -291,8 +291,14 @@ TEST_F(Tuning, SchemaVersion1IsMigrated) {
     r.repetitions = 11;
     db.put(r);
     EXPECT_EQ(db.find(r)->repetitions, 11);
+    // The rates' table, added by version 3, is there and empty.
+    EXPECT_FALSE(db.find_rates(r.fingerprint).has_value());
+    hk::MachineRates rates;
+    rates.gpu_call_seconds = 2e-5;
+    db.put_rates(r.fingerprint, rates);
+    EXPECT_EQ(db.find_rates(r.fingerprint)->gpu_call_seconds, 2e-5);
   }
-  EXPECT_EQ(hk::TuningDb(path_, false).schema_version(), 2);
+  EXPECT_EQ(hk::TuningDb(path_, false).schema_version(), 3);
   hk::reset_dispatch();
   EXPECT_EQ(c.chosen().to_string(), r.schedule);
 }

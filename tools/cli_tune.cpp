@@ -28,7 +28,7 @@ struct TuneArgs {
   double budget = 8;
   std::string db;
   std::string shapes_file, export_file, import_file;
-  bool list = false, retune = false, exhaustive = false, evaluate = false;
+  bool list = false, retune = false, exhaustive = false, evaluate = false, calibrate = false, clear_rates = false;
   std::string evaluate_only;
   int threads = 0;
 };
@@ -184,10 +184,44 @@ std::string speedup_text(const TuningRecord& r) {
 // Thrown from the tuner's progress callback on Ctrl-C: abandons the shape under way.
 struct StopTuning {};
 
+std::string rates_text(const MachineRates& r) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "host->device %.3g GB/s, device->host %.3g GB/s, GPU call %s\n",
+                r.to_device_bytes_per_s / 1e9, r.to_host_bytes_per_s / 1e9, time_text(r.gpu_call_seconds * 1e9).c_str());
+  std::string out = buf;
+  for (const auto& [name, rate] : r.strategy_rates) {
+    const bool matmul = name.rfind("qmm.", 0) == 0;
+    const auto fixed = r.strategy_fixed_seconds.find(name);
+    std::snprintf(buf, sizeof buf, "  %-22s %8.3g %s, fixed %s\n", name.c_str(), rate / 1e9,
+                  matmul ? "G multiply-adds/s" : "GB/s", fixed == r.strategy_fixed_seconds.end() ? "-" : time_text(fixed->second * 1e9).c_str());
+    out += buf;
+  }
+  return out;
+}
+
+// `hetkern tune --calibrate`: measures the cost model's rates again and replaces the stored ones.
+void calibrate_rates(const TuneArgs& args) {
+  const std::string path = db_path(args);
+  const auto rates = calibrate(path, true);
+  if (!rates) {
+    std::printf("no GPU: the cost model is not used here, nothing measured\n");
+    return;
+  }
+  std::printf("machine rates stored in %s:\n%s", path.c_str(), rates_text(*rates).c_str());
+}
+
+void clear_rates(const TuneArgs& args) {
+  TuningDb db(db_path(args), true);
+  const bool had = db.clear_rates(machine_fingerprint());
+  std::printf("%s\n", had ? "machine rates of this machine cleared" : "no machine rates stored for this machine");
+}
+
 void tune_problems(const TuneArgs& args, const std::vector<TuneProblem>& problems) {
   // Every problem is validated before anything is measured or written.
   std::vector<TuningRecord> keys;
   for (const auto& p : problems) keys.push_back(tuning_key(p));
+  // The cost model's rates first, when a GPU is present and none are stored: about a second.
+  calibrate(db_path(args), false);
   TuningDb db(db_path(args), true);
   Progress progress;
   std::vector<SummaryRow> rows;
@@ -244,6 +278,7 @@ void list_records(const TuneArgs& args) {
   const std::string here = machine_fingerprint();
   std::printf("%s: %zu records, schema version %d\nthis machine: %s\n", path.c_str(), records.size(),
               db.schema_version(), here.c_str());
+  if (const auto rates = db.find_rates(here)) std::printf("machine rates: %s", rates_text(*rates).c_str());
   std::vector<SummaryRow> rows;
   for (const auto& r : records) {
     std::string shape;
@@ -301,6 +336,9 @@ void add_tune(CLI::App& app) {
   tune_cmd->add_flag("--list", args->list, "print the records of the database");
   tune_cmd->add_option("--export", args->export_file, "write every record to FILE as a JSON list (- for standard output)");
   tune_cmd->add_option("--import", args->import_file, "add the records of a JSON list (as --export writes)");
+  tune_cmd->add_flag("--calibrate", args->calibrate,
+                     "measure this machine's rates for the cost model again (GPU machines, about a second)");
+  tune_cmd->add_flag("--clear-rates", args->clear_rates, "forget this machine's stored rates");
   tune_cmd->add_flag("--evaluate", args->evaluate,
                      "compare the tuner with exhaustive sweeps on 30 shapes per operator (minutes)");
   tune_cmd->add_option("--evaluate-only", args->evaluate_only, "with --evaluate: only this operator")
@@ -320,10 +358,11 @@ void add_tune(CLI::App& app) {
   tune_cmd->callback([args, tune_cmd] {
     if (!tune_cmd->get_subcommands().empty()) return;
     const int modes = int(!args->shapes_file.empty()) + int(args->list) + int(!args->export_file.empty()) +
-                      int(!args->import_file.empty()) + int(args->evaluate);
+                      int(!args->import_file.empty()) + int(args->evaluate) + int(args->calibrate) +
+                      int(args->clear_rates);
     if (modes != 1)
       throw CLI::ValidationError("tune needs one of: an operator (cumsum, cumprod, qlinear-matmul), --shapes FILE, "
-                                 "--list, --export FILE, --import FILE or --evaluate");
+                                 "--list, --export FILE, --import FILE, --evaluate, --calibrate or --clear-rates");
     if (!args->shapes_file.empty()) {
       const auto problems = read_shapes_file(args->shapes_file);
       bench::use_threads(args->threads);
@@ -334,6 +373,10 @@ void add_tune(CLI::App& app) {
       export_records(*args);
     } else if (!args->import_file.empty()) {
       import_records(*args);
+    } else if (args->calibrate) {
+      calibrate_rates(*args);
+    } else if (args->clear_rates) {
+      clear_rates(*args);
     } else {
       bench::use_threads(args->threads);
       run_tuner_evaluation(args->budget, args->evaluate_only);

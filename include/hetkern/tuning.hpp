@@ -3,13 +3,15 @@
 //
 // Dispatch order for a call with an empty schedule, on host or device tensors: HETKERN_SCHEDULE
 // (when it names a strategy of the operator) -> the exact record for the call's key -> the nearest
-// tuned shape of the same class -> the heuristic. Device tensors take only offload strategies:
-// entries and records naming a host strategy are skipped. HETKERN_LOG=dispatch prints each
+// tuned shape of the same class -> the cost model (with a GPU and this machine's measured rates)
+// -> the heuristic. Device tensors take only offload strategies: entries and records naming a
+// host strategy are skipped. HETKERN_LOG=dispatch prints each
 // decision, the device that runs it and why.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,7 +21,8 @@
 namespace hk {
 
 /// The machine a measurement holds for: CPU model, active instruction-set level, library
-/// version, thread count, pinning policy and topology digest, joined as "key=value;...".
+/// version, thread count, pinning policy, topology digest and offload device, joined as
+/// "key=value;...".
 /// Records whose fingerprint differs from the current one are never used.
 std::string machine_fingerprint();
 
@@ -47,6 +50,22 @@ struct TuningRecord {
   double default_ns = 0;           // the heuristic's schedule, measured the same way
 };
 
+/// What the cost model knows of a machine: measured once per fingerprint (measure_machine_rates)
+/// and kept in the tuning database. A rate of 0 or a strategy missing from the map is unknown.
+struct MachineRates {
+  double to_device_bytes_per_s = 0;  // host -> device, through the library's copy path
+  double to_host_bytes_per_s = 0;    // device -> host
+  double gpu_call_seconds = 0;       // a GPU call's fixed cost: launch and synchronization
+  // Per strategy name: scans in bytes read and written per second, the matmul in
+  // multiply-adds per second (host strategies at the default thread count).
+  std::map<std::string, double> strategy_rates;
+  // Per strategy name: the time of its smallest call (launches, synchronization, set-up); a GPU
+  // strategy without one pays gpu_call_seconds.
+  std::map<std::string, double> strategy_fixed_seconds;
+  /// Whether the transfers and the GPU call cost are known.
+  bool has_gpu_costs() const { return to_device_bytes_per_s > 0 && to_host_bytes_per_s > 0 && gpu_call_seconds > 0; }
+};
+
 /// The SQLite tuning database (WAL, busy timeout, one transaction per write). Every method
 /// throws hk::Error(Errc::invalid_file) when the file cannot be opened, read or written.
 class TuningDb {
@@ -71,7 +90,14 @@ class TuningDb {
   /// The schema version of the file (0 when it does not exist).
   int schema_version() const;
 
-  static constexpr int current_schema_version = 2;
+  /// The machine rates stored for `fingerprint`, if any.
+  std::optional<MachineRates> find_rates(const std::string& fingerprint) const;
+  /// Replaces the rates stored for `fingerprint`, in one transaction.
+  void put_rates(const std::string& fingerprint, const MachineRates& rates);
+  /// Forgets the rates stored for `fingerprint`; returns whether there were any.
+  bool clear_rates(const std::string& fingerprint);
+
+  static constexpr int current_schema_version = 3;
 
  private:
   struct Impl;
@@ -148,8 +174,19 @@ TuneResult tune(const TuneProblem& problem, const TuneOptions& options);
 std::vector<double> time_schedules(const TuneProblem& problem, const std::vector<Schedule>& schedules,
                                    double min_seconds);
 
+/// Measures this machine's rates for the cost model (docs/tuning.md): transfers both ways, a GPU
+/// call's fixed cost, and each strategy's throughput on a few fixed shapes. About a second; only
+/// with a GPU: nullopt on the host fallback (and in builds without offload), where nothing runs.
+std::optional<MachineRates> measure_machine_rates();
+
+/// The rates of this machine in the database at `db_path`; when there are none and a GPU is
+/// present, or when `remeasure`, measures them and stores them (kept for this process only when
+/// the database cannot be written). nullopt without a GPU. Dispatch then uses the new rates.
+std::optional<MachineRates> calibrate(const std::string& db_path, bool remeasure = false);
+
 /// Forgets every dispatch decision of this process and re-reads HETKERN_SCHEDULE, HETKERN_LOG
-/// and the database path from the environment (for tools and tests that change them).
+/// and the database path from the environment, and the machine rates from the database (for
+/// tools and tests that change them).
 void reset_dispatch();
 
 }  // namespace hk

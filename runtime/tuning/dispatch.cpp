@@ -1,5 +1,9 @@
 // Dispatch: which schedule a call without one runs, and why.
 //
+// Where a GPU is present, the cost model (model_choice.cpp) comes after the database and before
+// the heuristic: it prices the heuristic's host plan against the offload strategies with the
+// machine's measured rates (machine_rates.cpp).
+//
 // "Same class" for the nearest tuned shape: equal operator and algorithm version, element types,
 // stride class, operator parameters (axis, direction, exclusive; the matmul's batch count) and
 // machine fingerprint, and a shape of the same rank, so that every dimension keeps its role
@@ -27,6 +31,8 @@
 #include "hetkern/device.hpp"
 #endif
 #include "hetkern/info.hpp"
+#include "runtime/tuning/machine_rates.hpp"
+#include "runtime/tuning/model_choice.hpp"
 #include "runtime/tuning/tuning_text.hpp"
 
 namespace hk::detail {
@@ -298,13 +304,44 @@ template <class C> std::optional<Decision> from_database(const Settings& setting
   return std::nullopt;
 }
 
-// The rules after an explicit schedule, in order: HETKERN_SCHEDULE, the database, the heuristic.
-template <class C, class Heuristic>
-Decision decide(const Settings& s, const TuningRecord& key, C& c, Heuristic&& heuristic) {
+bool gpu_present() {
+#ifdef HETKERN_OFFLOAD
+  return !offload_on_host();
+#else
+  return false;
+#endif
+}
+
+// The cost model's plan, only where a GPU is present: priced with the machine's rates (measured
+// now by the first host-tensor call large enough that the GPU might win it), else the
+// conservative rule. nullopt: the heuristic decides.
+template <class Call, class Model, class Conservative>
+auto from_model(const Settings& s, const Call& call, DataHome home, Model&& model, Conservative&& conservative)
+    -> decltype(conservative()) {
+  if (!gpu_present()) return std::nullopt;
+  const bool measure = home == DataHome::host && worth_calibrating(call);
+  if (const auto rates = dispatch_machine_rates(s.db_path, measure)) {
+    if (auto d = model(*rates)) return d;
+    return std::nullopt;
+  }
+  return conservative();
+}
+
+std::string heuristic_reason(const Settings& s) {
+  if (gpu_present() && !dispatch_machine_rates(s.db_path, false))
+    return "heuristic, no tuning record, no machine rates (hetkern tune --calibrate measures them)";
+  return "heuristic, no tuning record";
+}
+
+// The rules after an explicit schedule, in order: HETKERN_SCHEDULE, the database, the cost model,
+// the heuristic.
+template <class C, class Model, class Heuristic>
+Decision decide(const Settings& s, const TuningRecord& key, C& c, Model&& model, Heuristic&& heuristic) {
   for (const Schedule& env : s.env_schedules)
     if (c.qualifies(env, "HETKERN_SCHEDULE").value_or(false)) return c.decision(c.plan(env), "HETKERN_SCHEDULE");
   if (auto d = from_database(s, key, c)) return *std::move(d);
-  return c.decision(heuristic(), "heuristic, no tuning record");
+  if (auto d = model()) return c.decision(std::move(d->plan), std::move(d->reason));
+  return c.decision(heuristic(), heuristic_reason(s));
 }
 
 // An explicit schedule: planned for the call, refused for device tensors when it names a host
@@ -385,7 +422,12 @@ ScanStrategyPlan dispatch_scan(const CumulativeCall& call, const Schedule& sched
   key.stride_class = std::int8_t((in_place ? 1 : 0) + (packed ? 0 : 2));
   return Dispatcher::instance().choose<ScanStrategyPlan>(key, describe, [&](const Settings& s) {
     Candidates c(scan_strategies(), home, [&](const Schedule& sch) { return plan_scan(call, sch); });
-    return decide(s, scan_key(call, home), c, [&] { return default_scan_plan(call, home); });
+    const auto model = [&] {
+      return from_model(
+          s, call, home, [&](const MachineRates& r) { return model_scan_plan(call, home, r); },
+          [] { return std::optional<ModelDecision<ScanStrategyPlan>>(); });
+    };
+    return decide(s, scan_key(call, home), c, model, [&] { return default_scan_plan(call, home); });
   });
 }
 
@@ -409,7 +451,12 @@ QmmStrategyPlan dispatch_qmm(const QmmProblem& p, const Schedule& schedule, Data
   key.stride_class = std::int8_t(p.packed_b ? 1 : qmm_stride_class(p) == "packed" ? 0 : 2);
   return Dispatcher::instance().choose<QmmStrategyPlan>(key, describe, [&](const Settings& s) {
     Candidates c(qmm_strategies(), home, [&](const Schedule& sch) { return plan_qmm(p, sch); });
-    return decide(s, qmm_key(p, home), c, [&] { return default_qmm_plan(p, home); });
+    const auto model = [&] {
+      return from_model(
+          s, p, home, [&](const MachineRates& r) { return model_qmm_plan(p, home, r); },
+          [&] { return conservative_qmm_plan(p, home); });
+    };
+    return decide(s, qmm_key(p, home), c, model, [&] { return default_qmm_plan(p, home); });
   });
 }
 
@@ -417,6 +464,9 @@ QmmStrategyPlan dispatch_qmm(const QmmProblem& p, const Schedule& schedule, Data
 
 namespace hk {
 
-void reset_dispatch() { detail::Dispatcher::instance().reset(); }
+void reset_dispatch() {
+  detail::Dispatcher::instance().reset();
+  detail::forget_machine_rates();
+}
 
 }  // namespace hk

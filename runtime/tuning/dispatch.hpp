@@ -1,6 +1,6 @@
 // Dispatch of every operator call, on host or device tensors: an explicit schedule, else
 // HETKERN_SCHEDULE, then the tuning database (exact record, then the nearest tuned shape of the
-// same class), then the heuristic; each decision without an explicit schedule cached in memory
+// same class), then the cost model where a GPU is present, then the heuristic; each decision without an explicit schedule cached in memory
 // per call class.
 #pragma once
 
@@ -24,7 +24,7 @@ TuningRecord qmm_key(const QmmProblem& problem, DataHome home = DataHome::host);
 
 /// The plan a validated call runs, whatever its tensors: `schedule` when not empty, else the
 /// first of HETKERN_SCHEDULE naming a strategy of the operator, the exact tuning record, the
-/// nearest tuned shape, the heuristic. For tensors in device memory only offload strategies
+/// nearest tuned shape, the cost model (with a GPU: model_choice.hpp), the heuristic. For tensors in device memory only offload strategies
 /// qualify: a HETKERN_SCHEDULE entry or record naming a host strategy is skipped (the dispatch
 /// log says so), and an explicit host schedule is hk::Error(invalid_schedule). Never throws
 /// because of the database (a warning goes to stderr and the next rule is used); throws

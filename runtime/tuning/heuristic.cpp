@@ -21,14 +21,18 @@ constexpr std::int64_t scan_lines_per_thread = 4;
 
 }  // namespace
 
+#ifdef HETKERN_OFFLOAD
+const char* default_offload_scan_strategy(const CumulativeCall& call) {
+  // The offload code picks the kernel family; that family's record fills the same defaults.
+  constexpr const char* family_strategy[] = {"scan.offload_rows", "scan.offload_columns", "scan.offload_chained"};
+  return family_strategy[int(default_offload_scan_plan(call).kind)];
+}
+#endif
+
 // Names a strategy and the parameters the shape decides; the strategy's record fills the rest.
 ScanStrategyPlan default_scan_plan(const CumulativeCall& call, [[maybe_unused]] DataHome home) {
 #ifdef HETKERN_OFFLOAD
-  if (home == DataHome::device) {
-    // The offload code picks the kernel family; that family's record fills the same defaults.
-    constexpr const char* family_strategy[] = {"scan.offload_rows", "scan.offload_columns", "scan.offload_chained"};
-    return plan_scan(call, Schedule(family_strategy[int(default_offload_scan_plan(call).kind)]));
-  }
+  if (home == DataHome::device) return plan_scan(call, Schedule(default_offload_scan_strategy(call)));
 #endif
   const int threads = default_threads();
   const ScanLayout s = make_scan_layout(call);

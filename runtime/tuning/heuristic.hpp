@@ -13,4 +13,9 @@ namespace hk::detail {
 ScanStrategyPlan default_scan_plan(const CumulativeCall& call, DataHome home = DataHome::host);
 QmmStrategyPlan default_qmm_plan(const QmmProblem& problem, DataHome home = DataHome::host);
 
+#ifdef HETKERN_OFFLOAD
+/// The offload strategy for the call's layout: scan.offload_rows, _columns or _chained.
+const char* default_offload_scan_strategy(const CumulativeCall& call);
+#endif
+
 }  // namespace hk::detail

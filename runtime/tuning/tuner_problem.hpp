@@ -32,6 +32,8 @@ class TuneWorkload {
 
   const CumulativeCall& scan_call() const { return scan_; }
   const QmmProblem& qmm_problem() const { return qmm_; }
+  /// The matmul's arguments on host tensors, quantization parameters included.
+  const QuantizedMatMulArgs& qmm_args() const { return args_; }
   bool is_scan() const { return problem_.op != Operator::quantized_linear_matmul; }
   std::int64_t output_bytes() const { return std::int64_t(output_.size()); }
 

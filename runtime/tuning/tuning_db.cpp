@@ -5,6 +5,8 @@
 //       with the schedule and its median time
 //   v2  adds the measurement's spread, repetitions, transfer flag, candidates tried and the
 //       heuristic's time, so that `hetkern tune --list` can report the gain
+//   v3  adds machine_rates: the cost model's measured rates, one named value per row, keyed by
+//       fingerprint (a new rate is a new name, not a new column)
 // A writable open migrates older files in one transaction; a file from a newer hetkern is refused.
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -25,9 +27,13 @@ namespace {
 
 constexpr int busy_timeout_ms = 30000;
 
-const char* const schema_v2 =
+#define HETKERN_RATES_TABLE \
+  "CREATE TABLE machine_rates(fingerprint TEXT NOT NULL, name TEXT NOT NULL, value REAL NOT NULL," \
+  " PRIMARY KEY(fingerprint, name));"
+
+const char* const schema_v3 =
     "CREATE TABLE schema_version(version INTEGER NOT NULL);"
-    "INSERT INTO schema_version VALUES(2);"
+    "INSERT INTO schema_version VALUES(3);"
     "CREATE TABLE records("
     " op TEXT NOT NULL, algorithm_version INTEGER NOT NULL, dtype TEXT NOT NULL,"
     " shape TEXT NOT NULL, stride_class TEXT NOT NULL, params TEXT NOT NULL,"
@@ -35,7 +41,8 @@ const char* const schema_v2 =
     " spread_ns REAL NOT NULL DEFAULT 0, repetitions INTEGER NOT NULL DEFAULT 0,"
     " transfers INTEGER NOT NULL DEFAULT 0, candidates INTEGER NOT NULL DEFAULT 0,"
     " default_ns REAL NOT NULL DEFAULT 0,"
-    " PRIMARY KEY(op, algorithm_version, dtype, shape, stride_class, params, fingerprint));";
+    " PRIMARY KEY(op, algorithm_version, dtype, shape, stride_class, params, fingerprint));"
+    HETKERN_RATES_TABLE;
 
 const char* const migrate_v1_to_v2 =
     "ALTER TABLE records ADD COLUMN spread_ns REAL NOT NULL DEFAULT 0;"
@@ -44,6 +51,15 @@ const char* const migrate_v1_to_v2 =
     "ALTER TABLE records ADD COLUMN candidates INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE records ADD COLUMN default_ns REAL NOT NULL DEFAULT 0;"
     "UPDATE schema_version SET version = 2;";
+
+const char* const migrate_v2_to_v3 = HETKERN_RATES_TABLE "UPDATE schema_version SET version = 3;";
+
+// The rates' names in the table; a strategy's rate is its name after the prefix.
+const char* const to_device_name = "to_device_bytes_per_s";
+const char* const to_host_name = "to_host_bytes_per_s";
+const char* const gpu_call_name = "gpu_call_seconds";
+const std::string strategy_prefix = "strategy:";
+const std::string fixed_prefix = "fixed:";
 
 const char* const record_columns =
     "op, algorithm_version, dtype, shape, stride_class, params, fingerprint, schedule, median_ns,"
@@ -166,9 +182,10 @@ struct TuningDb::Impl {
       version = read_version();
       check_version();
       if (version == 0) {
-        exec(schema_v2, "cannot create the schema");
-      } else if (version == 1) {
-        exec(migrate_v1_to_v2, "cannot migrate schema version 1 to 2");
+        exec(schema_v3, "cannot create the schema");
+      } else {
+        if (version == 1) exec(migrate_v1_to_v2, "cannot migrate schema version 1 to 2");
+        if (version <= 2) exec(migrate_v2_to_v3, "cannot migrate schema version 2 to 3");
       }
       exec("COMMIT", "cannot commit");
     } catch (...) {
@@ -291,6 +308,68 @@ std::vector<TuningRecord> TuningDb::all() const {
   impl_->prepare(st, std::string("SELECT ") + record_columns +
                          " FROM records ORDER BY op, algorithm_version, dtype, params, stride_class, shape, fingerprint");
   return impl_->rows(st.s);
+}
+
+std::optional<MachineRates> TuningDb::find_rates(const std::string& fingerprint) const {
+  if (!impl_->db) return std::nullopt;
+  Impl::Statement st;
+  impl_->prepare(st, "SELECT name, value FROM machine_rates WHERE fingerprint = ?1");
+  sqlite3_bind_text(st.s, 1, fingerprint.c_str(), -1, SQLITE_TRANSIENT);
+  MachineRates r;
+  bool any = false;
+  for (;;) {
+    const int rc = sqlite3_step(st.s);
+    if (rc == SQLITE_DONE) break;
+    if (rc != SQLITE_ROW) impl_->fail("cannot read");
+    const unsigned char* t = sqlite3_column_text(st.s, 0);
+    const std::string name = t ? reinterpret_cast<const char*>(t) : "";
+    const double value = sqlite3_column_double(st.s, 1);
+    any = true;
+    if (name == to_device_name) r.to_device_bytes_per_s = value;
+    else if (name == to_host_name) r.to_host_bytes_per_s = value;
+    else if (name == gpu_call_name) r.gpu_call_seconds = value;
+    else if (name.rfind(strategy_prefix, 0) == 0) r.strategy_rates[name.substr(strategy_prefix.size())] = value;
+    else if (name.rfind(fixed_prefix, 0) == 0) r.strategy_fixed_seconds[name.substr(fixed_prefix.size())] = value;
+    // Other names come from a later hetkern of the same schema: not ours to read.
+  }
+  if (!any) return std::nullopt;
+  return r;
+}
+
+void TuningDb::put_rates(const std::string& fingerprint, const MachineRates& rates) {
+  if (!impl_->db)
+    throw Error(Errc::invalid_file, "tuning database", impl_->path, "opened read-only, cannot write");
+  impl_->exec("BEGIN IMMEDIATE", "cannot start a transaction");
+  try {
+    clear_rates(fingerprint);
+    auto put_one = [&](const std::string& name, double value) {
+      Impl::Statement st;
+      impl_->prepare(st, "INSERT INTO machine_rates(fingerprint, name, value) VALUES(?1, ?2, ?3)");
+      sqlite3_bind_text(st.s, 1, fingerprint.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_text(st.s, 2, name.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_double(st.s, 3, value);
+      if (sqlite3_step(st.s) != SQLITE_DONE) impl_->fail("cannot write the machine rates");
+    };
+    put_one(to_device_name, rates.to_device_bytes_per_s);
+    put_one(to_host_name, rates.to_host_bytes_per_s);
+    put_one(gpu_call_name, rates.gpu_call_seconds);
+    for (const auto& [name, value] : rates.strategy_rates) put_one(strategy_prefix + name, value);
+    for (const auto& [name, value] : rates.strategy_fixed_seconds) put_one(fixed_prefix + name, value);
+    impl_->exec("COMMIT", "cannot commit");
+  } catch (...) {
+    sqlite3_exec(impl_->db, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+bool TuningDb::clear_rates(const std::string& fingerprint) {
+  if (!impl_->db)
+    throw Error(Errc::invalid_file, "tuning database", impl_->path, "opened read-only, cannot write");
+  Impl::Statement st;
+  impl_->prepare(st, "DELETE FROM machine_rates WHERE fingerprint = ?1");
+  sqlite3_bind_text(st.s, 1, fingerprint.c_str(), -1, SQLITE_TRANSIENT);
+  if (sqlite3_step(st.s) != SQLITE_DONE) impl_->fail("cannot write the machine rates");
+  return sqlite3_changes(impl_->db) > 0;
 }
 
 }  // namespace hk

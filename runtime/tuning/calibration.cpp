@@ -1,0 +1,210 @@
+// Calibration: times the library's own copies and strategies on fixed shapes (docs/tuning.md).
+// Each strategy is timed on a shape where the heuristic would choose it, once tiny (its fixed
+// cost) and once large enough that its throughput dominates.
+#include "runtime/tuning/calibration.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "hetkern/error.hpp"
+#include "hetkern/operators.hpp"
+#ifdef HETKERN_OFFLOAD
+#include "hetkern/device.hpp"
+#include "runtime/platform/device_memory.hpp"
+#endif
+
+namespace hk {
+namespace detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The median of `repetitions` timed runs after one untimed (first touch, scratch allocation).
+double median_seconds(const std::function<void()>& run, int repetitions) {
+  run();
+  std::vector<double> t;
+  for (int i = 0; i < std::max(repetitions, 1); ++i) {
+    const auto start = Clock::now();
+    run();
+    t.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// One strategy's fixed cost (its tiny call) and rate (its large call's work past that cost).
+void record(MachineRates& rates, const std::string& strategy, double work, double small_seconds, double large_seconds) {
+  rates.strategy_fixed_seconds[strategy] = small_seconds;
+  rates.strategy_rates[strategy] = work / std::max(large_seconds - small_seconds, large_seconds * 0.01);
+}
+
+struct ScanShape {
+  std::vector<std::int64_t> sizes;
+  int axis = 0;
+  std::int64_t elements() const {
+    std::int64_t n = 1;
+    for (const auto s : sizes) n *= s;
+    return n;
+  }
+};
+
+// Times `strategy` on a tiny and a large float32 cumulative sum; `scan(shape)` returns the call.
+// A strategy that refuses either shape is left out.
+void measure_scan(MachineRates& rates, const std::string& strategy, const ScanShape& tiny, const ScanShape& large,
+                  const std::function<std::function<void()>(const ScanShape&)>& scan, int repetitions) {
+  try {
+    const double small = median_seconds(scan(tiny), repetitions);
+    const double big = median_seconds(scan(large), repetitions);
+    record(rates, strategy, 2.0 * double(large.elements()) * sizeof(float), small, big);
+  } catch (const Error& e) {
+    if (e.code() != Errc::invalid_schedule) throw;
+  }
+}
+
+// Host operands of one u8 x s8 -> u8 matmul, per-tensor quantization.
+struct QmmOperands {
+  std::int64_t M, N, K;
+  std::vector<std::uint8_t> a, out;
+  std::vector<std::int8_t> b;
+  float a_scale = 0.0625f, b_scale = 0.0625f, out_scale = 64.0f;
+  std::uint8_t a_zero = 128, out_zero = 128;
+
+  explicit QmmOperands(std::int64_t side) : M(side), N(side), K(side), a(std::size_t(side * side), 1),
+                                            out(std::size_t(side * side)), b(std::size_t(side * side), 1) {}
+
+  template <class Operand> BasicQuantizedMatMulArgs<Operand> args(Operand a_operand, Operand b_operand) const {
+    const TensorDesc scalar(DataType::float32, {1});
+    BasicQuantizedMatMulArgs<Operand> x;
+    x.a = a_operand;
+    x.b = b_operand;
+    x.a_scale = {scalar, &a_scale};
+    x.b_scale = {scalar, &b_scale};
+    x.output_scale = {scalar, &out_scale};
+    x.a_zero_point = ConstTensor{TensorDesc(DataType::uint8, {1}), &a_zero};
+    x.output_zero_point = ConstTensor{TensorDesc(DataType::uint8, {1}), &out_zero};
+    return x;
+  }
+  TensorDesc a_desc() const { return TensorDesc(DataType::uint8, {M, K}); }
+  TensorDesc b_desc() const { return TensorDesc(DataType::int8, {K, N}); }
+  TensorDesc out_desc() const { return TensorDesc(DataType::uint8, {M, N}); }
+};
+
+void measure_qmm(MachineRates& rates, const std::string& strategy, std::int64_t side, int repetitions,
+                 const std::function<std::function<void()>(QmmOperands&)>& qmm) {
+  try {
+    QmmOperands tiny(1), large(side);
+    const double small = median_seconds(qmm(tiny), repetitions);
+    const double big = median_seconds(qmm(large), repetitions);
+    record(rates, strategy, double(side) * double(side) * double(side), small, big);
+  } catch (const Error& e) {
+    if (e.code() != Errc::invalid_schedule) throw;
+  }
+}
+
+void measure_host(MachineRates& rates, const CalibrationSizes& z) {
+  const auto scan = [](const char* strategy) {
+    return [strategy](const ScanShape& shape) -> std::function<void()> {
+      const TensorDesc d(DataType::float32, shape.sizes);
+      auto in = std::make_shared<std::vector<float>>(std::size_t(shape.elements()));
+      auto out = std::make_shared<std::vector<float>>(in->size());
+      const CumulativeOptions options{shape.axis};
+      return [=] { cumulative_sum(ConstTensor{d, in->data()}, Tensor{d, out->data()}, options, Schedule(strategy)); };
+    };
+  };
+  const std::int64_t S = z.scan_elements;
+  measure_scan(rates, "scan.parallel", {{1, 1}, 1}, {{S / 1024, 1024}, 1}, scan("scan.parallel"), z.repetitions);
+  measure_scan(rates, "scan.blocked", {{1, 1}, 1}, {{2, S / 2}, 1}, scan("scan.blocked"), z.repetitions);
+  const std::int64_t s = z.single_thread_scan_elements;
+  measure_scan(rates, "scan.tiled", {{1, 1}, 1}, {{std::max<std::int64_t>(s / 512, 1), 512}, 1}, scan("scan.tiled"),
+               z.repetitions);
+  const auto qmm = [](const char* strategy) {
+    return [strategy](QmmOperands& o) -> std::function<void()> {
+      const auto args = o.args(ConstTensor{o.a_desc(), o.a.data()}, ConstTensor{o.b_desc(), o.b.data()});
+      return [&o, args, strategy] { quantized_linear_matmul(args, Tensor{o.out_desc(), o.out.data()}, Schedule(strategy)); };
+    };
+  };
+  measure_qmm(rates, "qmm.parallel", z.host_qmm_side, z.repetitions, qmm("qmm.parallel"));
+  measure_qmm(rates, "qmm.tiled", z.single_thread_qmm_side, z.repetitions, qmm("qmm.tiled"));
+}
+
+#ifdef HETKERN_OFFLOAD
+void measure_link(MachineRates& rates, const CalibrationSizes& z) {
+  const std::size_t bytes = std::size_t(z.copy_bytes);
+  std::vector<std::byte> host(bytes);
+  DeviceBuffer device(bytes);
+  const int d = offload_device();
+  rates.to_device_bytes_per_s =
+      double(bytes) / median_seconds([&] { copy_to_device(device.data(), 0, host.data(), bytes, d); }, z.repetitions);
+  rates.to_host_bytes_per_s =
+      double(bytes) / median_seconds([&] { copy_to_host(host.data(), device.data(), 0, bytes, d); }, z.repetitions);
+}
+
+void measure_device(MachineRates& rates, const CalibrationSizes& z) {
+  const auto scan = [](const char* strategy) {
+    return [strategy](const ScanShape& shape) -> std::function<void()> {
+      const TensorDesc d(DataType::float32, shape.sizes);
+      const std::size_t bytes = std::size_t(shape.elements()) * sizeof(float);
+      auto in = std::make_shared<DeviceBuffer>(bytes);
+      auto out = std::make_shared<DeviceBuffer>(bytes);
+      in->upload(std::vector<std::byte>(bytes).data(), bytes);
+      const CumulativeOptions options{shape.axis};
+      return [=] {
+        cumulative_sum(DeviceConstTensor{d, in.get()}, DeviceTensor{d, out.get()}, options, Schedule(strategy));
+      };
+    };
+  };
+  const std::int64_t S = z.scan_elements;
+  measure_scan(rates, "scan.offload_rows", {{1, 1}, 1}, {{S / 1024, 1024}, 1}, scan("scan.offload_rows"), z.repetitions);
+  measure_scan(rates, "scan.offload_columns", {{1, 1}, 0}, {{1024, S / 1024}, 0}, scan("scan.offload_columns"),
+               z.repetitions);
+  measure_scan(rates, "scan.offload_chained", {{1}, 0}, {{S}, 0}, scan("scan.offload_chained"), z.repetitions);
+  const auto qmm = [](const char* strategy) {
+    return [strategy](QmmOperands& o) -> std::function<void()> {
+      auto a = std::make_shared<DeviceBuffer>(o.a.size());
+      auto b = std::make_shared<DeviceBuffer>(o.b.size());
+      auto out = std::make_shared<DeviceBuffer>(o.out.size());
+      a->upload(o.a.data(), o.a.size());
+      b->upload(o.b.data(), o.b.size());
+      const auto args = o.args(DeviceConstTensor{o.a_desc(), a.get()}, DeviceConstTensor{o.b_desc(), b.get()});
+      return [&o, a, b, out, args, strategy] {
+        quantized_linear_matmul(args, DeviceTensor{o.out_desc(), out.get()}, Schedule(strategy));
+      };
+    };
+  };
+  measure_qmm(rates, "qmm.offload_mma", z.gpu_qmm_side, z.repetitions, qmm("qmm.offload_mma"));
+  measure_qmm(rates, "qmm.offload", z.gpu_qmm_side, z.repetitions, qmm("qmm.offload"));
+  // The generic GPU call: the cheapest offload call measured, a launch and a synchronization.
+  rates.gpu_call_seconds = 0;
+  for (const auto& [name, seconds] : rates.strategy_fixed_seconds)
+    if (name.find(".offload") != std::string::npos && (rates.gpu_call_seconds == 0 || seconds < rates.gpu_call_seconds))
+      rates.gpu_call_seconds = seconds;
+}
+#endif
+
+}  // namespace
+
+MachineRates measure_rates([[maybe_unused]] const CalibrationSizes& sizes) {
+  MachineRates rates;
+#ifdef HETKERN_OFFLOAD
+  warm_up_offload();
+  measure_link(rates, sizes);
+  measure_device(rates, sizes);
+#endif
+  measure_host(rates, sizes);
+  return rates;
+}
+
+}  // namespace detail
+
+std::optional<MachineRates> measure_machine_rates() {
+#ifdef HETKERN_OFFLOAD
+  if (!offload_on_host()) return detail::measure_rates({});
+#endif
+  return std::nullopt;
+}
+
+}  // namespace hk

@@ -1,0 +1,28 @@
+// Measuring the machine's rates for the cost model: transfers both ways, the GPU call's fixed
+// cost, and each host and offload strategy's throughput, on a few fixed shapes.
+#pragma once
+
+#include <cstdint>
+
+#include "hetkern/tuning.hpp"
+
+namespace hk::detail {
+
+/// The shapes calibration measures on. The defaults take about a second on a GPU machine; the
+/// tests pass tiny ones to run the same code on the host fallback.
+struct CalibrationSizes {
+  std::int64_t copy_bytes = std::int64_t(8) << 20;        // each transfer direction
+  std::int64_t scan_elements = std::int64_t(1) << 22;     // float32, the parallel and offload scans
+  std::int64_t single_thread_scan_elements = std::int64_t(1) << 15;  // scan.tiled: what it gets
+  std::int64_t gpu_qmm_side = 2048;                       // M = N = K of the offload matmuls
+  std::int64_t host_qmm_side = 1024;                      // qmm.parallel
+  std::int64_t single_thread_qmm_side = 256;              // qmm.tiled
+  int repetitions = 5;                                    // timed runs after one warm-up; median
+};
+
+/// Measures the rates with `sizes` on offload_device(), whatever it is (the host fallback too);
+/// strategies that refuse a shape here are left out. Throws hk::Error when a device allocation
+/// or a copy fails. Offload builds only; without one, measure_machine_rates() measures nothing.
+MachineRates measure_rates(const CalibrationSizes& sizes);
+
+}  // namespace hk::detail

@@ -1,0 +1,74 @@
+// The cost model's arithmetic: fixed cost + work / rate + transfers / link bandwidth.
+#include "runtime/tuning/cost_model.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace hk::detail {
+namespace {
+
+double rate_of(const std::map<std::string, double>& rates, const std::string& strategy) {
+  const auto it = rates.find(strategy);
+  return it == rates.end() ? 0 : it->second;
+}
+
+}  // namespace
+
+std::optional<Cost> predict(const MachineRates& rates, const CandidateWork& c) {
+  const double rate = rate_of(rates.strategy_rates, c.strategy);
+  if (!(rate > 0)) return std::nullopt;
+  Cost cost;
+  cost.work_seconds = c.work / rate;
+  const auto fixed = rates.strategy_fixed_seconds.find(c.strategy);
+  if (fixed != rates.strategy_fixed_seconds.end()) cost.fixed_seconds = fixed->second;
+  if (c.where == Executor::gpu) {
+    if (!rates.has_gpu_costs()) return std::nullopt;
+    // A strategy measured without its own fixed cost pays the generic GPU call's.
+    if (fixed == rates.strategy_fixed_seconds.end()) cost.fixed_seconds = rates.gpu_call_seconds;
+    cost.transfer_seconds =
+        c.bytes_to_device / rates.to_device_bytes_per_s + c.bytes_to_host / rates.to_host_bytes_per_s;
+  }
+  return cost;
+}
+
+std::vector<Prediction> rank(const MachineRates& rates, const std::vector<CandidateWork>& candidates) {
+  std::vector<Prediction> out;
+  for (std::size_t i = 0; i < candidates.size(); ++i)
+    if (const auto cost = predict(rates, candidates[i])) out.push_back({i, *cost});
+  std::sort(out.begin(), out.end(), [](const Prediction& a, const Prediction& b) {
+    return a.cost.seconds() != b.cost.seconds() ? a.cost.seconds() < b.cost.seconds() : a.index < b.index;
+  });
+  return out;
+}
+
+double split_seconds(const Cost& host, const Cost& gpu, double gpu_share) {
+  const double s = std::clamp(gpu_share, 0.0, 1.0);
+  const double host_part = host.fixed_seconds + (1 - s) * (host.work_seconds + host.transfer_seconds);
+  const double gpu_part = gpu.fixed_seconds + s * (gpu.work_seconds + gpu.transfer_seconds);
+  if (s == 0) return host_part;
+  if (s == 1) return gpu_part;
+  return std::max(host_part, gpu_part);
+}
+
+double balanced_gpu_share(const Cost& host, const Cost& gpu) {
+  // host.fixed + (1 - s) h = gpu.fixed + s g, with h and g the parts that scale with the share.
+  const double h = host.work_seconds + host.transfer_seconds;
+  const double g = gpu.work_seconds + gpu.transfer_seconds;
+  if (h + g <= 0) return 0;
+  return std::clamp((host.fixed_seconds + h - gpu.fixed_seconds) / (h + g), 0.0, 1.0);
+}
+
+std::string seconds_text(double seconds) {
+  char buf[32];
+  if (seconds < 1e-6)
+    std::snprintf(buf, sizeof buf, "%.0f ns", seconds * 1e9);
+  else if (seconds < 1e-3)
+    std::snprintf(buf, sizeof buf, "%.3g us", seconds * 1e6);
+  else if (seconds < 1)
+    std::snprintf(buf, sizeof buf, "%.3g ms", seconds * 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.3g s", seconds);
+  return buf;
+}
+
+}  // namespace hk::detail

@@ -1,0 +1,56 @@
+// The cost model: a candidate's predicted time from the machine's measured rates (MachineRates).
+// Pure arithmetic on what a candidate computes and moves; which candidates a call has is
+// model_choice.cpp's business, and the rates come from calibration.cpp.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hetkern/tuning.hpp"
+
+namespace hk::detail {
+
+enum class Executor { host, gpu };
+
+/// One candidate of a call, before rates: its strategy and what it computes and moves.
+struct CandidateWork {
+  std::string strategy;           // the record's name, by which its rates are found
+  Executor where = Executor::host;
+  double work = 0;                // scans: bytes read and written; the matmul: multiply-adds
+  double bytes_to_device = 0;     // a GPU candidate on host tensors: the inputs copied in
+  double bytes_to_host = 0;       //   and the output copied back
+};
+
+/// A predicted time in parts, so that a share of the work can be priced (split_seconds).
+struct Cost {
+  double fixed_seconds = 0;     // whatever the size: the call's launch, synchronization, set-up
+  double work_seconds = 0;      // the work at the strategy's rate
+  double transfer_seconds = 0;  // copies between host and device
+  double seconds() const { return fixed_seconds + work_seconds + transfer_seconds; }
+};
+
+/// The candidate's predicted cost; nullopt when its strategy's rate is unknown, or when it runs
+/// on the GPU and the transfers or the GPU call cost are.
+std::optional<Cost> predict(const MachineRates& rates, const CandidateWork& candidate);
+
+struct Prediction {
+  std::size_t index = 0;  // into the candidates
+  Cost cost;
+};
+
+/// The candidates that can be priced, fastest first; of equal times the earlier comes first.
+std::vector<Prediction> rank(const MachineRates& rates, const std::vector<CandidateWork>& candidates);
+
+/// A candidate that runs `gpu_share` (0 to 1) of a call's work on the GPU while the host runs the
+/// rest (the split strategies): it ends when the slower part does. `host` and `gpu` price the
+/// whole call on each; each part keeps its fixed cost and takes its share of the rest.
+double split_seconds(const Cost& host, const Cost& gpu, double gpu_share);
+/// The share at which both parts end together, which minimizes split_seconds; in [0, 1].
+double balanced_gpu_share(const Cost& host, const Cost& gpu);
+
+/// A time for the dispatch log: "850 ns", "12.3 us", "4.56 ms", "1.20 s".
+std::string seconds_text(double seconds);
+
+}  // namespace hk::detail

@@ -1,0 +1,84 @@
+// The machine rates a process uses, and hk::calibrate, which measures and stores them.
+#include "runtime/tuning/machine_rates.hpp"
+
+#include <cstdio>
+#include <mutex>
+
+#include "hetkern/error.hpp"
+
+namespace hk {
+namespace detail {
+namespace {
+
+struct ProcessRates {
+  std::mutex mutex;
+  bool read = false;           // the database was asked
+  bool measure_tried = false;  // measured, or failed to: not again in this process
+  std::optional<MachineRates> rates;
+};
+
+ProcessRates& process_rates() {
+  static ProcessRates r;
+  return r;
+}
+
+// Measures and stores; the rates are kept in the process whether or not the database takes them.
+std::optional<MachineRates> measure_and_store(const std::string& db_path) {
+  std::optional<MachineRates> rates = measure_machine_rates();
+  if (!rates || db_path.empty()) return rates;
+  try {
+    TuningDb(db_path, true).put_rates(machine_fingerprint(), *rates);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "hetkern: warning: machine rates measured but not stored: %s\n", e.what());
+  }
+  return rates;
+}
+
+}  // namespace
+
+std::optional<MachineRates> dispatch_machine_rates(const std::string& db_path, bool measure) {
+  ProcessRates& p = process_rates();
+  // Held while measuring: other threads' first calls wait for the rates rather than measure too.
+  std::lock_guard lock(p.mutex);
+  if (!p.read) {
+    p.read = true;
+    try {
+      if (!db_path.empty()) p.rates = TuningDb(db_path, false).find_rates(machine_fingerprint());
+    } catch (const Error&) {
+      // The dispatcher reports an unreadable database once already; no rates then.
+    }
+  }
+  if (p.rates || !measure || p.measure_tried) return p.rates;
+  p.measure_tried = true;
+  try {
+    p.rates = measure_and_store(db_path);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "hetkern: warning: cannot measure the machine rates (%s); using the heuristic\n", e.what());
+  }
+  return p.rates;
+}
+
+void forget_machine_rates() {
+  ProcessRates& p = process_rates();
+  std::lock_guard lock(p.mutex);
+  p.read = false;
+  p.measure_tried = false;
+  p.rates.reset();
+}
+
+}  // namespace detail
+
+std::optional<MachineRates> calibrate(const std::string& db_path, bool remeasure) {
+  detail::ProcessRates& p = detail::process_rates();
+  std::lock_guard lock(p.mutex);
+  if (!remeasure && !db_path.empty())
+    if (auto stored = TuningDb(db_path, false).find_rates(machine_fingerprint())) return stored;
+  std::optional<MachineRates> rates = detail::measure_and_store(db_path);
+  if (rates) {
+    p.rates = rates;
+    p.read = true;
+  }
+  return rates;
+}
+
+}  // namespace hk

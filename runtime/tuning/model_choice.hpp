@@ -1,0 +1,42 @@
+// The cost model applied to a call: its candidates (the heuristic's host plan and the offload
+// records' default plans), priced with the machine's rates, the fastest chosen; and the
+// conservative rule for a machine with a GPU whose rates are not known.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "algorithms/cumulative.hpp"
+#include "algorithms/quantized_matmul.hpp"
+#include "hetkern/tuning.hpp"
+#include "schedules/qmm_strategies.hpp"
+#include "schedules/scan_strategies.hpp"
+
+namespace hk::detail {
+
+template <class Plan> struct ModelDecision {
+  Plan plan;
+  std::string reason;  // for the dispatch log: the winner's and the runner-up's predicted times
+};
+
+/// The predicted fastest plan for a validated call whose tensors lie at `home`, with a GPU
+/// present. Host tensors: the heuristic's host plan against each offload strategy's default
+/// plan, the GPU's priced with the transfers. Device tensors: offload strategies only; the scans
+/// keep the layout's strategy (each family's rate was measured on its own layout, so comparing
+/// them on another would be a guess) and the matmul compares the kernels (their rates were
+/// measured on the same shape). nullopt when the heuristic's plan cannot be priced.
+std::optional<ModelDecision<ScanStrategyPlan>> model_scan_plan(const CumulativeCall& call, DataHome home,
+                                                              const MachineRates& rates);
+std::optional<ModelDecision<QmmStrategyPlan>> model_qmm_plan(const QmmProblem& problem, DataHome home,
+                                                            const MachineRates& rates);
+
+/// With a GPU but no rates: the GPU only for a host-tensor matmul so large that the transfers
+/// cannot outweigh it; nullopt (the heuristic) for everything else.
+std::optional<ModelDecision<QmmStrategyPlan>> conservative_qmm_plan(const QmmProblem& problem, DataHome home);
+
+/// Whether a host-tensor call is large enough that the GPU might win it: the first such call
+/// without rates measures them (dispatch.cpp).
+bool worth_calibrating(const CumulativeCall& call);
+bool worth_calibrating(const QmmProblem& problem);
+
+}  // namespace hk::detail

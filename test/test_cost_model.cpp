@@ -1,0 +1,254 @@
+// The cost model for untuned calls: predictions from injected rates, the choice it makes for
+// host and device tensors, the rates' round trip through the database, and calibration, which
+// measures nothing on the host fallback.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "hetkern/hetkern.hpp"
+#include "runtime/tuning/calibration.hpp"
+#include "runtime/tuning/cost_model.hpp"
+#include "runtime/tuning/model_choice.hpp"
+#include "runtime/tuning/tuner_problem.hpp"
+#include "tuning_test_util.hpp"
+#ifdef HETKERN_OFFLOAD
+#include "hetkern/device.hpp"
+#endif
+
+namespace {
+
+using namespace hk;
+using detail::CandidateWork;
+using detail::DataHome;
+using detail::Executor;
+
+// Rates of the order of a 16-core host and one PCIe-attached GPU.
+MachineRates example_rates() {
+  MachineRates r;
+  r.to_device_bytes_per_s = 20e9;
+  r.to_host_bytes_per_s = 20e9;
+  r.gpu_call_seconds = 30e-6;
+  r.strategy_rates = {{"qmm.parallel", 1.4e12},     {"qmm.tiled", 0.1e12},       {"qmm.offload_mma", 40e12},
+                      {"qmm.offload", 10e12},       {"scan.parallel", 40e9},     {"scan.tiled", 8e9},
+                      {"scan.blocked", 30e9},       {"scan.offload_rows", 1e12}, {"scan.offload_columns", 1e12},
+                      {"scan.offload_chained", 1e12}};
+  r.strategy_fixed_seconds = {{"qmm.parallel", 5e-6}, {"qmm.offload_mma", 40e-6}, {"scan.parallel", 3e-6}};
+  return r;
+}
+
+TEST(CostModel, PredictsFixedCostWorkAndTransfers) {
+  const MachineRates r = example_rates();
+  const auto host = detail::predict(r, {"qmm.parallel", Executor::host, 1.4e12, 1e9, 1e9});
+  ASSERT_TRUE(host.has_value());
+  EXPECT_DOUBLE_EQ(host->work_seconds, 1.0);
+  EXPECT_DOUBLE_EQ(host->fixed_seconds, 5e-6);
+  EXPECT_EQ(host->transfer_seconds, 0);  // host candidates move nothing
+  const auto gpu = detail::predict(r, {"qmm.offload", Executor::gpu, 10e12, 20e9, 40e9});
+  ASSERT_TRUE(gpu.has_value());
+  EXPECT_DOUBLE_EQ(gpu->transfer_seconds, 3.0);
+  EXPECT_DOUBLE_EQ(gpu->fixed_seconds, 30e-6);  // no fixed cost of its own: the generic GPU call's
+  EXPECT_DOUBLE_EQ(gpu->seconds(), 4.0 + 30e-6);
+  // Unknown: a strategy without a rate, and a GPU candidate without the link's rates.
+  EXPECT_FALSE(detail::predict(r, {"qmm.unknown", Executor::host, 1, 0, 0}).has_value());
+  MachineRates no_link = r;
+  no_link.to_host_bytes_per_s = 0;
+  EXPECT_FALSE(detail::predict(no_link, {"qmm.offload", Executor::gpu, 1, 1, 1}).has_value());
+}
+
+TEST(CostModel, RanksFastestFirstAndDropsWhatItCannotPrice) {
+  const MachineRates r = example_rates();
+  const std::vector<CandidateWork> c = {{"qmm.parallel", Executor::host, 1e12, 0, 0},
+                                        {"qmm.unknown", Executor::host, 1, 0, 0},
+                                        {"qmm.offload_mma", Executor::gpu, 1e12, 1e9, 1e9}};
+  const auto ranked = detail::rank(r, c);
+  ASSERT_EQ(ranked.size(), 2u);
+  EXPECT_EQ(ranked[0].index, 2u);
+  EXPECT_EQ(ranked[1].index, 0u);
+}
+
+TEST(CostModel, SplitEndsWithTheSlowerPartAndBalances) {
+  detail::Cost host{0, 4.0, 0}, gpu{0.5, 1.0, 1.0};
+  EXPECT_DOUBLE_EQ(detail::split_seconds(host, gpu, 0), 4.0);
+  EXPECT_DOUBLE_EQ(detail::split_seconds(host, gpu, 1), 2.5);
+  EXPECT_DOUBLE_EQ(detail::split_seconds(host, gpu, 0.5), std::max(2.0, 1.5));
+  const double s = detail::balanced_gpu_share(host, gpu);  // 4 (1 - s) = 0.5 + 2 s
+  EXPECT_NEAR(s, 3.5 / 6, 1e-12);
+  EXPECT_NEAR(detail::split_seconds(host, gpu, s), 4 * (1 - s), 1e-12);
+  EXPECT_LT(detail::split_seconds(host, gpu, s), detail::split_seconds(host, gpu, 1));
+  // A GPU whose fixed cost alone exceeds the host's whole time gets no share.
+  EXPECT_EQ(detail::balanced_gpu_share({0, 1e-6, 0}, {30e-6, 1e-9, 1e-6}), 0);
+}
+
+TEST(CostModel, SecondsText) {
+  EXPECT_EQ(detail::seconds_text(850e-9), "850 ns");
+  EXPECT_EQ(detail::seconds_text(12.34e-6), "12.3 us");
+  EXPECT_EQ(detail::seconds_text(4.561e-3), "4.56 ms");
+  EXPECT_EQ(detail::seconds_text(1.2), "1.2 s");
+}
+
+TuneProblem matmul(std::int64_t m, std::int64_t n, std::int64_t k) {
+  return {Operator::quantized_linear_matmul, {DataType::uint8, DataType::int8, DataType::uint8}, {m, n, k}, {}};
+}
+
+TuneProblem scan(std::vector<std::int64_t> shape, int axis) {
+  return {Operator::cumulative_sum, {DataType::float32}, std::move(shape), {.axis = axis}};
+}
+
+std::string strategy(const detail::QmmStrategyPlan& p) { return detail::to_schedule(p).strategy(); }
+std::string strategy(const detail::ScanStrategyPlan& p) { return detail::to_schedule(p).strategy(); }
+
+#ifdef HETKERN_OFFLOAD
+TEST(ModelChoice, LargeHostMatmulGoesToTheGpuWithItsTransfersCounted) {
+  const detail::TuneWorkload w(matmul(4096, 4096, 4096), false);
+  const auto d = detail::model_qmm_plan(w.qmm_problem(), DataHome::host, example_rates());
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(strategy(d->plan), "qmm.offload_mma");
+  // 2^36 / 40e12 + 48 MiB / 20e9 + 40 us; the dp4a kernel 2^36 / 10e12 + the same transfers and call.
+  EXPECT_EQ(d->reason,
+            "cost model: qmm.offload_mma 4.27 ms (transfers 2.52 ms) predicted, runner-up qmm.offload 9.42 ms "
+            "(transfers 2.52 ms)");
+  // Without the GPU kernels' rates the host is the runner-up: 2^36 / 1.4e12 + 5 us.
+  MachineRates r = example_rates();
+  r.strategy_rates.erase("qmm.offload");
+  EXPECT_EQ(detail::model_qmm_plan(w.qmm_problem(), DataHome::host, r)->reason,
+            "cost model: qmm.offload_mma 4.27 ms (transfers 2.52 ms) predicted, runner-up qmm.parallel 49.1 ms");
+}
+
+TEST(ModelChoice, TinyCallsStayOnTheHost) {
+  const detail::TuneWorkload m(matmul(1, 64, 64), false);
+  const auto q = detail::model_qmm_plan(m.qmm_problem(), DataHome::host, example_rates());
+  ASSERT_TRUE(q.has_value());
+  EXPECT_EQ(strategy(q->plan), strategy(detail::default_qmm_plan(m.qmm_problem())));
+  const detail::TuneWorkload s(scan({1, 1, 3, 4}, 3), false);
+  const auto c = detail::model_scan_plan(s.scan_call(), DataHome::host, example_rates());
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(strategy(c->plan), "scan.tiled");
+  // Even a large host-tensor scan: the link moves its bytes slower than the host scans them.
+  const detail::TuneWorkload big(scan({4096, 4096}, 1), false);
+  EXPECT_EQ(strategy(detail::model_scan_plan(big.scan_call(), DataHome::host, example_rates())->plan),
+            "scan.parallel");
+}
+
+TEST(ModelChoice, DeviceTensorsGetOnlyOffloadStrategies) {
+  MachineRates r = example_rates();
+  r.strategy_rates["qmm.offload"] = 80e12;  // faster than the tensor cores: the model takes it
+  const detail::TuneWorkload m(matmul(1, 64, 64), false);
+  const auto q = detail::model_qmm_plan(m.qmm_problem(), DataHome::device, r);
+  ASSERT_TRUE(q.has_value());
+  EXPECT_EQ(strategy(q->plan), "qmm.offload");
+  EXPECT_EQ(q->reason.find("transfers"), std::string::npos);
+  // Scans keep the layout's family, the only candidate.
+  const detail::TuneWorkload s(scan({4096, 64}, 0), false);
+  const auto c = detail::model_scan_plan(s.scan_call(), DataHome::device, r);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(strategy(c->plan), strategy(detail::default_scan_plan(s.scan_call(), DataHome::device)));
+  EXPECT_NE(c->reason.find("the only candidate"), std::string::npos);
+}
+
+TEST(ModelChoice, UnpricedHeuristicLeavesTheChoiceToTheHeuristic) {
+  MachineRates r = example_rates();
+  r.strategy_rates.erase("qmm.parallel");
+  const detail::TuneWorkload w(matmul(4096, 4096, 4096), false);
+  EXPECT_FALSE(detail::model_qmm_plan(w.qmm_problem(), DataHome::host, r).has_value());
+}
+
+TEST(ModelChoice, ConservativeRuleTakesTheGpuOnlyForHugeHostMatmuls) {
+  const detail::TuneWorkload huge(matmul(4096, 4096, 4096), false);
+  const auto d = detail::conservative_qmm_plan(huge.qmm_problem(), DataHome::host);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(strategy(d->plan), "qmm.offload_mma");
+  const detail::TuneWorkload thin(matmul(512, 8192, 8192), false);  // 2^35, but M < 1024
+  EXPECT_FALSE(detail::conservative_qmm_plan(thin.qmm_problem(), DataHome::host).has_value());
+  EXPECT_FALSE(detail::conservative_qmm_plan(huge.qmm_problem(), DataHome::device).has_value());
+}
+#endif
+
+class Rates : public hk::test::FreshTuningDb {
+ protected:
+  Rates() : FreshTuningDb("dispatch") {}
+};
+
+TEST_F(Rates, RoundTripKeyedByFingerprint) {
+  const MachineRates r = example_rates();
+  {
+    TuningDb db(path_, true);
+    db.put_rates("machine-a", r);
+    MachineRates other;
+    other.gpu_call_seconds = 1;
+    db.put_rates("machine-b", other);
+  }
+  const TuningDb db(path_, false);
+  const auto a = db.find_rates("machine-a");
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->to_device_bytes_per_s, r.to_device_bytes_per_s);
+  EXPECT_EQ(a->to_host_bytes_per_s, r.to_host_bytes_per_s);
+  EXPECT_EQ(a->gpu_call_seconds, r.gpu_call_seconds);
+  EXPECT_EQ(a->strategy_rates, r.strategy_rates);
+  EXPECT_EQ(a->strategy_fixed_seconds, r.strategy_fixed_seconds);
+  EXPECT_EQ(db.find_rates("machine-b")->gpu_call_seconds, 1);
+  EXPECT_FALSE(db.find_rates("machine-c").has_value());
+  TuningDb writable(path_, true);
+  EXPECT_TRUE(writable.clear_rates("machine-a"));
+  EXPECT_FALSE(writable.clear_rates("machine-a"));
+  EXPECT_FALSE(writable.find_rates("machine-a").has_value());
+  EXPECT_TRUE(writable.find_rates("machine-b").has_value());
+}
+
+TEST_F(Rates, PutReplacesEveryRateOfTheFingerprint) {
+  TuningDb db(path_, true);
+  db.put_rates("m", example_rates());
+  MachineRates fewer;
+  fewer.strategy_rates = {{"qmm.tiled", 5}};
+  db.put_rates("m", fewer);
+  const auto got = db.find_rates("m");
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->strategy_rates, fewer.strategy_rates);
+  EXPECT_TRUE(got->strategy_fixed_seconds.empty());
+  EXPECT_EQ(got->to_device_bytes_per_s, 0);
+}
+
+#ifdef HETKERN_OFFLOAD
+TEST_F(Rates, NoCalibrationAndNoGpuChoiceOnTheHostFallback) {
+  if (!offload_on_host()) GTEST_SKIP() << "a GPU is present";
+  EXPECT_FALSE(measure_machine_rates().has_value());
+  EXPECT_FALSE(calibrate(path_, true).has_value());
+  EXPECT_FALSE(TuningDb(path_, false).find_rates(machine_fingerprint()).has_value());
+  // Rates that favour the GPU are stored, yet without a GPU a large untuned matmul stays on the
+  // host and the log says the heuristic chose it.
+  TuningDb(path_, true).put_rates(machine_fingerprint(), example_rates());
+  reset_dispatch();
+  const detail::TuneWorkload w(matmul(4096, 4096, 4096), false);
+  ::testing::internal::CaptureStderr();
+  const auto plan = detail::dispatch_qmm(w.qmm_problem());
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(strategy(plan), "qmm.parallel");
+  EXPECT_NE(log.find("-> qmm.parallel("), std::string::npos) << log;
+  EXPECT_NE(log.find(" on host CPU (heuristic, no tuning record)"), std::string::npos) << log;
+}
+
+// The measurement code itself, on tiny shapes so that the host fallback runs it in moments: every
+// strategy of both operators gets a rate and a fixed cost, the link its bandwidths.
+TEST(Calibration, MeasuresEveryStrategyOnTinyShapes) {
+  detail::CalibrationSizes tiny;
+  tiny.copy_bytes = 4096;
+  tiny.scan_elements = 1 << 14;
+  tiny.single_thread_scan_elements = 1 << 12;
+  tiny.gpu_qmm_side = 32;
+  tiny.host_qmm_side = 32;
+  tiny.single_thread_qmm_side = 16;
+  tiny.repetitions = 1;
+  const MachineRates r = detail::measure_rates(tiny);
+  EXPECT_GT(r.to_device_bytes_per_s, 0);
+  EXPECT_GT(r.to_host_bytes_per_s, 0);
+  EXPECT_GT(r.gpu_call_seconds, 0);
+  for (const char* s : {"scan.parallel", "scan.blocked", "scan.tiled", "scan.offload_rows", "scan.offload_columns",
+                        "scan.offload_chained", "qmm.parallel", "qmm.tiled", "qmm.offload_mma", "qmm.offload"}) {
+    ASSERT_TRUE(r.strategy_rates.count(s)) << s;
+    EXPECT_GT(r.strategy_rates.at(s), 0) << s;
+    EXPECT_GT(r.strategy_fixed_seconds.at(s), 0) << s;
+  }
+}
+#endif
+
+}  // namespace
