@@ -269,9 +269,14 @@ qmmt::Problem random_qmm(std::vector<i64> batch, i64 M, i64 N, i64 K, bool broad
   return p;
 }
 
-std::vector<unsigned char> run_qmm(qmmt::Problem& p, const Schedule& schedule) {
+std::vector<unsigned char> run_qmm(qmmt::Problem& p, const Schedule& schedule, const hk::PackedB* packed = nullptr) {
   const std::vector<unsigned char> junk = p.y.bytes;
-  hk::quantized_linear_matmul(p.args(), p.y.view(), schedule);
+  hk::QuantizedMatMulArgs args = p.args();
+  if (packed) {
+    args.b = {};
+    args.packed_b = packed;
+  }
+  hk::quantized_linear_matmul(args, p.y.view(), schedule);
   std::vector<unsigned char> out = p.y.bytes;
   p.y.bytes = junk;
   return out;
@@ -291,6 +296,11 @@ TEST(QmmSplit, RowsSharedOutEqualASingleExecutorBitForBit) {
           EXPECT_TRUE(run_qmm(p, Schedule("qmm.split").set("gpu_share", share).set("threads", threads)) == want);
         }
       EXPECT_TRUE(run_qmm(p, Schedule("qmm.split")) == want);
+      // B packed by hk::pack_b: the host part reads the panels, a device part the unpacked matrix.
+      if (batch.empty()) {
+        const hk::PackedB packed = hk::pack_b(p.b.cview());
+        EXPECT_TRUE(run_qmm(p, Schedule::parse("qmm.split(gpu_share=500, threads=2)"), &packed) == want);
+      }
     }
 }
 
