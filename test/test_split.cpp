@@ -65,7 +65,8 @@ TEST(RunSplit, RunsEveryPartOnceAndRethrowsAfterAllFinished) {
   std::vector<std::atomic<int>> seen(9);
   hk::detail::run_split(
       plan, 9, [&](SplitRange r) { for (i64 u = r.begin; u < r.end; ++u) ++seen[std::size_t(u)]; },
-      [&](int device, SplitRange r) {
+      [&](int d, int device, SplitRange r) {
+        EXPECT_EQ(d, 0);
         EXPECT_EQ(device, hk::offload_device());
         for (i64 u = r.begin; u < r.end; ++u) ++seen[std::size_t(u)];
       });
@@ -75,14 +76,14 @@ TEST(RunSplit, RunsEveryPartOnceAndRethrowsAfterAllFinished) {
   std::atomic<bool> host_done{false};
   EXPECT_THROW(hk::detail::run_split(
                    plan, 9, [&](SplitRange) { host_done = true; },
-                   [&](int, SplitRange) { throw std::runtime_error("device part failed"); }),
+                   [&](int, int, SplitRange) { throw std::runtime_error("device part failed"); }),
                std::runtime_error);
   EXPECT_TRUE(host_done);
   // The host part throws while the device part runs: the device part finishes first.
   std::atomic<bool> device_done{false};
   EXPECT_THROW(hk::detail::run_split(
                    plan, 9, [&](SplitRange) { throw std::runtime_error("host part failed"); },
-                   [&](int, SplitRange) { device_done = true; }),
+                   [&](int, int, SplitRange) { device_done = true; }),
                std::runtime_error);
   EXPECT_TRUE(device_done);
 }

@@ -1,4 +1,7 @@
 // qmm.split: one matmul's rows of A shared between the offload devices and the host cores, at once.
+#include <cstdint>
+#include <vector>
+
 #include "schedules/qmm_offload.hpp"
 #include "schedules/qmm_strategies.hpp"
 #include "schedules/strategies/offload_common.hpp"
@@ -28,6 +31,40 @@ QmmProblem rows_of(const QmmProblem& p, SplitRange r) {
   return part;
 }
 
+// Whether the span of every part's output (what a device copies back whole) holds only its own
+// rows: one matrix whose rows do not interleave.
+bool parts_own_their_spans(const QmmProblem& p) {
+  return p.batch[0] * p.batch[1] == 1 && (p.N - 1) * p.out_col_stride < p.out_row_stride;
+}
+
+// A device's rows. Where their span holds other rows, which the host writes meanwhile, the device
+// writes a packed copy that is then copied into place.
+void multiply_on_device(const QmmProblem& problem, SplitRange r, int device) {
+  QmmProblem part = rows_of(problem, r);
+  const QmmPlan plan = *offload_launch(plan_qmm(part, Schedule("qmm.offload_mma")));
+  if (parts_own_their_spans(problem)) {
+    run_qmm_offload(part, plan, device);
+    return;
+  }
+  const std::int64_t batches = problem.batch[0] * problem.batch[1], rows = r.size(), N = problem.N;
+  std::vector<std::uint8_t> packed(std::size_t(batches * rows * N));
+  char* const out = static_cast<char*>(part.out);
+  part.out = packed.data();
+  part.out_batch_stride[0] = problem.batch[1] * rows * N;
+  part.out_batch_stride[1] = rows * N;
+  part.out_row_stride = N;
+  part.out_col_stride = 1;
+  run_qmm_offload(part, plan, device);
+  for (std::int64_t t = 0; t < batches; ++t) {
+    const std::int64_t batch_offset =
+        (t / problem.batch[1]) * problem.out_batch_stride[0] + (t % problem.batch[1]) * problem.out_batch_stride[1];
+    for (std::int64_t m = 0; m < rows; ++m)
+      for (std::int64_t n = 0; n < N; ++n)
+        out[batch_offset + m * problem.out_row_stride + n * problem.out_col_stride] =
+            char(packed[std::size_t((t * rows + m) * N + n)]);
+  }
+}
+
 }  // namespace
 
 const QmmStrategy& qmm_split() {
@@ -53,10 +90,7 @@ const QmmStrategy& qmm_split() {
               const QmmProblem part = rows_of(problem, r);
               run_qmm(part, plan_qmm(part, Schedule("qmm.parallel").set("threads", plan.threads)));
             },
-            [&](int device, SplitRange r) {
-              const QmmProblem part = rows_of(problem, r);
-              run_qmm_offload(part, *offload_launch(plan_qmm(part, Schedule("qmm.offload_mma"))), device);
-            });
+            [&](int, int device, SplitRange r) { multiply_on_device(problem, r, device); });
       },
       .schedule = [](const QmmStrategyPlan& p) { return split_schedule("qmm.split", std::get<SplitPlan>(p)); },
       .space = [](const QmmProblem&) { return split_space(); },

@@ -74,7 +74,7 @@ std::vector<SplitRange> split_ranges(std::int64_t units, const SplitPlan& plan) 
 }
 
 void run_split(const SplitPlan& plan, std::int64_t units, const std::function<void(SplitRange)>& host_part,
-               const std::function<void(int, SplitRange)>& device_part) {
+               const std::function<void(int, int, SplitRange)>& device_part) {
   const std::vector<SplitRange> ranges = split_ranges(units, plan);
   // On the host fallback the one device is the host itself.
   const bool on_host = offload_on_host();
@@ -95,7 +95,7 @@ void run_split(const SplitPlan& plan, std::int64_t units, const std::function<vo
       const SplitRange range = ranges[std::size_t(1 + d)];
       if (range.size() == 0) continue;
       const int device = on_host ? host_device : d;
-      workers.threads.emplace_back([&, device, range] { guarded([&] { device_part(device, range); }); });
+      workers.threads.emplace_back([&, d, device, range] { guarded([&] { device_part(d, device, range); }); });
     }
     if (ranges[0].size() > 0) guarded([&] { host_part(ranges[0]); });
   }

@@ -37,10 +37,11 @@ struct SplitRange {
 /// index 1 + d device d's.
 std::vector<SplitRange> split_ranges(std::int64_t units, const SplitPlan& plan);
 
-/// Runs a call's parts at once: `device_part(device, range)` for each device with work on a
-/// thread of its own (`device` its OpenMP device number), `host_part(range)` on the calling
-/// thread. Returns when every part has finished; then rethrows the first exception one threw.
+/// Runs a call's parts at once: `device_part(d, device, range)` for each device d (0 to
+/// plan.devices - 1) with work, on a thread of its own (`device` its OpenMP device number), and
+/// `host_part(range)` on the calling thread; the ranges are split_ranges(units, plan)'s. Returns
+/// when every part has finished; then rethrows the first exception one threw.
 void run_split(const SplitPlan& plan, std::int64_t units, const std::function<void(SplitRange)>& host_part,
-               const std::function<void(int, SplitRange)>& device_part);
+               const std::function<void(int, int, SplitRange)>& device_part);
 
 }  // namespace hk::detail
