@@ -28,8 +28,7 @@ i64 span_bytes(const std::int64_t (&batch)[2], const std::int64_t (&batch_stride
 
 }  // namespace
 
-void run_scan_offload_host(const CumulativeCall& call, const ScanPlan& plan) {
-  const int dev = offload_device();
+void run_scan_offload_host(const CumulativeCall& call, const ScanPlan& plan, int dev) {
   if (offload_on_host()) {
     run_scan_offload(call, plan, dev);
     return;
@@ -71,8 +70,7 @@ void run_qmm_offload_on_device(const QmmProblem& p, const QmmPlan& plan, int dev
   qmm_offload(p, launch);
 }
 
-void run_qmm_offload(const QmmProblem& problem, const QmmPlan& plan) {
-  const int device = offload_device();
+void run_qmm_offload(const QmmProblem& problem, const QmmPlan& plan, int device) {
   QmmProblem p = problem;
   // B from a caller's packed copy: back to plain K x N matrices of its source type.
   std::vector<std::uint8_t> plain_b;

@@ -68,10 +68,11 @@ void qmm_offload_product(const QmmProblem& problem, const OffloadQmmLaunch& laun
 /// (counted transfers), the workspace comes from the device scratch cache, and qmm_offload runs.
 void run_qmm_offload_on_device(const QmmProblem& problem, const QmmPlan& plan, int device);
 
-/// The host-tensor entry of the qmm.offload / qmm.offload_mma schedules: on a GPU, copies the
-/// spans of the inputs to device scratch, runs there and copies the output back (counted
-/// transfers); on the host fallback runs on the host memory directly. Throws
-/// hk::Error(Errc::invalid_parameter) when device memory runs out (the output is then untouched).
-void run_qmm_offload(const QmmProblem& problem, const QmmPlan& plan);
+/// The host-tensor entry of the qmm.offload / qmm.offload_mma schedules, on `device` (an OpenMP
+/// device number; on the host fallback, offload_device()): on a GPU, copies the spans of the
+/// inputs to device scratch, runs there and copies the output back (counted transfers); on the
+/// host fallback runs on the host memory directly. Throws hk::Error(Errc::invalid_parameter) when
+/// device memory runs out (the output is then untouched).
+void run_qmm_offload(const QmmProblem& problem, const QmmPlan& plan, int device);
 
 }  // namespace hk::detail

@@ -14,6 +14,7 @@
 #include "schedules/strategy.hpp"
 #ifdef HETKERN_OFFLOAD
 #include "schedules/qmm_offload_plan.hpp"
+#include "schedules/split_plan.hpp"
 #endif
 
 namespace hk::detail {
@@ -44,7 +45,7 @@ using OffloadMmaQmmPlan = OffloadQmmPlanOf<OffloadQmmKernel::mma>;
 /// A plan of one of the strategies, alternatives in the order of qmm_strategies().
 using QmmStrategyPlan = std::variant<ReferenceQmmPlan, TiledQmmPlan, ParallelQmmPlan
 #ifdef HETKERN_OFFLOAD
-                                     , OffloadQmmPlan, OffloadMmaQmmPlan
+                                     , OffloadQmmPlan, OffloadMmaQmmPlan, SplitPlan
 #endif
                                      >;
 
@@ -56,6 +57,7 @@ const QmmStrategy& qmm_parallel();
 #ifdef HETKERN_OFFLOAD
 const QmmStrategy& qmm_offload();
 const QmmStrategy& qmm_offload_mma();
+const QmmStrategy& qmm_split();
 #endif
 
 /// QuantizedLinearMatMul's strategies, in the order of schedule tables and the tuner's space.
@@ -63,7 +65,7 @@ inline std::span<const QmmStrategy* const> qmm_strategies() {
   static const QmmStrategy* const list[] = {
       &qmm_reference(), &qmm_tiled(), &qmm_parallel(),
 #ifdef HETKERN_OFFLOAD
-      &qmm_offload(), &qmm_offload_mma(),
+      &qmm_offload(), &qmm_offload_mma(), &qmm_split(),
 #endif
   };
   static_assert(std::size(list) == std::variant_size_v<QmmStrategyPlan>);

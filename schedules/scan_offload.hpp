@@ -13,10 +13,11 @@ namespace hk::detail {
 /// OpenMP device number, or the initial device for the host fallback). No transfers.
 void run_scan_offload(const CumulativeCall& call, const ScanPlan& plan, int device);
 
-/// Runs a validated call on host tensors with an offload plan: on a GPU, the tensors' spans are
-/// copied to device memory and the output's back (counted as transfers); on the host fallback the
-/// kernels run on the host memory directly.
-void run_scan_offload_host(const CumulativeCall& call, const ScanPlan& plan);
+/// Runs a validated call on host tensors with an offload plan on `device` (an OpenMP device
+/// number; on the host fallback, offload_device()): on a GPU, the tensors' spans are copied to
+/// device memory and the output's back (counted as transfers); on the host fallback the kernels
+/// run on the host memory directly.
+void run_scan_offload_host(const CumulativeCall& call, const ScanPlan& plan, int device);
 
 /// The parameters an offload strategy takes when a schedule leaves them out.
 ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind);

@@ -12,6 +12,7 @@
 #include "schedules/strategy.hpp"
 #ifdef HETKERN_OFFLOAD
 #include "schedules/scan_offload_plan.hpp"
+#include "schedules/split_plan.hpp"
 #endif
 
 namespace hk::detail {
@@ -68,7 +69,7 @@ struct OffloadChainedScanPlan {
 /// A plan of one of the strategies, alternatives in the order of scan_strategies().
 using ScanStrategyPlan = std::variant<ReferenceScanPlan, TiledScanPlan, ParallelScanPlan, BlockedScanPlan
 #ifdef HETKERN_OFFLOAD
-                                      , OffloadRowsScanPlan, OffloadColumnsScanPlan, OffloadChainedScanPlan
+                                      , OffloadRowsScanPlan, OffloadColumnsScanPlan, OffloadChainedScanPlan, SplitPlan
 #endif
                                       >;
 
@@ -82,6 +83,7 @@ const ScanStrategy& scan_blocked();
 const ScanStrategy& scan_offload_rows();
 const ScanStrategy& scan_offload_columns();
 const ScanStrategy& scan_offload_chained();
+const ScanStrategy& scan_split();
 #endif
 
 /// The cumulative operators' strategies, in the order of schedule tables and the tuner's space.
@@ -89,7 +91,7 @@ inline std::span<const ScanStrategy* const> scan_strategies() {
   static const ScanStrategy* const list[] = {
       &scan_reference(), &scan_tiled(), &scan_parallel(), &scan_blocked(),
 #ifdef HETKERN_OFFLOAD
-      &scan_offload_rows(), &scan_offload_columns(), &scan_offload_chained(),
+      &scan_offload_rows(), &scan_offload_columns(), &scan_offload_chained(), &scan_split(),
 #endif
   };
   static_assert(std::size(list) == std::variant_size_v<ScanStrategyPlan>);

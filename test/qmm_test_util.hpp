@@ -25,6 +25,9 @@
 
 #include "hetkern/hetkern.hpp"
 #include "isa_test_util.hpp"
+#ifdef HETKERN_OFFLOAD
+#include "hetkern/device.hpp"
+#endif
 
 namespace qmmt {
 
@@ -357,6 +360,10 @@ inline std::vector<hk::Schedule> test_schedules(std::mt19937_64& rng, int random
       if (mode == 1) return std::clamp<i64>(3, p.min, p.max);
       return std::clamp<i64>(i64(1 + rng() % 3), p.min, p.max) + (p.min > 3 ? i64(rng() % 3) * 32 : 0);
     }
+#ifdef HETKERN_OFFLOAD
+    // A split schedule may name only the devices there are.
+    if (p.key == "devices") return mode == 1 ? i64(hk::offload_device_count()) : p.min;
+#endif
     if (mode == 0) return p.min;
     if (mode == 1) return p.max;
     static constexpr i64 choices[] = {1, 2, 3, 4, 5, 7, 11, 13, 16, 17, 31, 64, 257};

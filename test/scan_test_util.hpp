@@ -52,7 +52,10 @@ inline std::vector<Schedule> all_scan_schedules() {
                            // Seven warps on a staged tile: runs of 64 bytes of int32 and 32 of
                            // float16 (two buffers and three), of 48 of float32 (three buffers).
                            "scan.offload_chained(teams=3, threads=224, items=16)",
-                           "scan.offload_chained(teams=3, threads=224, items=12)"})
+                           "scan.offload_chained(teams=3, threads=224, items=12)",
+                           // The lines shared between the device and the host, and all to either.
+                           "scan.split(gpu_share=500, threads=3)", "scan.split(gpu_share=1000)",
+                           "scan.split(gpu_share=0, threads=2)"})
     out.push_back(Schedule::parse(text));
 #endif
   return out;
@@ -60,10 +63,12 @@ inline std::vector<Schedule> all_scan_schedules() {
 
 inline std::string label(const Schedule& s) { return s.empty() ? "(default)" : s.to_string(); }
 
-/// Whether `s` is an offload strategy, which refuses float64 and bfloat16 (host types only).
+/// Whether `s` gives work to an offload device (an offload strategy, or scan.split with a device
+/// share, by default 250), which refuses float64 and bfloat16 (host types only).
 inline bool offload_refuses(DataType type, const Schedule& s) {
-  return (type == DataType::float64 || type == DataType::bfloat16) &&
-         s.strategy().find(".offload") != std::string::npos;
+  const bool device_part = s.strategy().find(".offload") != std::string::npos ||
+                           (s.strategy() == "scan.split" && s.find("gpu_share").value_or("250") != "0");
+  return (type == DataType::float64 || type == DataType::bfloat16) && device_part;
 }
 
 /// Values as a float32 tensor of the given sizes, packed.

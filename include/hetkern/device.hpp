@@ -37,6 +37,10 @@ GpuPluginStatus load_gpu_plugin();
 int offload_device();
 /// True when offload_device() is the host.
 bool offload_on_host();
+/// The offload devices the split strategies (scan.split, qmm.split) can spread one call over:
+/// the visible GPUs, OpenMP devices 0 to n - 1; 1 on the host fallback, whose one device is the
+/// host itself.
+int offload_device_count();
 
 /// Starts the offload runtime on offload_device() now: its first target region compiles every
 /// kernel of the library for the GPU found (tens of seconds), which would otherwise land on the

@@ -27,6 +27,7 @@
 #define HETKERN_GPU_FUNCTIONS(F, M, C, D)                                                                   \
   F(offload_device, int, hk::offload_device, (), (), required, )                                          \
   F(offload_on_host, bool, hk::offload_on_host, (), (), gpu_only, true)                                   \
+  F(offload_device_count, int, hk::offload_device_count, (), (), gpu_only, 1)                             \
   F(warm_up_offload, void, hk::warm_up_offload, (), (), gpu_only, )                                       \
   F(transfer_counters, hk::TransferCounters, hk::transfer_counters, (), (), loaded, {})                     \
   F(reset_transfer_counters, void, hk::reset_transfer_counters, (), (), loaded, )                         \
@@ -60,7 +61,8 @@
   M(buffer_download, hk::DeviceBuffer, void, download, (void* host, std::size_t bytes, std::size_t offset), \
     (host, bytes, offset), const, required, )                                                              \
   F(run_scan_offload_host, void, hk::detail::run_scan_offload_host,                                        \
-    (const hk::detail::CumulativeCall& call, const hk::detail::ScanPlan& plan), (call, plan), required, )  \
+    (const hk::detail::CumulativeCall& call, const hk::detail::ScanPlan& plan, int device),               \
+    (call, plan, device), required, )                                                                      \
   F(offload_scan_defaults, hk::detail::ScanPlan, hk::detail::offload_scan_defaults,                        \
     (const hk::detail::CumulativeCall& call, hk::detail::ScanPlan::Kind kind), (call, kind), required, )   \
   F(default_offload_scan_plan, hk::detail::ScanPlan, hk::detail::default_offload_scan_plan,                \
@@ -80,7 +82,8 @@
     (const hk::detail::QmmProblem& problem, const hk::detail::OffloadQmmLaunch& launch), (problem, launch), \
     required, )                                                                                            \
   F(run_qmm_offload, void, hk::detail::run_qmm_offload,                                                    \
-    (const hk::detail::QmmProblem& problem, const hk::detail::QmmPlan& plan), (problem, plan), required, ) \
+    (const hk::detail::QmmProblem& problem, const hk::detail::QmmPlan& plan, int device),                 \
+    (problem, plan, device), required, )                                                                   \
   F(copy_to_device, void, hk::detail::copy_to_device,                                                      \
     (void* device_dst, std::size_t dst_offset, const void* host_src, std::size_t bytes, int device),      \
     (device_dst, dst_offset, host_src, bytes, device), required, )                                         \
@@ -107,7 +110,7 @@ namespace hk::detail {
 
 /// Changes whenever the list above or a type it passes changes; with the version and the table's
 /// size, it keeps a plugin of another build from being used.
-inline constexpr std::uint32_t gpu_plugin_abi = 2;
+inline constexpr std::uint32_t gpu_plugin_abi = 3;
 
 struct GpuPluginTable {
   std::uint32_t abi;

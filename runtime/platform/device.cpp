@@ -81,6 +81,8 @@ int offload_device() {
 
 bool offload_on_host() { return offload_device() == omp_get_initial_device(); }
 
+int offload_device_count() { return offload_on_host() ? 1 : omp_get_num_devices(); }
+
 void warm_up_offload() {
   const int dev = offload_device();
 #pragma omp target device(dev)

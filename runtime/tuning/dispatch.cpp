@@ -115,10 +115,13 @@ Settings read_settings() {
   return s;
 }
 
-// The device that runs a plan, as the dispatch log names it.
-std::string device_text([[maybe_unused]] bool offload) {
+// The devices that run a plan, as the dispatch log names them.
+template <class Plan> std::string device_text([[maybe_unused]] const Plan& plan) {
 #ifdef HETKERN_OFFLOAD
-  if (offload)
+  if (const auto* split = std::get_if<SplitPlan>(&plan))
+    return offload_on_host() ? "host CPU and the offload fallback (no GPU)"
+                             : "host CPU and GPUs 0 to " + std::to_string(split->devices - 1);
+  if (is_offload_plan(plan))
     return offload_on_host() ? "host CPU (offload fallback, no GPU)" : "GPU " + std::to_string(offload_device());
 #endif
   return "host CPU";
@@ -189,9 +192,9 @@ class Dispatcher {
 
   static void log(const std::string& call_text, const Decision& d, bool cached) {
     const Schedule s = std::visit([](const auto& p) { return to_schedule(p); }, d.plan);
-    const bool offload = std::visit([](const auto& p) { return is_offload_plan(p); }, d.plan);
+    const std::string devices = std::visit([](const auto& p) { return device_text(p); }, d.plan);
     std::fprintf(stderr, "hetkern: dispatch %s -> %s on %s (%s%s)\n", call_text.c_str(), s.to_string().c_str(),
-                 device_text(offload).c_str(), d.reason.c_str(), cached ? ", cached" : "");
+                 devices.c_str(), d.reason.c_str(), cached ? ", cached" : "");
   }
 
   std::shared_mutex mutex_;

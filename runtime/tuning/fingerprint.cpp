@@ -1,10 +1,12 @@
 // The machine fingerprint that tuning records are keyed by.
 #include "runtime/tuning/fingerprint.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "hetkern/info.hpp"
 #include "hetkern/topology.hpp"
@@ -53,18 +55,35 @@ std::string read_cpu_model() {
   return "unknown";
 }
 
-// Records tuned with a GPU name offload schedules, which mean something else without one (or
-// with another GPU). The NVIDIA driver names its GPUs in /proc; other devices go by number.
+// Records tuned with a GPU name offload and split schedules, which mean something else without
+// one, with another GPU or with another number of them. The NVIDIA driver names its GPUs in /proc
+// (folders named by bus address: the order of device numbers); other devices go by number.
+// Several devices: "N x model" when they are alike, else their models in device order.
 std::string read_offload_device_model() {
 #ifdef HETKERN_OFFLOAD
   if (offload_on_host()) return "none";
+  const auto count = std::size_t(offload_device_count());
+  std::vector<std::filesystem::path> gpus;
   std::error_code ec;
-  for (const auto& gpu : std::filesystem::directory_iterator("/proc/driver/nvidia/gpus", ec)) {
-    std::ifstream info(gpu.path() / "information");
+  for (const auto& gpu : std::filesystem::directory_iterator("/proc/driver/nvidia/gpus", ec)) gpus.push_back(gpu.path());
+  std::sort(gpus.begin(), gpus.end());
+  std::vector<std::string> models;
+  for (const auto& gpu : gpus) {
+    std::ifstream info(gpu / "information");
     for (std::string line; std::getline(info, line);)
-      if (line.rfind("Model:", 0) == 0) return trimmed(line.substr(6));
+      if (line.rfind("Model:", 0) == 0) models.push_back(trimmed(line.substr(6)));
   }
-  return "openmp-device-" + std::to_string(offload_device());
+  if (models.size() < count) {
+    models.clear();
+    for (std::size_t d = 0; d < count; ++d) models.push_back("openmp-device-" + std::to_string(d));
+  }
+  models.resize(count);
+  if (count == 1) return models[0];
+  if (std::all_of(models.begin(), models.end(), [&](const std::string& m) { return m == models[0]; }))
+    return std::to_string(count) + " x " + models[0];
+  std::string text = models[0];
+  for (std::size_t d = 1; d < count; ++d) text += " + " + models[d];
+  return text;
 #else
   return "none";
 #endif

@@ -13,7 +13,8 @@ struct FingerprintParts {
   int threads = 1;        // hk::default_threads()
   std::string pin;        // the default thread pinning policy (hk::default_pin_policy())
   std::string topology;   // hk::topology_digest(): the allowed hwloc topology
-  std::string device;     // the offload device the schedules may use: "none", or the GPU's model
+  std::string device;     // the offload devices the schedules may use: "none", the GPU's model, or
+                          // several GPUs' ("2 x model")
 };
 
 FingerprintParts current_fingerprint_parts();

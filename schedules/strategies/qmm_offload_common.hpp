@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "hetkern/device.hpp"
 #include "schedules/qmm_offload.hpp"
 #include "schedules/qmm_strategies.hpp"
 #include "schedules/strategies/offload_common.hpp"
@@ -27,7 +28,7 @@ QmmStrategy offload_qmm_record(const char* name, const char* meaning, const char
         return Plan{int(std::min(p.get("teams", tiles), tiles)), int(p.get("threads", default_team_threads))};
       },
       .run = [](const QmmProblem& problem, const QmmStrategyPlan& plan) {
-        run_qmm_offload(problem, std::get<Plan>(plan).launch());
+        run_qmm_offload(problem, std::get<Plan>(plan).launch(), offload_device());
       },
       .schedule = [](const QmmStrategyPlan& plan) {
         const auto& o = std::get<Plan>(plan);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "algorithms/cumulative.hpp"
+#include "hetkern/device.hpp"
 #include "schedules/scan_offload.hpp"
 #include "schedules/scan_strategies.hpp"
 #include "schedules/strategies/offload_common.hpp"
@@ -40,7 +41,7 @@ ScanStrategy offload_scan_record(const char* name, const char* meaning, std::vec
       .params = std::move(params),
       .plan = plan,
       .run = [](const CumulativeCall& call, const ScanStrategyPlan& p) {
-        run_scan_offload_host(call, std::get<Plan>(p).launch());
+        run_scan_offload_host(call, std::get<Plan>(p).launch(), offload_device());
       },
       .schedule = [](const ScanStrategyPlan& p) { return std::get<Plan>(p).schedule(); },
       .space = offload_space<CumulativeCall>,

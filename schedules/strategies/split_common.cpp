@@ -1,0 +1,105 @@
+// Parameters, plan, space and concurrent run shared by the split strategies.
+#include "schedules/strategies/split_common.hpp"
+
+#include <algorithm>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "hetkern/device.hpp"
+#include "hetkern/error.hpp"
+#include "hetkern/info.hpp"
+
+namespace hk::detail {
+namespace {
+
+constexpr int max_split_devices = 64;
+
+// Joins every thread it holds when it goes, also when starting a later one threw.
+struct JoinedThreads {
+  std::vector<std::thread> threads;
+  ~JoinedThreads() {
+    for (std::thread& t : threads) t.join();
+  }
+};
+
+}  // namespace
+
+std::vector<ParamSpec> split_params(const char* share_help) {
+  return {{"gpu_share", 0, 1000, share_help},
+          {"devices", 1, max_split_devices,
+           "offload devices used, from device 0 (default: every visible one; the host fallback has one)"},
+          {"threads", 1, 1024,
+           "OpenMP threads of the host part (default: hk::default_threads() less one per device, "
+           "whose thread drives it, at least 1)"}};
+}
+
+SplitPlan bound_split_plan(const std::string& op, const BoundParams& p, int default_share) {
+  const int visible = offload_device_count();
+  const int devices = int(p.get("devices", visible));
+  if (devices > visible)
+    throw Error(Errc::invalid_schedule, op, p.schedule().to_string(),
+                "devices = " + std::to_string(devices) + " but " + std::to_string(visible) +
+                    " offload device(s) are visible");
+  return {int(p.get("gpu_share", default_share)), devices,
+          int(p.get("threads", std::max(1, default_threads() - devices)))};
+}
+
+Schedule split_schedule(const char* name, const SplitPlan& plan) {
+  return Schedule(name).set("gpu_share", plan.gpu_share).set("devices", plan.devices).set("threads", plan.threads);
+}
+
+SearchSpace split_space() {
+  std::vector<SpaceAxis> axes = {{"gpu_share", {"250", "500", "750", "900"}}};
+  const int visible = offload_device_count();
+  if (visible > 1) {
+    SpaceAxis devices{"devices", {}};
+    for (int d = 1; d <= std::min(visible, max_split_devices); ++d) devices.values.push_back(std::to_string(d));
+    axes.push_back(std::move(devices));
+  }
+  return axes;
+}
+
+std::vector<SplitRange> split_ranges(std::int64_t units, const SplitPlan& plan) {
+  const std::int64_t device_units = (units * plan.gpu_share + 500) / 1000;
+  std::vector<SplitRange> ranges(std::size_t(1 + plan.devices));
+  std::int64_t at = 0;
+  for (int d = 0; d < plan.devices; ++d) {
+    const std::int64_t n = device_units / plan.devices + (d < device_units % plan.devices ? 1 : 0);
+    ranges[std::size_t(1 + d)] = {at, at + n};
+    at += n;
+  }
+  ranges[0] = {at, units};
+  return ranges;
+}
+
+void run_split(const SplitPlan& plan, std::int64_t units, const std::function<void(SplitRange)>& host_part,
+               const std::function<void(int, int, SplitRange)>& device_part) {
+  const std::vector<SplitRange> ranges = split_ranges(units, plan);
+  // On the host fallback the one device is the host itself.
+  const bool on_host = offload_on_host();
+  const int host_device = offload_device();
+  std::mutex mutex;
+  std::exception_ptr first;
+  const auto guarded = [&](const auto& part) {
+    try {
+      part();
+    } catch (...) {
+      const std::lock_guard<std::mutex> lock(mutex);
+      if (!first) first = std::current_exception();
+    }
+  };
+  {
+    JoinedThreads workers;
+    for (int d = 0; d < plan.devices; ++d) {
+      const SplitRange range = ranges[std::size_t(1 + d)];
+      if (range.size() == 0) continue;
+      const int device = on_host ? host_device : d;
+      workers.threads.emplace_back([&, d, device, range] { guarded([&] { device_part(d, device, range); }); });
+    }
+    if (ranges[0].size() > 0) guarded([&] { host_part(ranges[0]); });
+  }
+  if (first) std::rethrow_exception(first);
+}
+
+}  // namespace hk::detail

@@ -1,0 +1,47 @@
+// What the split strategies (scan.split, qmm.split) share: their parameters, plan and search
+// space, how a call's work units are shared out, and the concurrent run of the parts.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "schedules/split_plan.hpp"
+#include "schedules/strategy.hpp"
+
+namespace hk::detail {
+
+/// gpu_share (`share_help` gives its default and why), devices and threads, in that order.
+std::vector<ParamSpec> split_params(const char* share_help);
+
+/// The plan a schedule gives. Throws hk::Error(Errc::invalid_schedule) naming `op` when it asks
+/// for more devices than offload_device_count().
+SplitPlan bound_split_plan(const std::string& op, const BoundParams& params, int default_share);
+
+/// The plan as schedule text, every parameter explicit.
+Schedule split_schedule(const char* name, const SplitPlan& plan);
+
+/// The tuner's axes: a few shares, and the device counts where there is more than one device.
+SearchSpace split_space();
+
+/// Work units [begin, end) of one part of a call.
+struct SplitRange {
+  std::int64_t begin = 0, end = 0;
+  std::int64_t size() const { return end - begin; }
+};
+
+/// The ranges of `units` work units under `plan`: the devices' share (gpu_share per mille,
+/// rounded to the nearest unit) first, divided evenly among them in device order (the first ones
+/// take one more when it does not divide), then the host's, the rest. Index 0 is the host's,
+/// index 1 + d device d's.
+std::vector<SplitRange> split_ranges(std::int64_t units, const SplitPlan& plan);
+
+/// Runs a call's parts at once: `device_part(d, device, range)` for each device d (0 to
+/// plan.devices - 1) with work, on a thread of its own (`device` its OpenMP device number), and
+/// `host_part(range)` on the calling thread; the ranges are split_ranges(units, plan)'s. Returns
+/// when every part has finished; then rethrows the first exception one threw.
+void run_split(const SplitPlan& plan, std::int64_t units, const std::function<void(SplitRange)>& host_part,
+               const std::function<void(int, int, SplitRange)>& device_part);
+
+}  // namespace hk::detail
