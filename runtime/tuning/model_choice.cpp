@@ -1,13 +1,10 @@
 // A call's candidates for the cost model, and the rule used before the rates are measured.
 #include "runtime/tuning/model_choice.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <functional>
 #include <vector>
 
-#include "hetkern/device.hpp"
 #include "hetkern/error.hpp"
 #include "runtime/tuning/cost_model.hpp"
 #include "runtime/tuning/heuristic.hpp"
@@ -25,17 +22,10 @@ constexpr std::int64_t conservative_gpu_min_side = 1024;
 constexpr std::int64_t calibration_scan_elements = std::int64_t(1) << 24;
 constexpr double calibration_qmm_macs = double(std::int64_t(1) << 30);
 
-// A split candidate is priced only where its parts would both run long enough to matter.
-constexpr double min_split_share = 0.02;
-
 // Candidates and their plans side by side; a plan that is illegal for the call is left out.
 template <class Plan> struct CandidateList {
   std::vector<CandidateWork> work;
   std::vector<Plan> plans;
-  // Host tensors with a split strategy (the matmul's): its plan for a GPU share in per mille
-  // (throws hk::Error when the call refuses it), priced from the host candidate and the best
-  // GPU one, each part at its own rate.
-  std::function<Plan(std::int64_t)> split;
 
   void add(const Plan& plan, double amount, double bytes_in, double bytes_out) {
     const bool gpu = is_offload_plan(plan);
@@ -70,38 +60,8 @@ template <class Plan> struct CandidateList {
       return text;
     };
     std::string reason = "cost model: " + describe(ranked[0]) + " predicted";
-    if (auto d = choose_split(ranked, describe(ranked[0]))) return d;
     reason += ranked.size() > 1 ? ", runner-up " + describe(ranked[1]) : ", the only candidate";
     return ModelDecision<Plan>{plans[ranked[0].index], std::move(reason)};
-  }
-
-  // The host candidate and the fastest GPU one together, each on its share of the work, the GPUs'
-  // part divided among every device; chosen when it beats the best single candidate.
-  std::optional<ModelDecision<Plan>> choose_split(const std::vector<Prediction>& ranked,
-                                                  const std::string& best_text) const {
-    if (!split) return std::nullopt;
-    const auto host = std::find_if(ranked.begin(), ranked.end(), [](const Prediction& p) { return p.index == 0; });
-    const auto gpu = std::find_if(ranked.begin(), ranked.end(),
-                                  [&](const Prediction& p) { return work[p.index].where == Executor::gpu; });
-    if (host == ranked.end() || gpu == ranked.end()) return std::nullopt;
-    Cost gpus = gpu->cost;
-    const double devices = std::max(1, offload_device_count());
-    gpus.work_seconds /= devices;
-    gpus.transfer_seconds /= devices;
-    const double share = balanced_gpu_share(host->cost, gpus);
-    if (share < min_split_share || share > 1 - min_split_share) return std::nullopt;
-    const double seconds = split_seconds(host->cost, gpus, share);
-    if (seconds >= ranked[0].cost.seconds()) return std::nullopt;
-    try {
-      const auto permille = std::clamp<std::int64_t>(std::llround(share * 1000), 1, 999);
-      Plan plan = split(permille);
-      std::string reason = std::string("cost model: ") + strategy_of(plan).name + " " + seconds_text(seconds) + " predicted with " +
-                           std::to_string(permille) + " per mille on the GPUs (" + work[0].strategy + " beside " +
-                           work[gpu->index].strategy + "), runner-up " + best_text;
-      return ModelDecision<Plan>{std::move(plan), std::move(reason)};
-    } catch (const Error&) {
-      return std::nullopt;  // the call refuses a GPU part (a type the GPUs do not scan)
-    }
   }
 };
 
@@ -116,8 +76,6 @@ std::optional<ModelDecision<ScanStrategyPlan>> model_scan_plan(const CumulativeC
   CandidateList<ScanStrategyPlan> c;
   c.add(default_scan_plan(call, home), 2 * bytes, 0, 0);
 #ifdef HETKERN_OFFLOAD
-  // No split candidate: a scan's host part and its GPU part's staged copies draw on the same host
-  // memory bandwidth, which the model does not price; scan.split is left to the tuner.
   if (home == DataHome::host)
     c.add_named(default_offload_scan_strategy(call), [&](const Schedule& s) { return plan_scan(call, s); }, 2 * bytes,
                 bytes, bytes);
@@ -136,8 +94,6 @@ std::optional<ModelDecision<QmmStrategyPlan>> model_qmm_plan(const QmmProblem& p
   const auto plan_fn = [&](const Schedule& s) { return plan_qmm(p, s); };
   if (home == DataHome::host) c.add_named("qmm.offload_mma", plan_fn, qmm_macs(p), in, out);
   c.add_named("qmm.offload", plan_fn, qmm_macs(p), in, out);
-  if (home == DataHome::host)
-    c.split = [&](std::int64_t permille) { return plan_qmm(p, Schedule("qmm.split").set("gpu_share", permille)); };
 #endif
   return c.choose(rates, home == DataHome::host);
 }
