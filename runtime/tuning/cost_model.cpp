@@ -41,23 +41,6 @@ std::vector<Prediction> rank(const MachineRates& rates, const std::vector<Candid
   return out;
 }
 
-double split_seconds(const Cost& host, const Cost& gpu, double gpu_share) {
-  const double s = std::clamp(gpu_share, 0.0, 1.0);
-  const double host_part = host.fixed_seconds + (1 - s) * (host.work_seconds + host.transfer_seconds);
-  const double gpu_part = gpu.fixed_seconds + s * (gpu.work_seconds + gpu.transfer_seconds);
-  if (s == 0) return host_part;
-  if (s == 1) return gpu_part;
-  return std::max(host_part, gpu_part);
-}
-
-double balanced_gpu_share(const Cost& host, const Cost& gpu) {
-  // host.fixed + (1 - s) h = gpu.fixed + s g, with h and g the parts that scale with the share.
-  const double h = host.work_seconds + host.transfer_seconds;
-  const double g = gpu.work_seconds + gpu.transfer_seconds;
-  if (h + g <= 0) return 0;
-  return std::clamp((host.fixed_seconds + h - gpu.fixed_seconds) / (h + g), 0.0, 1.0);
-}
-
 std::string seconds_text(double seconds) {
   char buf[32];
   if (seconds < 1e-6)

@@ -23,7 +23,7 @@ struct CandidateWork {
   double bytes_to_host = 0;       //   and the output copied back
 };
 
-/// A predicted time in parts, so that a share of the work can be priced (split_seconds).
+/// A predicted time in parts, for the dispatch log.
 struct Cost {
   double fixed_seconds = 0;     // whatever the size: the call's launch, synchronization, set-up
   double work_seconds = 0;      // the work at the strategy's rate
@@ -42,13 +42,6 @@ struct Prediction {
 
 /// The candidates that can be priced, fastest first; of equal times the earlier comes first.
 std::vector<Prediction> rank(const MachineRates& rates, const std::vector<CandidateWork>& candidates);
-
-/// A candidate that runs `gpu_share` (0 to 1) of a call's work on the GPU while the host runs the
-/// rest (the split strategies): it ends when the slower part does. `host` and `gpu` price the
-/// whole call on each; each part keeps its fixed cost and takes its share of the rest.
-double split_seconds(const Cost& host, const Cost& gpu, double gpu_share);
-/// The share at which both parts end together, which minimizes split_seconds; in [0, 1].
-double balanced_gpu_share(const Cost& host, const Cost& gpu);
 
 /// A time for the dispatch log: "850 ns", "12.3 us", "4.56 ms", "1.20 s".
 std::string seconds_text(double seconds);

@@ -91,9 +91,10 @@ std::optional<ModelDecision<QmmStrategyPlan>> model_qmm_plan(const QmmProblem& p
   CandidateList<QmmStrategyPlan> c;
   c.add(default_qmm_plan(p, home), qmm_macs(p), in, out);
 #ifdef HETKERN_OFFLOAD
-  const auto plan_fn = [&](const Schedule& s) { return plan_qmm(p, s); };
-  if (home == DataHome::host) c.add_named("qmm.offload_mma", plan_fn, qmm_macs(p), in, out);
-  c.add_named("qmm.offload", plan_fn, qmm_macs(p), in, out);
+  // The tensor cores only: dp4a was slower at every shape measured, and its rate, calibrated on
+  // one square shape, made it look faster for small M (docs/performance.md).
+  if (home == DataHome::host)
+    c.add_named("qmm.offload_mma", [&](const Schedule& s) { return plan_qmm(p, s); }, qmm_macs(p), in, out);
 #endif
   return c.choose(rates, home == DataHome::host);
 }

@@ -20,11 +20,11 @@ template <class Plan> struct ModelDecision {
 };
 
 /// The predicted fastest plan for a validated call whose tensors lie at `home`, with a GPU
-/// present. Host tensors: the heuristic's host plan against each offload strategy's default
-/// plan, the GPU's priced with the transfers. Device tensors: offload strategies only; the scans
-/// keep the layout's strategy (each family's rate was measured on its own layout, so comparing
-/// them on another would be a guess) and the matmul compares the kernels (their rates were
-/// measured on the same shape). nullopt when the heuristic's plan cannot be priced.
+/// present. Host tensors: the heuristic's host plan against the GPU's default plan (the scan
+/// family of the layout; the matmul on the tensor cores), priced with the transfers. Device
+/// tensors: that GPU plan alone (each scan family's rate was measured on its own layout, so
+/// comparing them on another would be a guess). nullopt when the heuristic's plan cannot be
+/// priced.
 std::optional<ModelDecision<ScanStrategyPlan>> model_scan_plan(const CumulativeCall& call, DataHome home,
                                                               const MachineRates& rates);
 std::optional<ModelDecision<QmmStrategyPlan>> model_qmm_plan(const QmmProblem& problem, DataHome home,
