@@ -134,9 +134,10 @@ void quantized_linear_matmul(const DeviceQuantizedMatMulArgs& args, DeviceTensor
 
 /// Offload calls on host tensors copy them into device scratch blocks that hetkern keeps after
 /// the call for the next one (up to 16 blocks and 2 GiB), and the kernels' workspaces come from
-/// the same cache, and the chained scan keeps its tile states in one block per device. This frees
-/// the cached blocks and the kept ones now and returns their bytes; blocks in use by running calls
-/// are unaffected, except that a kept block is freed as soon as its call ends (this waits for it).
+/// the same cache, the chained scan keeps its tile states in one block per device, and large
+/// copies keep their page-locked host staging buffers. This frees the cached blocks, the kept ones
+/// and the idle staging buffers now and returns their bytes; blocks in use by running calls are
+/// unaffected, except that a kept block is freed as soon as its call ends (this waits for it).
 std::size_t release_cached_device_memory();
 
 /// The copy canary: `bytes` from device address src to dst, both on offload_device(), by an
