@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/median_seconds.hpp"
 #include "hetkern/device.hpp"
 #include "hetkern/hetkern.hpp"
 
@@ -29,17 +30,10 @@ extern "C" void llvm_omp_target_free_host(void* ptr, int device);
 
 namespace {
 
-template <class F>
-double median_seconds(int reps, F&& call) {
-  call();  // the first call compiles nothing later calls need, and fills the caches
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    const double t0 = omp_get_wtime();
-    call();
-    t.push_back(omp_get_wtime() - t0);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+// A warm-up call first: it fills the scratch and staging caches that later calls reuse.
+template <class F> double median_seconds(int reps, F&& call) {
+  call();
+  return hk::bench::median_seconds(reps, call);
 }
 
 struct Link {

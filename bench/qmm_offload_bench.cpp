@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "algorithms/quantized_matmul.hpp"
+#include "bench/median_seconds.hpp"
 #include "hetkern/hetkern.hpp"
 #include "runtime/platform/nvptx_backend.hpp"
 #include "schedules/qmm_offload.hpp"
@@ -50,17 +51,7 @@ struct DeviceCopy {
   ~DeviceCopy() { omp_target_free(data, device); }
 };
 
-template <class F>
-double median_seconds(int reps, F&& call) {
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    const double t0 = omp_get_wtime();
-    call();
-    t.push_back(omp_get_wtime() - t0);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+using hk::bench::median_seconds;
 
 struct Row {
   std::string shape, what;
