@@ -1,5 +1,7 @@
 // `hetkern info`: what this build is, what the CPU offers, the topology and binding plan, which
 // schedules exist.
+#include <chrono>
+#include <iomanip>
 #include <iostream>
 #include <string>
 
@@ -93,8 +95,17 @@ void print_offload(bool devices) {
     std::cout << "available, not loaded (" << s.path << "; --devices loads it and lists the device)\n";
   else if (offload_on_host())
     std::cout << "loaded (" << s.path << "); no GPU: the offload schedules run on the host\n";
-  else
+  else {
     std::cout << "loaded (" << s.path << "); GPU: OpenMP device " << offload_device() << "\n";
+    // The first target region compiles the GPU kernels (tens of seconds on a machine that has
+    // not cached them yet): --devices is the command to run once after installing.
+    std::cout << "kernels:  " << std::flush;
+    const auto start = std::chrono::steady_clock::now();
+    warm_up_offload();
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    std::cout << "ready in " << std::fixed << std::setprecision(2) << took.count() << std::defaultfloat
+              << " s (compiled once per machine, then read from the GPU kernel cache)\n";
+  }
 }
 #endif
 
@@ -140,8 +151,8 @@ void add_info(CLI::App& app) {
                 "cores, pus, caches, binding, ...)");
 #ifdef HETKERN_OFFLOAD
   cmd->add_flag("--devices", args->devices,
-                "load the GPU plugin and show the offload device (without it, info only says "
-                "whether the plugin is there)");
+                "load the GPU plugin, show the offload device and get its kernels ready (compiled "
+                "once per machine; without it, info only says whether the plugin is there)");
 #endif
   cmd->add_option("--threads", args->threads, "threads of the binding plan; default: OpenMP's default")
       ->check(CLI::Range(1, 1 << 16));
