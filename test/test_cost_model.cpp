@@ -74,6 +74,7 @@ TEST(CostModel, SecondsText) {
   EXPECT_EQ(detail::seconds_text(1.2), "1.2 s");
 }
 
+#ifdef HETKERN_OFFLOAD
 TuneProblem matmul(std::int64_t m, std::int64_t n, std::int64_t k) {
   return {Operator::quantized_linear_matmul, {DataType::uint8, DataType::int8, DataType::uint8}, {m, n, k}, {}};
 }
@@ -85,7 +86,6 @@ TuneProblem scan(std::vector<std::int64_t> shape, int axis) {
 std::string strategy(const detail::QmmStrategyPlan& p) { return detail::to_schedule(p).strategy(); }
 std::string strategy(const detail::ScanStrategyPlan& p) { return detail::to_schedule(p).strategy(); }
 
-#ifdef HETKERN_OFFLOAD
 TEST(ModelChoice, LargeHostMatmulGoesToTheGpuWithItsTransfersCounted) {
   const detail::TuneWorkload w(matmul(4096, 4096, 4096), false);
   const auto d = detail::model_qmm_plan(w.qmm_problem(), DataHome::host, example_rates());

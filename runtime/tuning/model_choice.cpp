@@ -13,10 +13,12 @@
 namespace hk::detail {
 namespace {
 
+#ifdef HETKERN_OFFLOAD
 // The conservative rule's GPU threshold: a matmul this large gains several times over on a GPU
 // even through a slow link, and smaller sides would waste the tensor-core tiles.
 constexpr double conservative_gpu_macs = double(std::int64_t(1) << 34);
 constexpr std::int64_t conservative_gpu_min_side = 1024;
+#endif
 // Below these a host call takes well under a millisecond, which a GPU's call cost and
 // transfers never beat: no reason to measure the rates for it.
 constexpr std::int64_t calibration_scan_elements = std::int64_t(1) << 24;
