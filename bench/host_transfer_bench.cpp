@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/median_seconds.hpp"
+#include "runtime/tuning/quantile.hpp"
 #include "hetkern/device.hpp"
 #include "hetkern/hetkern.hpp"
 
@@ -33,7 +33,7 @@ namespace {
 // A warm-up call first: it fills the scratch and staging caches that later calls reuse.
 template <class F> double median_seconds(int reps, F&& call) {
   call();
-  return hk::bench::median_seconds(reps, call);
+  return hk::detail::median_seconds(reps, call);
 }
 
 struct Link {

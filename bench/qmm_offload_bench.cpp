@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "algorithms/quantized_matmul.hpp"
-#include "bench/median_seconds.hpp"
+#include "runtime/tuning/quantile.hpp"
 #include "hetkern/hetkern.hpp"
 #include "runtime/platform/nvptx_backend.hpp"
 #include "schedules/qmm_offload.hpp"
@@ -51,7 +51,7 @@ struct DeviceCopy {
   ~DeviceCopy() { omp_target_free(data, device); }
 };
 
-using hk::bench::median_seconds;
+using hk::detail::median_seconds;
 
 struct Row {
   std::string shape, what;

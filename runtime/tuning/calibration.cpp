@@ -4,7 +4,6 @@
 #include "runtime/tuning/calibration.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -12,6 +11,7 @@
 
 #include "hetkern/error.hpp"
 #include "hetkern/operators.hpp"
+#include "runtime/tuning/quantile.hpp"
 #ifdef HETKERN_OFFLOAD
 #include "hetkern/device.hpp"
 #include "runtime/platform/device_memory.hpp"
@@ -21,19 +21,10 @@ namespace hk {
 namespace detail {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 // The median of `repetitions` timed runs after one untimed (first touch, scratch allocation).
-double median_seconds(const std::function<void()>& run, int repetitions) {
+double median_after_warm_up(const std::function<void()>& run, int repetitions) {
   run();
-  std::vector<double> t;
-  for (int i = 0; i < std::max(repetitions, 1); ++i) {
-    const auto start = Clock::now();
-    run();
-    t.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return median_seconds(repetitions, run);
 }
 
 // One strategy's fixed cost (its tiny call) and rate (its large call's work past that cost).
@@ -57,8 +48,8 @@ struct ScanShape {
 void measure_scan(MachineRates& rates, const std::string& strategy, const ScanShape& tiny, const ScanShape& large,
                   const std::function<std::function<void()>(const ScanShape&)>& scan, int repetitions) {
   try {
-    const double small = median_seconds(scan(tiny), repetitions);
-    const double big = median_seconds(scan(large), repetitions);
+    const double small = median_after_warm_up(scan(tiny), repetitions);
+    const double big = median_after_warm_up(scan(large), repetitions);
     record(rates, strategy, 2.0 * double(large.elements()) * sizeof(float), small, big);
   } catch (const Error& e) {
     if (e.code() != Errc::invalid_schedule) throw;
@@ -97,8 +88,8 @@ void measure_qmm(MachineRates& rates, const std::string& strategy, std::int64_t 
                  const std::function<std::function<void()>(QmmOperands&)>& qmm) {
   try {
     QmmOperands tiny(1), large(side);
-    const double small = median_seconds(qmm(tiny), repetitions);
-    const double big = median_seconds(qmm(large), repetitions);
+    const double small = median_after_warm_up(qmm(tiny), repetitions);
+    const double big = median_after_warm_up(qmm(large), repetitions);
     record(rates, strategy, double(side) * double(side) * double(side), small, big);
   } catch (const Error& e) {
     if (e.code() != Errc::invalid_schedule) throw;
@@ -138,9 +129,9 @@ void measure_link(MachineRates& rates, const CalibrationSizes& z) {
   DeviceBuffer device(bytes);
   const int d = offload_device();
   rates.to_device_bytes_per_s =
-      double(bytes) / median_seconds([&] { copy_to_device(device.data(), 0, host.data(), bytes, d); }, z.repetitions);
+      double(bytes) / median_after_warm_up([&] { copy_to_device(device.data(), 0, host.data(), bytes, d); }, z.repetitions);
   rates.to_host_bytes_per_s =
-      double(bytes) / median_seconds([&] { copy_to_host(host.data(), device.data(), 0, bytes, d); }, z.repetitions);
+      double(bytes) / median_after_warm_up([&] { copy_to_host(host.data(), device.data(), 0, bytes, d); }, z.repetitions);
 }
 
 void measure_device(MachineRates& rates, const CalibrationSizes& z) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <vector>
 
@@ -14,6 +15,19 @@ inline double quantile(const std::vector<double>& sorted, double q) {
   const auto lo = std::size_t(pos);
   const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
   return sorted[lo] + (pos - double(lo)) * (sorted[hi] - sorted[lo]);
+}
+
+/// The median wall time of `repetitions` calls of run() (at least one), in seconds: the middle
+/// sample, one call at a time (for code whose calls are ordered anyway, such as GPU calls).
+template <class F> double median_seconds(int repetitions, F&& run) {
+  std::vector<double> t;
+  for (int i = 0; i < std::max(repetitions, 1); ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    run();
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
 }
 
 }  // namespace hk::detail
