@@ -28,6 +28,13 @@ i64 span_bytes(const std::int64_t (&batch)[2], const std::int64_t (&batch_stride
 
 }  // namespace
 
+QmmSpans qmm_spans(const QmmProblem& p) {
+  return {std::size_t(span_bytes(p.batch, p.a.batch_stride, p.M, p.a.row_stride, p.K, p.a.col_stride)),
+          std::size_t(span_bytes(p.batch, p.b.batch_stride, p.K, p.b.row_stride, p.N, p.b.col_stride)),
+          std::size_t(span_bytes(p.batch, p.out_batch_stride, p.M, p.out_row_stride, p.N, p.out_col_stride)),
+          p.batch[0] * p.batch[1] * p.M * p.N};
+}
+
 void run_scan_offload_host(const CumulativeCall& call, const ScanPlan& plan, int dev) {
   if (offload_on_host()) {
     run_scan_offload(call, plan, dev);
@@ -86,21 +93,18 @@ void run_qmm_offload(const QmmProblem& problem, const QmmPlan& plan, int device)
     return;
   }
   if (p.M == 0 || p.N == 0 || p.batch[0] * p.batch[1] == 0) return;
-  const auto a_bytes = std::size_t(span_bytes(p.batch, p.a.batch_stride, p.M, p.a.row_stride, p.K, p.a.col_stride));
-  const auto b_bytes = std::size_t(span_bytes(p.batch, p.b.batch_stride, p.K, p.b.row_stride, p.N, p.b.col_stride));
-  const auto out_bytes = std::size_t(
-      span_bytes(p.batch, p.out_batch_stride, p.M, p.out_row_stride, p.N, p.out_col_stride));
-  ScratchLease d_a(device, a_bytes), d_b(device, b_bytes), d_out(device, out_bytes);
-  copy_to_device(d_a.data(), 0, p.a.data, a_bytes, device);
-  copy_to_device(d_b.data(), 0, p.b.data, b_bytes, device);
+  const QmmSpans spans = qmm_spans(p);
+  ScratchLease d_a(device, spans.a), d_b(device, spans.b), d_out(device, spans.out);
+  copy_to_device(d_a.data(), 0, p.a.data, spans.a, device);
+  copy_to_device(d_b.data(), 0, p.b.data, spans.b, device);
   // Bytes between output elements must come back unchanged.
-  if (i64(out_bytes) != p.batch[0] * p.batch[1] * p.M * p.N) copy_to_device(d_out.data(), 0, p.out, out_bytes, device);
+  if (spans.out_has_gaps()) copy_to_device(d_out.data(), 0, p.out, spans.out, device);
   void* host_out = p.out;
   p.a.data = d_a.data();
   p.b.data = d_b.data();
   p.out = d_out.data();
   run_qmm_offload_on_device(p, plan, device);
-  copy_to_host(host_out, d_out.data(), 0, out_bytes, device);
+  copy_to_host(host_out, d_out.data(), 0, spans.out, device);
 }
 
 }  // namespace hk::detail

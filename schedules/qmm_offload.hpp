@@ -63,6 +63,16 @@ void qmm_offload(const QmmProblem& problem, const OffloadQmmLaunch& launch);
 void qmm_offload_pack(const QmmProblem& problem, const OffloadQmmLaunch& launch);
 void qmm_offload_product(const QmmProblem& problem, const OffloadQmmLaunch& launch);
 
+/// Bytes from the first element to the last of A, B and the output (what a copy of each takes),
+/// and the output's element count.
+struct QmmSpans {
+  std::size_t a = 0, b = 0, out = 0;
+  std::int64_t outputs = 0;
+  /// Whether the output's span holds bytes that are not outputs (which a copy must keep).
+  bool out_has_gaps() const { return std::int64_t(out) != outputs; }
+};
+QmmSpans qmm_spans(const QmmProblem& problem);
+
 /// A validated problem whose A, B and output are addresses on `device` (an OpenMP device number,
 /// or the initial device for the host fallback): the quantization parameters are copied there
 /// (counted transfers), the workspace comes from the device scratch cache, and qmm_offload runs.

@@ -40,12 +40,19 @@ template <OffloadQmmKernel kernel> struct OffloadQmmPlanOf {
 };
 using OffloadQmmPlan = OffloadQmmPlanOf<OffloadQmmKernel::dp4a>;
 using OffloadMmaQmmPlan = OffloadQmmPlanOf<OffloadQmmKernel::mma>;
+
+// qmm.devices: the spread, and the settings each device's qmm.offload_mma runs with.
+struct DevicesQmmPlan {
+  SpreadPlan spread;
+  int team_threads = 128;
+  QmmPlan per_device() const { return {OffloadQmmKernel::mma, team_threads, 0}; }
+};
 #endif
 
 /// A plan of one of the strategies, alternatives in the order of qmm_strategies().
 using QmmStrategyPlan = std::variant<ReferenceQmmPlan, TiledQmmPlan, ParallelQmmPlan
 #ifdef HETKERN_OFFLOAD
-                                     , OffloadQmmPlan, OffloadMmaQmmPlan, SplitPlan
+                                     , OffloadQmmPlan, OffloadMmaQmmPlan, SplitPlan, DevicesQmmPlan
 #endif
                                      >;
 
@@ -58,6 +65,7 @@ const QmmStrategy& qmm_parallel();
 const QmmStrategy& qmm_offload();
 const QmmStrategy& qmm_offload_mma();
 const QmmStrategy& qmm_split();
+const QmmStrategy& qmm_devices();
 #endif
 
 /// QuantizedLinearMatMul's strategies, in the order of schedule tables and the tuner's space.
@@ -65,7 +73,7 @@ inline std::span<const QmmStrategy* const> qmm_strategies() {
   static const QmmStrategy* const list[] = {
       &qmm_reference(), &qmm_tiled(), &qmm_parallel(),
 #ifdef HETKERN_OFFLOAD
-      &qmm_offload(), &qmm_offload_mma(), &qmm_split(),
+      &qmm_offload(), &qmm_offload_mma(), &qmm_split(), &qmm_devices(),
 #endif
   };
   static_assert(std::size(list) == std::variant_size_v<QmmStrategyPlan>);

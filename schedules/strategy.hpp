@@ -98,11 +98,13 @@ template <class Call, class Plan> struct Strategy {
 enum class DataHome : std::int8_t { host, device };
 
 /// Whether the strategy at `index` of an operator's list is an offload strategy: its plan, the
-/// alternative at the same index of `Plan` (the operator's plan variant), has launch(). Offload
-/// strategies run on the offload device and so can take tensors in device memory; host ones cannot.
+/// alternative at the same index of `Plan` (the operator's plan variant), has launch() (one
+/// device) or `spread` (several). Offload strategies run on offload devices and so can take
+/// tensors in device memory; host ones cannot.
 template <class Plan> bool is_offload_strategy(std::size_t index) {
   return [index]<std::size_t... I>(std::index_sequence<I...>) {
-    constexpr bool offload[] = {requires(const std::variant_alternative_t<I, Plan>& p) { p.launch(); }...};
+    constexpr bool offload[] = {(requires(const std::variant_alternative_t<I, Plan>& p) { p.launch(); } ||
+                                 requires(const std::variant_alternative_t<I, Plan>& p) { p.spread; })...};
     return offload[index];
   }(std::make_index_sequence<std::variant_size_v<Plan>>{});
 }

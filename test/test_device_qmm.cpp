@@ -12,32 +12,18 @@
 #include "hetkern/error.hpp"
 #include "runtime/platform/device_memory.hpp"
 #include "runtime/platform/kept_scratch.hpp"
+#include "device_test_util.hpp"
 #include "qmm_test_util.hpp"
 
 namespace {
 
 using qmmt::Buffer;
+using qmmt::OnDevice;
+using qmmt::device_args;
 using qmmt::DataType;
 using qmmt::i64;
 using qmmt::Layout;
 using qmmt::Problem;
-
-// A Buffer's bytes (guards included) in device memory, and the device tensor over them.
-struct OnDevice {
-  hk::DeviceBuffer memory;
-  hk::TensorDesc desc;
-  explicit OnDevice(const Buffer& b) : memory(b.bytes.size()), desc(b.desc()) {
-    memory.upload(b.bytes.data(), b.bytes.size());
-  }
-  hk::DeviceConstTensor cview() const { return {desc, &memory, std::size_t(Buffer::guard)}; }
-  hk::DeviceTensor view() { return {desc, &memory, std::size_t(Buffer::guard)}; }
-};
-
-hk::DeviceQuantizedMatMulArgs device_args(const Problem& p, const OnDevice& a, const OnDevice& b) {
-  const hk::QuantizedMatMulArgs h = p.args();
-  return {a.cview(), h.a_scale, h.a_zero_point, b.cview(), h.b_scale, h.b_zero_point, h.output_scale,
-          h.output_zero_point};
-}
 
 // Batched, strided and broadcast problems of both signednesses, with per-row and per-column
 // parameters, sized across the kernels' 128 x 128 tiles.
@@ -74,7 +60,7 @@ TEST(DeviceQmm, EveryOffloadScheduleMatchesTheOracle) {
     Problem p = random_problem(rng, variant);
     const qmmt::Expected e = qmmt::oracle(p, true);
     for (const char* text : {"", "qmm.offload", "qmm.offload_mma", "qmm.offload(teams=1, threads=33)",
-                             "qmm.offload_mma(teams=2, threads=64)"}) {
+                             "qmm.offload_mma(teams=2, threads=64)", "qmm.devices(devices=1, threads=64)"}) {
       const std::string where = std::string("schedule '") + text + "', " + p.describe();
       OnDevice a(p.a), b(p.b), y(p.y);
       hk::reset_transfer_counters();

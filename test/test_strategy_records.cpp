@@ -81,10 +81,11 @@ TEST(StrategyRecords, Matmul) {
 }
 
 TEST(StrategyRecords, HostStrategiesAreAvailableEverywhere) {
-  // The offload and split strategies are tuning candidates only where there is a GPU.
+  // The offload, split and several-device strategies are tuning candidates only where there is a GPU.
   const auto host = [](const char* name) {
     const std::string n = name;
-    return n.find(".offload") == std::string::npos && n.find(".split") == std::string::npos;
+    return n.find(".offload") == std::string::npos && n.find(".split") == std::string::npos &&
+           n.find(".devices") == std::string::npos;
   };
   for (const auto* r : hk::detail::scan_strategies())
     if (host(r->name)) EXPECT_TRUE(r->available().available) << r->name;

@@ -48,12 +48,15 @@ int offload_device_count();
 /// Nothing to do on the host fallback; later calls return at once.
 void warm_up_offload();
 
-/// Copies between host and device memory that hetkern made, since the last reset (all threads).
+/// Copies between host and device memory, and between devices, that hetkern made since the last
+/// reset (all threads).
 struct TransferCounters {
   std::int64_t to_device_bytes = 0;
   std::int64_t to_host_bytes = 0;
   std::int64_t to_device_copies = 0;
   std::int64_t to_host_copies = 0;
+  std::int64_t between_devices_bytes = 0;  // one GPU to another (calls spread over several)
+  std::int64_t between_devices_copies = 0;
 };
 TransferCounters transfer_counters();
 void reset_transfer_counters();

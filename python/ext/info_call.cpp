@@ -169,17 +169,20 @@ PyObject* py_tune(PyObject*, PyObject* args) {
 PyObject* py_transfer_counters(PyObject*, PyObject* args) {
   int reset = 0;
   if (!PyArg_ParseTuple(args, "|p", &reset)) return nullptr;
-  long long counts[4] = {0, 0, 0, 0};
+  long long counts[6] = {0, 0, 0, 0, 0, 0};
 #ifdef HETKERN_OFFLOAD
   const hk::TransferCounters c = hk::transfer_counters();
   counts[0] = c.to_device_bytes;
   counts[1] = c.to_host_bytes;
   counts[2] = c.to_device_copies;
   counts[3] = c.to_host_copies;
+  counts[4] = c.between_devices_bytes;
+  counts[5] = c.between_devices_copies;
   if (reset) hk::reset_transfer_counters();
 #endif
-  return Py_BuildValue("{sLsLsLsL}", "to_device_bytes", counts[0], "to_host_bytes", counts[1],
-                       "to_device_copies", counts[2], "to_host_copies", counts[3]);
+  return Py_BuildValue("{sLsLsLsLsLsL}", "to_device_bytes", counts[0], "to_host_bytes", counts[1],
+                       "to_device_copies", counts[2], "to_host_copies", counts[3], "between_devices_bytes",
+                       counts[4], "between_devices_copies", counts[5]);
 }
 
 }  // namespace hkpy

@@ -91,13 +91,14 @@ def tune(op, shapes, budget=8.0, *, dtype=None, axis=-1, reverse=False, exclusiv
 
 
 def transfer_counters(reset=False):
-    """Bytes and copies hetkern moved between host and GPU memory since the last reset, as a
-    dict (``to_device_bytes``, ``to_host_bytes``, ``to_device_copies``, ``to_host_copies``); a
-    call on CUDA tensors moves none but its quantization parameters. reset: zero them after
+    """Bytes and copies hetkern moved between host and GPU memory, and between GPUs, since the
+    last reset, as a dict (``to_device_bytes``, ``to_host_bytes``, ``to_device_copies``,
+    ``to_host_copies``, ``between_devices_bytes``, ``between_devices_copies``); a call on CUDA
+    tensors moves none but its quantization parameters, unless it is spread over several GPUs. reset: zero them after
     reading. All zero in builds without offload.
 
     >>> import hetkern
     >>> sorted(hetkern.transfer_counters())
-    ['to_device_bytes', 'to_device_copies', 'to_host_bytes', 'to_host_copies']
+    ['between_devices_bytes', 'between_devices_copies', 'to_device_bytes', 'to_device_copies', 'to_host_bytes', 'to_host_copies']
     """
     return _hetkern.transfer_counters(reset)

@@ -13,6 +13,7 @@
 #include "runtime/tuning/dispatch.hpp"
 #include "schedules/qmm_offload.hpp"
 #include "schedules/scan_offload.hpp"
+#include "schedules/strategies/qmm_parts.hpp"
 #include "schedules/strategies/scan_offload_common.hpp"
 
 namespace hk {
@@ -75,8 +76,13 @@ void quantized_linear_matmul(const DeviceQuantizedMatMulArgs& args, DeviceTensor
   const Tensor out{output.desc, const_cast<void*>(device_address(op, "output", output.desc,
                                                                  output.buffer, output.offset))};
   const detail::QmmProblem problem = detail::validate(host_view, out);
-  const auto plan = detail::offload_launch(detail::dispatch_qmm(problem, schedule, detail::DataHome::device));
-  detail::run_qmm_offload_on_device(problem, *plan, offload_device());
+  const detail::QmmStrategyPlan plan = detail::dispatch_qmm(problem, schedule, detail::DataHome::device);
+  if (const auto* spread = std::get_if<detail::DevicesQmmPlan>(&plan)) {
+    detail::spread_qmm(problem, spread->per_device(), detail::spread_devices(spread->spread.devices),
+                       spread->spread.home_share);
+    return;
+  }
+  detail::run_qmm_offload_on_device(problem, *detail::offload_launch(plan), offload_device());
 }
 
 }  // namespace hk

@@ -90,6 +90,14 @@
   F(copy_to_host, void, hk::detail::copy_to_host,                                                          \
     (void* host_dst, const void* device_src, std::size_t src_offset, std::size_t bytes, int device),      \
     (host_dst, device_src, src_offset, bytes, device), required, )                                         \
+  F(copy_between_devices, void, hk::detail::copy_between_devices,                                          \
+    (void* dst, int dst_device, const void* src, int src_device, std::size_t bytes),                       \
+    (dst, dst_device, src, src_device, bytes), required, )                                                 \
+  F(run_qmm_offload_on_device, void, hk::detail::run_qmm_offload_on_device,                                \
+    (const hk::detail::QmmProblem& problem, const hk::detail::QmmPlan& plan, int device),                 \
+    (problem, plan, device), required, )                                                                   \
+  F(qmm_spans, hk::detail::QmmSpans, hk::detail::qmm_spans, (const hk::detail::QmmProblem& problem),       \
+    (problem), required, )                                                                                 \
   C(lease_new, hk::detail::ScratchLease, ScratchLease, (int device, std::size_t bytes), (device, bytes), , \
     required)                                                                                              \
   D(lease_delete, hk::detail::ScratchLease, ScratchLease)                                                  \
@@ -110,7 +118,7 @@ namespace hk::detail {
 
 /// Changes whenever the list above or a type it passes changes; with the version and the table's
 /// size, it keeps a plugin of another build from being used.
-inline constexpr std::uint32_t gpu_plugin_abi = 3;
+inline constexpr std::uint32_t gpu_plugin_abi = 4;
 
 struct GpuPluginTable {
   std::uint32_t abi;

@@ -19,7 +19,8 @@ namespace hk {
 namespace {
 
 struct Counters {
-  std::atomic<std::int64_t> to_device_bytes{0}, to_host_bytes{0}, to_device_copies{0}, to_host_copies{0};
+  std::atomic<std::int64_t> to_device_bytes{0}, to_host_bytes{0}, to_device_copies{0}, to_host_copies{0},
+      between_devices_bytes{0}, between_devices_copies{0};
 };
 Counters& counters() {
   static Counters c;
@@ -53,8 +54,9 @@ ScratchPool& scratch_pool() {
 
 TransferCounters transfer_counters() {
   Counters& c = counters();
-  return {c.to_device_bytes.load(), c.to_host_bytes.load(), c.to_device_copies.load(),
-          c.to_host_copies.load()};
+  return {c.to_device_bytes.load(),        c.to_host_bytes.load(),
+          c.to_device_copies.load(),       c.to_host_copies.load(),
+          c.between_devices_bytes.load(), c.between_devices_copies.load()};
 }
 
 void reset_transfer_counters() {
@@ -63,6 +65,8 @@ void reset_transfer_counters() {
   c.to_host_bytes = 0;
   c.to_device_copies = 0;
   c.to_host_copies = 0;
+  c.between_devices_bytes = 0;
+  c.between_devices_copies = 0;
 }
 
 std::size_t release_cached_device_memory() {
@@ -112,6 +116,17 @@ void copy_to_host(void* host_dst, const void* device_src, std::size_t src_offset
     throw Error(Errc::invalid_parameter, "device", "download", "the copy from the device failed");
   counters().to_host_bytes += std::int64_t(bytes);
   ++counters().to_host_copies;
+}
+
+void copy_between_devices(void* dst, int dst_device, const void* src, int src_device, std::size_t bytes) {
+  if (bytes == 0) return;
+  // LLVM's runtime copies peer to peer where the two devices allow it, else through the host.
+  if (omp_target_memcpy(dst, src, bytes, 0, 0, dst_device, src_device) != 0)
+    throw Error(Errc::invalid_parameter, "device", "copy between devices",
+                "the copy of " + std::to_string(bytes) + " bytes from OpenMP device " + std::to_string(src_device) +
+                    " to device " + std::to_string(dst_device) + " failed");
+  counters().between_devices_bytes += std::int64_t(bytes);
+  ++counters().between_devices_copies;
 }
 
 ScratchLease::ScratchLease(int device, std::size_t bytes) : device_(device), data_(nullptr), bytes_(0) {

@@ -33,6 +33,10 @@ void copy_to_device(void* device_dst, std::size_t dst_offset, const void* host_s
 void copy_to_host(void* host_dst, const void* device_src, std::size_t src_offset,
                   std::size_t bytes, int device);
 
+/// `bytes` from device memory on `src_device` to device memory on `dst_device`, peer to peer
+/// where the offload runtime can (else staged through the host), counted.
+void copy_between_devices(void* dst, int dst_device, const void* src, int src_device, std::size_t bytes);
+
 /// omp_target_alloc on `device`, never null: throws hk::Error(Errc::invalid_parameter) naming
 /// `what` when the device cannot allocate `bytes`.
 void* device_alloc(std::size_t bytes, int device, const char* what);

@@ -121,6 +121,17 @@ template <class Plan> std::string device_text([[maybe_unused]] const Plan& plan)
   if (const auto* split = std::get_if<SplitPlan>(&plan))
     return offload_on_host() ? "host CPU and the offload fallback (no GPU)"
                              : "host CPU and GPUs 0 to " + std::to_string(split->devices - 1);
+  const int spread = std::visit(
+      [](const auto& p) {
+        if constexpr (requires { p.spread; })
+          return p.spread.devices;
+        else
+          return 0;
+      },
+      plan);
+  if (spread > 0)
+    return offload_on_host() ? "host CPU (offload fallback, no GPU)"
+                             : std::to_string(spread) + " GPU(s) from GPU " + std::to_string(offload_device());
   if (is_offload_plan(plan))
     return offload_on_host() ? "host CPU (offload fallback, no GPU)" : "GPU " + std::to_string(offload_device());
 #endif

@@ -25,22 +25,28 @@ struct JoinedThreads {
 
 }  // namespace
 
-std::vector<ParamSpec> split_params(const char* share_help) {
-  return {{"gpu_share", 0, 1000, share_help},
-          {"devices", 1, max_split_devices,
-           "offload devices used, from device 0 (default: every visible one; the host fallback has one)"},
-          {"threads", 1, 1024,
-           "OpenMP threads of the host part (default: hk::default_threads() less one per device, "
-           "whose thread drives it, at least 1)"}};
-}
+ParamSpec device_count_param(const char* meaning) { return {"devices", 1, max_split_devices, meaning}; }
 
-SplitPlan bound_split_plan(const std::string& op, const BoundParams& p, int default_share) {
+int bound_device_count(const std::string& op, const BoundParams& p) {
   const int visible = offload_device_count();
   const int devices = int(p.get("devices", visible));
   if (devices > visible)
     throw Error(Errc::invalid_schedule, op, p.schedule().to_string(),
                 "devices = " + std::to_string(devices) + " but " + std::to_string(visible) +
                     " offload device(s) are visible");
+  return devices;
+}
+
+std::vector<ParamSpec> split_params(const char* share_help) {
+  return {{"gpu_share", 0, 1000, share_help},
+          device_count_param("offload devices used, from device 0 (default: every visible one; the host fallback has one)"),
+          {"threads", 1, 1024,
+           "OpenMP threads of the host part (default: hk::default_threads() less one per device, "
+           "whose thread drives it, at least 1)"}};
+}
+
+SplitPlan bound_split_plan(const std::string& op, const BoundParams& p, int default_share) {
+  const int devices = bound_device_count(op, p);
   return {int(p.get("gpu_share", default_share)), devices,
           int(p.get("threads", std::max(1, default_threads() - devices)))};
 }
@@ -60,6 +66,16 @@ SearchSpace split_space() {
   return axes;
 }
 
+SearchSpace spread_space() {
+  const int visible = std::min(offload_device_count(), max_split_devices);
+  if (visible < 2) return std::nullopt;
+  SpaceAxis devices{"devices", {}};
+  for (int d = 2; d <= visible; ++d) devices.values.push_back(std::to_string(d));
+  // Around an even share of two and of four devices: the home device copies nothing, so it
+  // takes a little more.
+  return std::vector<SpaceAxis>{std::move(devices), {"home_share", {"250", "300", "500", "550", "600"}}};
+}
+
 std::vector<SplitRange> split_ranges(std::int64_t units, const SplitPlan& plan) {
   const std::int64_t device_units = (units * plan.gpu_share + 500) / 1000;
   std::vector<SplitRange> ranges(std::size_t(1 + plan.devices));
@@ -73,15 +89,10 @@ std::vector<SplitRange> split_ranges(std::int64_t units, const SplitPlan& plan) 
   return ranges;
 }
 
-void run_split(const SplitPlan& plan, std::int64_t units, const std::function<void(SplitRange)>& host_part,
-               const std::function<void(int, int, SplitRange)>& device_part) {
-  const std::vector<SplitRange> ranges = split_ranges(units, plan);
-  // On the host fallback the one device is the host itself.
-  const bool on_host = offload_on_host();
-  const int host_device = offload_device();
+void run_parts(const std::vector<std::function<void()>>& parts) {
   std::mutex mutex;
   std::exception_ptr first;
-  const auto guarded = [&](const auto& part) {
+  const auto guarded = [&](const std::function<void()>& part) {
     try {
       part();
     } catch (...) {
@@ -91,15 +102,52 @@ void run_split(const SplitPlan& plan, std::int64_t units, const std::function<vo
   };
   {
     JoinedThreads workers;
-    for (int d = 0; d < plan.devices; ++d) {
-      const SplitRange range = ranges[std::size_t(1 + d)];
-      if (range.size() == 0) continue;
-      const int device = on_host ? host_device : d;
-      workers.threads.emplace_back([&, d, device, range] { guarded([&] { device_part(d, device, range); }); });
-    }
-    if (ranges[0].size() > 0) guarded([&] { host_part(ranges[0]); });
+    for (std::size_t i = 1; i < parts.size(); ++i)
+      workers.threads.emplace_back([&, i] { guarded(parts[i]); });
+    if (!parts.empty()) guarded(parts[0]);
   }
   if (first) std::rethrow_exception(first);
+}
+
+std::vector<int> spread_devices(int count) {
+  const int home = offload_device();
+  if (offload_on_host()) return {home};
+  std::vector<int> devices{home};
+  for (int d = 0; d < offload_device_count() && int(devices.size()) < count; ++d)
+    if (d != home) devices.push_back(d);
+  return devices;
+}
+
+std::vector<SplitRange> spread_ranges(std::int64_t units, int devices, int home_share) {
+  const std::int64_t home = devices == 1 ? units : (units * home_share + 500) / 1000;
+  std::vector<SplitRange> ranges{{0, home}};
+  const std::int64_t rest = units - home;
+  const int others = devices - 1;
+  std::int64_t at = home;
+  for (int d = 0; d < others; ++d) {
+    const std::int64_t n = rest / others + (d < rest % others ? 1 : 0);
+    ranges.push_back({at, at + n});
+    at += n;
+  }
+  return ranges;
+}
+
+void run_split(const SplitPlan& plan, std::int64_t units, const std::function<void(SplitRange)>& host_part,
+               const std::function<void(int, int, SplitRange)>& device_part) {
+  const std::vector<SplitRange> ranges = split_ranges(units, plan);
+  // On the host fallback the one device is the host itself.
+  const bool on_host = offload_on_host();
+  const int host_device = offload_device();
+  std::vector<std::function<void()>> parts{[&] {
+    if (ranges[0].size() > 0) host_part(ranges[0]);
+  }};
+  for (int d = 0; d < plan.devices; ++d) {
+    const SplitRange range = ranges[std::size_t(1 + d)];
+    if (range.size() == 0) continue;
+    const int device = on_host ? host_device : d;
+    parts.push_back([&, d, device, range] { device_part(d, device, range); });
+  }
+  run_parts(parts);
 }
 
 }  // namespace hk::detail

@@ -15,6 +15,17 @@ namespace hk::detail {
 /// gpu_share (`share_help` gives its default and why), devices and threads, in that order.
 std::vector<ParamSpec> split_params(const char* share_help);
 
+/// The `devices` parameter: offload devices used, from 1 to a fixed bound.
+ParamSpec device_count_param(const char* meaning);
+
+/// The `devices` value a schedule gives (default: every visible device). Throws
+/// hk::Error(Errc::invalid_schedule) naming `op` when it exceeds offload_device_count().
+int bound_device_count(const std::string& op, const BoundParams& params);
+
+/// qmm.devices' tuner axes: device counts from 2 and a few home shares; nullopt (nothing to
+/// spread over) with fewer than two devices.
+SearchSpace spread_space();
+
 /// The plan a schedule gives. Throws hk::Error(Errc::invalid_schedule) naming `op` when it asks
 /// for more devices than offload_device_count().
 SplitPlan bound_split_plan(const std::string& op, const BoundParams& params, int default_share);
@@ -36,6 +47,20 @@ struct SplitRange {
 /// take one more when it does not divide), then the host's, the rest. Index 0 is the host's,
 /// index 1 + d device d's.
 std::vector<SplitRange> split_ranges(std::int64_t units, const SplitPlan& plan);
+
+/// Runs every part at once: parts[0] on the calling thread, each other one on a thread of its own.
+/// Returns when all have finished; then rethrows the first exception one threw.
+void run_parts(const std::vector<std::function<void()>>& parts);
+
+/// The devices a call spread over `count` of them runs on: the home device (offload_device(),
+/// where device tensors lie) first, then the other visible ones in number order. On the host
+/// fallback, the host.
+std::vector<int> spread_devices(int count);
+
+/// The ranges of `units` work units over `devices` devices: the home device's (index 0)
+/// home_share per mille (rounded to the nearest unit), the rest divided evenly among the others
+/// in order (the first ones take one more when it does not divide). With one device, all of it.
+std::vector<SplitRange> spread_ranges(std::int64_t units, int devices, int home_share);
 
 /// Runs a call's parts at once: `device_part(d, device, range)` for each device d (0 to
 /// plan.devices - 1) with work, on a thread of its own (`device` its OpenMP device number), and

@@ -1,0 +1,55 @@
+// qmm.devices: one matmul spread over several GPUs, each multiplying its part with qmm.offload_mma.
+#include <functional>
+#include <vector>
+
+#include "hetkern/device.hpp"
+#include "schedules/qmm_strategies.hpp"
+#include "schedules/strategies/offload_common.hpp"
+#include "schedules/strategies/qmm_parts.hpp"
+#include "schedules/strategies/split_common.hpp"
+
+namespace hk::detail {
+const QmmStrategy& qmm_devices() {
+  static const QmmStrategy record{
+      .name = "qmm.devices",
+      .meaning =
+          "several GPUs on one call: the batch matrices (when there are at least as many as "
+          "devices) or else the rows of A cut into contiguous groups, home_share per mille of them "
+          "to the home device (where device tensors lie; it reads them in place) and the rest "
+          "evenly to the others, which copy their part of A, all of B and back their outputs "
+          "(peer to peer where the devices allow); each multiplies with qmm.offload_mma, driven "
+          "by a host thread of its own. Host tensors: each device copies its part from the host",
+      .params = {device_count_param("GPUs used, the home device first (default: every visible one)"),
+                 {"home_share", 0, 1000,
+                  "per mille of the work the home device keeps (default: an even share; the others "
+                  "also copy their operands)"},
+                 {"threads", 32, 1024, "threads per team of each device's qmm.offload_mma (default 128)"}},
+      .plan = [](const QmmProblem&, const BoundParams& p) -> QmmStrategyPlan {
+        const int devices = bound_device_count("quantized_linear_matmul", p);
+        return DevicesQmmPlan{{devices, int(p.get("home_share", (1000 + devices / 2) / devices))},
+                              int(p.get("threads", 128))};
+      },
+      .run = [](const QmmProblem& problem, const QmmStrategyPlan& p) {
+        const auto& plan = std::get<DevicesQmmPlan>(p);
+        const std::vector<int> devices = spread_devices(plan.spread.devices);
+        const std::vector<SplitRange> ranges = spread_ranges(problem.M, int(devices.size()), plan.spread.home_share);
+        std::vector<std::function<void()>> parts;
+        for (std::size_t i = 0; i < devices.size(); ++i)
+          if (ranges[i].size() > 0)
+            parts.push_back([&, i] { multiply_host_rows_on_device(problem, ranges[i], devices[i]); });
+        run_parts(parts);
+      },
+      .schedule = [](const QmmStrategyPlan& p) {
+        const auto& o = std::get<DevicesQmmPlan>(p);
+        return Schedule("qmm.devices")
+            .set("devices", o.spread.devices)
+            .set("home_share", o.spread.home_share)
+            .set("threads", o.team_threads);
+      },
+      .space = [](const QmmProblem&) -> SearchSpace { return spread_space(); },
+      .available = offload_available,
+  };
+  return record;
+}
+
+}  // namespace hk::detail

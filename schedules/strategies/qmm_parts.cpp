@@ -1,0 +1,136 @@
+// Parts of one QuantizedLinearMatMul, and running them on a device other than their data's.
+#include "schedules/strategies/qmm_parts.hpp"
+
+#include <algorithm>
+#include <functional>
+
+#include "runtime/platform/device_memory.hpp"
+#include "schedules/qmm_offload.hpp"
+#include "schedules/qmm_strategies.hpp"
+
+namespace hk::detail {
+namespace {
+
+// A per-row parameter's rows [r.begin, r.end); one value shared by every row stays as it is.
+template <class T> std::vector<T> param_rows(const std::vector<T>& v, SplitRange r) {
+  if (v.size() == 1) return v;
+  return {v.begin() + r.begin, v.begin() + r.end};
+}
+
+// Rows [r.begin, r.end) of A, and of the output, in every batch matrix.
+QmmProblem rows_of(const QmmProblem& p, SplitRange r) {
+  QmmProblem part = p;
+  part.M = r.size();
+  // A and the output hold one-byte elements.
+  part.a.data = static_cast<const char*>(p.a.data) + r.begin * p.a.row_stride;
+  part.out = static_cast<char*>(p.out) + r.begin * p.out_row_stride;
+  part.q.a_scale = param_rows(p.q.a_scale, r);
+  part.q.a_zero = param_rows(p.q.a_zero, r);
+  part.q.out_scale = param_rows(p.q.out_scale, r);
+  part.q.out_zero = param_rows(p.q.out_zero, r);
+  return part;
+}
+
+// Matrices [r.begin, r.end) of batch dimension `dim`.
+QmmProblem batches_of(const QmmProblem& p, int dim, SplitRange r) {
+  QmmProblem part = p;
+  part.batch[dim] = r.size();
+  part.a.data = static_cast<const char*>(p.a.data) + r.begin * p.a.batch_stride[dim];
+  part.b.data = static_cast<const char*>(p.b.data) + r.begin * p.b.batch_stride[dim];
+  part.out = static_cast<char*>(p.out) + r.begin * p.out_batch_stride[dim];
+  return part;
+}
+
+}  // namespace
+
+QmmCut qmm_cut(const QmmProblem& p, int parts) {
+  const int outer = p.batch[0] > 1 ? 0 : 1;
+  if (p.batch[outer] > 1 && p.batch[outer] >= parts) return {outer, p.batch[outer]};
+  return {-1, p.M};
+}
+
+QmmProblem qmm_part(const QmmProblem& p, const QmmCut& cut, SplitRange r) {
+  return cut.by_batch() ? batches_of(p, cut.batch_dim, r) : rows_of(p, r);
+}
+
+bool qmm_parts_own_their_spans(const QmmProblem& p, const QmmCut& cut, const std::vector<SplitRange>& ranges) {
+  // Ranges come in address order (strides are non-negative): each span must end before the next begins.
+  const char* previous_end = nullptr;
+  for (const SplitRange& r : ranges) {
+    if (r.size() == 0) continue;
+    const QmmProblem part = qmm_part(p, cut, r);
+    if (part.N == 0) return true;
+    const char* begin = static_cast<const char*>(part.out);
+    if (previous_end && begin < previous_end) return false;
+    previous_end = begin + qmm_spans(part).out;
+  }
+  return true;
+}
+
+void multiply_host_rows_on_device(const QmmProblem& problem, SplitRange r, int device) {
+  QmmProblem part = rows_of(problem, r);
+  const QmmPlan plan = *offload_launch(plan_qmm(part, Schedule("qmm.offload_mma")));
+  // One matrix whose rows do not interleave: the span of the part's outputs holds only its own.
+  if (problem.batch[0] * problem.batch[1] == 1 && (problem.N - 1) * problem.out_col_stride < problem.out_row_stride) {
+    run_qmm_offload(part, plan, device);
+    return;
+  }
+  const std::int64_t batches = problem.batch[0] * problem.batch[1], count = r.size(), N = problem.N;
+  std::vector<std::uint8_t> packed(std::size_t(batches * count * N));
+  char* const out = static_cast<char*>(part.out);
+  part.out = packed.data();
+  part.out_batch_stride[0] = problem.batch[1] * count * N;
+  part.out_batch_stride[1] = count * N;
+  part.out_row_stride = N;
+  part.out_col_stride = 1;
+  run_qmm_offload(part, plan, device);
+  for (std::int64_t t = 0; t < batches; ++t) {
+    const std::int64_t batch_offset =
+        (t / problem.batch[1]) * problem.out_batch_stride[0] + (t % problem.batch[1]) * problem.out_batch_stride[1];
+    for (std::int64_t m = 0; m < count; ++m)
+      for (std::int64_t n = 0; n < N; ++n)
+        out[batch_offset + m * problem.out_row_stride + n * problem.out_col_stride] =
+            char(packed[std::size_t((t * count + m) * N + n)]);
+  }
+}
+
+void multiply_part_on_other_device(const QmmProblem& part, const QmmPlan& launch, int home, int device) {
+  if (part.M == 0 || part.N == 0 || part.batch[0] * part.batch[1] == 0) return;
+  const QmmSpans spans = qmm_spans(part);
+  ScratchLease a(device, spans.a), b(device, spans.b), out(device, spans.out);
+  copy_between_devices(a.data(), device, part.a.data, home, spans.a);
+  copy_between_devices(b.data(), device, part.b.data, home, spans.b);
+  // Bytes between outputs must come back unchanged.
+  if (spans.out_has_gaps()) copy_between_devices(out.data(), device, part.out, home, spans.out);
+  QmmProblem there = part;
+  there.a.data = a.data();
+  there.b.data = b.data();
+  there.out = out.data();
+  run_qmm_offload_on_device(there, launch, device);
+  copy_between_devices(part.out, home, out.data(), device, spans.out);
+}
+
+void spread_qmm(const QmmProblem& problem, const QmmPlan& launch, const std::vector<int>& devices, int home_share) {
+  const int home = devices[0];
+  const QmmCut cut = qmm_cut(problem, int(devices.size()));
+  const std::vector<SplitRange> ranges = spread_ranges(cut.units, int(devices.size()), home_share);
+  if (devices.size() == 1 || !qmm_parts_own_their_spans(problem, cut, ranges)) {
+    run_qmm_offload_on_device(problem, launch, home);
+    return;
+  }
+  std::vector<std::function<void()>> parts;
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    const SplitRange r = ranges[i];
+    if (r.size() == 0) continue;
+    const QmmProblem part = qmm_part(problem, cut, r);
+    if (i == 0)
+      parts.insert(parts.begin(), [part, &launch, home] { run_qmm_offload_on_device(part, launch, home); });
+    else
+      parts.push_back([part, &launch, home, device = devices[i]] {
+        multiply_part_on_other_device(part, launch, home, device);
+      });
+  }
+  run_parts(parts);
+}
+
+}  // namespace hk::detail

@@ -1,0 +1,48 @@
+// Parts of one QuantizedLinearMatMul for the strategies that spread a call over several
+// executors (qmm.split, qmm.devices): a part is the same problem on a contiguous group of rows of
+// A, or of batch matrices, whose outputs are those outputs of the whole.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "algorithms/quantized_matmul.hpp"
+#include "schedules/qmm_offload_plan.hpp"
+#include "schedules/strategies/split_common.hpp"
+
+namespace hk::detail {
+
+/// How a call is cut into parts: along its outermost batch dimension of more than one matrix when
+/// that has at least `parts` of them (whole matrices per part), else along the rows of A in every
+/// batch matrix.
+struct QmmCut {
+  int batch_dim = -1;      // 0 or 1 (of QmmProblem::batch); -1: rows
+  std::int64_t units = 0;  // matrices along that dimension, or rows
+  bool by_batch() const { return batch_dim >= 0; }
+};
+QmmCut qmm_cut(const QmmProblem& problem, int parts);
+
+/// Units [r.begin, r.end) of the cut: the problem on those rows or matrices only.
+QmmProblem qmm_part(const QmmProblem& problem, const QmmCut& cut, SplitRange r);
+
+/// Whether each range's output span (from its first output to its last, what a copy of it takes)
+/// holds no output of another range.
+bool qmm_parts_own_their_spans(const QmmProblem& problem, const QmmCut& cut, const std::vector<SplitRange>& ranges);
+
+/// The product of rows [r.begin, r.end) of a host-tensor call on `device` with qmm.offload_mma.
+/// Where the span of those rows' outputs holds other rows, which others write meanwhile, the
+/// device writes a packed copy that is then copied into place.
+void multiply_host_rows_on_device(const QmmProblem& problem, SplitRange r, int device);
+
+/// A part of a call whose tensors lie on device `home`, run on `device` with `launch`: the spans
+/// of its A, B (and of its output, where it has gaps) are copied there, the product runs there and
+/// the output span comes back. `device` may be `home` itself (the host fallback's tests).
+void multiply_part_on_other_device(const QmmProblem& part, const QmmPlan& launch, int home, int device);
+
+/// A call whose tensors lie on devices[0] spread over `devices` (distinct or not): devices[0]
+/// keeps home_share per mille of the cut's units and runs them where they lie, each other device
+/// takes an even part of the rest through multiply_part_on_other_device, all at once. Where the
+/// parts' output spans would interleave, devices[0] runs the whole call.
+void spread_qmm(const QmmProblem& problem, const QmmPlan& launch, const std::vector<int>& devices, int home_share);
+
+}  // namespace hk::detail

@@ -1,0 +1,227 @@
+// qmm.devices: one matmul spread over several offload devices. Written for N devices and run
+// here with the ones visible: one GPU, or the host fallback, whose one device is the host itself.
+// The part that goes to another device is also run with the home device standing in for the
+// others (devices {home, home, home}), so that its copies, rebased pointers and the copy back of
+// its outputs run whatever the machine. The matmul is exact: every result equals the reference.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "algorithms/quantized_matmul.hpp"
+#include "device_test_util.hpp"
+#include "hetkern/device.hpp"
+#include "hetkern/hetkern.hpp"
+#include "schedules/qmm_offload.hpp"
+#include "schedules/qmm_strategies.hpp"
+#include "schedules/strategies/qmm_parts.hpp"
+#include "schedules/strategies/split_common.hpp"
+
+namespace {
+
+using hk::DataType;
+using hk::Errc;
+using hk::Schedule;
+using hk::detail::SplitRange;
+using qmmt::Buffer;
+using qmmt::i64;
+using qmmt::Layout;
+using qmmt::OnDevice;
+using qmmt::Problem;
+
+TEST(SpreadRanges, HomeShareFirstThenTheRestEvenly) {
+  for (const i64 units : {i64(0), i64(1), i64(2), i64(7), i64(97), i64(1000)})
+    for (const int devices : {1, 2, 3, 8})
+      for (const int share : {0, 1, 250, 500, 999, 1000}) {
+        SCOPED_TRACE("units " + std::to_string(units) + " devices " + std::to_string(devices) + " share " +
+                     std::to_string(share));
+        const std::vector<SplitRange> r = hk::detail::spread_ranges(units, devices, share);
+        ASSERT_EQ(r.size(), std::size_t(devices));
+        EXPECT_EQ(r[0].begin, 0);
+        EXPECT_EQ(r[0].size(), devices == 1 ? units : (units * share + 500) / 1000);
+        i64 smallest = units, largest = 0;
+        for (std::size_t d = 1; d < r.size(); ++d) {
+          EXPECT_EQ(r[d].begin, r[d - 1].end);
+          smallest = std::min(smallest, r[d].size());
+          largest = std::max(largest, r[d].size());
+        }
+        if (devices > 1) EXPECT_LE(largest - smallest, 1);
+        EXPECT_EQ(r.back().end, units);
+      }
+}
+
+TEST(SpreadDevices, HomeFirstEachOnceAtMostTheVisible) {
+  for (int count = 1; count <= hk::offload_device_count() + 1; ++count) {
+    const std::vector<int> d = hk::detail::spread_devices(count);
+    EXPECT_EQ(d.front(), hk::offload_device());
+    EXPECT_EQ(int(d.size()), std::min(count, hk::offload_device_count()));
+    std::vector<int> sorted = d;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end());
+  }
+}
+
+// A random problem: batched or not, B broadcast or not, padded or column-major layouts, per-row
+// and per-column parameters with non-power-of-two scales (the oracle's bounds then apply).
+Problem random_problem(std::mt19937_64& rng, std::vector<i64> batch, i64 M) {
+  Problem p;
+  p.batch = std::move(batch);
+  p.M = M, p.N = i64(1 + rng() % 150), p.K = i64(1 + rng() % 200);
+  auto with = [&](std::vector<i64> tail) {
+    std::vector<i64> s = p.batch;
+    s.insert(s.end(), tail.begin(), tail.end());
+    return s;
+  };
+  const std::vector<i64> sa = with({p.M, p.K}), sb = with({p.K, p.N}), sy = with({p.M, p.N});
+  std::vector<i64> stb = qmmt::make_strides(sb, rng() % 2 ? Layout::transposed_padded : Layout::packed, rng);
+  if (!p.batch.empty() && rng() % 2) stb[0] = 0;
+  p.a = Buffer(rng() % 2 ? DataType::int8 : DataType::uint8, sa, qmmt::make_strides(sa, Layout::padded, rng), rng);
+  p.b = Buffer(rng() % 2 ? DataType::int8 : DataType::uint8, sb, stb, rng);
+  p.y = Buffer(DataType::uint8, sy, qmmt::make_strides(sy, rng() % 4 ? Layout::padded : Layout::transposed, rng), rng);
+  p.a_zero = qmmt::literal_q(p.a.dtype, {p.M, 1}, {3, -7, 100, 0}, rng);
+  p.b_zero = qmmt::literal_q(p.b.dtype, {1, p.N}, {1, 9, -128, 127}, rng);
+  p.y_zero = qmmt::literal_q(DataType::uint8, {p.M, 1}, {120, 7}, rng);
+  p.a_scale = qmmt::literal_f({p.M, 1}, {0.05f, 0.07f}, rng);
+  p.b_scale = qmmt::literal_f({1, p.N}, {0.01f, 0.02f, 0.004f}, rng);
+  p.y_scale = qmmt::literal_f({p.M, 1}, {0.6f, 1.1f, 2.0f}, rng);
+  return p;
+}
+
+// Every output within the oracle's bounds and every other byte of the output storage untouched.
+void expect_matches_oracle(const Problem& p, const std::vector<unsigned char>& got, const std::string& where) {
+  const qmmt::Expected e = qmmt::oracle(p, true);
+  const std::vector<bool> mask = p.y.element_mask();
+  ASSERT_EQ(got.size(), p.y.bytes.size());
+  for (std::size_t k = 0; k < got.size(); ++k)
+    if (!mask[k]) ASSERT_EQ(got[k], p.y.bytes[k]) << "byte " << k << " outside the output written; " << where;
+  Buffer out = p.y;
+  out.bytes = got;
+  std::size_t i = 0;
+  int reported = 0;
+  qmmt::for_each_index(out.sizes, [&](const std::vector<i64>& idx) {
+    const int v = out.q(idx);
+    if ((v < e.lo[i] || v > e.hi[i]) && reported++ < 5)
+      ADD_FAILURE() << "output" << qmmt::dims(idx) << " = " << v << ", expected " << e.lo[i] << "; " << where;
+    ++i;
+  });
+}
+
+const std::vector<std::vector<i64>> batches = {{}, {3}, {2, 2}, {5}};
+
+TEST(QmmDevices, HostTensorsEveryShareMatchTheOracle) {
+  std::mt19937_64 rng(0xde7);
+  for (const i64 M : {i64(1), i64(2), i64(17), i64(130)})
+    for (const auto& batch : batches) {
+      const Problem p = random_problem(rng, batch, M);
+      for (const char* text : {"qmm.devices", "qmm.devices(devices=1)", "qmm.devices(home_share=0)",
+                               "qmm.devices(home_share=500, threads=64)", "qmm.devices(home_share=1000)"}) {
+        const std::string where = std::string(text) + ", " + p.describe();
+        Problem run = p;
+        hk::quantized_linear_matmul(run.args(), run.y.view(), Schedule::parse(text));
+        expect_matches_oracle(p, run.y.bytes, where);
+      }
+    }
+}
+
+TEST(QmmDevices, DeviceTensorsMatchTheOracle) {
+  std::mt19937_64 rng(0xd1ce);
+  for (const i64 M : {i64(1), i64(16), i64(100), i64(128)})
+    for (const auto& batch : batches) {
+      const Problem p = random_problem(rng, batch, M);
+      for (const char* text : {"qmm.devices", "qmm.devices(home_share=300)", "qmm.devices(devices=1, home_share=0)"}) {
+        const std::string where = std::string(text) + ", " + p.describe();
+        Problem run = p;
+        OnDevice a(run.a), b(run.b), y(run.y);
+        hk::quantized_linear_matmul(qmmt::device_args(run, a, b), y.view(), Schedule::parse(text));
+        expect_matches_oracle(p, y.download(), where);
+      }
+    }
+}
+
+// The validated problem of `p` with A, B and the output at their device addresses.
+hk::detail::QmmProblem problem_on_device(const Problem& p, const OnDevice& a, const OnDevice& b, const OnDevice& y) {
+  hk::QuantizedMatMulArgs args = p.args();
+  const auto at = [](const OnDevice& d) { return static_cast<char*>(d.memory.data()) + Buffer::guard; };
+  args.a.data = at(a);
+  args.b.data = at(b);
+  return hk::detail::validate(args, {y.desc, at(y)});
+}
+
+// The part for another device, with the home device standing in for the others: every share,
+// both cuts (rows, and whole batch matrices when there are as many as devices), and outputs whose
+// parts would interleave (column-major), which the home device then runs whole.
+TEST(QmmDevices, PartsOnOtherDevicesMatchTheOracle) {
+  std::mt19937_64 rng(0x0d15);
+  const int home = hk::offload_device();
+  const hk::detail::QmmPlan launch{hk::detail::OffloadQmmKernel::mma, 128, 0};
+  for (const i64 M : {i64(1), i64(3), i64(64), i64(129)})
+    for (const auto& batch : batches)
+      for (const std::vector<int>& devices : {std::vector<int>{home, home}, std::vector<int>{home, home, home}})
+        for (const int share : {0, 333, 1000}) {
+          const Problem p = random_problem(rng, batch, M);
+          const std::string where = std::to_string(devices.size()) + " devices, home share " + std::to_string(share) +
+                                    ", " + p.describe();
+          Problem run = p;
+          OnDevice a(run.a), b(run.b), y(run.y);
+          const hk::detail::QmmProblem problem = problem_on_device(run, a, b, y);
+          const hk::detail::QmmCut cut = hk::detail::qmm_cut(problem, int(devices.size()));
+          const auto ranges = hk::detail::spread_ranges(cut.units, int(devices.size()), share);
+          const bool spread = hk::detail::qmm_parts_own_their_spans(problem, cut, ranges);
+          hk::reset_transfer_counters();
+          hk::detail::spread_qmm(problem, launch, devices, share);
+          expect_matches_oracle(p, y.download(), where);
+          // What went to the other devices: their parts' A, B and (with gaps) outputs, and back
+          // their outputs; nothing when the home device ran it all.
+          i64 moved = 0;
+          for (std::size_t i = 1; spread && i < ranges.size(); ++i) {
+            if (ranges[i].size() == 0) continue;
+            const hk::detail::QmmSpans s = hk::detail::qmm_spans(hk::detail::qmm_part(problem, cut, ranges[i]));
+            moved += i64(s.a + s.b + s.out * (s.out_has_gaps() ? 2 : 1));
+          }
+          EXPECT_EQ(hk::transfer_counters().between_devices_bytes, moved) << where;
+          if (batch.size() == 1 && batch[0] >= i64(devices.size())) EXPECT_TRUE(cut.by_batch()) << where;
+        }
+}
+
+TEST(QmmDevices, InterleavedOutputsAreNotSpread) {
+  std::mt19937_64 rng(11);
+  Problem p = random_problem(rng, {}, 40);
+  const std::vector<i64> sy = {p.M, p.N};
+  p.y = Buffer(DataType::uint8, sy, qmmt::make_strides(sy, Layout::transposed, rng), rng);
+  const hk::detail::QmmProblem problem = hk::detail::validate(p.args(), p.y.view());
+  const hk::detail::QmmCut cut = hk::detail::qmm_cut(problem, 2);
+  EXPECT_FALSE(cut.by_batch());
+  EXPECT_FALSE(hk::detail::qmm_parts_own_their_spans(problem, cut, hk::detail::spread_ranges(cut.units, 2, 500)));
+  EXPECT_TRUE(hk::detail::qmm_parts_own_their_spans(problem, cut, hk::detail::spread_ranges(cut.units, 2, 1000)));
+}
+
+TEST(QmmDevices, SchedulesPrintEveryParameterAndBadOnesAreRefused) {
+  std::mt19937_64 rng(3);
+  Problem p = random_problem(rng, {}, 4);
+  const hk::detail::QmmProblem problem = hk::detail::validate(p.args(), p.y.view());
+  const int visible = hk::offload_device_count();
+  const auto plan = hk::detail::plan_qmm(problem, Schedule("qmm.devices"));
+  const Schedule printed = hk::detail::to_schedule(plan);
+  EXPECT_EQ(printed.to_string(), "qmm.devices(devices=" + std::to_string(visible) +
+                                     ", home_share=" + std::to_string((1000 + visible / 2) / visible) + ", threads=128)");
+  EXPECT_EQ(hk::detail::to_schedule(hk::detail::plan_qmm(problem, Schedule::parse(printed.to_string()))), printed);
+  const std::vector<unsigned char> junk = p.y.bytes;
+  for (const auto& [key, value] : std::vector<std::pair<const char*, i64>>{
+           {"devices", 0}, {"devices", visible + 1}, {"home_share", 1001}, {"threads", 16}}) {
+    const Schedule s = Schedule("qmm.devices").set(key, value);
+    try {
+      hk::quantized_linear_matmul(p.args(), p.y.view(), s);
+      ADD_FAILURE() << s.to_string() << " ran";
+    } catch (const hk::Error& e) {
+      EXPECT_EQ(e.code(), Errc::invalid_schedule) << e.what();
+    }
+  }
+  EXPECT_TRUE(p.y.bytes == junk);
+  // A tuning candidate only where there are two devices or more.
+  EXPECT_EQ(hk::detail::qmm_devices().available().available, !hk::offload_on_host());
+  EXPECT_EQ(hk::detail::spread_space().has_value(), visible > 1);
+}
+
+}  // namespace
