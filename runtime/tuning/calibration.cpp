@@ -168,6 +168,17 @@ void measure_device(MachineRates& rates, const CalibrationSizes& z) {
   };
   measure_qmm(rates, "qmm.offload_mma", z.gpu_qmm_side, z.repetitions, qmm("qmm.offload_mma"));
   measure_qmm(rates, "qmm.offload", z.gpu_qmm_side, z.repetitions, qmm("qmm.offload"));
+  // Over every GPU, on two shapes large enough to be spread: a tiny call runs on the home device
+  // alone and would hide the copies to the others and the threads that drive them.
+  if (offload_device_count() > 1) {
+    QmmOperands medium(z.gpu_qmm_side), large(2 * z.gpu_qmm_side);
+    const double m = median_after_warm_up(qmm("qmm.devices")(medium), z.repetitions);
+    const double l = median_after_warm_up(qmm("qmm.devices")(large), z.repetitions);
+    const double medium_work = double(medium.M) * double(medium.N) * double(medium.K);
+    const double rate = 7.0 * medium_work / std::max(l - m, l * 0.01);
+    rates.strategy_rates["qmm.devices"] = rate;
+    rates.strategy_fixed_seconds["qmm.devices"] = std::max(0.0, m - medium_work / rate);
+  }
   // The generic GPU call: the cheapest offload call measured, a launch and a synchronization.
   rates.gpu_call_seconds = 0;
   for (const auto& [name, seconds] : rates.strategy_fixed_seconds)

@@ -6,6 +6,9 @@
 #include <vector>
 
 #include "hetkern/error.hpp"
+#ifdef HETKERN_OFFLOAD
+#include "hetkern/device.hpp"
+#endif
 #include "runtime/tuning/cost_model.hpp"
 #include "runtime/tuning/heuristic.hpp"
 #include "schedules/scan_layout.hpp"
@@ -97,6 +100,9 @@ std::optional<ModelDecision<QmmStrategyPlan>> model_qmm_plan(const QmmProblem& p
   // one square shape, made it look faster for small M (docs/performance.md).
   if (home == DataHome::host)
     c.add_named("qmm.offload_mma", [&](const Schedule& s) { return plan_qmm(p, s); }, qmm_macs(p), in, out);
+  // Every GPU on one call; its rate, calibrated on device tensors, holds the copies between them.
+  if (offload_device_count() > 1)
+    c.add_named("qmm.devices", [&](const Schedule& s) { return plan_qmm(p, s); }, qmm_macs(p), in, out);
 #endif
   return c.choose(rates, home == DataHome::host);
 }

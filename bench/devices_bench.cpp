@@ -1,0 +1,156 @@
+// hetkern-devices-bench: one call spread over every GPU of the machine against one GPU (offload
+// builds, on a machine with a GPU; with one GPU it measures the one-GPU side only).
+//
+//   hetkern-devices-bench [--n N] [--reps R] [--lines L] [--length X]
+//
+// 1. The links: 256 MiB copied from GPU 0 to each other GPU and back (omp_target_memcpy between
+//    device numbers, peer to peer where the runtime enables it).
+// 2. A u8 x s8 -> u8 matmul of N^3 (default 16384) with A, B and the output on GPU 0:
+//    qmm.offload_mma on GPU 0 alone, then qmm.devices over 2 to all GPUs at a few home shares.
+//    Median of R calls (default 5) after a warm-up; every output is compared with GPU 0's alone.
+// 3. A batch of L long scans (default 64 lines of 2^22 float32, 1 GiB each way) on host tensors:
+//    scan.split with every line on the GPUs (gpu_share=1000) over one GPU, then over all of them,
+//    each GPU copying its lines over its own link; the host cores alone (scan.parallel) for scale.
+// The last lines are one table: case, schedule, time, speed-up against one GPU.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "hetkern/device.hpp"
+#include "hetkern/hetkern.hpp"
+#include "runtime/tuning/quantile.hpp"
+
+namespace {
+
+// A warm-up call first: it fills the scratch caches that later calls reuse.
+template <class F> double median_seconds(int reps, F&& call) {
+  call();
+  return hk::detail::median_seconds(reps, call);
+}
+
+struct Row {
+  std::string what, schedule;
+  double seconds, speedup;
+  bool exact;
+};
+std::vector<Row> rows;
+
+void peer_links(int devices, int reps) {
+  const std::size_t bytes = std::size_t(256) << 20;
+  void* home = omp_target_alloc(bytes, 0);
+  for (int d = 1; d < devices; ++d) {
+    void* other = omp_target_alloc(bytes, d);
+    if (!home || !other) {
+      std::fprintf(stderr, "cannot allocate the link test's buffers\n");
+      std::exit(1);
+    }
+    const double there = median_seconds(reps, [&] { omp_target_memcpy(other, home, bytes, 0, 0, d, 0); });
+    const double back = median_seconds(reps, [&] { omp_target_memcpy(home, other, bytes, 0, 0, 0, d); });
+    std::printf("GPU 0 -> GPU %d %.1f GB/s, back %.1f GB/s (256 MiB)\n", d, double(bytes) / there / 1e9,
+                double(bytes) / back / 1e9);
+    omp_target_free(other, d);
+  }
+  omp_target_free(home, 0);
+}
+
+void matmul(std::int64_t n, int devices, int reps) {
+  const hk::TensorDesc a_desc(hk::DataType::uint8, {n, n}), b_desc(hk::DataType::int8, {n, n});
+  const auto elements = std::size_t(n * n);
+  std::vector<std::uint8_t> a(elements), want(elements), got(elements);
+  std::vector<std::int8_t> b(elements);
+  for (std::size_t i = 0; i < elements; ++i) {
+    a[i] = std::uint8_t(i * 7 + 3);
+    b[i] = std::int8_t(i * 13 + 1);
+  }
+  const float sa = 0.02f, sb = 0.01f, sy = 2.0f;
+  const std::uint8_t za = 128, zy = 128;
+  const hk::TensorDesc scalar_f(hk::DataType::float32, {1}), scalar_u8(hk::DataType::uint8, {1});
+  hk::DeviceBuffer da(elements), db(elements), dy(elements);
+  da.upload(a.data(), elements);
+  db.upload(b.data(), elements);
+  const hk::DeviceQuantizedMatMulArgs args{{a_desc, &da}, {scalar_f, &sa}, hk::ConstTensor{scalar_u8, &za},
+                                           {b_desc, &db}, {scalar_f, &sb}, std::nullopt,
+                                           {scalar_f, &sy}, hk::ConstTensor{scalar_u8, &zy}};
+  const std::string what = "qmm " + std::to_string(n) + "^3 on GPU 0";
+  const auto time = [&](const hk::Schedule& s) {
+    return median_seconds(reps, [&] { hk::quantized_linear_matmul(args, {a_desc, &dy}, s); });
+  };
+  const hk::Schedule one("qmm.offload_mma");
+  const double base = time(one);
+  dy.download(want.data(), elements);
+  rows.push_back({what, one.to_string(), base, 1.0, true});
+  for (int d = 2; d <= devices; ++d) {
+    const int even = (1000 + d / 2) / d;
+    for (const int share : {even, even + 25, even + 50, even + 100}) {
+      const hk::Schedule s = hk::Schedule("qmm.devices").set("devices", d).set("home_share", share);
+      const double t = time(s);
+      dy.download(got.data(), elements);
+      rows.push_back({what, s.to_string(), t, base / t, got == want});
+    }
+  }
+}
+
+void scans(std::int64_t lines, std::int64_t length, int devices, int reps) {
+  const hk::TensorDesc desc(hk::DataType::float32, {lines, length});
+  const auto elements = std::size_t(lines * length);
+  std::vector<float> x(elements), y(elements), want(elements);
+  for (std::size_t i = 0; i < elements; ++i) x[i] = float(int(i % 7) - 3);
+  const std::string what = "cumsum float32 {" + std::to_string(lines) + "," + std::to_string(length) + "} host";
+  const auto time = [&](const hk::Schedule& s) {
+    return median_seconds(reps, [&] { hk::cumulative_sum({desc, x.data()}, {desc, y.data()}, {.axis = 1}, s); });
+  };
+  const hk::Schedule one = hk::Schedule("scan.split").set("gpu_share", 1000).set("devices", 1);
+  const double base = time(one);
+  want = y;
+  rows.push_back({what, one.to_string(), base, 1.0, true});
+  for (int d = 2; d <= devices; ++d) {
+    const hk::Schedule s = hk::Schedule("scan.split").set("gpu_share", 1000).set("devices", d);
+    const double t = time(s);
+    rows.push_back({what, s.to_string(), t, base / t, y == want});
+  }
+  const hk::Schedule host("scan.parallel");
+  const double t = time(host);
+  rows.push_back({what, host.to_string(), t, base / t, y == want});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::int64_t n = 16384, lines = 64, length = std::int64_t(1) << 22;
+  int reps = 5;
+  for (int i = 1; i < argc; i += 2) {
+    const long long value = i + 1 < argc ? std::atoll(argv[i + 1]) : 0;
+    std::int64_t* target = std::strcmp(argv[i], "--n") == 0        ? &n
+                           : std::strcmp(argv[i], "--lines") == 0  ? &lines
+                           : std::strcmp(argv[i], "--length") == 0 ? &length
+                                                                   : nullptr;
+    if (value < 1 || (!target && std::strcmp(argv[i], "--reps") != 0)) {
+      std::fprintf(stderr, "usage: hetkern-devices-bench [--n N] [--reps R] [--lines L] [--length X]\n");
+      return 2;
+    }
+    if (target)
+      *target = value;
+    else
+      reps = int(value);
+  }
+  if (hk::offload_on_host()) {
+    std::fprintf(stderr, "hetkern-devices-bench: no GPU\n");
+    return 2;
+  }
+  hk::warm_up_offload();
+  const int devices = hk::offload_device_count();
+  std::printf("%d GPU(s) visible\n", devices);
+  peer_links(devices, reps);
+  matmul(n, devices, reps);
+  scans(lines, length, devices, reps);
+  std::printf("\n| case | schedule | time | speed-up | same output |\n|---|---|---|---|---|\n");
+  for (const Row& r : rows)
+    std::printf("| %s | %s | %.3f ms | %.2f | %s |\n", r.what.c_str(), r.schedule.c_str(), 1e3 * r.seconds,
+                r.speedup, r.exact ? "yes" : "NO");
+  return 0;
+}
