@@ -86,7 +86,7 @@ void matmul(std::int64_t n, int devices, int reps) {
   rows.push_back({what, one.to_string(), base, 1.0, true});
   for (int d = 2; d <= devices; ++d) {
     const int even = (1000 + d / 2) / d;
-    for (const int share : {even, even + 25, even + 50, even + 75}) {
+    for (const int share : {even, even + 25, even + 50, even + 100}) {
       const hk::Schedule s = hk::Schedule("qmm.devices").set("devices", d).set("home_share", share);
       const double t = time(s);
       dy.download(got.data(), elements);

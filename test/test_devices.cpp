@@ -185,32 +185,6 @@ TEST(QmmDevices, PartsOnOtherDevicesMatchTheOracle) {
         }
 }
 
-// A part with enough of A goes over in chunks, each copied while another is multiplied.
-TEST(QmmDevices, LargePartsArePipelinedInChunks) {
-  std::mt19937_64 rng(0x919e);
-  const int home = hk::offload_device();
-  const hk::detail::QmmPlan launch{hk::detail::OffloadQmmKernel::mma, 128, 0};
-  Problem p = random_problem(rng, {}, 4201);
-  p.K = 4096;
-  p.N = 3;
-  const std::vector<i64> sa = {p.M, p.K}, sb = {p.K, p.N}, sy = {p.M, p.N};
-  p.a = Buffer(DataType::uint8, sa, qmmt::make_strides(sa, Layout::padded, rng), rng);
-  p.b = Buffer(DataType::int8, sb, qmmt::packed_strides(sb), rng);
-  p.y = Buffer(DataType::uint8, sy, qmmt::make_strides(sy, Layout::padded, rng), rng);
-  p.a_zero = qmmt::literal_q(DataType::uint8, {p.M, 1}, {3, 100, 0}, rng);
-  p.b_zero = qmmt::literal_q(DataType::int8, {1, p.N}, {1, 9, -128}, rng);
-  p.b_scale = qmmt::literal_f({1, p.N}, {0.01f, 0.02f, 0.004f}, rng);
-  Problem run = p;
-  OnDevice a(run.a), b(run.b), y(run.y);
-  const hk::detail::QmmProblem problem = problem_on_device(run, a, b, y);
-  hk::reset_transfer_counters();
-  // Home share 0: the other device takes every row.
-  hk::detail::spread_qmm(problem, launch, {home, home}, 0);
-  expect_matches_oracle(p, y.download(), p.describe());
-  // B once, then per chunk its rows of A, its outputs' span in (the padded output has gaps) and back.
-  EXPECT_EQ(hk::transfer_counters().between_devices_copies, 1 + 4 * 3);
-}
-
 TEST(QmmDevices, InterleavedOutputsAreNotSpread) {
   std::mt19937_64 rng(11);
   Problem p = random_problem(rng, {}, 40);

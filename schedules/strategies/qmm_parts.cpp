@@ -2,9 +2,7 @@
 #include "schedules/strategies/qmm_parts.hpp"
 
 #include <algorithm>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 
 #include "runtime/platform/device_memory.hpp"
 #include "schedules/qmm_offload.hpp"
@@ -42,71 +40,6 @@ QmmProblem batches_of(const QmmProblem& p, int dim, SplitRange r) {
   part.out = static_cast<char*>(p.out) + r.begin * p.out_batch_stride[dim];
   return part;
 }
-
-
-// A device's part goes over in this many chunks, so that the copies of one overlap the product of
-// another; a part with less of A than pipeline_min_bytes goes in one.
-constexpr int pipeline_parts = 4;
-constexpr std::size_t pipeline_min_bytes = std::size_t(16) << 20;
-
-// The chunks of a part: the part itself, or pipeline_parts even pieces of its cut whose output
-// spans do not interleave and whose spans of A overlap little (a column-major A's would each
-// reach over most of it, copying it several times over).
-std::vector<QmmProblem> pipeline_chunks(const QmmProblem& part, const QmmSpans& spans) {
-  const QmmCut cut = qmm_cut(part, pipeline_parts);
-  const auto count = std::min<std::int64_t>(pipeline_parts, cut.units);
-  if (spans.a < pipeline_min_bytes || count < 2) return {part};
-  std::vector<SplitRange> ranges;
-  for (std::int64_t i = 0; i < count; ++i) ranges.push_back({cut.units * i / count, cut.units * (i + 1) / count});
-  std::vector<QmmProblem> chunks;
-  std::size_t a_bytes = 0;
-  for (const SplitRange& r : ranges) {
-    chunks.push_back(qmm_part(part, cut, r));
-    a_bytes += qmm_spans(chunks.back()).a;
-  }
-  if (!qmm_parts_own_their_spans(part, cut, ranges) || a_bytes > spans.a + spans.a / 4) return {part};
-  return chunks;
-}
-
-// How far a pipelined part's two threads are, each waiting for the other's progress.
-class PipelineProgress {
- public:
-  std::size_t copied = 0, multiplied = 0;  // chunks whose inputs are there; whose product is done
-
-  void advance(std::size_t& counter) {
-    {
-      const std::lock_guard<std::mutex> lock(mutex_);
-      ++counter;
-    }
-    changed_.notify_all();
-  }
-  // Until `counter` passes `index`; false when the other thread failed.
-  bool wait(const std::size_t& counter, std::size_t index) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [&] { return failed_ || counter > index; });
-    return counter > index;
-  }
-  // `role`, releasing the other thread's waits when it throws.
-  std::function<void()> guarded(const std::function<void()>& role) {
-    return [this, role] {
-      try {
-        role();
-      } catch (...) {
-        {
-          const std::lock_guard<std::mutex> lock(mutex_);
-          failed_ = true;
-        }
-        changed_.notify_all();
-        throw;
-      }
-    };
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  bool failed_ = false;
-};
 
 }  // namespace
 
@@ -165,41 +98,16 @@ void multiply_part_on_other_device(const QmmProblem& part, const QmmPlan& launch
   if (part.M == 0 || part.N == 0 || part.batch[0] * part.batch[1] == 0) return;
   const QmmSpans spans = qmm_spans(part);
   ScratchLease a(device, spans.a), b(device, spans.b), out(device, spans.out);
-  // Where an address of the part on the home device lies in its copy on `device`.
-  const auto there = [](const void* at_home, const void* home_base, void* copy) {
-    return static_cast<char*>(copy) + (static_cast<const char*>(at_home) - static_cast<const char*>(home_base));
-  };
-  const std::vector<QmmProblem> chunks = pipeline_chunks(part, spans);
-  PipelineProgress progress;
-  // The copies, in the order the product needs them: B, then each chunk's A (and its outputs'
-  // span where it has gaps, which must come back unchanged); then each chunk's outputs back as
-  // soon as they are done.
-  const auto copy = [&] {
-    copy_between_devices(b.data(), device, part.b.data, home, spans.b);
-    for (const QmmProblem& c : chunks) {
-      const QmmSpans s = qmm_spans(c);
-      copy_between_devices(there(c.a.data, part.a.data, a.data()), device, c.a.data, home, s.a);
-      if (s.out_has_gaps()) copy_between_devices(there(c.out, part.out, out.data()), device, c.out, home, s.out);
-      progress.advance(progress.copied);
-    }
-    for (std::size_t i = 0; i < chunks.size(); ++i) {
-      if (!progress.wait(progress.multiplied, i)) return;
-      copy_between_devices(chunks[i].out, home, there(chunks[i].out, part.out, out.data()), device,
-                           qmm_spans(chunks[i]).out);
-    }
-  };
-  const auto multiply = [&] {
-    for (std::size_t i = 0; i < chunks.size(); ++i) {
-      if (!progress.wait(progress.copied, i)) return;
-      QmmProblem c = chunks[i];
-      c.a.data = there(c.a.data, part.a.data, a.data());
-      c.b.data = there(c.b.data, part.b.data, b.data());
-      c.out = there(c.out, part.out, out.data());
-      run_qmm_offload_on_device(c, launch, device);
-      progress.advance(progress.multiplied);
-    }
-  };
-  run_parts({progress.guarded(copy), progress.guarded(multiply)});
+  copy_between_devices(a.data(), device, part.a.data, home, spans.a);
+  copy_between_devices(b.data(), device, part.b.data, home, spans.b);
+  // Bytes between outputs must come back unchanged.
+  if (spans.out_has_gaps()) copy_between_devices(out.data(), device, part.out, home, spans.out);
+  QmmProblem there = part;
+  there.a.data = a.data();
+  there.b.data = b.data();
+  there.out = out.data();
+  run_qmm_offload_on_device(there, launch, device);
+  copy_between_devices(part.out, home, out.data(), device, spans.out);
 }
 
 void spread_qmm(const QmmProblem& problem, const QmmPlan& launch, const std::vector<int>& devices, int home_share) {
