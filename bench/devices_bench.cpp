@@ -5,7 +5,8 @@
 //
 // 1. The links: 256 MiB copied from GPU 0 to each other GPU and back (omp_target_memcpy between
 //    device numbers, peer to peer where the runtime enables it).
-// 2. A u8 x s8 -> u8 matmul of N^3 (default 16384) with A, B and the output on GPU 0:
+// 2. A u8 x s8 -> u8 matmul of N^3 (default 16384) with A, B and the output on GPU 0, B
+//    row-major (each device packs it) and column-major (read in place, cuBLASLt's fastest layout):
 //    qmm.offload_mma on GPU 0 alone, then qmm.devices over 2 to all GPUs at a few home shares.
 //    Median of R calls (default 5) after a warm-up; every output is compared with GPU 0's alone.
 // 3. A batch of L long scans (default 64 lines of 2^22 float32, 1 GiB each way) on host tensors:
@@ -58,8 +59,10 @@ void peer_links(int devices, int reps) {
   omp_target_free(home, 0);
 }
 
-void matmul(std::int64_t n, int devices, int reps) {
-  const hk::TensorDesc a_desc(hk::DataType::uint8, {n, n}), b_desc(hk::DataType::int8, {n, n});
+void matmul(std::int64_t n, bool column_major_b, int devices, int reps) {
+  const hk::TensorDesc a_desc(hk::DataType::uint8, {n, n});
+  const hk::TensorDesc b_desc = column_major_b ? hk::TensorDesc(hk::DataType::int8, {n, n}, {1, n})
+                                               : hk::TensorDesc(hk::DataType::int8, {n, n});
   const auto elements = std::size_t(n * n);
   std::vector<std::uint8_t> a(elements), want(elements), got(elements);
   std::vector<std::int8_t> b(elements);
@@ -76,7 +79,8 @@ void matmul(std::int64_t n, int devices, int reps) {
   const hk::DeviceQuantizedMatMulArgs args{{a_desc, &da}, {scalar_f, &sa}, hk::ConstTensor{scalar_u8, &za},
                                            {b_desc, &db}, {scalar_f, &sb}, std::nullopt,
                                            {scalar_f, &sy}, hk::ConstTensor{scalar_u8, &zy}};
-  const std::string what = "qmm " + std::to_string(n) + "^3 on GPU 0";
+  const std::string what =
+      "qmm " + std::to_string(n) + "^3 on GPU 0, B " + (column_major_b ? "column-major" : "row-major");
   const auto time = [&](const hk::Schedule& s) {
     return median_seconds(reps, [&] { hk::quantized_linear_matmul(args, {a_desc, &dy}, s); });
   };
@@ -86,7 +90,7 @@ void matmul(std::int64_t n, int devices, int reps) {
   rows.push_back({what, one.to_string(), base, 1.0, true});
   for (int d = 2; d <= devices; ++d) {
     const int even = (1000 + d / 2) / d;
-    for (const int share : {even, even + 25, even + 50, even + 100}) {
+    for (const int share : {even, even + 25, even + 50, even + 75}) {
       const hk::Schedule s = hk::Schedule("qmm.devices").set("devices", d).set("home_share", share);
       const double t = time(s);
       dy.download(got.data(), elements);
@@ -146,7 +150,8 @@ int main(int argc, char** argv) {
   const int devices = hk::offload_device_count();
   std::printf("%d GPU(s) visible\n", devices);
   peer_links(devices, reps);
-  matmul(n, devices, reps);
+  matmul(n, false, devices, reps);
+  matmul(n, true, devices, reps);
   scans(lines, length, devices, reps);
   std::printf("\n| case | schedule | time | speed-up | same output |\n|---|---|---|---|---|\n");
   for (const Row& r : rows)
