@@ -273,28 +273,29 @@ namespace {
 // packed lines for mc x nc dot products, so square blocks read the least per multiply-add and
 // give the kernel columns of its full width (cutting only the columns left 256^3 on 16 threads
 // with 16-column blocks, a quarter of the AVX-512 kernel's pass, 5.5x slower than 64 x 64;
-// docs/performance.md). Depth: a block of one 16-row group uses each B slice once, so only the
-// L2 bounds the slice; a taller block runs every row tile over the kernel pass's slice of B,
-// which kc keeps in half the L1.
+// docs/performance.md). Depth: nc is bounded so that a slice of B up to 1024 deep fills at most
+// half the L2. A block of one 16-row group uses each slice once and takes that depth; a taller
+// block runs every row tile over the kernel pass's slice of B, which a shorter kc keeps in half
+// the L1 (the L2 then also holds the block's int32 sums, which every slice updates).
 QmmBlocks few_row_blocks(const QmmProblem& p, std::int64_t parts, std::int64_t l2_bytes) {
-  const std::int64_t depth = round_up(p.K, qmm_depth_align);
+  const std::int64_t slice_depth = std::min<std::int64_t>(round_up(p.K, qmm_depth_align), 1024);
+  const std::int64_t by_cache = l2_bytes / 2 / slice_depth / 16 * 16;
   const std::int64_t l1_bytes = host_data_cache_bytes(1, 32 * 1024);
-  const std::int64_t l1_depth = std::clamp<std::int64_t>(
-      l1_bytes / 2 / qmm_kernel_pass_cols / qmm_depth_align * qmm_depth_align, qmm_depth_align, 1024);
+  const std::int64_t l1_depth = std::max<std::int64_t>(
+      l1_bytes / 2 / qmm_kernel_pass_cols / qmm_depth_align * qmm_depth_align, qmm_depth_align);
   QmmBlocks best;
   std::pair<std::int64_t, double> best_key{0, 0.0};  // blocks the team can use, dot products per byte
   for (std::int64_t row_parts = 1; row_parts <= parts; ++row_parts) {
     if (parts % row_parts != 0) continue;
     const std::int64_t mc = round_up((p.M + row_parts - 1) / row_parts, qmm_row_align);
     if ((row_parts - 1) * mc >= p.M) continue;  // the last row part would be empty
-    const std::int64_t kc = std::min<std::int64_t>(depth, mc > qmm_row_align ? l1_depth : 1024);
     const std::int64_t col_parts = parts / row_parts;
     const std::int64_t by_parts = round_up((p.N + col_parts - 1) / col_parts, qmm_panel_cols);
-    const std::int64_t nc = std::clamp<std::int64_t>(std::min(by_parts, l2_bytes / 2 / kc / 16 * 16), 16, 4096);
+    const std::int64_t nc = std::clamp<std::int64_t>(std::min(by_parts, by_cache), 16, 4096);
     const std::int64_t blocks = row_parts * ((p.N + nc - 1) / nc);
     const std::pair<std::int64_t, double> key{std::min(blocks, parts), double(mc) * double(nc) / double(mc + nc)};
     if (key > best_key) {  // ties keep fewer row parts: one row block packs B as it goes
-      best = {mc, nc, kc};
+      best = {mc, nc, mc > qmm_row_align ? std::min(slice_depth, l1_depth) : slice_depth};
       best_key = key;
     }
   }
