@@ -272,11 +272,11 @@ namespace {
 // block (else the most blocks), the one with the squarest blocks is kept: a block reads mc + nc
 // packed lines for mc x nc dot products, so square blocks read the least per multiply-add and
 // give the kernel columns of its full width (cutting only the columns left 256^3 on 16 threads
-// with 16-column blocks, a quarter of the AVX-512 kernel's pass, 5.5x slower than 64 x 64;
-// docs/performance.md). Depth: nc is bounded so that a slice of B up to 1024 deep fills at most
-// half the L2. A block of one 16-row group uses each slice once and takes that depth; a taller
-// block runs every row tile over the kernel pass's slice of B, which a shorter kc keeps in half
-// the L1 (the L2 then also holds the block's int32 sums, which every slice updates).
+// with 16-column blocks, a quarter of the AVX-512 kernel's pass; docs/performance.md).
+// Depth: nc is bounded so that a slice of B up to 1024 deep fills at most half the L2. A block
+// of one 16-row group uses each slice once and takes that depth; a taller block runs every row
+// tile over the kernel pass's slice of B, which a shorter kc keeps in half the L1 (the L2 then
+// also holds the block's int32 sums, which every slice updates).
 QmmBlocks few_row_blocks(const QmmProblem& p, std::int64_t parts, std::int64_t l2_bytes) {
   const std::int64_t slice_depth = std::min<std::int64_t>(round_up(p.K, qmm_depth_align), 1024);
   const std::int64_t by_cache = l2_bytes / 2 / slice_depth / 16 * 16;

@@ -70,7 +70,7 @@ TEST_F(SixteenThreads, MatmulWithFewRowsGivesEveryThreadBlocksAtLeastTheKernelsW
     EXPECT_GE(reuse(b.mc, b.nc), reuse(detail::round_up(s.M, detail::qmm_row_align), columns_only_nc));
     EXPECT_LE(b.kc, detail::round_up(s.K, detail::qmm_depth_align));
     if (b.mc > detail::qmm_row_align)
-      EXPECT_LE(b.kc * detail::qmm_kernel_pass_cols, std::max(l1 / 2, detail::qmm_depth_align * detail::qmm_kernel_pass_cols));
+      EXPECT_LE(b.kc, std::max(l1 / 2 / detail::qmm_kernel_pass_cols, detail::qmm_depth_align));
     else
       EXPECT_LE(b.kc * b.nc, l2 / 2);
   }

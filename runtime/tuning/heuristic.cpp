@@ -21,7 +21,7 @@ constexpr std::int64_t qmm_parallel_min_macs = std::int64_t(1) << 21;
 constexpr std::int64_t scan_lines_per_thread = 4;
 // The static schedule hands each thread whole panels of rows; when their count does not divide
 // evenly, some threads wait for one more panel. Panels of at most this many bytes bound that
-// wait (about 0.1 ms of a memory-bound thread) however long the lines are.
+// wait however long the lines are.
 constexpr std::int64_t scan_row_panel_max_bytes = std::int64_t(1) << 20;
 
 }  // namespace
@@ -64,8 +64,8 @@ ScanStrategyPlan default_scan_plan(const CumulativeCall& call, [[maybe_unused]] 
     if (panels >= threads) return plan_scan(call, Schedule("scan.parallel").set("tile", tile));
     // Too few panels for the team: scan.blocked would walk each of these lines alone, one strided
     // element at a time, far slower than one thread (docs/performance.md), so a thread per panel
-    // walks its lines side by side instead; the rest of the team would have nothing to do
-    // ({1024,64} axis 0 on 16 threads: 4 panels, 2x faster on 4 threads than on one).
+    // walks its lines side by side instead, the rest of the team having nothing to do
+    // (docs/performance.md: {1024,64} axis 0 on 16 threads, whose 4 panels ran on one thread).
     if (panels > 1)
       return plan_scan(call, Schedule("scan.parallel").set("tile", tile).set("threads", panels));
     return plan_scan(call, Schedule("scan.tiled"));
