@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <new>
+#include <utility>
 #include <vector>
 
 #include <omp.h>
@@ -264,24 +265,57 @@ void run_qmm_reference(const QmmProblem& problem) {
   reference_qmm(p);
 }
 
+namespace {
+
+// Blocks of at most 256 rows for `parts` blocks of one batch per thread team. The row parts
+// divide `parts`, so every thread gets as many blocks; of the splits that give every thread a
+// block (else the most blocks), the one with the squarest blocks is kept: a block reads mc + nc
+// packed lines for mc x nc dot products, so square blocks read the least per multiply-add and
+// give the kernel columns of its full width (cutting only the columns left 256^3 on 16 threads
+// with 16-column blocks, a quarter of the AVX-512 kernel's pass; docs/performance.md).
+// Depth: nc is bounded so that a slice of B up to 1024 deep fills at most half the L2. A block
+// of one 16-row group uses each slice once and takes that depth; a taller block runs every row
+// tile over the kernel pass's slice of B, which a shorter kc keeps in half the L1 (the L2 then
+// also holds the block's int32 sums, which every slice updates).
+QmmBlocks few_row_blocks(const QmmProblem& p, std::int64_t parts, std::int64_t l2_bytes) {
+  const std::int64_t slice_depth = std::min<std::int64_t>(round_up(p.K, qmm_depth_align), 1024);
+  const std::int64_t by_cache = l2_bytes / 2 / slice_depth / 16 * 16;
+  const std::int64_t l1_bytes = host_data_cache_bytes(1, 32 * 1024);
+  const std::int64_t l1_depth = std::max<std::int64_t>(
+      l1_bytes / 2 / qmm_kernel_pass_cols / qmm_depth_align * qmm_depth_align, qmm_depth_align);
+  QmmBlocks best;
+  std::pair<std::int64_t, double> best_key{0, 0.0};  // blocks the team can use, dot products per byte
+  for (std::int64_t row_parts = 1; row_parts <= parts; ++row_parts) {
+    if (parts % row_parts != 0) continue;
+    const std::int64_t mc = round_up((p.M + row_parts - 1) / row_parts, qmm_row_align);
+    if ((row_parts - 1) * mc >= p.M) continue;  // the last row part would be empty
+    const std::int64_t col_parts = parts / row_parts;
+    const std::int64_t by_parts = round_up((p.N + col_parts - 1) / col_parts, qmm_panel_cols);
+    const std::int64_t nc = std::clamp<std::int64_t>(std::min(by_parts, by_cache), 16, 4096);
+    const std::int64_t blocks = row_parts * ((p.N + nc - 1) / nc);
+    const std::pair<std::int64_t, double> key{std::min(blocks, parts), double(mc) * double(nc) / double(mc + nc)};
+    if (key > best_key) {  // ties keep fewer row parts: one row block packs B as it goes
+      best = {mc, nc, mc > qmm_row_align ? std::min(slice_depth, l1_depth) : slice_depth};
+      best_key = key;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
 QmmBlocks default_qmm_blocks(const QmmProblem& problem, int threads) {
-  // Sizes from the L2 of a core. Columns are split so that every thread gets a block. With one block of
-  // rows, B is packed a depth slice at a time and the slice (kc x nc bytes) stays in cache; with
-  // several, a thread's whole column block of B (K x nc) should.
+  // Sizes from the caches of a core, blocks for every thread. With one block of rows, B is
+  // packed a depth slice at a time and the slice (kc x nc bytes) stays in the L2; with several,
+  // a thread's whole column block of B (K x nc) should.
   const std::int64_t l2_bytes = host_data_cache_bytes(2, std::int64_t(1) << 20);
   const std::int64_t batches = problem.batch[0] * problem.batch[1];
   const std::int64_t blocks_wanted = (threads + batches - 1) / batches;
+  if (problem.M <= 256) return few_row_blocks(problem, blocks_wanted, l2_bytes);
   const std::int64_t by_threads = round_up((problem.N + blocks_wanted - 1) / blocks_wanted, 16);
-  const std::int64_t depth = round_up(problem.K, qmm_depth_align);
   QmmBlocks plan;
-  if (problem.M <= 256) {
-    plan.mc = round_up(problem.M, qmm_row_align);
-    plan.kc = std::min<std::int64_t>(depth, 1024);
-    plan.nc = std::clamp<std::int64_t>(std::min(by_threads, l2_bytes / 2 / plan.kc / 16 * 16), 16, 4096);
-    return plan;
-  }
   plan.mc = 96;
-  plan.kc = std::min<std::int64_t>(depth, 2048);
+  plan.kc = std::min<std::int64_t>(round_up(problem.K, qmm_depth_align), 2048);
   const std::int64_t by_cache = std::max<std::int64_t>(16, l2_bytes / 2 / plan.kc / 16 * 16);
   plan.nc = std::clamp<std::int64_t>(std::min(by_cache, by_threads), 16, 512);
   return plan;

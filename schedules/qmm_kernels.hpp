@@ -25,6 +25,10 @@ struct QmmTile {
 
 using QmmKernel = void (*)(const QmmTile&);
 
+/// Columns of B the widest kernel (AVX-512 VNNI, 4 panels) walks down all the rows of a call
+/// before the next: the slice of B a block's row tiles share.
+inline constexpr std::int64_t qmm_kernel_pass_cols = 64;
+
 void qmm_kernel_portable(const QmmTile& t);
 void qmm_kernel_avx2_maddubs(const QmmTile& t);  // only when no B' pair can saturate int16
 void qmm_kernel_avx2_exact(const QmmTile& t);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "hetkern/dtype.hpp"
 #include "hetkern/info.hpp"
 #include "schedules/scan_layout.hpp"
 #ifdef HETKERN_OFFLOAD
@@ -18,6 +19,10 @@ constexpr std::int64_t qmm_parallel_min_macs = std::int64_t(1) << 21;
 // Fewer independent lines than this many per thread leave threads idle or unbalanced: cut the
 // lines into blocks instead.
 constexpr std::int64_t scan_lines_per_thread = 4;
+// The static schedule hands each thread whole panels of rows; when their count does not divide
+// evenly, some threads wait for one more panel. Panels of at most this many bytes bound that
+// wait however long the lines are.
+constexpr std::int64_t scan_row_panel_max_bytes = std::int64_t(1) << 20;
 
 }  // namespace
 
@@ -44,7 +49,9 @@ ScanStrategyPlan default_scan_plan(const CumulativeCall& call, [[maybe_unused]] 
   if (s.lines_are_rows()) {
     // Whole lines per thread, a few panels each so that uneven lines still balance.
     if (s.lines() >= wanted) {
-      const std::int64_t tile = std::clamp<std::int64_t>(s.lines() / wanted, 1, default_tile);
+      const std::int64_t line_bytes = s.length * std::int64_t(size_of(call.input.desc.dtype()));
+      const std::int64_t max_tile = std::clamp<std::int64_t>(scan_row_panel_max_bytes / line_bytes, 1, default_tile);
+      const std::int64_t tile = std::clamp<std::int64_t>(s.lines() / wanted, 1, max_tile);
       return plan_scan(call, Schedule("scan.parallel").set("tile", tile));
     }
   } else {
@@ -56,8 +63,11 @@ ScanStrategyPlan default_scan_plan(const CumulativeCall& call, [[maybe_unused]] 
     const std::int64_t panels = s.outer_lines() * ((s.inner_size() + tile - 1) / tile);
     if (panels >= threads) return plan_scan(call, Schedule("scan.parallel").set("tile", tile));
     // Too few panels for the team: scan.blocked would walk each of these lines alone, one strided
-    // element at a time, far slower than one thread (docs/performance.md), so one thread walks
-    // them side by side instead.
+    // element at a time, far slower than one thread (docs/performance.md), so a thread per panel
+    // walks its lines side by side instead, the rest of the team having nothing to do
+    // (docs/performance.md: {1024,64} axis 0 on 16 threads, whose 4 panels ran on one thread).
+    if (panels > 1)
+      return plan_scan(call, Schedule("scan.parallel").set("tile", tile).set("threads", panels));
     return plan_scan(call, Schedule("scan.tiled"));
   }
   return plan_scan(call, Schedule("scan.blocked"));

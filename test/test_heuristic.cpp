@@ -1,0 +1,138 @@
+// The heuristic's default plans for a 16-thread team (the GPU machine's Xeon) on shapes where its
+// earlier rules left threads idle or the kernel narrow (docs/performance.md, the cost model on the
+// H100 machine). Each property is computed from the shape, the team and this host's caches, so
+// the tests hold on any machine rather than pinning one machine's outputs.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cstdint>
+#include <variant>
+#include <vector>
+
+#include "runtime/platform/topology.hpp"
+#include "runtime/tuning/heuristic.hpp"
+#include "runtime/tuning/tuner_problem.hpp"
+#include "schedules/qmm_kernels.hpp"
+#include "schedules/qmm_pack.hpp"
+
+namespace hk {
+namespace {
+
+constexpr int team = 16;
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// hk::default_threads() is omp_get_max_threads() of the calling thread.
+class SixteenThreads : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    saved_ = omp_get_max_threads();
+    omp_set_num_threads(team);
+  }
+  void TearDown() override { omp_set_num_threads(saved_); }
+
+ private:
+  int saved_ = 1;
+};
+
+struct QmmShape {
+  std::int64_t M, N, K;
+};
+
+detail::ParallelQmmPlan qmm_plan(const QmmShape& s) {
+  const detail::TuneWorkload w(
+      {Operator::quantized_linear_matmul, {DataType::uint8, DataType::int8, DataType::uint8}, {s.M, s.N, s.K}, {}},
+      false);
+  const detail::QmmStrategyPlan plan = detail::default_qmm_plan(w.qmm_problem());
+  EXPECT_TRUE(std::holds_alternative<detail::ParallelQmmPlan>(plan));
+  return std::holds_alternative<detail::ParallelQmmPlan>(plan) ? std::get<detail::ParallelQmmPlan>(plan)
+                                                                 : detail::ParallelQmmPlan{};
+}
+
+// Dot products per packed byte a block reads: (mc x nc) / (mc + nc).
+double reuse(std::int64_t mc, std::int64_t nc) { return double(mc) * double(nc) / double(mc + nc); }
+
+// Every thread gets as many blocks, and the team's split is no worse than cutting only the
+// columns; taller blocks keep the kernel pass's B slice in half the L1, one row group keeps the
+// depth slice of B in half the L2.
+TEST_F(SixteenThreads, MatmulWithFewRowsGivesEveryThreadBlocksAtLeastTheKernelsWidth) {
+  const std::int64_t l1 = detail::host_data_cache_bytes(1, 32 * 1024);
+  const std::int64_t l2 = detail::host_data_cache_bytes(2, std::int64_t(1) << 20);
+  for (const QmmShape s : {QmmShape{256, 256, 256}, {64, 1024, 1024}, {1, 4096, 4096}, {8, 4096, 4096}}) {
+    SCOPED_TRACE(::testing::Message() << "M,N,K " << s.M << "," << s.N << "," << s.K);
+    const detail::ParallelQmmPlan p = qmm_plan(s);
+    const detail::QmmBlocks& b = p.blocks;
+    EXPECT_EQ(p.threads, team);
+    const std::int64_t blocks = ceil_div(s.M, b.mc) * ceil_div(s.N, b.nc);
+    EXPECT_EQ(blocks % team, 0) << blocks << " blocks";
+    EXPECT_GE(b.nc, std::min(s.N, detail::qmm_kernel_pass_cols));
+    const std::int64_t columns_only_nc = detail::round_up(ceil_div(s.N, team), detail::qmm_panel_cols);
+    EXPECT_GE(reuse(b.mc, b.nc), reuse(detail::round_up(s.M, detail::qmm_row_align), columns_only_nc));
+    EXPECT_LE(b.kc, detail::round_up(s.K, detail::qmm_depth_align));
+    if (b.mc > detail::qmm_row_align)
+      EXPECT_LE(b.kc, std::max(l1 / 2 / detail::qmm_kernel_pass_cols, detail::qmm_depth_align));
+    else
+      EXPECT_LE(b.kc * b.nc, l2 / 2);
+  }
+}
+
+// Many rows keep their rule: one column block per thread, each walking several row blocks.
+TEST_F(SixteenThreads, MatmulWithManyRowsGivesEachThreadAColumnBlock) {
+  const QmmShape s{512, 512, 512};
+  const detail::ParallelQmmPlan p = qmm_plan(s);
+  EXPECT_EQ(p.threads, team);
+  EXPECT_EQ(ceil_div(s.N, p.blocks.nc), team);
+  EXPECT_GT(ceil_div(s.M, p.blocks.mc), 1);
+}
+
+// A call on descriptors alone: plans read no data, so the addresses (distinct, not in place)
+// are never dereferenced and large shapes cost no memory.
+detail::CumulativeCall scan_call(DataType type, std::vector<std::int64_t> shape, int axis) {
+  static std::byte in, out;
+  const TensorDesc desc(type, shape);
+  return {false, {desc, &in}, {desc, &out}, {.axis = axis}};
+}
+
+std::int64_t element_bytes(const detail::CumulativeCall& c) { return std::int64_t(size_of(c.input.desc.dtype())); }
+
+// Lines across the scanned axis, too few panels of a cache line of lines for the whole team: a
+// thread per panel rather than one thread for all ({1024,64} axis 0).
+TEST_F(SixteenThreads, ScanOfFewSideBySidePanelsGivesAThreadPerPanel) {
+  const detail::CumulativeCall c = scan_call(DataType::float32, {1024, 64}, 0);
+  const detail::ScanStrategyPlan plan = detail::default_scan_plan(c);
+  ASSERT_TRUE(std::holds_alternative<detail::ParallelScanPlan>(plan));
+  const auto& p = std::get<detail::ParallelScanPlan>(plan);
+  EXPECT_GE(p.tile * element_bytes(c), 64);  // at least a cache line of lines per row
+  EXPECT_EQ(p.threads, ceil_div(64, p.tile));
+  EXPECT_GT(p.threads, 1);
+  EXPECT_LE(p.threads, team);
+}
+
+// One panel of side-by-side lines stays on one thread (scan.blocked would walk each line alone).
+TEST_F(SixteenThreads, ScanOfOnePanelOfSideBySideLinesRunsOnOneThread) {
+  EXPECT_TRUE(std::holds_alternative<detail::TiledScanPlan>(
+      detail::default_scan_plan(scan_call(DataType::float32, {65536, 16}, 0))));
+}
+
+// Whole rows: at least four panels per thread, and panels of at most 1 MiB however long the
+// lines ({16384,16384} axis 1: 64 KiB lines).
+TEST_F(SixteenThreads, ScanOfRowsCutsThemIntoPanelsOfAtMostOneMebibyte) {
+  struct Case {
+    DataType type;
+    std::vector<std::int64_t> shape;
+  };
+  for (const Case& k : {Case{DataType::float32, {16384, 16384}}, Case{DataType::float32, {4096, 4096}},
+                        Case{DataType::float64, {1024, 1024}}, Case{DataType::int32, {64, 1024}}}) {
+    SCOPED_TRACE(::testing::Message() << k.shape[0] << "x" << k.shape[1]);
+    const detail::CumulativeCall c = scan_call(k.type, k.shape, 1);
+    const detail::ScanStrategyPlan plan = detail::default_scan_plan(c);
+    ASSERT_TRUE(std::holds_alternative<detail::ParallelScanPlan>(plan));
+    const auto& p = std::get<detail::ParallelScanPlan>(plan);
+    EXPECT_EQ(p.threads, team);
+    EXPECT_GE(ceil_div(k.shape[0], p.tile), 4 * team);
+    EXPECT_TRUE(p.tile == 1 || p.tile * k.shape[1] * element_bytes(c) <= (std::int64_t(1) << 20)) << p.tile;
+  }
+}
+
+}  // namespace
+}  // namespace hk
