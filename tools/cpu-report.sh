@@ -14,8 +14,8 @@
 #              ("available") and what it skipped ("reason")
 #   CPU_REPORT_THREADS   thread counts (default "1 16 N", N the cores; counts above N dropped)
 #   CPU_REPORT_ISAS      matmul levels (default "amx avx512_vnni avx2"; levels the CPU lacks are skipped)
-#   CPU_REPORT_MIN_TIME  seconds each measurement repeats for, at least 5 times (default 0.2: the
-#                        whole report then takes about 4 minutes on 32 cores)
+#   CPU_REPORT_MIN_TIME  seconds each measurement repeats for, at least 5 times (default 0.2, chosen
+#                        to keep the whole report under 6 minutes on a 32-core Xeon)
 #   HETKERN_PYTHON       the Python with PyTorch (default python3)
 set -euo pipefail
 
@@ -37,10 +37,10 @@ detected=$(field isa)
 threads=${CPU_REPORT_THREADS:-$(printf '%s\n' 1 16 "$cores" | awk -v n="$cores" '$1 <= n' | sort -nu)}
 levels=(portable avx2 avx512 avx512_vnni amx)  # hetkern's --isa levels, lowest first
 rank() { local i; for i in "${!levels[@]}"; do [[ ${levels[i]} == "$1" ]] && { echo "$i"; return; }; done; echo -1; }
-isas=()
+isas=() not_run=()
 for isa in ${CPU_REPORT_ISAS:-amx avx512_vnni avx2}; do
   (($(rank "$isa") >= 0)) || { echo "cpu-report.sh: unknown level $isa (levels: ${levels[*]})" >&2; exit 2; }
-  if (($(rank "$isa") <= $(rank "$detected"))); then isas+=("$isa"); else echo "skipped: $isa (this CPU has $detected)"; fi
+  if (($(rank "$isa") <= $(rank "$detected"))); then isas+=("$isa"); else not_run+=("$isa"); fi
 done
 
 : > "$out"
@@ -79,11 +79,11 @@ if [[ ! -f $peers ]]; then
 else
   for isa in "${isas[@]}"; do
     echo "torch._int_mm at $isa" >&2
-    "$python" - "$out" "$isa" "${timing[1]}" <<'EOF' |
+    request=$("$python" - "$out" "$isa" "${timing[1]}" "${timing[3]}" <<'EOF'
 # The request of bench/peers.py: each matmul measured at this level, with the quantization of its
 # record and the thread counts it ran at; "case" names the shape, B and the level for the table.
 import json, sys
-path, isa, min_seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+path, isa, min_seconds, min_repetitions = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
 cases = {}
 for line in open(path):
     r = json.loads(line)
@@ -91,9 +91,10 @@ for line in open(path):
         name = f"qlinear-matmul {'x'.join(map(str, r['shape']))}{' packed B' if r['packed_b'] else ''} {isa}"
         case = cases.setdefault(name, dict(r, case=name, case_line=0, threads=[]))
         case["threads"].append(r["threads"])
-json.dump({"min_seconds": min_seconds, "min_repetitions": 5, "cases": list(cases.values())}, sys.stdout)
+json.dump({"min_seconds": min_seconds, "min_repetitions": min_repetitions, "cases": list(cases.values())}, sys.stdout)
 EOF
-      ONEDNN_MAX_CPU_ISA=${onednn_cap[$isa]} CUDA_VISIBLE_DEVICES="" "$python" "$peers" |
+)
+    ONEDNN_MAX_CPU_ISA=${onednn_cap[$isa]} CUDA_VISIBLE_DEVICES="" "$python" "$peers" <<< "$request" |
       sed -n 's/^\(peer\|record\|skip\) //p' >> "$out" || failed+=("torch._int_mm at $isa")
   done
 fi
@@ -127,10 +128,12 @@ for r in hetkern:
     print(f"| {name} | {r['threads']} | {r['isa']} | {base} | {vs_torch} |")
 onednn = next((r for r in hetkern if r.get("onednn_version")), None)
 print(f"\nhetkern time over the copy's (scans) or oneDNN {onednn['onednn_version'] if onednn else '(none)'}'s "
-      "and torch._int_mm's (matmuls, B in [-64, 63], u8 x s8 -> u8): below 1, hetkern is faster.")
+      "and torch._int_mm's (matmuls, B in [-64, 63], u8 x s8 -> u8, both capped at the row's level): "
+      "below 1, hetkern is faster. torch._int_mm has no packed B: packed-B rows compare with its plain call.")
 if status:
     print(f"torch: {status['version']}" if status["available"] else f"torch unavailable: {status['reason']}")
 EOF
+((${#not_run[@]} == 0)) || echo "not run: ${not_run[*]} (this CPU's highest level is $detected)"
 if ((${#failed[@]})); then
   printf 'failed: %s\n' "${failed[@]}"
   exit 1
