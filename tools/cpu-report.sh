@@ -19,16 +19,17 @@
 #   HETKERN_PYTHON       the Python with PyTorch (default python3)
 set -euo pipefail
 
-tree=${1:?usage: tools/cpu-report.sh TREE [OUT.jsonl]}
+(($# == 1 || $# == 2)) || { echo "usage: tools/cpu-report.sh TREE [OUT.jsonl]" >&2; exit 2; }
+tree=$1
 out=${2:-./cpu-report.jsonl}
 hetkern=$tree/bin/hetkern
 python=${HETKERN_PYTHON:-python3}
 timing=(--min-time "${CPU_REPORT_MIN_TIME:-0.2}" --min-reps 5)
 [[ -x $hetkern ]] || { echo "cpu-report.sh: no hetkern program at $hetkern" >&2; exit 2; }
 command -v "$python" >/dev/null || { echo "cpu-report.sh: no $python for the table" >&2; exit 2; }
-# bench/peers.py lies in share/hetkern/bench of a build or install tree, else next to this script.
-peers=$tree/share/hetkern/bench/peers.py
-[[ -f $peers ]] || peers=$(dirname "$0")/../bench/peers.py
+# bench/peers.py of this script's checkout, which matches it, else the tree's (share/hetkern/bench).
+peers=$(dirname "$0")/../bench/peers.py
+[[ -f $peers ]] || peers=$tree/share/hetkern/bench/peers.py
 
 info=$("$hetkern" info --json)
 field() { "$python" -c 'import json, sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$info" "$1"; }
@@ -75,7 +76,7 @@ done
 # ONEDNN_MAX_CPU_ISA when it starts. No CUDA device is made visible, so only the CPU is measured.
 declare -A onednn_cap=([amx]=AVX512_CORE_AMX [avx512_vnni]=AVX512_CORE_VNNI [avx512]=AVX512_CORE [avx2]=AVX2 [portable]=SSE41)
 if [[ ! -f $peers ]]; then
-  echo "no bench/peers.py in $tree/share/hetkern/bench or next to this script: no torch._int_mm" >&2
+  echo "no bench/peers.py next to this script or in $tree/share/hetkern/bench: no torch._int_mm" >&2
 else
   for isa in "${isas[@]}"; do
     echo "torch._int_mm at $isa" >&2
@@ -99,7 +100,7 @@ EOF
   done
 fi
 
-"$python" - "$out" <<'EOF'
+"$python" - "$out" "$peers" <<'EOF'
 import json, sys
 records = [json.loads(line) for line in open(sys.argv[1])]
 hetkern = [r for r in records if "op" in r and r.get("kind") is None]
@@ -131,7 +132,8 @@ print(f"\nhetkern time over the copy's (scans) or oneDNN {onednn['onednn_version
       "and torch._int_mm's (matmuls, B in [-64, 63], u8 x s8 -> u8, both capped at the row's level): "
       "below 1, hetkern is faster. torch._int_mm has no packed B: packed-B rows compare with its plain call.")
 if status:
-    print(f"torch: {status['version']}" if status["available"] else f"torch unavailable: {status['reason']}")
+    print(f"torch {status['version']}" if status["available"] else f"torch unavailable: {status['reason']}",
+          f"(through {sys.argv[2]})")
 EOF
 ((${#not_run[@]} == 0)) || echo "not run: ${not_run[*]} (this CPU's highest level is $detected)"
 if ((${#failed[@]})); then
