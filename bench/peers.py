@@ -1,15 +1,19 @@
 #!/usr/bin/python3
 """Peers of a hetkern benchmark sweep: numpy's cumsum/cumprod on the CPU, and PyTorch where it is
-importable (torch.cumsum on the CPU and on CUDA, torch._int_mm on CUDA), timed like hetkern: a
-warm-up, then repetitions until at least min_seconds passed and min_repetitions ran; the median and
-spread of the calls.
+importable (torch.cumsum on the CPU and on CUDA; torch._int_mm on the CPU and on CUDA followed by
+hetkern's requantization), timed like hetkern: a warm-up, then repetitions until at least
+min_seconds passed and min_repetitions ran; the median and spread of the calls.
 
 Reads the sweep's cases as JSON on stdin ({"min_seconds", "min_repetitions", "cases": [...]}) and
 writes one line per result, a word and a JSON object: "peer {...}" for each library (available or
 why not), "record {...}" per measurement, "skip {...}" for a case a peer cannot run. A missing library
-is reported, not an error. `hetkern bench --sweep` runs it; it is not meant to be run by hand.
+is reported, not an error. A qlinear-matmul case carries the quantization of hetkern's record of it
+(b_range, a_scale, a_zero_point, b_scale, out_scale, out_zero_point) and optionally "threads", the
+CPU thread counts to run torch._int_mm at (default: PyTorch's own). `hetkern bench --sweep` and
+tools/cpu-report.sh run it; it is not meant to be run by hand.
 """
 import json
+import os
 import sys
 import time
 
@@ -129,8 +133,9 @@ def torch_peer(cases, timing):
     sync = torch.cuda.synchronize if cuda else None
     for case in cases:
         if case["op"] == "qlinear-matmul":
+            guarded(case, "torch._int_mm", lambda: torch_int_mm_cpu(torch, case, timing))
             if cuda:
-                guarded(case, "torch._int_mm", lambda: torch_int_mm(torch, case, timing, sync))
+                guarded(case, "torch._int_mm(cuda)", lambda: torch_int_mm_cuda(torch, case, timing, sync))
             continue
         if case["exclusive"] or case["direction"] == "decreasing":
             emit("skip", {"case": case["case"], "schedule": "torch.cumsum",
@@ -168,33 +173,90 @@ def torch_scan(np, torch, case, timing, cuda, sync):
     emit("record", r)
 
 
-def torch_int_mm(torch, case, timing, sync):
+def requantize(torch, acc, multiplier, zero_point, dtype):
+    """hetkern's requantization written in PyTorch: the int32 accumulators scaled in float32, rounded
+    half to even, moved by the output's zero point and clamped to its type."""
+    info = torch.iinfo(dtype)
+    return (torch.round(acc.float() * multiplier) + zero_point).clamp_(info.min, info.max).to(dtype)
+
+
+def int_mm_problem(torch, case, device):
+    """The operands of a qlinear-matmul case as torch._int_mm takes them (int8 x int8 -> int32) and
+    the requantization of hetkern's record: B over the case's b_range; A drawn over its own type
+    already shifted by its zero point (a uint8 A with zero point 128 is int8 A - 128 exactly, so the
+    products are hetkern's). Returns (A, B, the matmul's function with requantization)."""
+    m, n, k = case["shape"]
+    a_type, _, out_type = case["dtype"].split(",")
+    if "a_scale" not in case:
+        raise ValueError("no hetkern measurement of this case to take the quantization from")
+    zero = case["a_zero_point"]
+    a_lo, a_hi = (0, 255) if a_type == "uint8" else (-128, 127)
+    if a_lo - zero < -128 or a_hi - zero > 127:
+        raise ValueError(f"torch._int_mm takes int8 A: {a_type} A minus its zero point {zero} does not fit int8")
+    gen = torch.Generator(device=device).manual_seed(20260302)
+    a = torch.randint(a_lo - zero, a_hi - zero + 1, (m, k), dtype=torch.int8, device=device, generator=gen)
+    b_lo, b_hi = case["b_range"]
+    if b_lo < -128 or b_hi > 127:
+        raise ValueError(f"torch._int_mm takes int8 B: B's range [{b_lo}, {b_hi}] does not fit int8")
+    b = torch.randint(b_lo, b_hi + 1, (k, n), dtype=torch.int8, device=device, generator=gen)
+    multiplier = case["a_scale"] * case["b_scale"] / case["out_scale"]
+    out_dtype = getattr(torch, out_type)  # uint8 or int8, named alike in both
+
+    def matmul(a, b):
+        return requantize(torch, torch._int_mm(a, b), multiplier, case["out_zero_point"], out_dtype)
+
+    return a, b, matmul
+
+
+def int_mm_record(case, device, schedule, threads, timing_stats):
+    m, n, k = case["shape"]
+    ops = 2 * m * n * k
+    r = {"case": case["case"], "case_line": case["case_line"], "kind": "peer", "peer": "torch",
+         "strategy": "torch", "device": device, "pin": None, "op": case["op"], "shape": case["shape"],
+         "dtype": case["dtype"], "schedule": schedule, "threads": threads,
+         # PyTorch's oneDNN reads its instruction-set cap from the environment (tools/cpu-report.sh).
+         "isa": os.environ.get("ONEDNN_MAX_CPU_ISA", "").lower() or None}
+    r.update(timing_stats)
+    r.update({"ops": ops, "gops": ops / timing_stats["median_ns"], "time_vs_baseline": None,
+              "median_without_transfers_ns": None, "median_with_transfers_ns": None})
+    return r
+
+
+def torch_int_mm_cpu(torch, case, timing):
+    """torch._int_mm on the CPU (oneDNN inside PyTorch) with the requantization, at each of the
+    case's thread counts; B has no packed form here, so a --packed-b case is compared as it is."""
+    a, b, matmul = int_mm_problem(torch, case, "cpu")
+    default_threads = torch.get_num_threads()
+    schedule = f"torch._int_mm + requantization (cpu, s8 x s8 -> s32 -> {case['dtype'].split(',')[2]})"
+    try:
+        for threads in case.get("threads") or [default_threads]:
+            torch.set_num_threads(threads)
+            s = time_calls(lambda: matmul(a, b), timing)
+            emit("record", int_mm_record(case, "host", schedule, threads, s))
+    finally:
+        torch.set_num_threads(default_threads)
+
+
+def torch_int_mm_cuda(torch, case, timing, sync):
     m, n, k = case["shape"]
     if m <= 16 or n % 8 or k % 8:
-        emit("skip", {"case": case["case"], "schedule": "torch._int_mm",
-                      "reason": "torch._int_mm needs M > 16 and N, K multiples of 8"})
+        emit("skip", {"case": case["case"], "schedule": "torch._int_mm(cuda)",
+                      "reason": "torch._int_mm on CUDA needs M > 16 and N, K multiples of 8"})
         return
-    gen = torch.Generator(device="cuda").manual_seed(20260302)
-    a = torch.randint(-128, 128, (m, k), dtype=torch.int8, device="cuda", generator=gen)
-    b = torch.randint(-128, 128, (k, n), dtype=torch.int8, device="cuda", generator=gen)
-    kernel = time_calls(lambda: torch._int_mm(a, b), timing, sync)
+    a, b, matmul = int_mm_problem(torch, case, "cuda")
+    kernel = time_calls(lambda: matmul(a, b), timing, sync)
     ah, bh = a.cpu().pin_memory(), b.cpu().pin_memory()
-    ch = torch.empty((m, n), dtype=torch.int32).pin_memory()
+    ch = matmul(a, b).cpu().pin_memory()
 
     def round_trip():
         a.copy_(ah, non_blocking=True)
         b.copy_(bh, non_blocking=True)
-        ch.copy_(torch._int_mm(a, b), non_blocking=True)
+        ch.copy_(matmul(a, b), non_blocking=True)
 
     moved = time_calls(round_trip, timing, sync)
-    ops = 2 * m * n * k
-    r = {"case": case["case"], "case_line": case["case_line"], "kind": "peer", "peer": "torch",
-         "strategy": "torch", "device": "gpu", "pin": None, "op": case["op"], "shape": case["shape"],
-         "dtype": "int8,int8,int32", "schedule": "torch._int_mm(cuda, s8 x s8 -> s32, no requantization)",
-         "threads": None, "isa": None}
-    r.update(kernel)
-    r.update({"ops": ops, "gops": ops / kernel["median_ns"], "time_vs_baseline": None,
-              "median_without_transfers_ns": kernel["median_ns"],
+    schedule = f"torch._int_mm + requantization (cuda, s8 x s8 -> s32 -> {case['dtype'].split(',')[2]})"
+    r = int_mm_record(case, "gpu", schedule, None, kernel)
+    r.update({"isa": None, "median_without_transfers_ns": kernel["median_ns"],
               "median_with_transfers_ns": moved["median_ns"]})
     emit("record", r)
 

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 import hetkern
+from peers import requantize  # bench/peers.py, the sweep's PyTorch peer
 
 
 def median_ms(fn, reps):
@@ -70,8 +71,7 @@ def main():
             multiplier = sa * sb / sy
 
             def torch_qmm():
-                acc = torch._int_mm(a, b)
-                return (torch.round(acc.float() * multiplier) + zy).clamp_(0, 255).to(torch.uint8)
+                return requantize(torch, torch._int_mm(a, b), multiplier, zy, torch.uint8)
 
             theirs = median_ms(torch_qmm, args.reps)
             row(f"qlinear_matmul {m}x{n}x{k} B {layout}", ours, theirs)

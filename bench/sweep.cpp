@@ -295,6 +295,14 @@ std::string peer_input(const SweepOptions& o, const std::vector<Record>& measure
       r.set("shape", std::vector<std::int64_t>{c.qmm.m, c.qmm.n, c.qmm.k});
       r.set("dtype", std::string(name_of(c.qmm.a_type)) + "," + std::string(name_of(c.qmm.b_type)) + "," +
                          std::string(name_of(c.qmm.out_type)));
+      // The quantization hetkern ran with, so that a peer requantizes its products the same way.
+      const auto same_case = [&](const Record& m) {
+        const auto* name = std::get_if<std::string>(m.find("case"));
+        return name && *name == c.text && m.find("a_scale");
+      };
+      if (const auto it = std::find_if(measured.begin(), measured.end(), same_case); it != measured.end())
+        for (const char* key : {"b_range", "a_scale", "a_zero_point", "b_scale", "out_scale", "out_zero_point"})
+          r.set(key, *it->find(key));
     } else {
       r.set("op", command_name(c.scan.op));
       r.set("shape", c.scan.shape);
