@@ -145,7 +145,10 @@ class Runner {
     std::vector<Schedule> out;
     const bool device = shape_.home == DataHome::device;
     for (auto& s : schedule_space(shape_.problem))
-      if (!device || s.strategy().find(".offload") != std::string::npos) out.push_back(std::move(s));
+      // Tensors in device memory take the GPU strategies: one GPU's (.offload*) or several's (.devices).
+      if (!device || s.strategy().find(".offload") != std::string::npos ||
+          s.strategy().find(".devices") != std::string::npos)
+        out.push_back(std::move(s));
     if (device) {
       // The space leaves the offload strategies out without a GPU: their defaults at least.
       const char* names[] = {"scan.offload_rows", "scan.offload_columns", "scan.offload_chained"};

@@ -36,9 +36,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Strategies for a GPU carry "offload" in their names; every other strategy runs on the host.
+// Strategies for GPUs carry "offload" (one GPU) or ".devices" (several) in their names; every
+// other strategy runs on the host (the split strategies' `threads` are their host part's).
 std::string device_of(const std::string& strategy) {
-  return strategy.find("offload") != std::string::npos ? "gpu" : "host";
+  return strategy.find("offload") != std::string::npos || strategy.find(".devices") != std::string::npos ? "gpu"
+                                                                                                          : "host";
 }
 
 bool has_param(const StrategyInfo& s, std::string_view key) {

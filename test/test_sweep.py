@@ -96,9 +96,10 @@ class Sweep(unittest.TestCase):
         for line, family in ((2, "scan"), (3, "scan"), (4, "qmm")):
             expected += [(line, "default", t) for t in (1, 2)]
             for name, params in info[family].items():
-                if name == "reference" or ("offload" in name and not gpu):
+                on_gpu = "offload" in name or ".devices" in name
+                if name == "reference" or (on_gpu and not gpu):
                     continue
-                counts = (1, 2) if "threads" in params and "offload" not in name else (1,)
+                counts = (1, 2) if "threads" in params and not on_gpu else (1,)
                 expected += [(line, name, t) for t in counts]
         got = [(r["case_line"], r["strategy"], r["threads"]) for r in self.hetkern_records()]
         self.assertEqual(sorted(got), sorted(expected))
