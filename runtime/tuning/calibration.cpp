@@ -168,10 +168,11 @@ void measure_device(MachineRates& rates, const CalibrationSizes& z) {
   };
   measure_qmm(rates, "qmm.offload_mma", z.gpu_qmm_side, z.repetitions, qmm("qmm.offload_mma"));
   measure_qmm(rates, "qmm.offload", z.gpu_qmm_side, z.repetitions, qmm("qmm.offload"));
-  // Over every GPU, on two shapes large enough to be spread: a tiny call runs on the home device
-  // alone and would hide the copies to the others and the threads that drive them.
+  // Over every GPU, on two shapes of the size it is for: a tiny call runs on the home device alone
+  // and would hide the copies to the others and the threads that drive them, and at 2048^3 those
+  // copies still outweigh the product (docs/tuning.md).
   if (offload_device_count() > 1) {
-    QmmOperands medium(z.gpu_qmm_side), large(2 * z.gpu_qmm_side);
+    QmmOperands medium(2 * z.gpu_qmm_side), large(4 * z.gpu_qmm_side);
     const double m = median_after_warm_up(qmm("qmm.devices")(medium), z.repetitions);
     const double l = median_after_warm_up(qmm("qmm.devices")(large), z.repetitions);
     const double medium_work = double(medium.M) * double(medium.N) * double(medium.K);

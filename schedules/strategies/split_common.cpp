@@ -39,7 +39,8 @@ int bound_device_count(const std::string& op, const BoundParams& p) {
 
 std::vector<ParamSpec> split_params(const char* share_help) {
   return {{"gpu_share", 0, 1000, share_help},
-          device_count_param("offload devices used, from device 0 (default: every visible one; the host fallback has one)"),
+          device_count_param("offload devices used, the home device (hk::offload_device()) first (default: every visible "
+                             "one; the host fallback has one)"),
           {"threads", 1, 1024,
            "OpenMP threads of the host part (default: hk::default_threads() less one per device, "
            "whose thread drives it, at least 1)"}};
@@ -135,16 +136,15 @@ std::vector<SplitRange> spread_ranges(std::int64_t units, int devices, int home_
 void run_split(const SplitPlan& plan, std::int64_t units, const std::function<void(SplitRange)>& host_part,
                const std::function<void(int, int, SplitRange)>& device_part) {
   const std::vector<SplitRange> ranges = split_ranges(units, plan);
-  // On the host fallback the one device is the host itself.
-  const bool on_host = offload_on_host();
-  const int host_device = offload_device();
+  const std::vector<int> devices = spread_devices(plan.devices);
   std::vector<std::function<void()>> parts{[&] {
     if (ranges[0].size() > 0) host_part(ranges[0]);
   }};
   for (int d = 0; d < plan.devices; ++d) {
     const SplitRange range = ranges[std::size_t(1 + d)];
     if (range.size() == 0) continue;
-    const int device = on_host ? host_device : d;
+    // On the host fallback the one device is the host itself.
+    const int device = devices[std::min(std::size_t(d), devices.size() - 1)];
     parts.push_back([&, d, device, range] { device_part(d, device, range); });
   }
   run_parts(parts);

@@ -63,7 +63,8 @@ std::vector<int> spread_devices(int count);
 std::vector<SplitRange> spread_ranges(std::int64_t units, int devices, int home_share);
 
 /// Runs a call's parts at once: `device_part(d, device, range)` for each device d (0 to
-/// plan.devices - 1) with work, on a thread of its own (`device` its OpenMP device number), and
+/// plan.devices - 1) with work, on a thread of its own (`device` its OpenMP device number, the
+/// d-th of spread_devices(plan.devices)), and
 /// `host_part(range)` on the calling thread; the ranges are split_ranges(units, plan)'s. Returns
 /// when every part has finished; then rethrows the first exception one threw.
 void run_split(const SplitPlan& plan, std::int64_t units, const std::function<void(SplitRange)>& host_part,
