@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "hetkern/hetkern.hpp"
 #include "runtime/tuning/calibration.hpp"
@@ -95,6 +96,21 @@ TEST(ModelChoice, LargeHostMatmulGoesToTheGpuWithItsTransfersCounted) {
   // kernel is no candidate, whatever its rate.
   EXPECT_EQ(d->reason,
             "cost model: qmm.offload_mma 4.27 ms (transfers 2.52 ms) predicted, runner-up qmm.parallel 49.1 ms");
+}
+
+// Weights packed by hk::pack_b are the host kernels' panels: a GPU call would unpack them on the
+// host every time, so the model keeps such calls on the host however fast the GPU.
+TEST(ModelChoice, PackedWeightsStayOnTheHost) {
+  const detail::TuneWorkload w(matmul(4096, 4096, 4096), false);
+  detail::QmmProblem p = w.qmm_problem();
+  std::vector<std::int8_t> b(std::size_t(p.K * p.N), 3);
+  const PackedB packed = pack_b({TensorDesc(DataType::int8, {p.K, p.N}), b.data()});
+  p.packed_b = packed_panels(packed);
+  ASSERT_NE(p.packed_b, nullptr);
+  const auto d = detail::model_qmm_plan(p, DataHome::host, example_rates());
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(strategy(d->plan), strategy(detail::default_qmm_plan(p)));
+  EXPECT_NE(d->reason.find("the only candidate"), std::string::npos) << d->reason;
 }
 
 TEST(ModelChoice, TinyCallsStayOnTheHost) {

@@ -44,6 +44,8 @@ for isa in ${CPU_REPORT_ISAS:-amx avx512_vnni avx2}; do
   if (($(rank "$isa") <= $(rank "$detected"))); then isas+=("$isa"); else not_run+=("$isa"); fi
 done
 
+# The host alone: on a GPU machine an untuned call may otherwise go to the GPU.
+export OMP_TARGET_OFFLOAD=DISABLED
 : > "$out"
 failed=()
 # Runs one `hetkern bench` and appends its record; a case that fails is listed, the rest still run.

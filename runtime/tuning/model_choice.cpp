@@ -97,11 +97,13 @@ std::optional<ModelDecision<QmmStrategyPlan>> model_qmm_plan(const QmmProblem& p
   c.add(default_qmm_plan(p, home), qmm_macs(p), in, out);
 #ifdef HETKERN_OFFLOAD
   // The tensor cores only: dp4a was slower at every shape measured, and its rate, calibrated on
-  // one square shape, made it look faster for small M (docs/performance.md).
-  if (home == DataHome::host)
+  // one square shape, made it look faster for small M (docs/performance.md). Weights packed by
+  // hk::pack_b are the host kernels' panels, which a GPU call unpacks on the host every time:
+  // they stay on the host.
+  if (home == DataHome::host && !p.packed_b)
     c.add_named("qmm.offload_mma", [&](const Schedule& s) { return plan_qmm(p, s); }, qmm_macs(p), in, out);
   // Every GPU on one call; its rate, calibrated on device tensors, holds the copies between them.
-  if (offload_device_count() > 1)
+  if (offload_device_count() > 1 && !p.packed_b)
     c.add_named("qmm.devices", [&](const Schedule& s) { return plan_qmm(p, s); }, qmm_macs(p), in, out);
 #endif
   return c.choose(rates, home == DataHome::host);
