@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <strings.h>
 #include <utility>
 
 #include "hetkern/error.hpp"
@@ -71,10 +72,19 @@ bool spin_requested() {
   return true;
 }
 
+// OMP_TARGET_OFFLOAD=DISABLED: LLVM's runtime then runs every target region on the host, yet
+// still counts its devices and allocates on them, so its device count alone would send calls to
+// memory that the host-run kernels cannot read.
+bool offload_disabled() {
+  const char* setting = std::getenv("OMP_TARGET_OFFLOAD");
+  return setting && strcasecmp(setting, "disabled") == 0;
+}
+
 }  // namespace
 
 int offload_device() {
-  const int devices = omp_get_num_devices();
+  static const bool disabled = offload_disabled();
+  const int devices = disabled ? 0 : omp_get_num_devices();
   [[maybe_unused]] static const bool spinning = spin_requested() && (wait_for_gpus_by_spinning(), true);
   return devices > 0 ? omp_get_default_device() : omp_get_initial_device();
 }
