@@ -94,17 +94,19 @@ std::optional<ModelDecision<QmmStrategyPlan>> model_qmm_plan(const QmmProblem& p
   const double in = batch * (double(p.M) * double(p.K) + double(p.K) * double(p.N));
   const double out = batch * double(p.M) * double(p.N) * double(size_of(p.out_type));
   CandidateList<QmmStrategyPlan> c;
-  c.add(default_qmm_plan(p, home), qmm_macs(p), in, out);
+  // Tensors in device memory cross no host link: only host tensors' GPU candidates pay copies.
+  const double host_in = home == DataHome::host ? in : 0, host_out = home == DataHome::host ? out : 0;
+  c.add(default_qmm_plan(p, home), qmm_macs(p), host_in, host_out);
 #ifdef HETKERN_OFFLOAD
   // The tensor cores only: dp4a was slower at every shape measured, and its rate, calibrated on
   // one square shape, made it look faster for small M (docs/performance.md). Weights packed by
   // hk::pack_b are the host kernels' panels, which a GPU call unpacks on the host every time:
   // they stay on the host.
   if (home == DataHome::host && !p.packed_b)
-    c.add_named("qmm.offload_mma", [&](const Schedule& s) { return plan_qmm(p, s); }, qmm_macs(p), in, out);
+    c.add_named("qmm.offload_mma", [&](const Schedule& s) { return plan_qmm(p, s); }, qmm_macs(p), host_in, host_out);
   // Every GPU on one call; its rate, calibrated on device tensors, holds the copies between them.
   if (offload_device_count() > 1 && !p.packed_b)
-    c.add_named("qmm.devices", [&](const Schedule& s) { return plan_qmm(p, s); }, qmm_macs(p), in, out);
+    c.add_named("qmm.devices", [&](const Schedule& s) { return plan_qmm(p, s); }, qmm_macs(p), host_in, host_out);
 #endif
   return c.choose(rates, home == DataHome::host);
 }
