@@ -70,21 +70,7 @@ TEST(DeviceQmm, EveryOffloadScheduleMatchesTheOracle) {
       const hk::TransferCounters c = hk::transfer_counters();
       EXPECT_EQ(c.to_device_copies, 1) << where;
       EXPECT_EQ(c.to_host_copies, 0) << where;
-      std::vector<unsigned char> got(p.y.bytes.size());
-      y.memory.download(got.data(), got.size());
-      const std::vector<bool> mask = p.y.element_mask();
-      for (std::size_t k = 0; k < got.size(); ++k)
-        if (!mask[k]) ASSERT_EQ(got[k], p.y.bytes[k]) << "byte " << k << " outside the output written; " << where;
-      Buffer out = p.y;
-      out.bytes = got;
-      std::size_t i = 0;
-      int reported = 0;
-      qmmt::for_each_index(out.sizes, [&](const std::vector<i64>& idx) {
-        const int v = out.q(idx);
-        if ((v < e.lo[i] || v > e.hi[i]) && reported++ < 5)
-          ADD_FAILURE() << "output" << qmmt::dims(idx) << " = " << v << ", expected " << e.lo[i] << "; " << where;
-        ++i;
-      });
+      qmmt::expect_matches_oracle(p, e, y.download(), where);
     }
   }
 }
