@@ -2,23 +2,24 @@
 #include <functional>
 #include <vector>
 
-#include "hetkern/device.hpp"
 #include "schedules/qmm_strategies.hpp"
 #include "schedules/strategies/offload_common.hpp"
 #include "schedules/strategies/qmm_parts.hpp"
 #include "schedules/strategies/split_common.hpp"
 
 namespace hk::detail {
+
 const QmmStrategy& qmm_devices() {
   static const QmmStrategy record{
       .name = "qmm.devices",
       .meaning =
-          "several GPUs on one call: the batch matrices (when there are at least as many as "
-          "devices) or else the rows of A cut into contiguous groups, home_share per mille of them "
-          "to the home device (where device tensors lie; it reads them in place) and the rest "
-          "evenly to the others, which copy their part of A, all of B and back their outputs "
-          "(peer to peer where the devices allow); each multiplies with qmm.offload_mma, driven "
-          "by a host thread of its own. Host tensors: each device copies its part from the host",
+          "several GPUs on one call: tensors in device memory cut into contiguous groups of "
+          "batch matrices (when there are at least as many as devices) or else of rows of A, "
+          "home_share per mille of them to the home device (where they lie; it reads them in "
+          "place) and the rest evenly to the others, which copy their part of A, all of B and "
+          "back their outputs (peer to peer where the devices allow); host tensors cut by rows of "
+          "A, each device copying its part from the host; each device multiplies with "
+          "qmm.offload_mma, driven by a host thread of its own",
       .params = {device_count_param("GPUs used, the home device first (default: every visible one)"),
                  {"home_share", 0, 1000,
                   "per mille of the work the home device keeps (default: an even share; the others "
@@ -36,7 +37,7 @@ const QmmStrategy& qmm_devices() {
         std::vector<std::function<void()>> parts;
         for (std::size_t i = 0; i < devices.size(); ++i)
           if (ranges[i].size() > 0)
-            parts.push_back([&, i] { multiply_host_rows_on_device(problem, ranges[i], devices[i]); });
+            parts.push_back([&, i] { multiply_host_rows_on_device(problem, ranges[i], plan.per_device(), devices[i]); });
         run_parts(parts);
       },
       .schedule = [](const QmmStrategyPlan& p) {

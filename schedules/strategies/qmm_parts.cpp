@@ -67,9 +67,8 @@ bool qmm_parts_own_their_spans(const QmmProblem& p, const QmmCut& cut, const std
   return true;
 }
 
-void multiply_host_rows_on_device(const QmmProblem& problem, SplitRange r, int device) {
+void multiply_host_rows_on_device(const QmmProblem& problem, SplitRange r, const QmmPlan& plan, int device) {
   QmmProblem part = rows_of(problem, r);
-  const QmmPlan plan = *offload_launch(plan_qmm(part, Schedule("qmm.offload_mma")));
   // One matrix whose rows do not interleave: the span of the part's outputs holds only its own.
   if (problem.batch[0] * problem.batch[1] == 1 && (problem.N - 1) * problem.out_col_stride < problem.out_row_stride) {
     run_qmm_offload(part, plan, device);

@@ -29,10 +29,10 @@ QmmProblem qmm_part(const QmmProblem& problem, const QmmCut& cut, SplitRange r);
 /// holds no output of another range.
 bool qmm_parts_own_their_spans(const QmmProblem& problem, const QmmCut& cut, const std::vector<SplitRange>& ranges);
 
-/// The product of rows [r.begin, r.end) of a host-tensor call on `device` with qmm.offload_mma.
-/// Where the span of those rows' outputs holds other rows, which others write meanwhile, the
-/// device writes a packed copy that is then copied into place.
-void multiply_host_rows_on_device(const QmmProblem& problem, SplitRange r, int device);
+/// The product of rows [r.begin, r.end) of a host-tensor call on `device` with `launch`. Where
+/// the span of those rows' outputs holds other rows, which others write meanwhile, the device
+/// writes a packed copy that is then copied into place.
+void multiply_host_rows_on_device(const QmmProblem& problem, SplitRange r, const QmmPlan& launch, int device);
 
 /// A part of a call whose tensors lie on device `home`, run on `device` with `launch`: the spans
 /// of its A, B (and of its output, where it has gaps) are copied there, the product runs there and

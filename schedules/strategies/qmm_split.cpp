@@ -30,7 +30,11 @@ const QmmStrategy& qmm_split() {
               const QmmProblem part = qmm_part(problem, rows, r);
               run_qmm(part, plan_qmm(part, Schedule("qmm.parallel").set("threads", plan.threads)));
             },
-            [&](int, int device, SplitRange r) { multiply_host_rows_on_device(problem, r, device); });
+            [&](int, int device, SplitRange r) {
+              const QmmProblem part = qmm_part(problem, rows, r);
+              multiply_host_rows_on_device(problem, r, *offload_launch(plan_qmm(part, Schedule("qmm.offload_mma"))),
+                                           device);
+            });
       },
       .schedule = [](const QmmStrategyPlan& p) { return split_schedule("qmm.split", std::get<SplitPlan>(p)); },
       .space = [](const QmmProblem&) { return split_space(); },
