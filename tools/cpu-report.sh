@@ -51,8 +51,10 @@ failed=()
 # Runs one `hetkern bench` and appends its record; a case that fails is listed, the rest still run.
 bench() {
   echo "hetkern bench $*" >&2
-  local record
-  if record=$("$hetkern" bench "$@" "${timing[@]}" --json); then echo "$record" >> "$out"; else failed+=("$*"); fi
+  local record status=0
+  record=$("$hetkern" bench "$@" "${timing[@]}" --json) || status=$?
+  # A crash prints nothing of its own here: the exit status (128 + the signal) says what happened.
+  if ((status == 0)); then echo "$record" >> "$out"; else failed+=("$* (exit status $status)"); fi
 }
 
 scans=("cumsum float32 67108864 0" "cumsum float32 4096,16384 1" "cumsum float32 4096,16384 0"
