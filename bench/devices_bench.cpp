@@ -22,17 +22,15 @@
 #include <string>
 #include <vector>
 
+#include "bench/square_qmm.hpp"
 #include "hetkern/device.hpp"
 #include "hetkern/hetkern.hpp"
 #include "runtime/tuning/quantile.hpp"
 
 namespace {
 
-// A warm-up call first: it fills the scratch caches that later calls reuse.
-template <class F> double median_seconds(int reps, F&& call) {
-  call();
-  return hk::detail::median_seconds(reps, call);
-}
+// A warm-up call first: it fills the scratch and staging caches that later calls reuse.
+using hk::detail::median_after_warm_up;
 
 struct Row {
   std::string what, schedule;
@@ -50,8 +48,8 @@ void peer_links(int devices, int reps) {
       std::fprintf(stderr, "cannot allocate the link test's buffers\n");
       std::exit(1);
     }
-    const double there = median_seconds(reps, [&] { omp_target_memcpy(other, home, bytes, 0, 0, d, 0); });
-    const double back = median_seconds(reps, [&] { omp_target_memcpy(home, other, bytes, 0, 0, 0, d); });
+    const double there = median_after_warm_up(reps, [&] { omp_target_memcpy(other, home, bytes, 0, 0, d, 0); });
+    const double back = median_after_warm_up(reps, [&] { omp_target_memcpy(home, other, bytes, 0, 0, 0, d); });
     std::printf("GPU 0 -> GPU %d %.1f GB/s, back %.1f GB/s (256 MiB)\n", d, double(bytes) / there / 1e9,
                 double(bytes) / back / 1e9);
     omp_target_free(other, d);
@@ -60,29 +58,17 @@ void peer_links(int devices, int reps) {
 }
 
 void matmul(std::int64_t n, bool column_major_b, int devices, int reps) {
-  const hk::TensorDesc a_desc(hk::DataType::uint8, {n, n});
-  const hk::TensorDesc b_desc = column_major_b ? hk::TensorDesc(hk::DataType::int8, {n, n}, {1, n})
-                                               : hk::TensorDesc(hk::DataType::int8, {n, n});
-  const auto elements = std::size_t(n * n);
-  std::vector<std::uint8_t> a(elements), want(elements), got(elements);
-  std::vector<std::int8_t> b(elements);
-  for (std::size_t i = 0; i < elements; ++i) {
-    a[i] = std::uint8_t(i * 7 + 3);
-    b[i] = std::int8_t(i * 13 + 1);
-  }
-  const float sa = 0.02f, sb = 0.01f, sy = 2.0f;
-  const std::uint8_t za = 128, zy = 128;
-  const hk::TensorDesc scalar_f(hk::DataType::float32, {1}), scalar_u8(hk::DataType::uint8, {1});
+  const hk::bench::SquareQmm q(n, 2.0f, column_major_b);
+  const auto elements = q.elements();
+  std::vector<std::uint8_t> want(elements), got(elements);
   hk::DeviceBuffer da(elements), db(elements), dy(elements);
-  da.upload(a.data(), elements);
-  db.upload(b.data(), elements);
-  const hk::DeviceQuantizedMatMulArgs args{{a_desc, &da}, {scalar_f, &sa}, hk::ConstTensor{scalar_u8, &za},
-                                           {b_desc, &db}, {scalar_f, &sb}, std::nullopt,
-                                           {scalar_f, &sy}, hk::ConstTensor{scalar_u8, &zy}};
+  da.upload(q.a.data(), elements);
+  db.upload(q.b.data(), elements);
+  const auto args = q.args(hk::DeviceConstTensor{q.a_desc, &da}, hk::DeviceConstTensor{q.b_desc, &db});
   const std::string what =
       "qmm " + std::to_string(n) + "^3 on GPU 0, B " + (column_major_b ? "column-major" : "row-major");
   const auto time = [&](const hk::Schedule& s) {
-    return median_seconds(reps, [&] { hk::quantized_linear_matmul(args, {a_desc, &dy}, s); });
+    return median_after_warm_up(reps, [&] { hk::quantized_linear_matmul(args, {q.out_desc(), &dy}, s); });
   };
   const hk::Schedule one("qmm.offload_mma");
   const double base = time(one);
@@ -106,7 +92,7 @@ void scans(std::int64_t lines, std::int64_t length, int devices, int reps) {
   for (std::size_t i = 0; i < elements; ++i) x[i] = float(int(i % 7) - 3);
   const std::string what = "cumsum float32 {" + std::to_string(lines) + "," + std::to_string(length) + "} host";
   const auto time = [&](const hk::Schedule& s) {
-    return median_seconds(reps, [&] { hk::cumulative_sum({desc, x.data()}, {desc, y.data()}, {.axis = 1}, s); });
+    return median_after_warm_up(reps, [&] { hk::cumulative_sum({desc, x.data()}, {desc, y.data()}, {.axis = 1}, s); });
   };
   const hk::Schedule one = hk::Schedule("scan.split").set("gpu_share", 1000).set("devices", 1);
   const double base = time(one);

@@ -21,9 +21,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/tuning/quantile.hpp"
+#include "bench/square_qmm.hpp"
 #include "hetkern/device.hpp"
 #include "hetkern/hetkern.hpp"
+#include "runtime/tuning/quantile.hpp"
 
 extern "C" void* llvm_omp_target_alloc_host(std::size_t bytes, int device);
 extern "C" void llvm_omp_target_free_host(void* ptr, int device);
@@ -31,10 +32,7 @@ extern "C" void llvm_omp_target_free_host(void* ptr, int device);
 namespace {
 
 // A warm-up call first: it fills the scratch and staging caches that later calls reuse.
-template <class F> double median_seconds(int reps, F&& call) {
-  call();
-  return hk::detail::median_seconds(reps, call);
-}
+using hk::detail::median_after_warm_up;
 
 struct Link {
   double h2d, d2h;  // bytes per second
@@ -50,8 +48,8 @@ Link measure_link(int dev, int reps) {
   }
   std::memset(pinned, 1, bytes);
   const int host = omp_get_initial_device();
-  const double up = median_seconds(reps, [&] { omp_target_memcpy(device, pinned, bytes, 0, 0, dev, host); });
-  const double down = median_seconds(reps, [&] { omp_target_memcpy(pinned, device, bytes, 0, 0, host, dev); });
+  const double up = median_after_warm_up(reps, [&] { omp_target_memcpy(device, pinned, bytes, 0, 0, dev, host); });
+  const double down = median_after_warm_up(reps, [&] { omp_target_memcpy(pinned, device, bytes, 0, 0, host, dev); });
   omp_target_free(device, dev);
   llvm_omp_target_free_host(pinned, dev);
   return {double(bytes) / up, double(bytes) / down};
@@ -62,7 +60,7 @@ Link measure_link(int dev, int reps) {
 double host_copy_rate(int reps) {
   const std::size_t bytes = std::size_t(256) << 20;
   std::vector<std::byte> a(bytes, std::byte{1}), b(bytes);
-  const double s = median_seconds(reps, [&] {
+  const double s = median_after_warm_up(reps, [&] {
 #pragma omp parallel
     {
       const auto threads = std::size_t(omp_get_num_threads()), t = std::size_t(omp_get_thread_num());
@@ -80,32 +78,20 @@ void report(const char* name, double bytes_in, double bytes_out, double device_s
 }
 
 void matmul(std::int64_t n, int reps, const Link& link) {
-  const hk::TensorDesc a_desc(hk::DataType::uint8, {n, n}), b_desc(hk::DataType::int8, {n, n});
-  const auto elements = std::size_t(n * n);
-  std::vector<std::uint8_t> a(elements), y(elements);
-  std::vector<std::int8_t> b(elements);
-  for (std::size_t i = 0; i < elements; ++i) {
-    a[i] = std::uint8_t(i * 7 + 3);
-    b[i] = std::int8_t(i * 13 + 1);
-  }
-  const float sa = 0.02f, sb = 0.01f, sy = 64.0f;
-  const std::uint8_t za = 128, zy = 128;
-  const hk::TensorDesc scalar_f(hk::DataType::float32, {1}), scalar_u8(hk::DataType::uint8, {1});
+  const hk::bench::SquareQmm q(n, 64.0f);
+  const auto elements = q.elements();
+  std::vector<std::uint8_t> y(elements);
   const hk::Schedule mma("qmm.offload_mma");
-  hk::QuantizedMatMulArgs host{{a_desc, a.data()}, {scalar_f, &sa}, hk::ConstTensor{scalar_u8, &za},
-                               {b_desc, b.data()}, {scalar_f, &sb}, std::nullopt,
-                               {scalar_f, &sy}, hk::ConstTensor{scalar_u8, &zy}};
-  const double host_s = median_seconds(reps, [&] {
-    hk::quantized_linear_matmul(host, {a_desc, y.data()}, mma);
+  const auto host = q.args(hk::ConstTensor{q.a_desc, q.a.data()}, hk::ConstTensor{q.b_desc, q.b.data()});
+  const double host_s = median_after_warm_up(reps, [&] {
+    hk::quantized_linear_matmul(host, {q.out_desc(), y.data()}, mma);
   });
   hk::DeviceBuffer da(elements), db(elements), dy(elements);
-  da.upload(a.data(), elements);
-  db.upload(b.data(), elements);
-  hk::DeviceQuantizedMatMulArgs dev{{a_desc, &da}, {scalar_f, &sa}, hk::ConstTensor{scalar_u8, &za},
-                                    {b_desc, &db}, {scalar_f, &sb}, std::nullopt,
-                                    {scalar_f, &sy}, hk::ConstTensor{scalar_u8, &zy}};
-  const double device_s = median_seconds(reps, [&] {
-    hk::quantized_linear_matmul(dev, {a_desc, &dy}, mma);
+  da.upload(q.a.data(), elements);
+  db.upload(q.b.data(), elements);
+  const auto dev = q.args(hk::DeviceConstTensor{q.a_desc, &da}, hk::DeviceConstTensor{q.b_desc, &db});
+  const double device_s = median_after_warm_up(reps, [&] {
+    hk::quantized_linear_matmul(dev, {q.out_desc(), &dy}, mma);
   });
   const std::string name = "qlinear-matmul " + std::to_string(n) + "^3 u8 x s8";
   report(name.c_str(), 2.0 * double(elements), double(elements), device_s, host_s, link);
@@ -117,12 +103,12 @@ void scan(int reps, const Link& link) {
   const auto elements = std::size_t(n * n), bytes = elements * sizeof(float);
   std::vector<float> x(elements, 0.5f), y(elements);
   const hk::Schedule rows("scan.offload_rows");
-  const double host_s = median_seconds(reps, [&] {
+  const double host_s = median_after_warm_up(reps, [&] {
     hk::cumulative_sum({desc, x.data()}, {desc, y.data()}, {.axis = -1}, rows);
   });
   hk::DeviceBuffer dx(bytes), dy(bytes);
   dx.upload(x.data(), bytes);
-  const double device_s = median_seconds(reps, [&] {
+  const double device_s = median_after_warm_up(reps, [&] {
     hk::cumulative_sum(hk::DeviceConstTensor{desc, &dx}, hk::DeviceTensor{desc, &dy}, {.axis = -1}, rows);
   });
   report("cumsum {16384,16384} float32 axis -1", double(bytes), double(bytes), device_s, host_s, link);
@@ -140,7 +126,7 @@ double register_rate(int reps) {
   const std::size_t bytes = std::size_t(256) << 20;
   std::vector<std::byte> a(bytes, std::byte{1});
   bool ok = true;
-  const double s = median_seconds(reps, [&] {
+  const double s = median_after_warm_up(reps, [&] {
     ok = ok && reg(a.data(), bytes, 0) == 0 && unreg(a.data()) == 0;
   });
   return ok ? double(bytes) / s : 0;

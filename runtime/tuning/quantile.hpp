@@ -30,4 +30,11 @@ template <class F> double median_seconds(int repetitions, F&& run) {
   return t[t.size() / 2];
 }
 
+/// median_seconds after one untimed call, which pays what only a first call does (first touch,
+/// scratch and staging allocations, caches filled).
+template <class F> double median_after_warm_up(int repetitions, F&& run) {
+  run();
+  return median_seconds(repetitions, run);
+}
+
 }  // namespace hk::detail
