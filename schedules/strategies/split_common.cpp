@@ -23,6 +23,16 @@ struct JoinedThreads {
   }
 };
 
+// `parts` contiguous ranges of `units` from `begin`, evenly (the first ones one more when it does
+// not divide), after those already in `ranges`.
+void append_even_ranges(std::vector<SplitRange>& ranges, std::int64_t begin, std::int64_t units, int parts) {
+  for (int d = 0; d < parts; ++d) {
+    const std::int64_t n = units / parts + (d < units % parts ? 1 : 0);
+    ranges.push_back({begin, begin + n});
+    begin += n;
+  }
+}
+
 }  // namespace
 
 ParamSpec device_count_param(const char* meaning) { return {"devices", 1, max_split_devices, meaning}; }
@@ -79,14 +89,8 @@ SearchSpace spread_space() {
 
 std::vector<SplitRange> split_ranges(std::int64_t units, const SplitPlan& plan) {
   const std::int64_t device_units = (units * plan.gpu_share + 500) / 1000;
-  std::vector<SplitRange> ranges(std::size_t(1 + plan.devices));
-  std::int64_t at = 0;
-  for (int d = 0; d < plan.devices; ++d) {
-    const std::int64_t n = device_units / plan.devices + (d < device_units % plan.devices ? 1 : 0);
-    ranges[std::size_t(1 + d)] = {at, at + n};
-    at += n;
-  }
-  ranges[0] = {at, units};
+  std::vector<SplitRange> ranges{{device_units, units}};
+  append_even_ranges(ranges, 0, device_units, plan.devices);
   return ranges;
 }
 
@@ -122,14 +126,7 @@ std::vector<int> spread_devices(int count) {
 std::vector<SplitRange> spread_ranges(std::int64_t units, int devices, int home_share) {
   const std::int64_t home = devices == 1 ? units : (units * home_share + 500) / 1000;
   std::vector<SplitRange> ranges{{0, home}};
-  const std::int64_t rest = units - home;
-  const int others = devices - 1;
-  std::int64_t at = home;
-  for (int d = 0; d < others; ++d) {
-    const std::int64_t n = rest / others + (d < rest % others ? 1 : 0);
-    ranges.push_back({at, at + n});
-    at += n;
-  }
+  append_even_ranges(ranges, home, units - home, devices - 1);
   return ranges;
 }
 
