@@ -21,16 +21,14 @@ namespace hk {
 namespace detail {
 namespace {
 
-// The median of `repetitions` timed runs after one untimed (first touch, scratch allocation).
-double median_after_warm_up(const std::function<void()>& run, int repetitions) {
-  run();
-  return median_seconds(repetitions, run);
-}
-
-// One strategy's fixed cost (its tiny call) and rate (its large call's work past that cost).
-void record(MachineRates& rates, const std::string& strategy, double work, double small_seconds, double large_seconds) {
-  rates.strategy_fixed_seconds[strategy] = small_seconds;
-  rates.strategy_rates[strategy] = work / std::max(large_seconds - small_seconds, large_seconds * 0.01);
+// One strategy's rate, the work between its smaller and its larger call over the time between
+// them, and its fixed cost, what the smaller call takes beyond its work at that rate (a tiny
+// call, whose work counts as none: all of its time).
+void record(MachineRates& rates, const std::string& strategy, double small_work, double small_seconds,
+            double large_work, double large_seconds) {
+  const double rate = (large_work - small_work) / std::max(large_seconds - small_seconds, large_seconds * 0.01);
+  rates.strategy_rates[strategy] = rate;
+  rates.strategy_fixed_seconds[strategy] = std::max(0.0, small_seconds - small_work / rate);
 }
 
 struct ScanShape {
@@ -48,9 +46,9 @@ struct ScanShape {
 void measure_scan(MachineRates& rates, const std::string& strategy, const ScanShape& tiny, const ScanShape& large,
                   const std::function<std::function<void()>(const ScanShape&)>& scan, int repetitions) {
   try {
-    const double small = median_after_warm_up(scan(tiny), repetitions);
-    const double big = median_after_warm_up(scan(large), repetitions);
-    record(rates, strategy, 2.0 * double(large.elements()) * sizeof(float), small, big);
+    const double small = median_after_warm_up(repetitions, scan(tiny));
+    const double big = median_after_warm_up(repetitions, scan(large));
+    record(rates, strategy, 0, small, 2.0 * double(large.elements()) * sizeof(float), big);
   } catch (const Error& e) {
     if (e.code() != Errc::invalid_schedule) throw;
   }
@@ -88,9 +86,9 @@ void measure_qmm(MachineRates& rates, const std::string& strategy, std::int64_t 
                  const std::function<std::function<void()>(QmmOperands&)>& qmm) {
   try {
     QmmOperands tiny(1), large(side);
-    const double small = median_after_warm_up(qmm(tiny), repetitions);
-    const double big = median_after_warm_up(qmm(large), repetitions);
-    record(rates, strategy, double(side) * double(side) * double(side), small, big);
+    const double small = median_after_warm_up(repetitions, qmm(tiny));
+    const double big = median_after_warm_up(repetitions, qmm(large));
+    record(rates, strategy, 0, small, double(side) * double(side) * double(side), big);
   } catch (const Error& e) {
     if (e.code() != Errc::invalid_schedule) throw;
   }
@@ -129,9 +127,9 @@ void measure_link(MachineRates& rates, const CalibrationSizes& z) {
   DeviceBuffer device(bytes);
   const int d = offload_device();
   rates.to_device_bytes_per_s =
-      double(bytes) / median_after_warm_up([&] { copy_to_device(device.data(), 0, host.data(), bytes, d); }, z.repetitions);
+      double(bytes) / median_after_warm_up(z.repetitions, [&] { copy_to_device(device.data(), 0, host.data(), bytes, d); });
   rates.to_host_bytes_per_s =
-      double(bytes) / median_after_warm_up([&] { copy_to_host(host.data(), device.data(), 0, bytes, d); }, z.repetitions);
+      double(bytes) / median_after_warm_up(z.repetitions, [&] { copy_to_host(host.data(), device.data(), 0, bytes, d); });
 }
 
 void measure_device(MachineRates& rates, const CalibrationSizes& z) {
@@ -173,12 +171,10 @@ void measure_device(MachineRates& rates, const CalibrationSizes& z) {
   // copies still outweigh the product (docs/tuning.md).
   if (offload_device_count() > 1) {
     QmmOperands medium(2 * z.gpu_qmm_side), large(4 * z.gpu_qmm_side);
-    const double m = median_after_warm_up(qmm("qmm.devices")(medium), z.repetitions);
-    const double l = median_after_warm_up(qmm("qmm.devices")(large), z.repetitions);
-    const double medium_work = double(medium.M) * double(medium.N) * double(medium.K);
-    const double rate = 7.0 * medium_work / std::max(l - m, l * 0.01);
-    rates.strategy_rates["qmm.devices"] = rate;
-    rates.strategy_fixed_seconds["qmm.devices"] = std::max(0.0, m - medium_work / rate);
+    const double m = median_after_warm_up(z.repetitions, qmm("qmm.devices")(medium));
+    const double l = median_after_warm_up(z.repetitions, qmm("qmm.devices")(large));
+    const auto work = [](const QmmOperands& o) { return double(o.M) * double(o.N) * double(o.K); };
+    record(rates, "qmm.devices", work(medium), m, work(large), l);
   }
   // The generic GPU call: the cheapest offload call measured, a launch and a synchronization.
   rates.gpu_call_seconds = 0;
