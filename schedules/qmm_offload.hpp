@@ -63,6 +63,15 @@ void qmm_offload(const QmmProblem& problem, const OffloadQmmLaunch& launch);
 void qmm_offload_pack(const QmmProblem& problem, const OffloadQmmLaunch& launch);
 void qmm_offload_product(const QmmProblem& problem, const OffloadQmmLaunch& launch);
 
+/// B' alone, for spreading one call's columns: a problem of one B matrix whose K is a whole number
+/// of the kernels' 128-deep slices (qmm_b_columns_fit) has its B packed as qmm_pack.hpp's s8 B'
+/// into `dst` on `device`, column n at dst + n * K, zero columns up to a whole output tile after
+/// the last (qmm_b_columns_bytes in all). B' is then an int8 column-major B of the same product
+/// (B's zero points less 128 where B is uint8), which the product reads in place.
+bool qmm_b_columns_fit(const QmmProblem& problem);
+std::size_t qmm_b_columns_bytes(const QmmProblem& problem);
+void qmm_offload_pack_b_columns(const QmmProblem& problem, void* dst, int device);
+
 /// Bytes from the first element to the last of A, B and the output (what a copy of each takes),
 /// and the output's element count.
 struct QmmSpans {

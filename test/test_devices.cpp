@@ -158,16 +158,61 @@ TEST(QmmDevices, PartsOnOtherDevicesMatchTheOracle) {
           hk::reset_transfer_counters();
           hk::detail::spread_qmm(problem, launch, devices, share);
           expect_matches_oracle(p, y.download(), where);
-          // What went to the other devices: their parts' A, B and (with gaps) outputs, and back
-          // their outputs; nothing when the home device ran it all.
+          // What went to the other devices: their parts' A, B (B' columns where streamed) and
+          // (with gaps) outputs, and back their outputs; nothing when the home device ran it all.
           i64 moved = 0;
           for (std::size_t i = 1; spread && i < ranges.size(); ++i) {
             if (ranges[i].size() == 0) continue;
             const hk::detail::QmmSpans s = hk::detail::qmm_spans(hk::detail::qmm_part(problem, cut, ranges[i]));
-            moved += i64(s.a + s.b + s.out * (s.out_has_gaps() ? 2 : 1));
+            const bool streamed = !cut.by_batch() && hk::detail::qmm_b_columns_fit(problem);
+            moved += i64(s.a) + (streamed ? problem.N * problem.K : i64(s.b)) + i64(s.out * (s.out_has_gaps() ? 2 : 1));
           }
           EXPECT_EQ(hk::transfer_counters().between_devices_bytes, moved) << where;
           if (batch.size() == 1 && batch[0] >= i64(devices.size())) EXPECT_TRUE(cut.by_batch()) << where;
+        }
+}
+
+// One matrix whose K is whole 128-deep slices: B' is packed once on the home device (or B is B'
+// already: int8, column-major, columns of K bytes) and each other device receives its rows of A
+// and all of B' a column group at a time. N above 1024 gives several groups, the last narrower.
+TEST(QmmDevices, StreamedBPartsMatchTheOracle) {
+  std::mt19937_64 rng(0x5b);
+  const int home = hk::offload_device();
+  const hk::detail::QmmPlan launch{hk::detail::OffloadQmmKernel::mma, 128, 0};
+  const Layout b_layouts[] = {Layout::packed, Layout::padded, Layout::transposed, Layout::transposed_padded};
+  for (const i64 M : {i64(1), i64(3), i64(129)})
+    for (const i64 N : {i64(1), i64(128), i64(300), i64(1100)})
+      for (const i64 K : {i64(128), i64(384)})
+        for (const Layout layout : b_layouts) {
+          Problem p = random_problem(rng, {}, M);
+          p.N = N, p.K = K;
+          p.a = Buffer(p.a.dtype, {M, K}, qmmt::make_strides({M, K}, Layout::padded, rng), rng);
+          p.b = Buffer(rng() % 2 ? DataType::int8 : DataType::uint8, {K, N}, qmmt::make_strides({K, N}, layout, rng), rng);
+          p.y = Buffer(DataType::uint8, {M, N}, qmmt::make_strides({M, N}, rng() % 2 ? Layout::padded : Layout::packed, rng), rng);
+          p.b_zero = qmmt::literal_q(p.b.dtype, {1, N}, {1, 9, -128, 127}, rng);
+          p.b_scale = qmmt::literal_f({1, N}, {0.01f, 0.02f, 0.004f}, rng);
+          const int share = int(rng() % 2) * 250;
+          const std::vector<int> devices(2 + rng() % 2, home);
+          const std::string where = std::to_string(devices.size()) + " devices, home share " + std::to_string(share) +
+                                    ", " + p.describe();
+          Problem run = p;
+          OnDevice a(run.a), b(run.b), y(run.y);
+          const hk::detail::QmmProblem problem = problem_on_device(run, a, b, y);
+          ASSERT_TRUE(hk::detail::qmm_b_columns_fit(problem)) << where;
+          const hk::detail::QmmCut cut = hk::detail::qmm_cut(problem, int(devices.size()));
+          const auto ranges = hk::detail::spread_ranges(cut.units, int(devices.size()), share);
+          hk::reset_transfer_counters();
+          hk::detail::spread_qmm(problem, launch, devices, share);
+          expect_matches_oracle(p, y.download(), where);
+          // Each other device: its rows of A, the N columns of B' (K bytes each), its outputs
+          // back (and there first where they have gaps).
+          i64 moved = 0;
+          for (std::size_t i = 1; i < ranges.size(); ++i) {
+            if (ranges[i].size() == 0) continue;
+            const hk::detail::QmmSpans s = hk::detail::qmm_spans(hk::detail::qmm_part(problem, cut, ranges[i]));
+            moved += i64(s.a) + N * K + i64(s.out * (s.out_has_gaps() ? 2 : 1));
+          }
+          EXPECT_EQ(hk::transfer_counters().between_devices_bytes, moved) << where;
         }
 }
 

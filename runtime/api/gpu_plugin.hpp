@@ -98,6 +98,12 @@
     (problem, plan, device), required, )                                                                   \
   F(qmm_spans, hk::detail::QmmSpans, hk::detail::qmm_spans, (const hk::detail::QmmProblem& problem),       \
     (problem), required, )                                                                                 \
+  F(qmm_b_columns_fit, bool, hk::detail::qmm_b_columns_fit, (const hk::detail::QmmProblem& problem),      \
+    (problem), required, )                                                                                 \
+  F(qmm_b_columns_bytes, std::size_t, hk::detail::qmm_b_columns_bytes,                                     \
+    (const hk::detail::QmmProblem& problem), (problem), required, )                                        \
+  F(qmm_offload_pack_b_columns, void, hk::detail::qmm_offload_pack_b_columns,                              \
+    (const hk::detail::QmmProblem& problem, void* dst, int device), (problem, dst, device), required, )     \
   C(lease_new, hk::detail::ScratchLease, ScratchLease, (int device, std::size_t bytes), (device, bytes), , \
     required)                                                                                              \
   D(lease_delete, hk::detail::ScratchLease, ScratchLease)                                                  \
@@ -118,7 +124,7 @@ namespace hk::detail {
 
 /// Changes whenever the list above or a type it passes changes; with the version and the table's
 /// size, it keeps a plugin of another build from being used.
-inline constexpr std::uint32_t gpu_plugin_abi = 4;
+inline constexpr std::uint32_t gpu_plugin_abi = 5;
 
 struct GpuPluginTable {
   std::uint32_t abi;

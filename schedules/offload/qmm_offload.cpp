@@ -164,6 +164,24 @@ void qmm_offload_product(const QmmProblem& x, const OffloadQmmLaunch& launch) {
     launch_dp4a(k, launch.device, teams, launch.team_threads);
 }
 
+bool qmm_b_columns_fit(const QmmProblem& x) {
+  return x.batch[0] * x.batch[1] == 1 && x.K > 0 && x.K % depth_align == 0;
+}
+
+std::size_t qmm_b_columns_bytes(const QmmProblem& x) { return std::size_t(round_up(x.N, tile_cols) * x.K); }
+
+void qmm_offload_pack_b_columns(const QmmProblem& x, void* dst, int device) {
+  // Only B's operand: A counts as read in place with no sums to store, which launch_pack skips.
+  Kernel k;
+  k.N = x.N, k.K = x.K, k.kp = x.K, k.Np = round_up(x.N, tile_cols);
+  k.b_pack = static_cast<u8*>(dst);
+  k.b_shared = true;
+  k.b = static_cast<const u8*>(x.b.data);
+  k.b_rs = x.b.row_stride, k.b_cs = x.b.col_stride;
+  k.b_flip = x.b.dtype == DataType::uint8 ? 0x80 : 0;
+  launch_pack(k, device);
+}
+
 void qmm_offload(const QmmProblem& problem, const OffloadQmmLaunch& launch) {
   qmm_offload_pack(problem, launch);
   qmm_offload_product(problem, launch);

@@ -2,7 +2,10 @@
 #include "schedules/strategies/qmm_parts.hpp"
 
 #include <algorithm>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
+#include <optional>
 
 #include "runtime/platform/device_memory.hpp"
 #include "schedules/qmm_offload.hpp"
@@ -11,7 +14,7 @@
 namespace hk::detail {
 namespace {
 
-// A per-row parameter's rows [r.begin, r.end); one value shared by every row stays as it is.
+// A per-row (or per-column) parameter's rows [r.begin, r.end); one value shared by all stays as it is.
 template <class T> std::vector<T> param_rows(const std::vector<T>& v, SplitRange r) {
   if (v.size() == 1) return v;
   return {v.begin() + r.begin, v.begin() + r.end};
@@ -39,6 +42,91 @@ QmmProblem batches_of(const QmmProblem& p, int dim, SplitRange r) {
   part.b.data = static_cast<const char*>(p.b.data) + r.begin * p.b.batch_stride[dim];
   part.out = static_cast<char*>(p.out) + r.begin * p.out_batch_stride[dim];
   return part;
+}
+
+// Columns [r.begin, r.end) of B, and of the output.
+QmmProblem columns_of(const QmmProblem& p, SplitRange r) {
+  QmmProblem part = p;
+  part.N = r.size();
+  part.b.data = static_cast<const char*>(p.b.data) + r.begin * p.b.col_stride;
+  part.out = static_cast<char*>(p.out) + r.begin * p.out_col_stride;
+  part.q.b_scale = param_rows(p.q.b_scale, r);
+  part.q.b_zero = param_rows(p.q.b_zero, r);
+  return part;
+}
+
+// The same product with B replaced by its B' columns (qmm_offload_pack_b_columns).
+QmmProblem with_b_columns(const QmmProblem& p, const void* columns) {
+  QmmProblem q = p;
+  q.b = {DataType::int8, columns, {0, 0}, 1, p.K};
+  if (p.b.dtype == DataType::uint8)
+    for (std::int32_t& z : q.q.b_zero) z -= 128;
+  return q;
+}
+
+bool is_b_columns(const MatrixView& b, std::int64_t K) {
+  return b.dtype == DataType::int8 && b.row_stride == 1 && b.col_stride == K;
+}
+
+// Groups of whole output tiles, about an eighth of the columns each: enough that the first
+// group's copy, which nothing hides, is short, few enough that each product stays large.
+std::vector<SplitRange> column_groups(std::int64_t N) {
+  constexpr std::int64_t tile = 128, groups = 8;
+  const std::int64_t width = std::max(tile, (N + groups * tile - 1) / (groups * tile) * tile);
+  std::vector<SplitRange> out;
+  for (std::int64_t c = 0; c < N; c += width) out.push_back({c, std::min(N, c + width)});
+  return out;
+}
+
+// A part whose B is B' columns on `home`, multiplied on `device` a column group at a time while a
+// second host thread copies the part's A and then B' group by group: each group's product runs
+// while the next group crosses the link. The output comes back when the last group is done.
+void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, int home, int device) {
+  if (part.M == 0 || part.N == 0) return;
+  const QmmSpans spans = qmm_spans(part);
+  const std::size_t b_bytes = std::size_t(part.N * part.K);
+  ScratchLease a(device, spans.a), b(device, b_bytes), out(device, spans.out);
+  QmmProblem there = part;
+  there.a.data = a.data();
+  there.b.data = b.data();
+  there.out = out.data();
+  const std::vector<SplitRange> groups = column_groups(part.N);
+  std::mutex mutex;
+  std::condition_variable arrived;
+  std::size_t copied = 0;  // groups on `device`
+  bool failed = false;
+  const auto copy = [&] {
+    try {
+      copy_between_devices(a.data(), device, part.a.data, home, spans.a);
+      // Bytes between outputs must come back unchanged.
+      if (spans.out_has_gaps()) copy_between_devices(out.data(), device, part.out, home, spans.out);
+      for (const SplitRange& g : groups) {
+        const std::size_t offset = std::size_t(g.begin * part.K);
+        copy_between_devices(static_cast<char*>(b.data()) + offset, device,
+                             static_cast<const char*>(part.b.data) + offset, home, std::size_t(g.size() * part.K));
+        const std::lock_guard<std::mutex> lock(mutex);
+        ++copied;
+        arrived.notify_one();
+      }
+    } catch (...) {
+      const std::lock_guard<std::mutex> lock(mutex);
+      failed = true;
+      arrived.notify_one();
+      throw;
+    }
+  };
+  const auto multiply = [&] {
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        arrived.wait(lock, [&] { return copied > i || failed; });
+        if (failed) return;  // run_parts rethrows the copy's exception
+      }
+      run_qmm_offload_on_device(columns_of(there, groups[i]), launch, device);
+    }
+  };
+  run_parts({multiply, copy});
+  copy_between_devices(part.out, home, out.data(), device, spans.out);
 }
 
 }  // namespace
@@ -117,13 +205,27 @@ void spread_qmm(const QmmProblem& problem, const QmmPlan& launch, const std::vec
     run_qmm_offload_on_device(problem, launch, home);
     return;
   }
+  // One matrix cut by rows: B' is packed once on the home device (unless B already is B'), which
+  // reads it in place, and streamed to the others, which then neither wait for all of B nor pack it.
+  const bool streams_b = !cut.by_batch() && qmm_b_columns_fit(problem);
+  const bool packs_b = streams_b && !is_b_columns(problem.b, problem.K);
+  std::optional<ScratchLease> b_columns;
+  if (packs_b) {
+    b_columns.emplace(home, qmm_b_columns_bytes(problem));
+    qmm_offload_pack_b_columns(problem, b_columns->data(), home);
+  }
+  const QmmProblem whole = packs_b ? with_b_columns(problem, b_columns->data()) : problem;
   std::vector<std::function<void()>> parts;
   for (std::size_t i = 0; i < devices.size(); ++i) {
     const SplitRange r = ranges[i];
     if (r.size() == 0) continue;
-    const QmmProblem part = qmm_part(problem, cut, r);
+    const QmmProblem part = qmm_part(whole, cut, r);
     if (i == 0)
       parts.insert(parts.begin(), [part, &launch, home] { run_qmm_offload_on_device(part, launch, home); });
+    else if (streams_b)
+      parts.push_back([part, &launch, home, device = devices[i]] {
+        multiply_part_streaming_b(part, launch, home, device);
+      });
     else
       parts.push_back([part, &launch, home, device = devices[i]] {
         multiply_part_on_other_device(part, launch, home, device);

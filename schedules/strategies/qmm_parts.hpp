@@ -41,8 +41,11 @@ void multiply_part_on_other_device(const QmmProblem& part, const QmmPlan& launch
 
 /// A call whose tensors lie on devices[0] spread over `devices` (distinct or not): devices[0]
 /// keeps home_share per mille of the cut's units and runs them where they lie, each other device
-/// takes an even part of the rest through multiply_part_on_other_device, all at once. Where the
-/// parts' output spans would interleave, devices[0] runs the whole call.
+/// takes an even part of the rest, all at once. One matrix whose K is a whole number of 128-deep
+/// slices has B' packed once on devices[0] and streamed to the others a column group at a time,
+/// each group multiplied while the next one is copied; any other call goes part by part through
+/// multiply_part_on_other_device. Where the parts' output spans would interleave, devices[0] runs
+/// the whole call.
 void spread_qmm(const QmmProblem& problem, const QmmPlan& launch, const std::vector<int>& devices, int home_share);
 
 }  // namespace hk::detail
