@@ -4,7 +4,8 @@
 //   hetkern-devices-bench [--n N] [--reps R] [--lines L] [--length X]
 //
 // 1. The links: 256 MiB copied from GPU 0 to each other GPU and back (omp_target_memcpy between
-//    device numbers, peer to peer where the runtime enables it).
+//    device numbers, peer to peer where the runtime enables it), and between GPU 0 and GPU 1
+//    alone and while GPU 0 multiplies N^3.
 // 2. A u8 x s8 -> u8 matmul of N^3 (default 16384) with A, B and the output on GPU 0, B
 //    row-major (each device packs it) and column-major (read in place, cuBLASLt's fastest layout):
 //    qmm.offload_mma on GPU 0 alone, then qmm.devices over 2 to all GPUs at a few home shares.
@@ -16,10 +17,12 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/square_qmm.hpp"
@@ -55,6 +58,48 @@ void peer_links(int devices, int reps) {
     omp_target_free(other, d);
   }
   omp_target_free(home, 0);
+}
+
+// A 256 MiB copy between GPU 0 and GPU 1 alone, then while GPU 0 multiplies n^3 (started first,
+// so that its kernel holds every SM while the copy runs): whether a copy between devices waits for
+// the source's or the destination's kernels, which qmm.devices' streamed B' relies on not doing.
+void links_under_load(std::int64_t n) {
+  const std::size_t bytes = std::size_t(256) << 20;
+  void* home = omp_target_alloc(bytes, 0);
+  void* other = omp_target_alloc(bytes, 1);
+  const hk::bench::SquareQmm q(n, 2.0f);
+  hk::DeviceBuffer da(q.elements()), db(q.elements()), dy(q.elements());
+  da.upload(q.a.data(), q.elements());
+  db.upload(q.b.data(), q.elements());
+  const auto args = q.args(hk::DeviceConstTensor{q.a_desc, &da}, hk::DeviceConstTensor{q.b_desc, &db});
+  const auto multiply = [&] { hk::quantized_linear_matmul(args, {q.out_desc(), &dy}, hk::Schedule("qmm.offload_mma")); };
+  multiply();
+  const auto seconds = [](const auto& f) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  for (const bool out : {true, false}) {
+    const auto copy = [&] {
+      if (out)
+        omp_target_memcpy(other, home, bytes, 0, 0, 1, 0);
+      else
+        omp_target_memcpy(home, other, bytes, 0, 0, 0, 1);
+    };
+    copy();
+    const double idle = seconds(copy);
+    double product = 0, loaded = 0;
+    {
+      std::thread busy([&] { product = seconds(multiply); });
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      loaded = seconds(copy);
+      busy.join();
+    }
+    std::printf("GPU %d -> GPU %d 256 MiB: %.3f ms alone, %.3f ms while GPU 0 multiplies %lld^3 (%.3f ms)\n",
+                out ? 0 : 1, out ? 1 : 0, 1e3 * idle, 1e3 * loaded, static_cast<long long>(n), 1e3 * product);
+  }
+  omp_target_free(home, 0);
+  omp_target_free(other, 1);
 }
 
 void matmul(std::int64_t n, bool column_major_b, int devices, int reps) {
@@ -136,6 +181,7 @@ int main(int argc, char** argv) {
   const int devices = hk::offload_device_count();
   std::printf("%d GPU(s) visible\n", devices);
   peer_links(devices, reps);
+  if (devices > 1) links_under_load(n);
   matmul(n, false, devices, reps);
   matmul(n, true, devices, reps);
   scans(lines, length, devices, reps);

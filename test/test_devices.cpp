@@ -63,6 +63,29 @@ TEST(SpreadDevices, HomeFirstEachOnceAtMostTheVisible) {
   }
 }
 
+// Rows go in whole 128-row tiles, the home device's share within a tile, the last part
+// taking the rows beyond the last whole tile; whole batch matrices as spread_ranges shares them.
+TEST(SpreadRanges, QmmRowsInWholeTiles) {
+  for (const i64 rows : {i64(1), i64(127), i64(128), i64(129), i64(1000), i64(16384)})
+    for (const int devices : {1, 2, 3, 4})
+      for (const int share : {0, 250, 500, 1000}) {
+        SCOPED_TRACE("rows " + std::to_string(rows) + " devices " + std::to_string(devices) + " share " +
+                     std::to_string(share));
+        const std::vector<SplitRange> r = hk::detail::qmm_spread_ranges({-1, rows}, devices, share);
+        ASSERT_EQ(r.size(), std::size_t(devices));
+        EXPECT_EQ(r[0].begin, 0);
+        EXPECT_EQ(r.back().end, rows);
+        for (std::size_t d = 0; d < r.size(); ++d) {
+          if (d > 0) EXPECT_EQ(r[d].begin, r[d - 1].end);
+          EXPECT_TRUE(r[d].begin % 128 == 0 || r[d].begin == rows);
+        }
+        if (devices > 1) EXPECT_LE(std::abs(r[0].size() * 1000 - rows * share), 128 * 1000) << r[0].size();
+      }
+  const std::vector<SplitRange> b = hk::detail::qmm_spread_ranges({0, 7}, 3, 500);
+  const std::vector<SplitRange> want = hk::detail::spread_ranges(7, 3, 500);
+  for (std::size_t d = 0; d < 3; ++d) EXPECT_EQ(b[d].end, want[d].end);
+}
+
 // A random problem: batched or not, B broadcast or not, padded or column-major layouts, per-row
 // and per-column parameters with non-power-of-two scales (the oracle's bounds then apply).
 Problem random_problem(std::mt19937_64& rng, std::vector<i64> batch, i64 M) {
@@ -153,7 +176,7 @@ TEST(QmmDevices, PartsOnOtherDevicesMatchTheOracle) {
           OnDevice a(run.a), b(run.b), y(run.y);
           const hk::detail::QmmProblem problem = problem_on_device(run, a, b, y);
           const hk::detail::QmmCut cut = hk::detail::qmm_cut(problem, int(devices.size()));
-          const auto ranges = hk::detail::spread_ranges(cut.units, int(devices.size()), share);
+          const auto ranges = hk::detail::qmm_spread_ranges(cut, int(devices.size()), share);
           const bool spread = hk::detail::qmm_parts_own_their_spans(problem, cut, ranges);
           hk::reset_transfer_counters();
           hk::detail::spread_qmm(problem, launch, devices, share);
@@ -200,7 +223,7 @@ TEST(QmmDevices, StreamedBPartsMatchTheOracle) {
           const hk::detail::QmmProblem problem = problem_on_device(run, a, b, y);
           ASSERT_TRUE(hk::detail::qmm_b_columns_fit(problem)) << where;
           const hk::detail::QmmCut cut = hk::detail::qmm_cut(problem, int(devices.size()));
-          const auto ranges = hk::detail::spread_ranges(cut.units, int(devices.size()), share);
+          const auto ranges = hk::detail::qmm_spread_ranges(cut, int(devices.size()), share);
           hk::reset_transfer_counters();
           hk::detail::spread_qmm(problem, launch, devices, share);
           expect_matches_oracle(p, y.download(), where);
@@ -218,14 +241,14 @@ TEST(QmmDevices, StreamedBPartsMatchTheOracle) {
 
 TEST(QmmDevices, InterleavedOutputsAreNotSpread) {
   std::mt19937_64 rng(11);
-  Problem p = random_problem(rng, {}, 40);
+  Problem p = random_problem(rng, {}, 300);
   const std::vector<i64> sy = {p.M, p.N};
   p.y = Buffer(DataType::uint8, sy, qmmt::make_strides(sy, Layout::transposed, rng), rng);
   const hk::detail::QmmProblem problem = hk::detail::validate(p.args(), p.y.view());
   const hk::detail::QmmCut cut = hk::detail::qmm_cut(problem, 2);
   EXPECT_FALSE(cut.by_batch());
-  EXPECT_FALSE(hk::detail::qmm_parts_own_their_spans(problem, cut, hk::detail::spread_ranges(cut.units, 2, 500)));
-  EXPECT_TRUE(hk::detail::qmm_parts_own_their_spans(problem, cut, hk::detail::spread_ranges(cut.units, 2, 1000)));
+  EXPECT_FALSE(hk::detail::qmm_parts_own_their_spans(problem, cut, hk::detail::qmm_spread_ranges(cut, 2, 500)));
+  EXPECT_TRUE(hk::detail::qmm_parts_own_their_spans(problem, cut, hk::detail::qmm_spread_ranges(cut, 2, 1000)));
 }
 
 TEST(QmmDevices, SchedulesPrintEveryParameterAndBadOnesAreRefused) {

@@ -27,10 +27,11 @@ Counters& counters() {
   return c;
 }
 
-// Freed scratch blocks, least recently freed first. A call needs a handful at once (input,
-// output, workspace, parameters, carries); the cache keeps that many and at most
-// max_cached_bytes, so that repeated calls never wait for the device's allocator, while a
-// process that stops calling does not hold more than that. Deliberately never destroyed: device
+// Freed scratch blocks, least recently freed first. A call needs a handful at once on each device
+// it uses (input, output, workspace, parameters, carries); the cache keeps that many per device
+// and at most max_cached_bytes per device, so that repeated calls never wait for a device's
+// allocator (whose frees also wait for everything running on the device), while a process that
+// stops calling does not hold more than that. Deliberately never destroyed: device
 // memory goes with the process, and freeing it after the offload runtime shut down would fail.
 constexpr std::size_t max_cached_blocks = 16;
 constexpr std::size_t max_cached_bytes = std::size_t(1) << 31;
@@ -155,10 +156,17 @@ ScratchLease::~ScratchLease() {
   const std::lock_guard<std::mutex> lock(pool.mutex);
   pool.free.push_back({device_, data_, bytes_});
   pool.cached_bytes += bytes_;
-  while (pool.free.size() > max_cached_blocks || pool.cached_bytes > max_cached_bytes) {
-    omp_target_free(pool.free.front().data, pool.free.front().device);
-    pool.cached_bytes -= pool.free.front().bytes;
-    pool.free.erase(pool.free.begin());
+  std::size_t blocks = 0, bytes = 0;
+  for (const ScratchPool::Block& b : pool.free)
+    if (b.device == device_) ++blocks, bytes += b.bytes;
+  for (auto it = pool.free.begin(); it != pool.free.end() && (blocks > max_cached_blocks || bytes > max_cached_bytes);) {
+    if (it->device != device_) {
+      ++it;
+      continue;
+    }
+    omp_target_free(it->data, it->device);
+    --blocks, bytes -= it->bytes, pool.cached_bytes -= it->bytes;
+    it = pool.free.erase(it);
   }
 }
 

@@ -169,12 +169,19 @@ void measure_device(MachineRates& rates, const CalibrationSizes& z) {
   // Over every GPU, on two shapes of the size it is for: a tiny call runs on the home device alone
   // and would hide the copies to the others and the threads that drive them, and at 2048^3 those
   // copies still outweigh the product (docs/tuning.md).
+  // qmm.offload_mma's rate is then taken between the same two shapes, so that the two compare at
+  // the sizes where spreading can pay (a 2048^3 call is mostly launches and packing, which makes
+  // the product look faster than it is at 16384^3); its fixed cost stays the tiny call's.
   if (offload_device_count() > 1) {
     QmmOperands medium(2 * z.gpu_qmm_side), large(4 * z.gpu_qmm_side);
-    const double m = median_after_warm_up(z.repetitions, qmm("qmm.devices")(medium));
-    const double l = median_after_warm_up(z.repetitions, qmm("qmm.devices")(large));
     const auto work = [](const QmmOperands& o) { return double(o.M) * double(o.N) * double(o.K); };
-    record(rates, "qmm.devices", work(medium), m, work(large), l);
+    for (const char* strategy : {"qmm.devices", "qmm.offload_mma"}) {
+      const double fixed = rates.strategy_fixed_seconds[strategy];
+      const double m = median_after_warm_up(z.repetitions, qmm(strategy)(medium));
+      const double l = median_after_warm_up(z.repetitions, qmm(strategy)(large));
+      record(rates, strategy, work(medium), m, work(large), l);
+      if (fixed > 0) rates.strategy_fixed_seconds[strategy] = fixed;
+    }
   }
   // The generic GPU call: the cheapest offload call measured, a launch and a synchronization.
   rates.gpu_call_seconds = 0;

@@ -33,7 +33,8 @@ const QmmStrategy& qmm_devices() {
       .run = [](const QmmProblem& problem, const QmmStrategyPlan& p) {
         const auto& plan = std::get<DevicesQmmPlan>(p);
         const std::vector<int> devices = spread_devices(plan.spread.devices);
-        const std::vector<SplitRange> ranges = spread_ranges(problem.M, int(devices.size()), plan.spread.home_share);
+        const std::vector<SplitRange> ranges =
+            qmm_spread_ranges({-1, problem.M}, int(devices.size()), plan.spread.home_share);
         std::vector<std::function<void()>> parts;
         for (std::size_t i = 0; i < devices.size(); ++i)
           if (ranges[i].size() > 0)

@@ -137,6 +137,14 @@ QmmCut qmm_cut(const QmmProblem& p, int parts) {
   return {-1, p.M};
 }
 
+std::vector<SplitRange> qmm_spread_ranges(const QmmCut& cut, int devices, int home_share) {
+  if (cut.by_batch()) return spread_ranges(cut.units, devices, home_share);
+  constexpr std::int64_t tile_rows = 128;
+  std::vector<SplitRange> ranges = spread_ranges((cut.units + tile_rows - 1) / tile_rows, devices, home_share);
+  for (SplitRange& r : ranges) r = {std::min(r.begin * tile_rows, cut.units), std::min(r.end * tile_rows, cut.units)};
+  return ranges;
+}
+
 QmmProblem qmm_part(const QmmProblem& p, const QmmCut& cut, SplitRange r) {
   return cut.by_batch() ? batches_of(p, cut.batch_dim, r) : rows_of(p, r);
 }
@@ -200,7 +208,7 @@ void multiply_part_on_other_device(const QmmProblem& part, const QmmPlan& launch
 void spread_qmm(const QmmProblem& problem, const QmmPlan& launch, const std::vector<int>& devices, int home_share) {
   const int home = devices[0];
   const QmmCut cut = qmm_cut(problem, int(devices.size()));
-  const std::vector<SplitRange> ranges = spread_ranges(cut.units, int(devices.size()), home_share);
+  const std::vector<SplitRange> ranges = qmm_spread_ranges(cut, int(devices.size()), home_share);
   if (devices.size() == 1 || !qmm_parts_own_their_spans(problem, cut, ranges)) {
     run_qmm_offload_on_device(problem, launch, home);
     return;

@@ -22,6 +22,11 @@ struct QmmCut {
 };
 QmmCut qmm_cut(const QmmProblem& problem, int parts);
 
+/// The cut's units over `devices` devices as spread_ranges shares them (home_share per mille to
+/// devices[0]), rows in whole 128-row tiles of the GPU kernels (the last part takes what is left),
+/// so that no part computes a partial tile or packs its rows of A.
+std::vector<SplitRange> qmm_spread_ranges(const QmmCut& cut, int devices, int home_share);
+
 /// Units [r.begin, r.end) of the cut: the problem on those rows or matrices only.
 QmmProblem qmm_part(const QmmProblem& problem, const QmmCut& cut, SplitRange r);
 
