@@ -98,6 +98,24 @@ void links_under_load(std::int64_t n) {
     std::printf("GPU %d -> GPU %d 256 MiB: %.3f ms alone, %.3f ms while GPU 0 multiplies %lld^3 (%.3f ms)\n",
                 out ? 0 : 1, out ? 1 : 0, 1e3 * idle, 1e3 * loaded, static_cast<long long>(n), 1e3 * product);
   }
+  // A call's first step, its 64-byte parameter block to the device, while GPU 0 sends 256 MiB.
+  std::vector<std::byte> small(64);
+  for (const int device : {0, 1}) {
+    void* target = omp_target_alloc(small.size(), device);
+    const auto upload = [&] { omp_target_memcpy(target, small.data(), small.size(), 0, 0, device, omp_get_initial_device()); };
+    upload();
+    const double idle = seconds(upload);
+    double sending = 0, loaded = 0;
+    {
+      std::thread copy([&] { sending = seconds([&] { omp_target_memcpy(other, home, bytes, 0, 0, 1, 0); }); });
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      loaded = seconds(upload);
+      copy.join();
+    }
+    std::printf("64 B host -> GPU %d: %.3f ms alone, %.3f ms while GPU 0 sends 256 MiB to GPU 1 (%.3f ms)\n", device,
+                1e3 * idle, 1e3 * loaded, 1e3 * sending);
+    omp_target_free(target, device);
+  }
   omp_target_free(home, 0);
   omp_target_free(other, 1);
 }
@@ -121,7 +139,10 @@ void matmul(std::int64_t n, bool column_major_b, int devices, int reps) {
   rows.push_back({what, one.to_string(), base, 1.0, true});
   for (int d = 2; d <= devices; ++d) {
     const int even = (1000 + d / 2) / d;
-    for (const int share : {even, even + 25, even + 50, even + 75}) {
+    // With two: also the home device alone and the other alone, through the spreading path.
+    std::vector<int> shares{even, even + 25, even + 50, even + 75};
+    if (d == 2) shares.insert(shares.end(), {0, 1000});
+    for (const int share : shares) {
       const hk::Schedule s = hk::Schedule("qmm.devices").set("devices", d).set("home_share", share);
       const double t = time(s);
       dy.download(got.data(), elements);

@@ -197,15 +197,16 @@ TEST(QmmDevices, PartsOnOtherDevicesMatchTheOracle) {
 
 // One matrix whose K is whole 128-deep slices: B' is packed once on the home device (or B is B'
 // already: int8, column-major, columns of K bytes) and each other device receives its rows of A
-// and all of B' a column group at a time. N above 1024 gives several groups, the last narrower.
+// and all of B' a column group at a time (2200 columns: groups of 128, 256, 512 and 1304), and
+// gives back the outputs of its first half of rows while it multiplies the second.
 TEST(QmmDevices, StreamedBPartsMatchTheOracle) {
   std::mt19937_64 rng(0x5b);
   const int home = hk::offload_device();
   const hk::detail::QmmPlan launch{hk::detail::OffloadQmmKernel::mma, 128, 0};
   const Layout b_layouts[] = {Layout::packed, Layout::padded, Layout::transposed, Layout::transposed_padded};
-  for (const i64 M : {i64(1), i64(3), i64(129)})
-    for (const i64 N : {i64(1), i64(128), i64(300), i64(1100)})
-      for (const i64 K : {i64(128), i64(384)})
+  for (const i64 M : {i64(1), i64(3), i64(129), i64(260)})
+    for (const i64 N : {i64(1), i64(128), i64(300), i64(2200)})
+      for (const i64 K : {i64(128), i64(256)})
         for (const Layout layout : b_layouts) {
           Problem p = random_problem(rng, {}, M);
           p.N = N, p.K = K;
@@ -228,12 +229,20 @@ TEST(QmmDevices, StreamedBPartsMatchTheOracle) {
           hk::detail::spread_qmm(problem, launch, devices, share);
           expect_matches_oracle(p, y.download(), where);
           // Each other device: its rows of A, the N columns of B' (K bytes each), its outputs
-          // back (and there first where they have gaps).
+          // there first where they have gaps, and back in two halves of whole tiles (each half's
+          // span) when it has more than one tile of rows.
           i64 moved = 0;
           for (std::size_t i = 1; i < ranges.size(); ++i) {
             if (ranges[i].size() == 0) continue;
-            const hk::detail::QmmSpans s = hk::detail::qmm_spans(hk::detail::qmm_part(problem, cut, ranges[i]));
-            moved += i64(s.a) + N * K + i64(s.out * (s.out_has_gaps() ? 2 : 1));
+            const auto part = hk::detail::qmm_part(problem, cut, ranges[i]);
+            const hk::detail::QmmSpans s = hk::detail::qmm_spans(part);
+            moved += i64(s.a) + N * K + i64(s.out_has_gaps() ? s.out : 0);
+            const i64 half = (part.M / 2 + 127) / 128 * 128;
+            if (half > 0 && half < part.M)
+              for (const SplitRange rows : {SplitRange{0, half}, SplitRange{half, part.M}})
+                moved += i64(hk::detail::qmm_spans(hk::detail::qmm_part(part, {-1, part.M}, rows)).out);
+            else
+              moved += i64(s.out);
           }
           EXPECT_EQ(hk::transfer_counters().between_devices_bytes, moved) << where;
         }

@@ -2,9 +2,11 @@
 // typo in the environment never stops a program that calls the library.
 #pragma once
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <string_view>
 
 #include "hetkern/error.hpp"
 
@@ -23,5 +25,21 @@ auto setting_from_environment(const char* name, Parse parse) -> std::optional<de
     return std::nullopt;
   }
 }
+
+/// Whether the comma-separated list `value` (HETKERN_LOG's) names `channel` or "all".
+inline bool log_requested(const char* value, std::string_view channel) {
+  if (!value) return false;
+  const std::string_view v = value;
+  for (std::size_t start = 0; start <= v.size();) {
+    const std::size_t end = std::min(v.find(',', start), v.size());
+    const std::string_view item = v.substr(start, end - start);
+    if (item == channel || item == "all") return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+/// Whether HETKERN_LOG asks for `channel`.
+inline bool log_requested(std::string_view channel) { return log_requested(std::getenv("HETKERN_LOG"), channel); }
 
 }  // namespace hk::detail

@@ -26,6 +26,7 @@
 #include <unordered_map>
 #include <variant>
 
+#include "runtime/platform/environment.hpp"
 #include "hetkern/error.hpp"
 #ifdef HETKERN_OFFLOAD
 #include "hetkern/device.hpp"
@@ -79,22 +80,9 @@ struct Settings {
   std::string db_path;
 };
 
-bool log_requested(const char* value) {
-  if (!value) return false;
-  const std::string v = value;
-  std::size_t start = 0;
-  while (start <= v.size()) {
-    const std::size_t end = std::min(v.find(',', start), v.size());
-    const std::string item = v.substr(start, end - start);
-    if (item == "dispatch" || item == "all") return true;
-    start = end + 1;
-  }
-  return false;
-}
-
 Settings read_settings() {
   Settings s;
-  s.log = log_requested(std::getenv("HETKERN_LOG"));
+  s.log = log_requested("dispatch");
   s.db_path = tuning_db_path();
   if (const char* text = std::getenv("HETKERN_SCHEDULE"); text && *text) {
     const std::string all = text;

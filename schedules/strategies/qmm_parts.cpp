@@ -2,12 +2,13 @@
 #include "schedules/strategies/qmm_parts.hpp"
 
 #include <algorithm>
-#include <condition_variable>
+#include <chrono>
+#include <cstdio>
 #include <functional>
-#include <mutex>
 #include <optional>
 
 #include "runtime/platform/device_memory.hpp"
+#include "runtime/platform/environment.hpp"
 #include "schedules/qmm_offload.hpp"
 #include "schedules/qmm_strategies.hpp"
 
@@ -44,91 +45,6 @@ QmmProblem batches_of(const QmmProblem& p, int dim, SplitRange r) {
   return part;
 }
 
-// Columns [r.begin, r.end) of B, and of the output.
-QmmProblem columns_of(const QmmProblem& p, SplitRange r) {
-  QmmProblem part = p;
-  part.N = r.size();
-  part.b.data = static_cast<const char*>(p.b.data) + r.begin * p.b.col_stride;
-  part.out = static_cast<char*>(p.out) + r.begin * p.out_col_stride;
-  part.q.b_scale = param_rows(p.q.b_scale, r);
-  part.q.b_zero = param_rows(p.q.b_zero, r);
-  return part;
-}
-
-// The same product with B replaced by its B' columns (qmm_offload_pack_b_columns).
-QmmProblem with_b_columns(const QmmProblem& p, const void* columns) {
-  QmmProblem q = p;
-  q.b = {DataType::int8, columns, {0, 0}, 1, p.K};
-  if (p.b.dtype == DataType::uint8)
-    for (std::int32_t& z : q.q.b_zero) z -= 128;
-  return q;
-}
-
-bool is_b_columns(const MatrixView& b, std::int64_t K) {
-  return b.dtype == DataType::int8 && b.row_stride == 1 && b.col_stride == K;
-}
-
-// Groups of whole output tiles, about an eighth of the columns each: enough that the first
-// group's copy, which nothing hides, is short, few enough that each product stays large.
-std::vector<SplitRange> column_groups(std::int64_t N) {
-  constexpr std::int64_t tile = 128, groups = 8;
-  const std::int64_t width = std::max(tile, (N + groups * tile - 1) / (groups * tile) * tile);
-  std::vector<SplitRange> out;
-  for (std::int64_t c = 0; c < N; c += width) out.push_back({c, std::min(N, c + width)});
-  return out;
-}
-
-// A part whose B is B' columns on `home`, multiplied on `device` a column group at a time while a
-// second host thread copies the part's A and then B' group by group: each group's product runs
-// while the next group crosses the link. The output comes back when the last group is done.
-void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, int home, int device) {
-  if (part.M == 0 || part.N == 0) return;
-  const QmmSpans spans = qmm_spans(part);
-  const std::size_t b_bytes = std::size_t(part.N * part.K);
-  ScratchLease a(device, spans.a), b(device, b_bytes), out(device, spans.out);
-  QmmProblem there = part;
-  there.a.data = a.data();
-  there.b.data = b.data();
-  there.out = out.data();
-  const std::vector<SplitRange> groups = column_groups(part.N);
-  std::mutex mutex;
-  std::condition_variable arrived;
-  std::size_t copied = 0;  // groups on `device`
-  bool failed = false;
-  const auto copy = [&] {
-    try {
-      copy_between_devices(a.data(), device, part.a.data, home, spans.a);
-      // Bytes between outputs must come back unchanged.
-      if (spans.out_has_gaps()) copy_between_devices(out.data(), device, part.out, home, spans.out);
-      for (const SplitRange& g : groups) {
-        const std::size_t offset = std::size_t(g.begin * part.K);
-        copy_between_devices(static_cast<char*>(b.data()) + offset, device,
-                             static_cast<const char*>(part.b.data) + offset, home, std::size_t(g.size() * part.K));
-        const std::lock_guard<std::mutex> lock(mutex);
-        ++copied;
-        arrived.notify_one();
-      }
-    } catch (...) {
-      const std::lock_guard<std::mutex> lock(mutex);
-      failed = true;
-      arrived.notify_one();
-      throw;
-    }
-  };
-  const auto multiply = [&] {
-    for (std::size_t i = 0; i < groups.size(); ++i) {
-      {
-        std::unique_lock<std::mutex> lock(mutex);
-        arrived.wait(lock, [&] { return copied > i || failed; });
-        if (failed) return;  // run_parts rethrows the copy's exception
-      }
-      run_qmm_offload_on_device(columns_of(there, groups[i]), launch, device);
-    }
-  };
-  run_parts({multiply, copy});
-  copy_between_devices(part.out, home, out.data(), device, spans.out);
-}
-
 }  // namespace
 
 QmmCut qmm_cut(const QmmProblem& p, int parts) {
@@ -143,6 +59,16 @@ std::vector<SplitRange> qmm_spread_ranges(const QmmCut& cut, int devices, int ho
   std::vector<SplitRange> ranges = spread_ranges((cut.units + tile_rows - 1) / tile_rows, devices, home_share);
   for (SplitRange& r : ranges) r = {std::min(r.begin * tile_rows, cut.units), std::min(r.end * tile_rows, cut.units)};
   return ranges;
+}
+
+QmmProblem qmm_columns(const QmmProblem& p, SplitRange r) {
+  QmmProblem part = p;
+  part.N = r.size();
+  part.b.data = static_cast<const char*>(p.b.data) + r.begin * p.b.col_stride;
+  part.out = static_cast<char*>(p.out) + r.begin * p.out_col_stride;
+  part.q.b_scale = param_rows(p.q.b_scale, r);
+  part.q.b_zero = param_rows(p.q.b_zero, r);
+  return part;
 }
 
 QmmProblem qmm_part(const QmmProblem& p, const QmmCut& cut, SplitRange r) {
@@ -223,16 +149,23 @@ void spread_qmm(const QmmProblem& problem, const QmmPlan& launch, const std::vec
     qmm_offload_pack_b_columns(problem, b_columns->data(), home);
   }
   const QmmProblem whole = packs_b ? with_b_columns(problem, b_columns->data()) : problem;
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<PartTimes> times(devices.size());
   std::vector<std::function<void()>> parts;
   for (std::size_t i = 0; i < devices.size(); ++i) {
     const SplitRange r = ranges[i];
     if (r.size() == 0) continue;
     const QmmProblem part = qmm_part(whole, cut, r);
+    PartTimes& t = times[i];
     if (i == 0)
-      parts.insert(parts.begin(), [part, &launch, home] { run_qmm_offload_on_device(part, launch, home); });
+      parts.insert(parts.begin(), [part, &launch, home, start, &t] {
+        t = {home, part.M, 0, 0, 0, 0};
+        run_qmm_offload_on_device(part, launch, home);
+        t.products = t.computed = t.done = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      });
     else if (streams_b)
-      parts.push_back([part, &launch, home, device = devices[i]] {
-        multiply_part_streaming_b(part, launch, home, device);
+      parts.push_back([part, &launch, home, device = devices[i], start, &t] {
+        multiply_part_streaming_b(part, launch, home, device, start, t);
       });
     else
       parts.push_back([part, &launch, home, device = devices[i]] {
@@ -240,6 +173,14 @@ void spread_qmm(const QmmProblem& problem, const QmmPlan& launch, const std::vec
       });
   }
   run_parts(parts);
+  if (streams_b && log_requested("devices"))
+    for (const PartTimes& t : times)
+      if (t.rows > 0)
+        std::fprintf(stderr,
+                     "hetkern: devices GPU %d: %lld rows, inputs there at %.3f ms, products %.3f ms, last done at "
+                     "%.3f ms, outputs back at %.3f ms\n",
+                     t.device, static_cast<long long>(t.rows), 1e3 * t.inputs, 1e3 * t.products, 1e3 * t.computed,
+                     1e3 * t.done);
 }
 
 }  // namespace hk::detail

@@ -3,6 +3,7 @@
 // A, or of batch matrices, whose outputs are those outputs of the whole.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -30,6 +31,9 @@ std::vector<SplitRange> qmm_spread_ranges(const QmmCut& cut, int devices, int ho
 /// Units [r.begin, r.end) of the cut: the problem on those rows or matrices only.
 QmmProblem qmm_part(const QmmProblem& problem, const QmmCut& cut, SplitRange r);
 
+/// Columns [r.begin, r.end) of B and of the output: the problem on those columns only.
+QmmProblem qmm_columns(const QmmProblem& problem, SplitRange r);
+
 /// Whether each range's output span (from its first output to its last, what a copy of it takes)
 /// holds no output of another range.
 bool qmm_parts_own_their_spans(const QmmProblem& problem, const QmmCut& cut, const std::vector<SplitRange>& ranges);
@@ -43,6 +47,31 @@ void multiply_host_rows_on_device(const QmmProblem& problem, SplitRange r, const
 /// of its A, B (and of its output, where it has gaps) are copied there, the product runs there and
 /// the output span comes back. `device` may be `home` itself (the host fallback's tests).
 void multiply_part_on_other_device(const QmmProblem& part, const QmmPlan& launch, int home, int device);
+
+/// The same product with B replaced by its B' columns (qmm_offload_pack_b_columns) at `columns`.
+QmmProblem with_b_columns(const QmmProblem& problem, const void* columns);
+
+/// Whether B already is its B' columns: int8, column-major, columns of K contiguous bytes.
+bool is_b_columns(const MatrixView& b, std::int64_t K);
+
+/// What one device of a spread call spent its time on, in seconds from the call's start:
+/// HETKERN_LOG=devices prints it, a line per device.
+struct PartTimes {
+  int device = 0;
+  std::int64_t rows = 0;
+  double inputs = 0;    // its first product could start (A and the first group of B' there)
+  double computed = 0;  // its last product finished
+  double done = 0;      // its outputs are back on the home device
+  double products = 0;  // the products' own time, summed
+};
+
+/// A part of a one-matrix call whose B is B' columns (a column-major int8 B with columns of K
+/// bytes) on device `home`, run on `device`: a second host thread copies the part's rows of A,
+/// then B' in column groups that grow from a sixteenth of the columns (each group crosses the
+/// link while the one before it is multiplied), then brings the outputs back, the first rows'
+/// while the last ones are still multiplied. Fills `times` (times.device, times.rows too).
+void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, int home, int device,
+                               std::chrono::steady_clock::time_point start, PartTimes& times);
 
 /// A call whose tensors lie on devices[0] spread over `devices` (distinct or not): devices[0]
 /// keeps home_share per mille of the cut's units and runs them where they lie, each other device
