@@ -14,20 +14,22 @@ const QmmStrategy& qmm_devices() {
       .name = "qmm.devices",
       .meaning =
           "several GPUs on one call: tensors in device memory cut into contiguous groups of "
-          "batch matrices (when there are at least as many as devices) or else of rows of A, "
-          "home_share per mille of them to the home device (where they lie; it reads them in "
-          "place) and the rest evenly to the others, which copy their part of A, all of B and "
-          "back their outputs (peer to peer where the devices allow); host tensors cut by rows of "
-          "A, each device copying its part from the host; each device multiplies with "
-          "qmm.offload_mma, driven by a host thread of its own",
+          "batch matrices (when there are at least as many as devices) or else of rows of A in "
+          "whole 128-row tiles, home_share per mille of them to the home device (where they lie; "
+          "it reads them in place) and the rest evenly to the others, which copy their part of A, "
+          "B (one matrix: packed once on the home device and streamed in column groups, each "
+          "multiplied while the next arrives) and back their outputs (peer to peer where the "
+          "devices allow); host tensors cut by rows of A, each device copying its part from the "
+          "host; each device multiplies with qmm.offload_mma, driven by a host thread of its own",
       .params = {device_count_param("GPUs used, the home device first (default: every visible one)"),
                  {"home_share", 0, 1000,
-                  "per mille of the work the home device keeps (default: an even share; the others "
-                  "also copy their operands)"},
+                  "per mille of the work the home device keeps (default: an even share and 50 more, "
+                  "since the others also wait for their operands and send their outputs back)"},
                  {"threads", 32, 1024, "threads per team of each device's qmm.offload_mma (default 128)"}},
       .plan = [](const QmmProblem&, const BoundParams& p) -> QmmStrategyPlan {
         const int devices = bound_device_count("quantized_linear_matmul", p);
-        return DevicesQmmPlan{{devices, int(p.get("home_share", (1000 + devices / 2) / devices))},
+        const int even = (1000 + devices / 2) / devices;
+        return DevicesQmmPlan{{devices, int(p.get("home_share", devices == 1 ? 1000 : even + 50))},
                               int(p.get("threads", 128))};
       },
       .run = [](const QmmProblem& problem, const QmmStrategyPlan& p) {
