@@ -103,7 +103,9 @@ void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, in
     };
   };
   const auto copy = guarded([&] {
+    times.copying = since(start);
     copy_between_devices(a.data(), device, part.a.data, home, spans.a);
+    times.a_there = since(start);
     // Bytes between outputs must come back unchanged.
     if (spans.out_has_gaps()) copy_between_devices(out.data(), device, part.out, home, spans.out);
     for (const SplitRange& g : groups) {

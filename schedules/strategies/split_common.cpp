@@ -2,6 +2,9 @@
 #include "schedules/strategies/split_common.hpp"
 
 #include <algorithm>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -15,12 +18,52 @@ namespace {
 
 constexpr int max_split_devices = 64;
 
-// Joins every thread it holds when it goes, also when starting a later one threw.
-struct JoinedThreads {
-  std::vector<std::thread> threads;
-  ~JoinedThreads() {
-    for (std::thread& t : threads) t.join();
+// Threads kept for the parts of later calls, started as parts need them: a thread that calls the
+// offload runtime for the first time registers with the OpenMP runtime, which on four GPUs
+// delayed each call's first copy between devices by 0.2 to 0.9 ms when every call started its
+// own threads (docs/gpu.md). Never destroyed: idle threads wait for work until the process ends.
+class PartThreads {
+ public:
+  static PartThreads& get() {
+    static PartThreads* threads = new PartThreads;
+    return *threads;
   }
+
+  // Runs `task` on an idle kept thread, or on a new one when none is idle.
+  void run(std::function<void()> task) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(task));
+    if (std::ptrdiff_t(queue_.size()) > idle_) {
+      try {
+        std::thread([this] { serve(); }).detach();
+      } catch (...) {
+        queue_.pop_back();
+        throw;
+      }
+    } else {
+      wake_.notify_one();
+    }
+  }
+
+ private:
+  void serve() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      ++idle_;
+      wake_.wait(lock, [this] { return !queue_.empty(); });
+      --idle_;
+      std::function<void()> task = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      task();
+      lock.lock();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::function<void()>> queue_;
+  std::ptrdiff_t idle_ = 0;  // threads waiting for a task; a new one starts when tasks outnumber them
 };
 
 // `parts` contiguous ranges of `units` from `begin`, evenly (the first ones one more when it does
@@ -105,12 +148,33 @@ void run_parts(const std::vector<std::function<void()>>& parts) {
       if (!first) first = std::current_exception();
     }
   };
-  {
-    JoinedThreads workers;
-    for (std::size_t i = 1; i < parts.size(); ++i)
-      workers.threads.emplace_back([&, i] { guarded(parts[i]); });
-    if (!parts.empty()) guarded(parts[0]);
+  std::condition_variable finished;
+  std::size_t running = 0;
+  std::exception_ptr not_started;  // no thread could be had for a part: the others still finish
+  for (std::size_t i = 1; i < parts.size() && !not_started; ++i) {
+    try {
+      {
+        const std::lock_guard<std::mutex> lock(mutex);
+        ++running;
+      }
+      PartThreads::get().run([&, i] {
+        guarded(parts[i]);
+        const std::lock_guard<std::mutex> lock(mutex);
+        --running;
+        finished.notify_all();
+      });
+    } catch (...) {
+      const std::lock_guard<std::mutex> lock(mutex);
+      --running;
+      not_started = std::current_exception();
+    }
   }
+  if (!parts.empty() && !not_started) guarded(parts[0]);
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    finished.wait(lock, [&] { return running == 0; });
+  }
+  if (not_started) std::rethrow_exception(not_started);
   if (first) std::rethrow_exception(first);
 }
 

@@ -48,8 +48,9 @@ struct SplitRange {
 /// index 1 + d device d's.
 std::vector<SplitRange> split_ranges(std::int64_t units, const SplitPlan& plan);
 
-/// Runs every part at once: parts[0] on the calling thread, each other one on a thread of its own.
-/// Returns when all have finished; then rethrows the first exception one threw.
+/// Runs every part at once: parts[0] on the calling thread, each other one on a thread of its own,
+/// kept for later calls (a new one starts when none is idle). Returns when all have finished;
+/// then rethrows the first exception one threw.
 void run_parts(const std::vector<std::function<void()>>& parts);
 
 /// The devices a call spread over `count` of them runs on: the home device (offload_device(),
