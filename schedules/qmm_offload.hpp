@@ -63,6 +63,10 @@ void qmm_offload(const QmmProblem& problem, const OffloadQmmLaunch& launch);
 void qmm_offload_pack(const QmmProblem& problem, const OffloadQmmLaunch& launch);
 void qmm_offload_product(const QmmProblem& problem, const OffloadQmmLaunch& launch);
 
+/// The product kernels' output tile, rows and columns: a part of whole tiles computes no partial
+/// tile and reads its rows of A (or columns of B') in place.
+inline constexpr std::int64_t qmm_offload_tile = 128;
+
 /// B' alone, for spreading one call's columns: a problem of one B matrix whose K is a whole number
 /// of the kernels' 128-deep slices (qmm_b_columns_fit) has its B packed as qmm_pack.hpp's s8 B'
 /// into `dst` on `device`, column n at dst + n * K, zero columns up to a whole output tile after

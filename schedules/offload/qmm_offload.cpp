@@ -27,6 +27,7 @@ namespace {
 using namespace offload::qmm;
 
 constexpr i64 workspace_align = 256;
+static_assert(qmm_offload_tile == tile_rows && qmm_offload_tile == tile_cols);
 
 i64 align_up(i64 v) { return round_up(v, workspace_align); }
 

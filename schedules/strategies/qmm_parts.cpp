@@ -55,9 +55,9 @@ QmmCut qmm_cut(const QmmProblem& p, int parts) {
 
 std::vector<SplitRange> qmm_spread_ranges(const QmmCut& cut, int devices, int home_share) {
   if (cut.by_batch()) return spread_ranges(cut.units, devices, home_share);
-  constexpr std::int64_t tile_rows = 128;
-  std::vector<SplitRange> ranges = spread_ranges((cut.units + tile_rows - 1) / tile_rows, devices, home_share);
-  for (SplitRange& r : ranges) r = {std::min(r.begin * tile_rows, cut.units), std::min(r.end * tile_rows, cut.units)};
+  constexpr std::int64_t tile = qmm_offload_tile;
+  std::vector<SplitRange> ranges = spread_ranges((cut.units + tile - 1) / tile, devices, home_share);
+  for (SplitRange& r : ranges) r = {std::min(r.begin * tile, cut.units), std::min(r.end * tile, cut.units)};
   return ranges;
 }
 

@@ -10,7 +10,7 @@
 namespace hk::detail {
 namespace {
 
-constexpr std::int64_t tile = 128;  // the GPU kernels' output tile, rows and columns
+constexpr std::int64_t tile = qmm_offload_tile;
 
 double since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
