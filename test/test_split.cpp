@@ -4,10 +4,13 @@
 // single executor's bit for bit: the scans here use integer-valued data, whose every prefix is
 // exact in any order of addition; the matmul is exact everywhere.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -86,6 +89,33 @@ TEST(RunSplit, RunsEveryPartOnceAndRethrowsAfterAllFinished) {
                    [&](int, int, SplitRange) { device_done = true; }),
                std::runtime_error);
   EXPECT_TRUE(device_done);
+}
+
+// Parts run on kept threads: nested parts (a part that runs parts of its own, as qmm.devices'
+// other devices do) each run once, the threads serve later calls, and a child of fork(), which
+// has none of them, still runs its parts.
+TEST(RunParts, NestedPartsKeptThreadsAndAForkedChild) {
+  const auto nested = [] {
+    std::atomic<int> runs{0};
+    std::vector<std::function<void()>> outer;
+    for (int d = 0; d < 4; ++d)
+      outer.push_back([&] {
+        hk::detail::run_parts({[&] { ++runs; }, [&] { ++runs; }, [&] { ++runs; }});
+        ++runs;
+      });
+    hk::detail::run_parts(outer);
+    return runs.load();
+  };
+  for (int call = 0; call < 50; ++call) ASSERT_EQ(nested(), 16) << "call " << call;
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    alarm(20);  // a child whose parts wait for threads it does not have would hang: fail instead
+    _exit(nested() == 16 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
 }
 
 // ---- scans ----------------------------------------------------------------------------------------

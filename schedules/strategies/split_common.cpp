@@ -1,6 +1,8 @@
 // Parameters, plan, space and concurrent run shared by the split strategies.
 #include "schedules/strategies/split_common.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <condition_variable>
 #include <cstddef>
@@ -22,11 +24,17 @@ constexpr int max_split_devices = 64;
 // offload runtime for the first time registers with the OpenMP runtime, which on four GPUs
 // delayed each call's first copy between devices by 0.2 to 0.9 ms when every call started its
 // own threads (docs/gpu.md). Never destroyed: idle threads wait for work until the process ends.
+// A child of fork() has none of its parent's threads, so it starts a set of its own.
 class PartThreads {
  public:
   static PartThreads& get() {
-    static PartThreads* threads = new PartThreads;
-    return *threads;
+    static const bool started = [] {
+      current() = new PartThreads;
+      pthread_atfork(nullptr, nullptr, [] { current() = new PartThreads; });
+      return true;
+    }();
+    (void)started;
+    return *current();
   }
 
   // Runs `task` on an idle kept thread, or on a new one when none is idle.
@@ -58,6 +66,11 @@ class PartThreads {
       task();
       lock.lock();
     }
+  }
+
+  static PartThreads*& current() {
+    static PartThreads* threads = nullptr;
+    return threads;
   }
 
   std::mutex mutex_;
