@@ -4,11 +4,12 @@
 //   hetkern-devices-bench [--n N] [--reps R] [--lines L] [--length X]
 //
 // 1. The links: 256 MiB copied from GPU 0 to each other GPU and back (omp_target_memcpy between
-//    device numbers, peer to peer where the runtime enables it), and between GPU 0 and GPU 1
-//    alone and while GPU 0 multiplies N^3.
+//    device numbers, peer to peer where the runtime enables it); between GPU 0 and GPU 1 alone
+//    and while GPU 0 multiplies N^3, and a 64-byte upload alone and during such a copy.
 // 2. A u8 x s8 -> u8 matmul of N^3 (default 16384) with A, B and the output on GPU 0, B
-//    row-major (each device packs it) and column-major (read in place, cuBLASLt's fastest layout):
-//    qmm.offload_mma on GPU 0 alone, then qmm.devices over 2 to all GPUs at a few home shares.
+//    row-major (packed once on GPU 0) and column-major (read in place, cuBLASLt's fastest layout):
+//    qmm.offload_mma on GPU 0 alone, then qmm.devices over 2 to all GPUs at a few home shares
+//    (with two, also 0 and 1000: each GPU alone through the spreading path).
 //    Median of R calls (default 5) after a warm-up; every output is compared with GPU 0's alone.
 // 3. A batch of L long scans (default 64 lines of 2^22 float32, 1 GiB each way) on host tensors:
 //    scan.split with every line on the GPUs (gpu_share=1000) over one GPU, then over all of them,
@@ -67,6 +68,10 @@ void links_under_load(std::int64_t n) {
   const std::size_t bytes = std::size_t(256) << 20;
   void* home = omp_target_alloc(bytes, 0);
   void* other = omp_target_alloc(bytes, 1);
+  if (!home || !other) {
+    std::fprintf(stderr, "cannot allocate the loaded link test's buffers\n");
+    std::exit(1);
+  }
   const hk::bench::SquareQmm q(n, 2.0f);
   hk::DeviceBuffer da(q.elements()), db(q.elements()), dy(q.elements());
   da.upload(q.a.data(), q.elements());
@@ -102,6 +107,10 @@ void links_under_load(std::int64_t n) {
   std::vector<std::byte> small(64);
   for (const int device : {0, 1}) {
     void* target = omp_target_alloc(small.size(), device);
+    if (!target) {
+      std::fprintf(stderr, "cannot allocate 64 bytes on GPU %d\n", device);
+      std::exit(1);
+    }
     const auto upload = [&] { omp_target_memcpy(target, small.data(), small.size(), 0, 0, device, omp_get_initial_device()); };
     upload();
     const double idle = seconds(upload);
