@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "hetkern/hetkern.hpp"
+#include "runtime/platform/environment.hpp"
 #include "runtime/tuning/dispatch.hpp"
 #include "runtime/tuning/tuner_problem.hpp"
 #include "tuning_test_util.hpp"
@@ -163,6 +164,20 @@ TEST_F(Tuning, EnvironmentScheduleComesFirst) {
   } catch (const hk::Error& e) {
     EXPECT_EQ(e.code(), hk::Errc::invalid_schedule);
   }
+}
+
+// HETKERN_LOG is a comma-separated list of channels; "all" names every one.
+TEST(LogChannels, CommaSeparatedNamesAndAll) {
+  using hk::detail::log_requested;
+  EXPECT_FALSE(log_requested(nullptr, "dispatch"));
+  EXPECT_FALSE(log_requested("", "dispatch"));
+  EXPECT_TRUE(log_requested("dispatch", "dispatch"));
+  EXPECT_TRUE(log_requested("devices,dispatch", "dispatch"));
+  EXPECT_TRUE(log_requested("dispatch,devices", "devices"));
+  EXPECT_TRUE(log_requested("all", "devices"));
+  EXPECT_FALSE(log_requested("dispatcher", "dispatch"));
+  EXPECT_FALSE(log_requested("devices", "dispatch"));
+  EXPECT_FALSE(log_requested(",", "dispatch"));
 }
 
 // HETKERN_LOG=dispatch names the device that runs each call and the rule that chose the schedule,
