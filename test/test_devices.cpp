@@ -158,6 +158,19 @@ hk::detail::QmmProblem problem_on_device(const Problem& p, const OnDevice& a, co
   return hk::detail::validate(args, {y.desc, at(y)});
 }
 
+// What a part whose B' is streamed moves between devices: its rows of A, the N columns of B' (K
+// bytes each), its outputs there first where they have gaps, and back in two halves of whole
+// tiles (each half's span) when it has more than one tile of rows.
+i64 streamed_part_bytes(const hk::detail::QmmProblem& part) {
+  const hk::detail::QmmSpans s = hk::detail::qmm_spans(part);
+  i64 bytes = i64(s.a) + part.N * part.K + i64(s.out_has_gaps() ? s.out : 0);
+  const i64 half = (part.M / 2 + 127) / 128 * 128;
+  if (half == 0 || half >= part.M) return bytes + i64(s.out);
+  for (const SplitRange rows : {SplitRange{0, half}, SplitRange{half, part.M}})
+    bytes += i64(hk::detail::qmm_spans(hk::detail::qmm_part(part, {-1, part.M}, rows)).out);
+  return bytes;
+}
+
 // The part for another device, with the home device standing in for the others: every share,
 // both cuts (rows, and whole batch matrices when there are as many as devices), and outputs whose
 // parts would interleave (column-major), which the home device then runs whole.
@@ -187,8 +200,10 @@ TEST(QmmDevices, PartsOnOtherDevicesMatchTheOracle) {
           for (std::size_t i = 1; spread && i < ranges.size(); ++i) {
             if (ranges[i].size() == 0) continue;
             const hk::detail::QmmSpans s = hk::detail::qmm_spans(hk::detail::qmm_part(problem, cut, ranges[i]));
-            const bool streamed = !cut.by_batch() && hk::detail::qmm_b_columns_fit(problem);
-            moved += i64(s.a) + (streamed ? problem.N * problem.K : i64(s.b)) + i64(s.out * (s.out_has_gaps() ? 2 : 1));
+            const auto part = hk::detail::qmm_part(problem, cut, ranges[i]);
+            moved += !cut.by_batch() && hk::detail::qmm_b_columns_fit(problem)
+                         ? streamed_part_bytes(part)
+                         : i64(s.a + s.b + s.out * (s.out_has_gaps() ? 2 : 1));
           }
           EXPECT_EQ(hk::transfer_counters().between_devices_bytes, moved) << where;
           if (batch.size() == 1 && batch[0] >= i64(devices.size())) EXPECT_TRUE(cut.by_batch()) << where;
@@ -228,22 +243,9 @@ TEST(QmmDevices, StreamedBPartsMatchTheOracle) {
           hk::reset_transfer_counters();
           hk::detail::spread_qmm(problem, launch, devices, share);
           expect_matches_oracle(p, y.download(), where);
-          // Each other device: its rows of A, the N columns of B' (K bytes each), its outputs
-          // there first where they have gaps, and back in two halves of whole tiles (each half's
-          // span) when it has more than one tile of rows.
           i64 moved = 0;
-          for (std::size_t i = 1; i < ranges.size(); ++i) {
-            if (ranges[i].size() == 0) continue;
-            const auto part = hk::detail::qmm_part(problem, cut, ranges[i]);
-            const hk::detail::QmmSpans s = hk::detail::qmm_spans(part);
-            moved += i64(s.a) + N * K + i64(s.out_has_gaps() ? s.out : 0);
-            const i64 half = (part.M / 2 + 127) / 128 * 128;
-            if (half > 0 && half < part.M)
-              for (const SplitRange rows : {SplitRange{0, half}, SplitRange{half, part.M}})
-                moved += i64(hk::detail::qmm_spans(hk::detail::qmm_part(part, {-1, part.M}, rows)).out);
-            else
-              moved += i64(s.out);
-          }
+          for (std::size_t i = 1; i < ranges.size(); ++i)
+            if (ranges[i].size() > 0) moved += streamed_part_bytes(hk::detail::qmm_part(problem, cut, ranges[i]));
           EXPECT_EQ(hk::transfer_counters().between_devices_bytes, moved) << where;
         }
 }
