@@ -32,6 +32,7 @@
 #include "hetkern/device.hpp"
 #include "hetkern/hetkern.hpp"
 #include "runtime/tuning/dispatch.hpp"
+#include "runtime/tuning/quantile.hpp"
 #include "runtime/tuning/tuner_problem.hpp"
 
 namespace {
@@ -198,12 +199,6 @@ class Runner {
   std::size_t bytes_out_ = 0;
 };
 
-double seconds_of(const std::function<void()>& f) {
-  const auto t0 = Clock::now();
-  f();
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
 std::string time_text(double s) {
   char buf[32];
   if (s < 1e-3) std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
@@ -225,7 +220,7 @@ Row measure(const Shape& shape, const Options& o) {
   auto timed = [&](const Schedule& s, bool full) {
     r.run(s);
     if (!r.correct()) throw std::runtime_error(shape.text + ": " + s.to_string() + " differs from the reference");
-    if (!full) return seconds_of([&] { r.run(s); });
+    if (!full) return detail::wall_seconds([&] { r.run(s); });
     const std::function<void()> f = [&] { r.run(s); };
     return bench::time_interleaved(std::span(&f, 1), full_timing).front().median_ns * 1e-9;
   };

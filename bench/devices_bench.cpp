@@ -35,6 +35,7 @@ namespace {
 
 // A warm-up call first: it fills the scratch and staging caches that later calls reuse.
 using hk::detail::median_after_warm_up;
+using hk::detail::wall_seconds;
 
 struct Row {
   std::string what, schedule;
@@ -79,11 +80,6 @@ void links_under_load(std::int64_t n) {
   const auto args = q.args(hk::DeviceConstTensor{q.a_desc, &da}, hk::DeviceConstTensor{q.b_desc, &db});
   const auto multiply = [&] { hk::quantized_linear_matmul(args, {q.out_desc(), &dy}, hk::Schedule("qmm.offload_mma")); };
   multiply();
-  const auto seconds = [](const auto& f) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
   for (const bool out : {true, false}) {
     const auto copy = [&] {
       if (out)
@@ -92,12 +88,12 @@ void links_under_load(std::int64_t n) {
         omp_target_memcpy(home, other, bytes, 0, 0, 0, 1);
     };
     copy();
-    const double idle = seconds(copy);
+    const double idle = wall_seconds(copy);
     double product = 0, loaded = 0;
     {
-      std::thread busy([&] { product = seconds(multiply); });
+      std::thread busy([&] { product = wall_seconds(multiply); });
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      loaded = seconds(copy);
+      loaded = wall_seconds(copy);
       busy.join();
     }
     std::printf("GPU %d -> GPU %d 256 MiB: %.3f ms alone, %.3f ms while GPU 0 multiplies %lld^3 (%.3f ms)\n",
@@ -113,12 +109,12 @@ void links_under_load(std::int64_t n) {
     }
     const auto upload = [&] { omp_target_memcpy(target, small.data(), small.size(), 0, 0, device, omp_get_initial_device()); };
     upload();
-    const double idle = seconds(upload);
+    const double idle = wall_seconds(upload);
     double sending = 0, loaded = 0;
     {
-      std::thread copy([&] { sending = seconds([&] { omp_target_memcpy(other, home, bytes, 0, 0, 1, 0); }); });
+      std::thread copy([&] { sending = wall_seconds([&] { omp_target_memcpy(other, home, bytes, 0, 0, 1, 0); }); });
       std::this_thread::sleep_for(std::chrono::microseconds(100));
-      loaded = seconds(upload);
+      loaded = wall_seconds(upload);
       copy.join();
     }
     std::printf("64 B host -> GPU %d: %.3f ms alone, %.3f ms while GPU 0 sends 256 MiB to GPU 1 (%.3f ms)\n", device,

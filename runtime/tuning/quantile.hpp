@@ -17,15 +17,18 @@ inline double quantile(const std::vector<double>& sorted, double q) {
   return sorted[lo] + (pos - double(lo)) * (sorted[hi] - sorted[lo]);
 }
 
+/// The wall time of one call of run(), in seconds.
+template <class F> double wall_seconds(F&& run) {
+  const auto start = std::chrono::steady_clock::now();
+  run();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 /// The median wall time of `repetitions` calls of run() (at least one), in seconds: the middle
 /// sample, one call at a time (for code whose calls are ordered anyway, such as GPU calls).
 template <class F> double median_seconds(int repetitions, F&& run) {
   std::vector<double> t;
-  for (int i = 0; i < std::max(repetitions, 1); ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    run();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
+  for (int i = 0; i < std::max(repetitions, 1); ++i) t.push_back(wall_seconds(run));
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
 }

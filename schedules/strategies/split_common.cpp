@@ -22,8 +22,9 @@ constexpr int max_split_devices = 64;
 
 // Threads kept for the parts of later calls, started as parts need them: on four GPUs, when every
 // call started threads of its own, each call's first copy between devices began 0.2 to 0.9 ms
-// late, with kept threads 0.1 to 0.5 ms (docs/gpu.md). Never destroyed: idle threads wait for work until the process ends.
-// A child of fork() has none of its parent's threads, so it starts a set of its own.
+// late, with kept threads 0.1 to 0.5 ms (docs/gpu.md). Never destroyed: idle threads wait for
+// work until the process ends. A child of fork() has none of its parent's threads, so it starts
+// a set of its own.
 class PartThreads {
  public:
   static PartThreads& get() {
