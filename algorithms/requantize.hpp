@@ -28,6 +28,28 @@ namespace hk::detail {
   return quotient < -limit ? -limit : quotient > limit ? limit : std::int64_t(quotient);
 }
 
+/// requantize_wide for |acc| < 2^39, in 64-bit integers (|acc * mantissa| < 2^63) and inline:
+/// the GPU tensor-core epilogues, whose products of at most 65536 terms stay below 2^36, then call
+/// no function (a call in a kernel with Hopper's asynchronous wgmma serializes its products).
+inline std::int64_t requantize_wide_below_2_39(std::int64_t acc, float multiplier, std::int64_t limit) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(multiplier);
+  const int biased = int(bits >> 23) & 0xff;
+  const std::int64_t mantissa = biased == 0 ? std::int64_t(bits & 0x7fffff) : std::int64_t((bits & 0x7fffff) | 0x800000);
+  const int shift = (biased == 0 ? 1 : biased) - 150;
+  const std::int64_t product = acc * mantissa;
+  if (product == 0) return 0;
+  if (shift >= 0) return product > 0 ? limit : -limit;
+  const int s = -shift;
+  // |product| < 2^63: past 63 bits of shift the value lies within +-1/2, never on it.
+  if (s >= 64) return 0;
+  if (s == 63) return product > (std::int64_t(1) << 62) ? 1 : product < -(std::int64_t(1) << 62) ? -1 : 0;
+  std::int64_t quotient = product >> s;  // floor
+  const std::int64_t remainder = product - (quotient << s);
+  const std::int64_t half = std::int64_t(1) << (s - 1);
+  if (remainder > half || (remainder == half && (quotient & 1))) ++quotient;
+  return quotient < -limit ? -limit : quotient > limit ? limit : quotient;
+}
+
 /// RNE(acc * multiplier) + zero_point saturated to [qmin, qmax].
 inline std::int32_t requantize_exact(std::int64_t acc, float multiplier, std::int32_t zero_point, std::int32_t qmin,
                                      std::int32_t qmax) {
@@ -41,6 +63,13 @@ inline std::int32_t requantize_exact(std::int64_t acc, float multiplier, std::in
     rounded = requantize_wide(acc, multiplier, limit);
   }
   const std::int64_t v = rounded + zero_point;
+  return std::int32_t(v < qmin ? qmin : v > qmax ? qmax : v);
+}
+
+/// requantize_exact for |acc| < 2^39 (see requantize_wide_below_2_39), calling no function.
+inline std::int32_t requantize_below_2_39(std::int64_t acc, float multiplier, std::int32_t zero_point,
+                                          std::int32_t qmin, std::int32_t qmax) {
+  const std::int64_t v = requantize_wide_below_2_39(acc, multiplier, std::int64_t(1) << 20) + zero_point;
   return std::int32_t(v < qmin ? qmin : v > qmax ? qmax : v);
 }
 

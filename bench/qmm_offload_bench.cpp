@@ -70,10 +70,13 @@ constexpr Variant variants[] = {
     {"qmm.offload (dp4a), 256 threads", OffloadQmmKernel::dp4a, 0, 256, false},
     {"qmm.offload (dp4a), 256 threads, 264 teams", OffloadQmmKernel::dp4a, 264, 256, false},
     {"qmm.offload (dp4a), 256 threads, B column-major", OffloadQmmKernel::dp4a, 0, 256, true},
-    {"qmm.offload_mma, 128 threads", OffloadQmmKernel::mma, 0, 128, false},
-    {"qmm.offload_mma, 128 threads, 264 teams", OffloadQmmKernel::mma, 264, 128, false},
-    {"qmm.offload_mma, 256 threads", OffloadQmmKernel::mma, 0, 256, false},
-    {"qmm.offload_mma, 128 threads, B column-major", OffloadQmmKernel::mma, 0, 128, true},
+    {"qmm.offload_mma, mma.sync, 128 threads", OffloadQmmKernel::mma, 0, 128, false},
+    {"qmm.offload_mma, mma.sync, 128 threads, 264 teams", OffloadQmmKernel::mma, 264, 128, false},
+    {"qmm.offload_mma, mma.sync, 256 threads", OffloadQmmKernel::mma, 0, 256, false},
+    {"qmm.offload_mma, mma.sync, 128 threads, B column-major", OffloadQmmKernel::mma, 0, 128, true},
+    {"qmm.offload_mma, wgmma", OffloadQmmKernel::wgmma, 0, 0, false},
+    {"qmm.offload_mma, wgmma, 264 teams", OffloadQmmKernel::wgmma, 264, 0, false},
+    {"qmm.offload_mma, wgmma, B column-major", OffloadQmmKernel::wgmma, 0, 0, true},
 };
 
 // Every variant of one shape, appended to rows.

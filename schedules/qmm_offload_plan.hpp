@@ -1,11 +1,13 @@
 // The settings the offload QuantizedLinearMatMul code takes (qmm_offload.hpp): one struct for the
-// two offload strategies, `kernel` saying which product kernel runs. Each offload strategy's
+// offload strategies, `kernel` saying which product kernel runs. Each offload strategy's
 // record converts its own plan (qmm_strategies.hpp) into it.
 #pragma once
 
 namespace hk::detail {
 
-enum class OffloadQmmKernel { dp4a, mma };
+// mma: mma.sync; wgmma: warpgroup MMA on a Hopper GPU when the depth fits int32 accumulators,
+// mma.sync otherwise.
+enum class OffloadQmmKernel { dp4a, mma, wgmma };
 
 struct QmmPlan {
   OffloadQmmKernel kernel = OffloadQmmKernel::dp4a;

@@ -39,13 +39,18 @@ template <OffloadQmmKernel kernel> struct OffloadQmmPlanOf {
   QmmPlan launch() const { return {kernel, team_threads, teams}; }
 };
 using OffloadQmmPlan = OffloadQmmPlanOf<OffloadQmmKernel::dp4a>;
-using OffloadMmaQmmPlan = OffloadQmmPlanOf<OffloadQmmKernel::mma>;
+// qmm.offload_mma's `tensor_cores`: wgmma where the GPU has it (OffloadQmmKernel::wgmma), or mma.
+struct OffloadMmaQmmPlan {
+  int teams = 0, team_threads = 0;
+  OffloadQmmKernel tensor_cores = OffloadQmmKernel::wgmma;
+  QmmPlan launch() const { return {tensor_cores, team_threads, teams}; }
+};
 
 // qmm.devices: the spread, and the settings each device's qmm.offload_mma runs with.
 struct DevicesQmmPlan {
   SpreadPlan spread;
   int team_threads = 128;
-  QmmPlan per_device() const { return {OffloadQmmKernel::mma, team_threads, 0}; }
+  QmmPlan per_device() const { return {OffloadQmmKernel::wgmma, team_threads, 0}; }
 };
 #endif
 

@@ -109,10 +109,12 @@ TEST_F(GpuJitCache, KeyFollowsThePluginsBytesAndTheArchitecture) {
   EXPECT_EQ(plugin_image_key((root / "missing.so").string(), "sm_90"), "");
 }
 
-TEST_F(GpuJitCache, OffSetsNothing) {
+// Only the script first on PATH, which still builds wgmma kernels for sm_90a (and caches nothing).
+TEST_F(GpuJitCache, OffSetsOnlyThePath) {
   in.cache_setting = "off";
   const JitCacheSetup s = plan_jit_cache(in);
-  EXPECT_TRUE(s.environment.empty());
+  ASSERT_EQ(s.environment.size(), 1u);
+  EXPECT_EQ(variable(s, "PATH"), in.wrapper_dir + ":/usr/bin:/bin");
   EXPECT_EQ(s.directory, "");
   EXPECT_EQ(s.warning, "");
 }
@@ -126,15 +128,17 @@ TEST_F(GpuJitCache, DefaultFolderFromXdgThenHome) {
   EXPECT_EQ(plan_jit_cache(in).directory, in.home + "/.cache/hetkern/gpu");
   in.home = "";
   const JitCacheSetup s = plan_jit_cache(in);
-  EXPECT_TRUE(s.environment.empty());
+  ASSERT_EQ(s.environment.size(), 1u);
+  EXPECT_EQ(variable(s, "PATH"), in.wrapper_dir + ":/usr/bin:/bin");
   EXPECT_NE(s.warning.find("HOME"), std::string::npos);
 }
 
-TEST_F(GpuJitCache, UnwritableFolderWarnsOnceAndSetsNothing) {
+TEST_F(GpuJitCache, UnwritableFolderWarnsOnceAndSetsOnlyThePath) {
   write(root / "a-file", "");
   in.cache_setting = (root / "a-file" / "gpu").string();
   const JitCacheSetup s = plan_jit_cache(in);
-  EXPECT_TRUE(s.environment.empty());
+  ASSERT_EQ(s.environment.size(), 1u);
+  EXPECT_EQ(variable(s, "PATH"), in.wrapper_dir + ":/usr/bin:/bin");
   EXPECT_EQ(s.directory, "");
   EXPECT_NE(s.warning.find("cannot be written"), std::string::npos) << s.warning;
   EXPECT_NE(s.warning.find(in.cache_setting.substr(0, in.cache_setting.size() - 4)), std::string::npos) << s.warning;

@@ -16,11 +16,17 @@ import unittest
 WRAPPER = None
 
 FAKE_PTXAS = """#!/bin/sh
-# Stand-in for CUDA's ptxas: counts its runs, writes "cubin of" + the input to --output-file.
+# Stand-in for CUDA's ptxas: counts its runs, writes "cubin of" + the input to --output-file, and
+# records the architecture it was asked for in the file "arch".
 echo run >> "$(dirname "$0")/runs"
 out="" in=""
 while [ $# -gt 0 ]; do
-  case $1 in --output-file) out=$2; shift ;; -*) ;; *) in=$1 ;; esac
+  case $1 in
+    --output-file) out=$2; shift ;;
+    --gpu-name) echo "$2" > "$(dirname "$0")/arch"; shift ;;
+    -*) ;;
+    *) in=$1 ;;
+  esac
   shift
 done
 grep -q syntax-error "$in" && { echo "ptxas: syntax error" >&2; exit 3; }
@@ -118,6 +124,29 @@ class PtxasCache(unittest.TestCase):
         self.ptxas(source, env=env)
         self.ptxas(source, env=env)
         self.assertEqual(self.runs(), 2)
+
+    def arch(self):
+        return open(os.path.join(self.real, "arch")).read().strip()
+
+    def test_warpgroup_mma_is_built_for_sm_90a_with_or_without_a_cache(self):
+        header = ".version 7.8\n.target sm_90\n.address_size 64\n"
+        body = "wgmma.mma_async.sync.aligned.m64n128k32.s32.u8.s8 {...};\n"
+        self.env["TMPDIR"] = self.dir  # where the rewritten copy lives until ptxas is done
+        without = dict(self.env)
+        del without["HETKERN_GPU_CACHE_DIR"]
+        for env in (self.env, without):
+            r, text = self.ptxas(self.ptx("hopper.s", header + body), env=env)
+            self.assertEqual((r.returncode, r.stderr), (0, ""))
+            self.assertEqual(text, "cubin of .version 8.4\n.target sm_90a\n.address_size 64\n" + body)
+            self.assertEqual(self.arch(), "sm_90a")
+        # Already sm_90a (a kept PTX), other architectures and PTX without wgmma stay as they are.
+        for source, arch, expected in ((".version 8.5\n.target sm_90a\n" + body, "sm_90", "sm_90a"),
+                                       (header + body, "sm_80", "sm_80"),
+                                       (header + "mma.sync;\n", "sm_90", "sm_90")):
+            r, text = self.ptxas(self.ptx("other.s", source), arch=arch)
+            self.assertEqual((r.returncode, text.replace("sm_90a", "sm_90")), (0, "cubin of " + source.replace("sm_90a", "sm_90")))
+            self.assertEqual(self.arch(), expected)
+        self.assertEqual([f for f in os.listdir(self.dir) if f.startswith("hetkern-sm_90a")], [])
 
     def test_no_real_ptxas_is_named(self):
         env = dict(self.env, PATH=f"{os.path.dirname(WRAPPER)}:/usr/bin:/bin")

@@ -106,6 +106,32 @@ TEST(QmmKernels, DotProductsBeyondInt32) {
   qmmt::check_all(p, s, e);
 }
 
+// requantize_below_2_39 (the tensor-core epilogues' form without a call) against requantize_exact:
+// accumulators across |acc| < 2^39 (edges and the narrow range included), multipliers of every
+// finite non-negative bit pattern, powers of two that put ties on the last bits, subnormals.
+TEST(QmmKernels, InlineWideRequantizationIsExact) {
+  std::mt19937_64 rng(39);
+  const i64 edge = (i64(1) << 39) - 1;
+  for (int i = 0; i < 2000000; ++i) {
+    const int bits = 1 + int(rng() % 39);
+    i64 acc = i64(rng() & ((std::uint64_t(1) << bits) - 1));
+    if (i % 7 == 0) acc = edge - i64(rng() % 4);
+    if (rng() & 1) acc = -acc;
+    float m;
+    switch (rng() % 4) {
+      case 0: m = std::bit_cast<float>(std::uint32_t(rng()) & 0x7f7fffffu); break;
+      case 1: m = std::ldexp(float(rng() % 16777216), -int(rng() % 100)); break;
+      case 2: m = std::ldexp(1.0f + float(rng() % 8) / 8, -int(rng() % 70)); break;  // ties
+      default: m = std::bit_cast<float>(std::uint32_t(rng() % 0x00800000u)); break;  // subnormal
+    }
+    const bool u8 = rng() & 1;
+    const int zero = int(rng() % 256) - (u8 ? 0 : 128), qmin = u8 ? 0 : -128, qmax = u8 ? 255 : 127;
+    ASSERT_EQ(hk::detail::requantize_below_2_39(acc, m, zero, qmin, qmax),
+              hk::detail::requantize_exact(acc, m, zero, qmin, qmax))
+        << "acc " << acc << " multiplier " << m << " zero point " << zero;
+  }
+}
+
 // requantize_narrow against requantize_exact: accumulators across |acc| < 2^29 (edges included),
 // multipliers of every finite non-negative bit pattern, integers, ties and subnormals.
 TEST(QmmKernels, NarrowRequantizationIsExact) {

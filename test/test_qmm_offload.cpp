@@ -29,7 +29,9 @@ std::vector<hk::Schedule> offload_schedules() {
                            "qmm.offload_mma", "qmm.offload_mma(teams=1, threads=32)",
                            "qmm.offload_mma(threads=64)", "qmm.offload_mma(threads=40)",
                            "qmm.offload_mma(threads=128)", "qmm.offload_mma(teams=2, threads=128)",
-                           "qmm.offload(threads=128)", "qmm.offload(teams=2)", "qmm.offload_mma(teams=3)"})
+                           "qmm.offload(threads=128)", "qmm.offload(teams=2)", "qmm.offload_mma(teams=3)",
+                           "qmm.offload_mma(tensor_cores=mma)", "qmm.offload_mma(teams=1, threads=32, tensor_cores=mma)",
+                           "qmm.offload_mma(threads=64, tensor_cores=mma)"})
     s.push_back(hk::Schedule::parse(text));
   return s;
 }
@@ -322,6 +324,39 @@ TEST(QmmOffload, CentredAPastOneInt32Slice) {
   const qmmt::Expected e = qmmt::oracle(p, false);
   ASSERT_GT(e.acc[0], i64(INT32_MAX));
   check(p, e, "K=" + std::to_string(K));
+}
+
+// The tensor-core kernels (wgmma on Hopper GPUs, mma.sync) on the rows a call with few rows leaves
+// in a tile (1, 16, 100, 128), over depths cut mid-slice, for every signedness pair of A, B and
+// the output, with zero points and scales per row and column or one each.
+TEST(QmmOffload, TensorCoresOnFewRowsEverySignednessAndParameterLayout) {
+  std::mt19937_64 rng(9016);
+  const DataType types[] = {DataType::uint8, DataType::int8};
+  int round = 0;
+  for (const i64 M : {1, 16, 100, 128})
+    for (const DataType at : types)
+      for (const DataType bt : types) {
+        const bool per_line = round++ % 2 == 1;
+        const DataType yt = types[(round / 2) % 2];
+        Problem p;
+        p.M = M, p.N = 136 + 5 * round, p.K = round % 3 == 0 ? 64 : 200 + 7 * round;
+        p.a = Buffer(at, {M, p.K}, {}, rng);
+        p.b = Buffer(bt, {p.K, p.N}, round % 4 < 2 ? std::vector<i64>{} : std::vector<i64>{1, p.K}, rng);
+        p.y = Buffer(yt, {M, p.N}, {}, rng);
+        // One alpha of 128 everywhere (A's zero point 128 - its shift) takes the kernels' centred path.
+        const int centred = at == DataType::uint8 ? 128 : 0;
+        p.a_zero = per_line ? qmmt::literal_q(at, {M, 1}, {3, centred, -7 + 10 * (at == DataType::uint8)}, rng)
+                            : qmmt::literal_q(at, {1}, {round % 3 == 1 ? centred : 9}, rng);
+        p.b_zero = per_line ? qmmt::literal_q(bt, {1, p.N}, {0, 5, 100}, rng) : qmmt::literal_q(bt, {1}, {2}, rng);
+        p.y_zero = qmmt::literal_q(yt, {1}, {yt == DataType::uint8 ? 120 : -5}, rng);
+        p.a_scale = per_line ? qmmt::literal_f({M, 1}, {0.02f, 0.03f}, rng) : qmmt::literal_f({1}, {0.025f}, rng);
+        p.b_scale = per_line ? qmmt::literal_f({1, p.N}, {0.01f, 0.0125f}, rng) : qmmt::literal_f({1}, {0.015f}, rng);
+        p.y_scale = qmmt::literal_f({1}, {0.75f}, rng);
+        const qmmt::Expected e = qmmt::oracle(p, true);
+        for (const char* s : {"qmm.offload_mma", "qmm.offload_mma(tensor_cores=mma)"})
+          qmmt::run_and_check(p, hk::Schedule::parse(s), e,
+                              "M=" + std::to_string(M) + " K=" + std::to_string(p.K) + " round " + std::to_string(round));
+      }
 }
 
 // The workspace holds only what the packing kernels write: for operands read in place their sums,

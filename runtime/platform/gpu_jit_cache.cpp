@@ -14,6 +14,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "runtime/platform/gpu_arch.hpp"
+
 namespace hk::detail {
 namespace {
 
@@ -42,35 +44,16 @@ std::string cache_directory(const JitCacheInputs& in) {
   return {};
 }
 
-// The compute capability every visible GPU shares, from the CUDA driver (cuInit creates no context;
-// the offload runtime initializes the same driver moments later). Empty when the GPUs differ or
-// none answers: the runtime then compiles per architecture, and only cubins are cached.
+// The architecture every visible GPU shares. Empty when the GPUs differ or none answers: the
+// runtime then compiles per architecture, and only cubins are cached.
 std::string visible_gpu_arch() {
-  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!cuda) return {};
-  using Init = int (*)(unsigned);
-  using Count = int (*)(int*);
-  using Get = int (*)(int*, int);
-  using Attribute = int (*)(int*, int, int);
-  auto init = reinterpret_cast<Init>(dlsym(cuda, "cuInit"));
-  auto count = reinterpret_cast<Count>(dlsym(cuda, "cuDeviceGetCount"));
-  auto get = reinterpret_cast<Get>(dlsym(cuda, "cuDeviceGet"));
-  auto attribute = reinterpret_cast<Attribute>(dlsym(cuda, "cuDeviceGetAttribute"));
-  constexpr int compute_capability_major = 75, compute_capability_minor = 76;  // cuda.h
   std::string arch;
-  int devices = 0;
-  if (init && count && get && attribute && init(0) == 0 && count(&devices) == 0) {
-    for (int ordinal = 0; ordinal < devices; ++ordinal) {
-      int device = 0, major = 0, minor = 0;
-      if (get(&device, ordinal) != 0 || attribute(&major, compute_capability_major, device) != 0 ||
-          attribute(&minor, compute_capability_minor, device) != 0)
-        return {};
-      const std::string this_arch = "sm_" + std::to_string(major) + std::to_string(minor);
-      if (!arch.empty() && arch != this_arch) return {};
-      arch = this_arch;
-    }
+  for (int ordinal = 0, capability; (capability = cuda_compute_capability(ordinal)) != 0; ++ordinal) {
+    const std::string this_arch = "sm_" + std::to_string(capability);
+    if (!arch.empty() && arch != this_arch) return {};
+    arch = this_arch;
   }
-  return arch;  // the driver stays loaded: the offload runtime uses it next
+  return arch;
 }
 
 }  // namespace
@@ -88,6 +71,9 @@ std::string plugin_image_key(const std::string& plugin_path, const std::string& 
 
 JitCacheSetup plan_jit_cache(const JitCacheInputs& in) {
   JitCacheSetup setup;
+  // First on PATH even without a cache: the script also builds kernels that use Hopper's
+  // warpgroup MMA for sm_90a, which the runtime's own ptxas call (sm_90) rejects.
+  setup.environment.emplace_back("PATH", in.path.empty() ? in.wrapper_dir : in.wrapper_dir + ":" + in.path);
   if (in.cache_setting == "off") return setup;
   const std::string dir = cache_directory(in);
   if (dir.empty()) {
@@ -100,7 +86,6 @@ JitCacheSetup plan_jit_cache(const JitCacheInputs& in) {
   }
   setup.directory = dir;
   setup.environment.emplace_back("HETKERN_GPU_CACHE_DIR", dir);
-  setup.environment.emplace_back("PATH", in.path.empty() ? in.wrapper_dir : in.wrapper_dir + ":" + in.path);
   if (in.gpu_arch.empty()) return setup;
   const std::string key = plugin_image_key(in.plugin_path, in.gpu_arch);
   if (key.empty()) return setup;
@@ -124,7 +109,6 @@ void prepare_gpu_jit_cache(const std::string& plugin_path) {
   in.wrapper_dir = (slash == std::string::npos ? std::string(".") : plugin_path.substr(0, slash)) + "/hetkern";
   if (access((in.wrapper_dir + "/ptxas").c_str(), X_OK) != 0) return;  // a build without the script
   in.cache_setting = environment("HETKERN_GPU_CACHE");
-  if (in.cache_setting == "off") return;
   in.xdg_cache_home = environment("XDG_CACHE_HOME");
   in.home = environment("HOME");
   in.path = environment("PATH");

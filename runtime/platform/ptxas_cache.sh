@@ -6,6 +6,8 @@
 # When HETKERN_GPU_CACHE_PTX names a file, hetkern's own PTX (the one that defines
 # hetkern_gpu_image_marker) is kept there too: later processes hand it to the runtime in place of
 # its LLVM compilation (runtime/platform/gpu_jit_cache.cpp). Every file appears whole or not at all.
+# PTX for sm_90 that uses Hopper's warpgroup MMA (wgmma) is built for sm_90a, the only target that
+# has it, with or without a cache: the runtime asks for sm_90, the GPU's plain architecture.
 set -u
 
 self_dir=$(cd "$(dirname "$0")" && pwd -P)
@@ -37,19 +39,46 @@ keep() {
   echo "hetkern: warning: could not write $2 (the GPU kernel cache); later processes compile again" >&2
 }
 
+# Sets out and in, the two file names, and options, the rest: with the PTX itself the cache key.
+parse() {
+  out="" in="" options="" expect_out=0
+  for a in "$@"; do
+    if [ $expect_out = 1 ]; then out=$a; expect_out=0; continue; fi
+    case $a in
+      --output-file|-o) expect_out=1 ;;
+      -*) options="$options $a" ;;
+      *) options="$options $in"; in=$a ;;
+    esac
+  done
+}
+parse "$@"
+
+case " $options " in *" sm_90 "*|*"=sm_90 "*) plain_hopper=1 ;; *) plain_hopper=0 ;; esac
+if [ $plain_hopper = 1 ] && [ -n "$in" ] && [ -r "$in" ] && grep -q 'wgmma\.' "$in"; then
+  hopper=$(mktemp "${TMPDIR:-/tmp}/hetkern-sm_90a.XXXXXX") || exit 1
+  trap 'rm -f "$hopper"' EXIT
+  # wgmma of mixed signedness (u8 x s8) needs PTX ISA 8.4.
+  sed -e 's/^\.target sm_90\([^0-9a-z]\|$\)/.target sm_90a\1/' \
+      -e 's/^\.version \([0-7]\.[0-9]*\|8\.[0-3]\)$/.version 8.4/' \
+    "$in" > "$hopper" || exit 1
+  count=$# previous=""
+  for a in "$@"; do
+    original=$a
+    case $previous in
+      --gpu-name|-arch) [ "$a" = sm_90 ] && a=sm_90a ;;
+      --output-file|-o) ;;
+      *) [ "$a" = "$in" ] && a=$hopper ;;
+    esac
+    [ "$a" = -arch=sm_90 ] && a=-arch=sm_90a
+    set -- "$@" "$a"
+    previous=$original
+  done
+  shift "$count"
+  parse "$@"
+fi
+
 cache=${HETKERN_GPU_CACHE_DIR:-}
 [ -n "$cache" ] || { run_real "$@"; exit $?; }
-
-# The options without the two file names make the key with the PTX itself.
-out="" in="" options="" expect_out=0
-for a in "$@"; do
-  if [ $expect_out = 1 ]; then out=$a; expect_out=0; continue; fi
-  case $a in
-    --output-file|-o) expect_out=1 ;;
-    -*) options="$options $a" ;;
-    *) options="$options $in"; in=$a ;;
-  esac
-done
 if [ -z "$out" ] || [ -z "$in" ] || [ ! -r "$in" ]; then run_real "$@"; exit $?; fi
 
 if [ -n "${HETKERN_GPU_CACHE_PTX:-}" ] && [ ! -s "$HETKERN_GPU_CACHE_PTX" ] &&

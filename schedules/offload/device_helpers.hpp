@@ -93,6 +93,10 @@ inline u32x4 load_team16(u32 address) {
   return v;
 }
 
+// Makes this thread's earlier writes to team memory (stores and completed cp.async copies) visible
+// to the async proxy, through which wgmma reads its operands.
+inline void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
 // Asynchronous 16-byte copies from global to team memory (sm_80 and newer; team_dst a team
 // address): no registers held while they are in flight. The zero-filling form copies `bytes`
 // (0 or 16) and fills the rest of the 16 with zeros.

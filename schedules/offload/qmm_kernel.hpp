@@ -131,11 +131,13 @@ struct Kernel {
     return c;
   }
   // The output at (r, c) from its dot(A', B'); rows and columns beyond the matrix are skipped.
-  void finish(const Row& r, const Col& c, i64 dot) const {
+  // Unless Deep (depth past one int32 slice), acc stays below 2^36, and requantizes without a call.
+  template <bool Deep> void finish(const Row& r, const Col& c, i64 dot) const {
     if (!r.inside || !c.inside) return;
     const i64 acc = dot - c.beta * r.sum - r.alpha * c.term;
     const float multiplier = sb_step == 0 ? r.multiplier : float(double(float(r.sa * c.sb)) / r.sy);
-    r.out[c.offset] = u8(requantize_exact(acc, multiplier, r.zy, qmin, qmax));
+    r.out[c.offset] = u8(Deep ? requantize_exact(acc, multiplier, r.zy, qmin, qmax)
+                              : requantize_below_2_39(acc, multiplier, r.zy, qmin, qmax));
   }
 };
 

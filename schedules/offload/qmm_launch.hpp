@@ -12,6 +12,8 @@ void launch_pack(const Kernel k, int device);
 /// The products and requantization from the workspace into the output, by `teams` teams of
 /// `threads` threads (0: the kernel's default; rounded down to a team the staging splits evenly).
 void launch_dp4a(const Kernel& k, int device, int teams, int threads);
-void launch_mma(const Kernel& k, int device, int teams, int threads);
+/// Tensor cores: with `warpgroups`, wgmma where the device is a Hopper GPU and the depth fits int32
+/// accumulators (teams of one warpgroup; `threads` unused), otherwise mma.sync.
+void launch_mma(const Kernel& k, int device, int teams, int threads, bool warpgroups);
 
 }  // namespace hk::detail::offload::qmm

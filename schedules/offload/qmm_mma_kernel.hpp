@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "schedules/offload/qmm_four_outputs.hpp"
 #include "schedules/offload/qmm_product.hpp"
 
 namespace hk::detail::offload::qmm {
@@ -30,27 +31,6 @@ inline void ldmatrix_x4(u32 (&d)[4], u32 address) {
                : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
                : "r"(address));
 }
-
-using i32x2 = i32 __attribute__((ext_vector_type(2)));
-using i32x4 = i32 __attribute__((ext_vector_type(4)));
-using i64x2 = i64 __attribute__((ext_vector_type(2)));
-
-// Two neighbouring accumulators into team memory as one store, four back as one or two loads.
-inline void stage_pair(i32* at, i32 x, i32 y) { *reinterpret_cast<i32x2*>(at) = i32x2{x, y}; }
-inline void stage_pair(i64* at, i64 x, i64 y) { *reinterpret_cast<i64x2*>(at) = i64x2{x, y}; }
-inline void staged_four(const i32* at, i64 (&v)[4]) {
-  const i32x4 x = *reinterpret_cast<const i32x4*>(at);
-  v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
-}
-inline void staged_four(const i64* at, i64 (&v)[4]) {
-  const i64x2 x = *reinterpret_cast<const i64x2*>(at), y = *reinterpret_cast<const i64x2*>(at + 2);
-  v[0] = x.x, v[1] = x.y, v[2] = y.x, v[3] = y.y;
-}
-
-// Rows of the mma epilogue whose team-memory loads are all issued before any of their outputs is
-// stored (the compiler cannot tell the byte stores from team memory, so a load after a store
-// waits for it): one, in a rolled loop, measured fastest (docs/gpu-measurements.md, matmul mma).
-inline constexpr int mma_epilogue_rows = 1;
 
 // Tensor cores from team memory: the tile's four 64 x 64 warp blocks (rows 64 * (w / 2), columns
 // 64 * (w % 2)), taken by the team's whole warps in rounds, each round over the whole depth. Per
@@ -126,25 +106,8 @@ inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int t
       using Acc = std::conditional_t<Deep, i64, i32>;
       constexpr int pitch = Deep ? 64 : 72;  // int32: 8-byte stores and 16-byte loads conflict-free
       Acc* staged = reinterpret_cast<Acc*>(memory) + warp * 16 * pitch;
-      const bool per_column_scales = k.sb_step != 0;
-      const i32 qmin = k.qmin, qmax = k.qmax;
-      const i64 column_step = k.o_cs;
-      const int half = lane / 16, c0 = wc + 4 * (lane % 16);
-      i64 beta[4], term[4];
-      int columns = 0;
-#pragma unroll
-      for (int e = 0; e < 4; ++e) beta[e] = cols[c0 + e].beta, term[e] = cols[c0 + e].term, columns += cols[c0 + e].inside;
-      const i64 offset = cols[c0].offset;
-      const bool whole = columns == 4 && column_step == 1;
-      // With per-tensor zero points beta and alpha are the same for every output: beta * row sum
-      // is then a row's part of the correction, alpha * column term a column's. (The deep kernel
-      // keeps the general forms and requantize_exact: with these ptxas gave it 32 registers and
-      // 30 KB of spills, against 8 KB.)
-      const bool separable = !Deep && k.za_step == 0 && k.zb_step == 0;
-      i64 column_part[4];
-      const i64 alpha = k.a_centred ? 0 : i64(k.ca) + k.za[0];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) column_part[e] = alpha * term[e];
+      const EpilogueScalars scalars = epilogue_scalars<Deep>(k);
+      const FourColumns four = four_columns(cols + wc + 4 * (lane % 16), scalars);
 #pragma unroll
       for (int m = 0; m < 4; ++m) {
 #pragma unroll
@@ -157,53 +120,7 @@ inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int t
             else
               stage_pair(at, c[m][n][2 * h], c[m][n][2 * h + 1]);
           }
-        warp_sync();
-#pragma unroll 1
-        for (int i = 0; i < 8; i += mma_epilogue_rows) {
-          Kernel::Row rw[mma_epilogue_rows];
-          i64 v[mma_epilogue_rows][4];
-          u32 bytes[mma_epilogue_rows];
-#pragma unroll
-          for (int b = 0; b < mma_epilogue_rows; ++b) {
-            const int r = 2 * (i + b) + half;
-            rw[b] = rows[wr + 16 * m + r];
-            staged_four(staged + r * pitch + 4 * (lane % 16), v[b]);
-          }
-#pragma unroll
-          for (int b = 0; b < mma_epilogue_rows; ++b) {
-            i64 acc[4];
-            if (separable) {
-              const i64 row_part = beta[0] * rw[b].sum;
-#pragma unroll
-              for (int e = 0; e < 4; ++e) acc[e] = v[b][e] - row_part - column_part[e];
-            } else {
-#pragma unroll
-              for (int e = 0; e < 4; ++e) acc[e] = v[b][e] - beta[e] * rw[b].sum - rw[b].alpha * term[e];
-            }
-            const double row_multiplier = rw[b].multiplier;
-            bytes[b] = 0;
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const float multiplier =
-                  per_column_scales ? float(double(float(rw[b].sa * cols[c0 + e].sb)) / rw[b].sy) : rw[b].multiplier;
-              const bool narrow = !Deep && acc[e] > -(i64(1) << 29) && acc[e] < (i64(1) << 29);
-              const i32 out = narrow ? requantize_narrow(i32(acc[e]), per_column_scales ? double(multiplier) : row_multiplier,
-                                                         rw[b].zy, qmin, qmax)
-                                     : requantize_exact(acc[e], multiplier, rw[b].zy, qmin, qmax);
-              bytes[b] |= u32(u8(out)) << (8 * e);
-            }
-          }
-#pragma unroll
-          for (int b = 0; b < mma_epilogue_rows; ++b) {
-            if (!rw[b].inside) continue;
-            u8* at = rw[b].out + offset;
-            if (whole && reinterpret_cast<std::uintptr_t>(at) % 4 == 0)
-              *reinterpret_cast<u32*>(at) = bytes[b];
-            else
-              for (int e = 0; e < columns; ++e) at[e * column_step] = u8(bytes[b] >> (8 * e));
-          }
-        }
-        warp_sync();
+        finish_staged_block<Deep>(staged, pitch, rows + wr + 16 * m, four, scalars, lane);
       }
     }
     team_barrier();  // the next round stages into the memory read above, the next tile its terms

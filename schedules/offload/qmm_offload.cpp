@@ -10,7 +10,7 @@
 // Every product kernel computes int32 dot(A', B') over depth slices of at most 65536 (|a'b'| <=
 // 255 * 128, so a slice cannot overflow), adds the slices in int64 when the depth is larger, and
 // its epilogue folds the zero points back exactly (qmm_pack.hpp) and requantizes with
-// requantize()'s semantics. On a GPU both products stage slices of a tile's A' rows and B'
+// requantize()'s semantics. On a GPU the products stage slices of a tile's A' rows and B'
 // columns in dynamic team memory with cp.async, a slice ahead; the host fallback computes from the
 // workspace directly.
 #include "schedules/qmm_offload.hpp"
@@ -159,8 +159,8 @@ void qmm_offload_product(const QmmProblem& x, const OffloadQmmLaunch& launch) {
   const Kernel k = make_kernel(x, launch, workspace_layout(x, launch.kernel));
   const i64 tiles = k.batches * k.tiles_m * k.tiles_n;
   const int teams = int(std::min<i64>(launch.teams > 0 ? launch.teams : tiles, tiles));
-  if (launch.kernel == OffloadQmmKernel::mma)
-    launch_mma(k, launch.device, teams, launch.team_threads);
+  if (launch.kernel != OffloadQmmKernel::dp4a)
+    launch_mma(k, launch.device, teams, launch.team_threads, launch.kernel == OffloadQmmKernel::wgmma);
   else
     launch_dp4a(k, launch.device, teams, launch.team_threads);
 }

@@ -36,8 +36,22 @@ inline constexpr int tile_terms_bytes = int(tile_rows * sizeof(Kernel::Row) + ti
 inline constexpr int mma_stage_bytes = std::max(mma_slice * 256 * mma_stages, 4 * 16 * 64 * 8);
 inline constexpr int mma_memory_bytes = mma_stage_bytes + tile_terms_bytes;
 inline constexpr int dp4a_memory_bytes = std::max(dp4a_slice * 256 * dp4a_stages, tile_terms_bytes);
-static_assert(mma_memory_bytes <= max_team_memory_bytes && dp4a_memory_bytes <= max_team_memory_bytes,
+// The wgmma kernel's: more, shallower stages, which keep more slices in flight (the 48 KB hold
+// two of 64 bytes at most), then the tile's terms (its epilogue stages nothing), from an address
+// aligned to wgmma_alignment within the block: the hardware swizzles by absolute team address
+// bits, which match the staging's swizzle only from a multiple of its period.
+inline constexpr int wgmma_slice = 32, wgmma_stages = 4;
+inline constexpr int wgmma_alignment = 1024;
+inline constexpr int wgmma_stage_bytes = wgmma_slice * 256 * wgmma_stages;
+inline constexpr int wgmma_memory_bytes = wgmma_alignment + wgmma_stage_bytes + tile_terms_bytes;
+static_assert(mma_memory_bytes <= max_team_memory_bytes && dp4a_memory_bytes <= max_team_memory_bytes &&
+                  wgmma_memory_bytes <= max_team_memory_bytes,
               "a team gets at most 48 KB of team memory, the runtime's share included");
+
+// The product kernels' families: dp4a, tensor cores through mma.sync (sm_80 and newer) or through
+// warpgroup MMA (wgmma, sm_90a), whose teams are one warpgroup.
+enum class Family { dp4a, mma, wgmma };
+inline constexpr int wgmma_team_threads = 128;
 
 // The threads of a team the staged kernels take for a request (0: default_threads): the largest
 // count not above it, nor above the launch bound, that the staging splits evenly (the schedule
@@ -64,6 +78,7 @@ template <bool Deep>
 inline void tile_dp4a(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int tid, int nth);
 template <bool Deep, bool Centred>
 inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int tid, int nth);
+[[gnu::always_inline]] inline void tile_wgmma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int tid, int nth);
 
 template <int Slice> inline int swizzled(int r, int c) {
   constexpr int chunks = Slice / 16;
@@ -95,6 +110,7 @@ struct Staging {
     }
     copy_async_commit();
   }
+
 };
 
 template <int Slice> inline Staging staging(const Kernel& k, i64 t, i64 i0, i64 j0, int tid, int nth) {
@@ -103,6 +119,11 @@ template <int Slice> inline Staging staging(const Kernel& k, i64 t, i64 i0, i64 
   const u8* b = reinterpret_cast<const u8*>(k.b_cols(t, j0));
   return {k.a_rows(t, i0) + line * k.kp + 16 * c, b + line * k.kp + 16 * c, k.kp, apart * k.kp,
           u32(swizzled<Slice>(line, c)), u32(apart * Slice)};
+}
+
+// Slice s's stage.
+template <int Slice, int Stages> inline u32 stage_of(i64 s, u32 shared) {
+  return shared + u32(s % Stages) * 2 * u32(tile_rows) * Slice;
 }
 
 // The staged pipeline, Stages - 1 slices ahead: first_slices requests slices 0 .. Stages - 2; before
@@ -114,23 +135,32 @@ template <int Slice, int Stages>
 inline void first_slices(const Staging& g, u32 shared) {
   for (int s = 0; s < Stages - 1; ++s) {
     if (s * Slice < g.kp)
-      g.template request<Slice>(s * Slice, shared + u32(s * 2 * int(tile_rows) * Slice));
+      g.template request<Slice>(s * Slice, stage_of<Slice, Stages>(s, shared));
     else
       copy_async_commit();  // empty groups keep the wait counts exact
   }
 }
 
+// next_slice in its two steps, for kernels with work of their own between them (wgmma):
+// slice_copied waits for this thread's copies of the next slice; refill waits for the team's, then
+// requests slice s + Stages - 1 and returns slice s's stage.
+template <int Stages> inline void slice_copied() { copy_async_wait<Stages - 2>(); }
+
 template <int Slice, int Stages>
-inline u32 next_slice(const Staging& g, i64 k0, i64 s, u32 shared) {
-  constexpr u32 stage_bytes = 2 * u32(tile_rows) * Slice;
-  copy_async_wait<Stages - 2>();
+inline u32 refill(const Staging& g, i64 k0, i64 s, u32 shared) {
   team_barrier();
   const i64 ahead = k0 + (Stages - 1) * Slice;
   if (ahead < g.kp)
-    g.template request<Slice>(ahead, shared + u32((s + Stages - 1) % Stages) * stage_bytes);
+    g.template request<Slice>(ahead, stage_of<Slice, Stages>(s + Stages - 1, shared));
   else
     copy_async_commit();
-  return shared + u32(s % Stages) * stage_bytes;
+  return stage_of<Slice, Stages>(s, shared);
+}
+
+template <int Slice, int Stages>
+inline u32 next_slice(const Staging& g, i64 k0, i64 s, u32 shared) {
+  slice_copied<Stages>();
+  return refill<Slice, Stages>(g, k0, s, shared);
 }
 
 // Whether the int32 accumulators end a depth slice of at most int32_depth after the slice at k0.
@@ -152,7 +182,7 @@ template <class W, class A, std::size_t N> inline void fold_wide(W (&wide)[N], A
 
 // A 64 x 32 block of a tile computed by one worker without team memory or warp instructions: the
 // host fallback, and a device team without the staged kernels' conditions.
-inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
+template <bool Deep> [[gnu::always_inline]] inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
   const i64 words = k.kp / 4;
   const Kernel::Tile tl = k.tile(t);
   for (i64 r = r0; r < r0 + 64 && r < k.M; ++r) {
@@ -165,7 +195,7 @@ inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
         for (i64 w = 0; w < words; ++w) dot += dot4_centred(x[w], y[w], 0);
       else
         for (i64 w = 0; w < words; ++w) dot += dot4(x[w], y[w], 0);
-      k.finish(rw, k.col(tl, c), dot);
+      k.template finish<Deep>(rw, k.col(tl, c), dot);
     }
   }
 }
@@ -175,18 +205,22 @@ inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
 // 16 A' and 17 B' tiles' lines rather than 4 and all 64, which overflow the L2.
 inline constexpr i64 band_rows = 16;
 
-// The body of both product kernels (SPMD: warp-collective instructions need one): teams take
+// The body of the product kernels (SPMD: warp-collective instructions need one): teams take
 // 128 x 128 tiles in turn, in bands; on a GPU with team memory and a team the staging splits
-// evenly (staged_team_threads), the staged tile kernel (Mma: tensor cores, else dp4a), otherwise
-// (the host fallback) 64 x 32 blocks thread by thread.
-template <bool Mma, bool Deep>
-inline void product_team(const Kernel& k) {
+// evenly (staged_team_threads; two warpgroups for wgmma), the staged tile kernel of the family,
+// otherwise (the host fallback) 64 x 32 blocks thread by thread.
+// Inlined into its kernel, which then calls no function: ptxas serializes wgmma whose pipeline
+// crosses a call.
+template <Family F, bool Deep>
+[[gnu::always_inline]] inline void product_team(const Kernel& k) {
   const i64 per_batch = k.tiles_m * k.tiles_n, tiles = k.batches * per_batch;
   const i64 team = omp_get_team_num(), team_count = omp_get_num_teams();
   const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
 #ifdef __NVPTX__
-  void* memory = llvm_omp_target_dynamic_shared_alloc();
-  const bool staged = memory && evenly_staged(nth);
+  u8* memory = static_cast<u8*>(llvm_omp_target_dynamic_shared_alloc());
+  if constexpr (F == Family::wgmma)
+    if (memory) memory += (wgmma_alignment - team_address(memory) % wgmma_alignment) % wgmma_alignment;
+  const bool staged = memory && evenly_staged(nth) && (F != Family::wgmma || nth == wgmma_team_threads);
 #endif
   for (i64 tile = team; tile < tiles; tile += team_count) {
     const i64 t = tile / per_batch, in_batch = tile % per_batch, band = in_batch / (band_rows * k.tiles_n);
@@ -196,7 +230,10 @@ inline void product_team(const Kernel& k) {
     const i64 i0 = (band_first + in_band % band_height) * tile_rows, j0 = (in_band / band_height) * tile_cols;
 #ifdef __NVPTX__
     if (staged) {
-      if constexpr (Mma) {
+      if constexpr (F == Family::wgmma) {
+        static_assert(!Deep, "the wgmma kernel keeps int32 accumulators: deeper products run on mma.sync");
+        tile_wgmma(k, t, i0, j0, memory, tid, nth);
+      } else if constexpr (F == Family::mma) {
         if (k.a_centred)
           tile_mma<Deep, true>(k, t, i0, j0, memory, tid, nth);
         else
@@ -206,7 +243,7 @@ inline void product_team(const Kernel& k) {
       continue;
     }
 #endif
-    for (int w = tid; w < 8; w += nth) block_scalar(k, t, i0 + (w / 4) * 64, j0 + (w % 4) * 32);
+    for (int w = tid; w < 8; w += nth) block_scalar<Deep>(k, t, i0 + (w / 4) * 64, j0 + (w % 4) * 32);
   }
 }
 

@@ -1,10 +1,12 @@
-// qmm.offload and qmm.offload_mma: the launches of the two product kernels (dp4a and tensor
-// cores) and their team shapes.
+// qmm.offload and qmm.offload_mma: the launches of the product kernels (dp4a, and tensor cores
+// through mma.sync or wgmma) and their team shapes.
 #include <omp.h>
 
+#include "runtime/platform/gpu_arch.hpp"
 #include "schedules/offload/qmm_dp4a_kernel.hpp"
 #include "schedules/offload/qmm_launch.hpp"
 #include "schedules/offload/qmm_mma_kernel.hpp"
+#include "schedules/offload/qmm_wgmma_kernel.hpp"
 
 namespace hk::detail::offload::qmm {
 namespace {
@@ -20,14 +22,27 @@ template <bool Deep> void product_dp4a(const Kernel k, int device, int teams, in
 #pragma omp target teams num_teams(teams) thread_limit(threads) device(device) firstprivate(k) \
     ompx_dyn_cgroup_mem(dp4a_memory_bytes) ompx_attribute(__attribute__((launch_bounds(dp4a_bound))))
 #pragma omp parallel
-  product_team<false, Deep>(k);
+  product_team<Family::dp4a, Deep>(k);
 }
 
 template <bool Deep> void product_mma(const Kernel k, int device, int teams, int threads) {
 #pragma omp target teams num_teams(teams) thread_limit(threads) device(device) firstprivate(k) \
     ompx_dyn_cgroup_mem(mma_memory_bytes) ompx_attribute(__attribute__((launch_bounds(mma_bound))))
 #pragma omp parallel
-  product_team<true, Deep>(k);
+  product_team<Family::mma, Deep>(k);
+}
+
+void product_wgmma(const Kernel k, int device, int teams) {
+#pragma omp target teams num_teams(teams) thread_limit(wgmma_team_threads) device(device) firstprivate(k) \
+    ompx_dyn_cgroup_mem(wgmma_memory_bytes) ompx_attribute(__attribute__((launch_bounds(wgmma_team_threads))))
+#pragma omp parallel
+  product_team<Family::wgmma, false>(k);
+}
+
+// Warpgroup MMA is Hopper's alone (compute capability 9.0); the GPU kernel cache's ptxas builds
+// kernels that use it for sm_90a. OpenMP numbers the GPUs as CUDA does.
+bool gpu_has_wgmma(int device) {
+  return device >= 0 && device < omp_get_num_devices() && cuda_compute_capability(device) == 90;
 }
 
 }  // namespace
@@ -37,7 +52,11 @@ void launch_dp4a(const Kernel& k, int device, int teams, int threads) {
   with_depth(k, [&](auto deep) { product_dp4a<decltype(deep)::value>(k, device, teams, team_threads); });
 }
 
-void launch_mma(const Kernel& k, int device, int teams, int threads) {
+void launch_mma(const Kernel& k, int device, int teams, int threads, bool warpgroups) {
+  if (warpgroups && k.kp <= int32_depth && gpu_has_wgmma(device)) {
+    product_wgmma(k, device, teams);
+    return;
+  }
   const int team_threads = staged_team_threads(threads, default_mma_threads, mma_bound);
   with_depth(k, [&](auto deep) { product_mma<decltype(deep)::value>(k, device, teams, team_threads); });
 }

@@ -1,10 +1,13 @@
 // What the two offload strategies of QuantizedLinearMatMul share: one record shape (teams taking
 // turns on 128 x 128 output tiles, threads per team), differing in name, help, kernel and default
-// team size.
+// team size; qmm.offload_mma also chooses its tensor-core instructions.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "hetkern/device.hpp"
 #include "schedules/qmm_offload.hpp"
@@ -16,23 +19,40 @@ namespace hk::detail {
 /// 128 x 128 output tiles of the problem; more teams than tiles would idle.
 std::int64_t qmm_offload_tiles(const QmmProblem& problem);
 
-/// The record of an offload strategy whose plan is `Plan` (teams, team_threads, launch()).
+/// qmm.offload_mma's `tensor_cores`, in the order of its choices.
+inline constexpr OffloadQmmKernel tensor_core_kernels[] = {OffloadQmmKernel::wgmma, OffloadQmmKernel::mma};
+
+/// The record of an offload strategy whose plan is `Plan` (teams, team_threads, launch(); and
+/// tensor_cores for OffloadMmaQmmPlan).
 template <class Plan, int default_team_threads>
 QmmStrategy offload_qmm_record(const char* name, const char* meaning, const char* threads_help) {
+  constexpr bool tensor_cores = std::is_same_v<Plan, OffloadMmaQmmPlan>;
+  std::vector<ParamSpec> params = {{"teams", 1, 65536, "teams at most (default: one per tile)"},
+                                   {"threads", 32, 1024, threads_help}};
+  if constexpr (tensor_cores)
+    params.push_back({"tensor_cores", 0, 1,
+                      "wgmma: warpgroup MMA on Hopper GPUs (sm_90) when K <= 65536, mma.sync elsewhere "
+                      "(default); mma: mma.sync always",
+                      {"wgmma", "mma"}});
   return {
       .name = name,
       .meaning = meaning,
-      .params = {{"teams", 1, 65536, "teams at most (default: one per tile)"}, {"threads", 32, 1024, threads_help}},
+      .params = std::move(params),
       .plan = [](const QmmProblem& problem, const BoundParams& p) -> QmmStrategyPlan {
         const std::int64_t tiles = qmm_offload_tiles(problem);
-        return Plan{int(std::min(p.get("teams", tiles), tiles)), int(p.get("threads", default_team_threads))};
+        Plan plan{int(std::min(p.get("teams", tiles), tiles)), int(p.get("threads", default_team_threads))};
+        if constexpr (tensor_cores) plan.tensor_cores = tensor_core_kernels[p.get("tensor_cores", 0)];
+        return plan;
       },
       .run = [](const QmmProblem& problem, const QmmStrategyPlan& plan) {
         run_qmm_offload(problem, std::get<Plan>(plan).launch(), offload_device());
       },
       .schedule = [](const QmmStrategyPlan& plan) {
         const auto& o = std::get<Plan>(plan);
-        return Schedule(strategy_of(plan).name).set("teams", o.teams).set("threads", o.team_threads);
+        Schedule s(strategy_of(plan).name);
+        s.set("teams", o.teams).set("threads", o.team_threads);
+        if constexpr (tensor_cores) s.set("tensor_cores", o.tensor_cores == OffloadQmmKernel::mma ? "mma" : "wgmma");
+        return s;
       },
       .space = [](const QmmProblem&) -> SearchSpace { return offload_team_space(); },
       .available = offload_available,

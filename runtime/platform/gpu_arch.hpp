@@ -1,0 +1,11 @@
+// The architecture of the machine's NVIDIA GPUs, asked of the CUDA driver itself: the offload
+// runtime does not tell it, and kernels built for one architecture only (wgmma) must know it.
+#pragma once
+
+namespace hk::detail {
+
+/// The compute capability of CUDA device `ordinal` as major * 10 + minor (90 for an H100 or H200),
+/// or 0 when there is no driver or no such device. Asked once per process.
+int cuda_compute_capability(int ordinal);
+
+}  // namespace hk::detail
