@@ -39,10 +39,10 @@ template <OffloadQmmKernel kernel> struct OffloadQmmPlanOf {
   QmmPlan launch() const { return {kernel, team_threads, teams}; }
 };
 using OffloadQmmPlan = OffloadQmmPlanOf<OffloadQmmKernel::dp4a>;
-// qmm.offload_mma's `tensor_cores`: wgmma where the GPU has it (OffloadQmmKernel::wgmma), or mma.
+// qmm.offload_mma's `tensor_cores`: mma.sync (OffloadQmmKernel::mma), or wgmma where the GPU has it.
 struct OffloadMmaQmmPlan {
   int teams = 0, team_threads = 0;
-  OffloadQmmKernel tensor_cores = OffloadQmmKernel::wgmma;
+  OffloadQmmKernel tensor_cores = OffloadQmmKernel::mma;
   QmmPlan launch() const { return {tensor_cores, team_threads, teams}; }
 };
 
@@ -50,7 +50,7 @@ struct OffloadMmaQmmPlan {
 struct DevicesQmmPlan {
   SpreadPlan spread;
   int team_threads = 128;
-  QmmPlan per_device() const { return {OffloadQmmKernel::wgmma, team_threads, 0}; }
+  QmmPlan per_device() const { return {OffloadQmmKernel::mma, team_threads, 0}; }
 };
 #endif
 

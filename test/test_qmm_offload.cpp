@@ -30,8 +30,8 @@ std::vector<hk::Schedule> offload_schedules() {
                            "qmm.offload_mma(threads=64)", "qmm.offload_mma(threads=40)",
                            "qmm.offload_mma(threads=128)", "qmm.offload_mma(teams=2, threads=128)",
                            "qmm.offload(threads=128)", "qmm.offload(teams=2)", "qmm.offload_mma(teams=3)",
-                           "qmm.offload_mma(tensor_cores=mma)", "qmm.offload_mma(teams=1, threads=32, tensor_cores=mma)",
-                           "qmm.offload_mma(threads=64, tensor_cores=mma)"})
+                           "qmm.offload_mma(tensor_cores=wgmma)", "qmm.offload_mma(teams=1, tensor_cores=wgmma)",
+                           "qmm.offload_mma(teams=3, threads=64, tensor_cores=wgmma)"})
     s.push_back(hk::Schedule::parse(text));
   return s;
 }
@@ -353,7 +353,7 @@ TEST(QmmOffload, TensorCoresOnFewRowsEverySignednessAndParameterLayout) {
         p.b_scale = per_line ? qmmt::literal_f({1, p.N}, {0.01f, 0.0125f}, rng) : qmmt::literal_f({1}, {0.015f}, rng);
         p.y_scale = qmmt::literal_f({1}, {0.75f}, rng);
         const qmmt::Expected e = qmmt::oracle(p, true);
-        for (const char* s : {"qmm.offload_mma", "qmm.offload_mma(tensor_cores=mma)"})
+        for (const char* s : {"qmm.offload_mma", "qmm.offload_mma(tensor_cores=wgmma)"})
           qmmt::run_and_check(p, hk::Schedule::parse(s), e,
                               "M=" + std::to_string(M) + " K=" + std::to_string(p.K) + " round " + std::to_string(round));
       }

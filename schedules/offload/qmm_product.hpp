@@ -36,14 +36,15 @@ inline constexpr int tile_terms_bytes = int(tile_rows * sizeof(Kernel::Row) + ti
 inline constexpr int mma_stage_bytes = std::max(mma_slice * 256 * mma_stages, 4 * 16 * 64 * 8);
 inline constexpr int mma_memory_bytes = mma_stage_bytes + tile_terms_bytes;
 inline constexpr int dp4a_memory_bytes = std::max(dp4a_slice * 256 * dp4a_stages, tile_terms_bytes);
-// The wgmma kernel's: more, shallower stages, which keep more slices in flight (the 48 KB hold
-// two of 64 bytes at most), then the tile's terms (its epilogue stages nothing), from an address
-// aligned to wgmma_alignment within the block: the hardware swizzles by absolute team address
-// bits, which match the staging's swizzle only from a multiple of its period.
-inline constexpr int wgmma_slice = 32, wgmma_stages = 4;
-inline constexpr int wgmma_alignment = 1024;
+// The wgmma kernel's: only stages, more and shallower ones, which keep more slices in flight (its
+// warps issue few instructions a slice to hide a copy's latency behind); after a tile's last slice
+// they hold its terms, then the epilogue's staged blocks. From an address aligned to the swizzle's
+// period within the block: the hardware swizzles by absolute team address bits, which match the
+// staging's swizzle only from a multiple of it.
+inline constexpr int wgmma_slice = 64, wgmma_stages = 2;
+inline constexpr int wgmma_alignment = 8 * wgmma_slice;
 inline constexpr int wgmma_stage_bytes = wgmma_slice * 256 * wgmma_stages;
-inline constexpr int wgmma_memory_bytes = wgmma_alignment + wgmma_stage_bytes + tile_terms_bytes;
+inline constexpr int wgmma_memory_bytes = wgmma_alignment + wgmma_stage_bytes;
 static_assert(mma_memory_bytes <= max_team_memory_bytes && dp4a_memory_bytes <= max_team_memory_bytes &&
                   wgmma_memory_bytes <= max_team_memory_bytes,
               "a team gets at most 48 KB of team memory, the runtime's share included");

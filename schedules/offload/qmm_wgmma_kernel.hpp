@@ -55,7 +55,8 @@ inline void wgmma_hold(i32 (&d)[64]) {
 // m64n128k32 step per half and 32-deep slice, the stages filled by the same cp.async pipeline as
 // mma.sync's (their layout is the 32-byte swizzle mode's). A slice's products run while the team
 // waits for the next slice's copies: they are waited for only before the barrier after which
-// their stage is refilled. In the epilogue, warp w holds rows 16 w .. + 15 of each half, as
+// their stage is refilled. The tile's terms are gathered after its last slice, into the stages.
+// In the epilogue, warp w holds rows 16 w .. + 15 of each half, as
 // mma.sync's m16n8 blocks do (lanes 4g + q: columns 8j + 2q, + 1 of rows g and g + 8), and
 // finishes them as mma.sync's epilogue does, 16 x 64 outputs at a time. Inlined, and calling no
 // function, nor under a condition: ptxas serializes wgmma whose pipeline crosses a call or a
@@ -65,18 +66,11 @@ inline void wgmma_hold(i32 (&d)[64]) {
   constexpr int Slice = wgmma_slice, Stages = wgmma_stages;
   const u32 shared = team_address(memory);
   const Staging source = staging<Slice>(k, t, i0, j0, tid, nth);
-  Kernel::Row* rows = reinterpret_cast<Kernel::Row*>(static_cast<u8*>(memory) + wgmma_stage_bytes);
+  Kernel::Row* rows = static_cast<Kernel::Row*>(memory);
   Kernel::Col* cols = reinterpret_cast<Kernel::Col*>(rows + tile_rows);
   const int warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
   i32 d[2][64] = {};
   first_slices<Slice, Stages>(source, shared);
-  const Kernel::Tile tl = k.tile(t);
-  for (int e = tid; e < int(tile_rows + tile_cols); e += nth) {
-    if (e < int(tile_rows))
-      rows[e] = k.row(tl, i0 + e);
-    else
-      cols[e - int(tile_rows)] = k.col(tl, j0 + e - tile_rows);
-  }
   for (i64 k0 = 0, s = 0; k0 < source.kp; k0 += Slice, ++s) {
     slice_copied<Stages>();
     fence_proxy_async();
@@ -84,18 +78,28 @@ inline void wgmma_hold(i32 (&d)[64]) {
     const u32 stage = refill<Slice, Stages>(source, k0, s, shared);
     wgmma_fence();
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
-      wgmma_m64n128k32(d[h], wgmma_descriptor<Slice>(stage + u32(64 * h * Slice)),
-                       wgmma_descriptor<Slice>(stage + u32(tile_rows * Slice)));
+    for (int ks = 0; ks < Slice / 32; ++ks)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        wgmma_m64n128k32(d[h], wgmma_descriptor<Slice>(stage + u32(64 * h * Slice) + 32 * ks),
+                         wgmma_descriptor<Slice>(stage + u32(tile_rows * Slice) + 32 * ks));
     wgmma_commit();
   }
   wgmma_wait_all();
   wgmma_hold(d[0]);
   wgmma_hold(d[1]);
-  team_barrier();  // every warp is done with the stages, where the epilogue stages its blocks
+  team_barrier();  // every warp is done with the stages, where the tile's terms go
+  const Kernel::Tile tl = k.tile(t);
+  for (int e = tid; e < int(tile_rows + tile_cols); e += nth) {
+    if (e < int(tile_rows))
+      rows[e] = k.row(tl, i0 + e);
+    else
+      cols[e - int(tile_rows)] = k.col(tl, j0 + e - tile_rows);
+  }
+  team_barrier();
   constexpr int pitch = 72;  // int32: 8-byte stores and 16-byte loads conflict-free
-  static_assert(wgmma_team_threads / 32 * 16 * pitch * int(sizeof(i32)) <= wgmma_stage_bytes);
-  i32* staged = static_cast<i32*>(memory) + warp * 16 * pitch;
+  static_assert(tile_terms_bytes + wgmma_team_threads / 32 * 16 * pitch * int(sizeof(i32)) <= wgmma_stage_bytes);
+  i32* staged = reinterpret_cast<i32*>(static_cast<u8*>(memory) + tile_terms_bytes) + warp * 16 * pitch;
   const EpilogueScalars scalars = epilogue_scalars<false>(k);
 #pragma unroll
   for (int h = 0; h < 2; ++h)

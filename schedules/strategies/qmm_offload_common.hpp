@@ -20,7 +20,7 @@ namespace hk::detail {
 std::int64_t qmm_offload_tiles(const QmmProblem& problem);
 
 /// qmm.offload_mma's `tensor_cores`, in the order of its choices.
-inline constexpr OffloadQmmKernel tensor_core_kernels[] = {OffloadQmmKernel::wgmma, OffloadQmmKernel::mma};
+inline constexpr OffloadQmmKernel tensor_core_kernels[] = {OffloadQmmKernel::mma, OffloadQmmKernel::wgmma};
 
 /// The record of an offload strategy whose plan is `Plan` (teams, team_threads, launch(); and
 /// tensor_cores for OffloadMmaQmmPlan).
@@ -31,9 +31,9 @@ QmmStrategy offload_qmm_record(const char* name, const char* meaning, const char
                                    {"threads", 32, 1024, threads_help}};
   if constexpr (tensor_cores)
     params.push_back({"tensor_cores", 0, 1,
-                      "wgmma: warpgroup MMA on Hopper GPUs (sm_90) when K <= 65536, mma.sync elsewhere "
-                      "(default); mma: mma.sync always",
-                      {"wgmma", "mma"}});
+                      "mma: mma.sync (default); wgmma: warpgroup MMA on Hopper GPUs (sm_90) when "
+                      "K <= 65536, mma.sync elsewhere",
+                      {"mma", "wgmma"}});
   return {
       .name = name,
       .meaning = meaning,
@@ -51,10 +51,15 @@ QmmStrategy offload_qmm_record(const char* name, const char* meaning, const char
         const auto& o = std::get<Plan>(plan);
         Schedule s(strategy_of(plan).name);
         s.set("teams", o.teams).set("threads", o.team_threads);
-        if constexpr (tensor_cores) s.set("tensor_cores", o.tensor_cores == OffloadQmmKernel::mma ? "mma" : "wgmma");
+        if constexpr (tensor_cores) s.set("tensor_cores", o.tensor_cores == OffloadQmmKernel::wgmma ? "wgmma" : "mma");
         return s;
       },
-      .space = [](const QmmProblem&) -> SearchSpace { return offload_team_space(); },
+      .space = [](const QmmProblem&) -> SearchSpace {
+        std::vector<SpaceAxis> space = offload_team_space();
+        if constexpr (tensor_cores)
+          if (offload_device_has_wgmma()) space.push_back({"tensor_cores", {"mma", "wgmma"}});
+        return space;
+      },
       .available = offload_available,
   };
 }
