@@ -37,9 +37,8 @@ bool scan_streams_by_default(const CumulativeCall& call) {
   return !call.in_place() && call.output.desc.element_count() * scan_element_bytes(call) > stream_min_bytes;
 }
 
-// Lines across the contiguous axis: the tile's accumulators and the row of input it reads share
-// three quarters of the L1, so that reading a row does not evict the accumulators it updates
-// (integers' accumulators in half the L1 left no room for their input: docs/performance.md).
+// Lines across the contiguous axis: the row of input read beside the accumulators must not evict
+// them (integers' accumulators in half the L1 left it no room: docs/performance.md).
 std::int64_t scan_default_tile(const CumulativeCall& call) {
   if (make_scan_layout(call).lines_are_rows()) return 256;
   const std::int64_t l1 = host_data_cache_bytes(1, fallback_l1_bytes);
