@@ -37,12 +37,15 @@ bool scan_streams_by_default(const CumulativeCall& call) {
   return !call.in_place() && call.output.desc.element_count() * scan_element_bytes(call) > stream_min_bytes;
 }
 
+// Lines across the contiguous axis: the row of input read beside the accumulators must not evict
+// them (integers' accumulators in half the L1 left it no room: docs/performance.md).
 std::int64_t scan_default_tile(const CumulativeCall& call) {
   if (make_scan_layout(call).lines_are_rows()) return 256;
   const std::int64_t l1 = host_data_cache_bytes(1, fallback_l1_bytes);
-  const std::int64_t acc =
-      visit_scan_type(call.input.desc.dtype(), [](auto t) { return std::int64_t(sizeof(AccOf<decltype(t)>)); });
-  return std::clamp<std::int64_t>(l1 / 2 / acc, 1, max_scan_tile);
+  const std::int64_t per_line = visit_scan_type(call.input.desc.dtype(), [](auto t) {
+    return std::int64_t(sizeof(AccOf<decltype(t)>) + sizeof(t));
+  });
+  return std::clamp<std::int64_t>(l1 * 3 / 4 / per_line, 1, max_scan_tile);
 }
 
 std::vector<std::string> scan_tile_values(const CumulativeCall& call, const ParamSpec& tile) {

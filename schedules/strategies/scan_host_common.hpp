@@ -19,7 +19,8 @@ ParamSpec scan_stream_param();
 bool scan_streams_by_default(const CumulativeCall& call);
 
 /// The lines a schedule walks side by side by default: for lines across the scanned axis, as
-/// many as keep their accumulators in half the L1 data cache (hwloc's, else 32 KiB); 256 otherwise.
+/// many as keep their accumulators and one row of their input in three quarters of the L1 data
+/// cache (hwloc's, else 32 KiB); 256 otherwise.
 std::int64_t scan_default_tile(const CumulativeCall& call);
 
 /// Bytes per element of the call's type.

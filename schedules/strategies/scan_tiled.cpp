@@ -16,8 +16,8 @@ const ScanStrategy& scan_tiled() {
           "axis are walked a tile side by side, one vector of lines per accumulator, row after row "
           "(the hardware prefetcher follows the rows); SIMD level from hk::active_isa()",
       .params = {{"tile", 1, max_scan_tile,
-                  "lines processed together (default: accumulators in half the L1 for lines across the "
-                  "contiguous axis, else 256)"},
+                  "lines processed together (default: accumulators and one row of input in "
+                  "three quarters of the L1 for lines across the contiguous axis, else 256)"},
                  scan_stream_param()},
       .plan = [](const CumulativeCall& call, const BoundParams& p) -> ScanStrategyPlan {
         return TiledScanPlan{p.get("tile", scan_default_tile(call)),
