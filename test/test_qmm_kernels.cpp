@@ -106,6 +106,17 @@ TEST(QmmKernels, DotProductsBeyondInt32) {
   qmmt::check_all(p, s, e);
 }
 
+// A finite non-negative multiplier: any bit pattern, a 24-bit integer scaled by up to 2^-shifts,
+// a power of two times 1 + i / 8 up to 2^-tie_shifts (ties on the last bits), or a subnormal.
+float random_multiplier(std::mt19937_64& rng, int shifts, int tie_shifts) {
+  switch (rng() % 4) {
+    case 0: return std::bit_cast<float>(std::uint32_t(rng()) & 0x7f7fffffu);
+    case 1: return std::ldexp(float(rng() % 16777216), -int(rng() % shifts));
+    case 2: return std::ldexp(1.0f + float(rng() % 8) / 8, -int(rng() % tie_shifts));
+    default: return std::bit_cast<float>(std::uint32_t(rng() % 0x00800000u));
+  }
+}
+
 // requantize_below_2_39 (the tensor-core epilogues' form without a call) against requantize_exact:
 // accumulators across |acc| < 2^39 (edges and the narrow range included), multipliers of every
 // finite non-negative bit pattern, powers of two that put ties on the last bits, subnormals.
@@ -117,13 +128,7 @@ TEST(QmmKernels, InlineWideRequantizationIsExact) {
     i64 acc = i64(rng() & ((std::uint64_t(1) << bits) - 1));
     if (i % 7 == 0) acc = edge - i64(rng() % 4);
     if (rng() & 1) acc = -acc;
-    float m;
-    switch (rng() % 4) {
-      case 0: m = std::bit_cast<float>(std::uint32_t(rng()) & 0x7f7fffffu); break;
-      case 1: m = std::ldexp(float(rng() % 16777216), -int(rng() % 100)); break;
-      case 2: m = std::ldexp(1.0f + float(rng() % 8) / 8, -int(rng() % 70)); break;  // ties
-      default: m = std::bit_cast<float>(std::uint32_t(rng() % 0x00800000u)); break;  // subnormal
-    }
+    const float m = random_multiplier(rng, 100, 70);
     const bool u8 = rng() & 1;
     const int zero = int(rng() % 256) - (u8 ? 0 : 128), qmin = u8 ? 0 : -128, qmax = u8 ? 255 : 127;
     ASSERT_EQ(hk::detail::requantize_below_2_39(acc, m, zero, qmin, qmax),
@@ -146,13 +151,7 @@ TEST(QmmKernels, NarrowRequantizationIsExact) {
     const i64 acc = i % 3 == 0   ? i64(rng() % (2 * edge + 1)) - edge
                     : i % 3 == 1 ? i64(rng() % 2001) - 1000
                                  : (rng() & 1 ? edge : -edge) - i64(rng() % 4) * (rng() & 1 ? 1 : -1);
-    float m;
-    switch (rng() % 4) {
-      case 0: m = std::bit_cast<float>(std::uint32_t(rng()) & 0x7f7fffffu); break;
-      case 1: m = std::ldexp(float(rng() % 16777216), -int(rng() % 60)); break;
-      case 2: m = std::ldexp(1.0f + float(rng() % 8) / 8, -int(rng() % 30)); break;  // ties
-      default: m = std::bit_cast<float>(std::uint32_t(rng() % 0x00800000u)); break;  // subnormal
-    }
+    const float m = random_multiplier(rng, 60, 30);
     const bool u8 = rng() & 1;
     check(std::abs(acc) > edge ? edge : acc, m, int(rng() % 256) - (u8 ? 0 : 128), u8 ? 0 : -128, u8 ? 255 : 127);
   }
