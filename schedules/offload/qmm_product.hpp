@@ -36,11 +36,11 @@ inline constexpr int tile_terms_bytes = int(tile_rows * sizeof(Kernel::Row) + ti
 inline constexpr int mma_stage_bytes = std::max(mma_slice * 256 * mma_stages, 4 * 16 * 64 * 8);
 inline constexpr int mma_memory_bytes = mma_stage_bytes + tile_terms_bytes;
 inline constexpr int dp4a_memory_bytes = std::max(dp4a_slice * 256 * dp4a_stages, tile_terms_bytes);
-// The wgmma kernel's: only stages, more and shallower ones, which keep more slices in flight (its
-// warps issue few instructions a slice to hide a copy's latency behind); after a tile's last slice
-// they hold its terms, then the epilogue's staged blocks. From an address aligned to the swizzle's
-// period within the block: the hardware swizzles by absolute team address bits, which match the
-// staging's swizzle only from a multiple of it.
+// The wgmma kernel's: mma.sync's two 64-deep stages, which after a tile's last slice hold its
+// terms, then the epilogue's staged blocks (a third stage does not fit: the runtime keeps about
+// 1 KB of a team's 48 KB), from an address aligned to the swizzle's period within the block: the
+// hardware swizzles by absolute team address bits, which match the staging's swizzle only from a
+// multiple of it.
 inline constexpr int wgmma_slice = 64, wgmma_stages = 2;
 inline constexpr int wgmma_alignment = 8 * wgmma_slice;
 inline constexpr int wgmma_stage_bytes = wgmma_slice * 256 * wgmma_stages;
@@ -111,7 +111,6 @@ struct Staging {
     }
     copy_async_commit();
   }
-
 };
 
 template <int Slice> inline Staging staging(const Kernel& k, i64 t, i64 i0, i64 j0, int tid, int nth) {
@@ -208,7 +207,7 @@ inline constexpr i64 band_rows = 16;
 
 // The body of the product kernels (SPMD: warp-collective instructions need one): teams take
 // 128 x 128 tiles in turn, in bands; on a GPU with team memory and a team the staging splits
-// evenly (staged_team_threads; two warpgroups for wgmma), the staged tile kernel of the family,
+// evenly (staged_team_threads; one warpgroup for wgmma), the staged tile kernel of the family,
 // otherwise (the host fallback) 64 x 32 blocks thread by thread.
 // Inlined into its kernel, which then calls no function: ptxas serializes wgmma whose pipeline
 // crosses a call.

@@ -51,17 +51,17 @@ inline void wgmma_hold(i32 (&d)[64]) {
   for (int i = 0; i < 64; ++i) asm volatile("" : "+r"(d[i])::"memory");
 }
 
-// The team, one warpgroup, multiplies the tile's two halves of 64 rows by its 128 columns, one
-// m64n128k32 step per half and 32-deep slice, the stages filled by the same cp.async pipeline as
-// mma.sync's (their layout is the 32-byte swizzle mode's). A slice's products run while the team
+// The team, one warpgroup, multiplies the tile's two halves of 64 rows by its 128 columns, two
+// m64n128k32 steps per half and 64-deep slice, the stages filled by the same cp.async pipeline as
+// mma.sync's (their layout is the 64-byte swizzle mode's). A slice's products run while the team
 // waits for the next slice's copies: they are waited for only before the barrier after which
 // their stage is refilled. The tile's terms are gathered after its last slice, into the stages.
-// In the epilogue, warp w holds rows 16 w .. + 15 of each half, as
-// mma.sync's m16n8 blocks do (lanes 4g + q: columns 8j + 2q, + 1 of rows g and g + 8), and
-// finishes them as mma.sync's epilogue does, 16 x 64 outputs at a time. Inlined, and calling no
-// function, nor under a condition: ptxas serializes wgmma whose pipeline crosses a call or a
-// divergent path (even one the whole warpgroup takes alike), so a tile's second half is multiplied
-// even when no row of it lies in the matrix.
+// In the epilogue, warp w holds rows 16 w .. + 15 of each half, as mma.sync's m16n8 blocks do
+// (lanes 4g + q: columns 8j + 2q, + 1 of rows g and g + 8), and finishes them as mma.sync's
+// epilogue does, 16 x 64 outputs at a time. Inlined, and calling no function, nor under a
+// condition: ptxas serializes wgmma whose pipeline crosses a call or a divergent path (even one
+// the whole warpgroup takes alike), so a tile's second half is multiplied even when no row of it
+// lies in the matrix.
 [[gnu::always_inline]] inline void tile_wgmma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int tid, int nth) {
   constexpr int Slice = wgmma_slice, Stages = wgmma_stages;
   const u32 shared = team_address(memory);

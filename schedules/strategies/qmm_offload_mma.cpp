@@ -1,4 +1,4 @@
-// qmm.offload_mma: qmm.offload's tiles on tensor cores (wgmma on Hopper, mma.sync elsewhere).
+// qmm.offload_mma: qmm.offload's tiles on tensor cores (mma.sync, or wgmma on Hopper GPUs).
 #include "schedules/strategies/qmm_offload_common.hpp"
 
 namespace hk::detail {
@@ -7,10 +7,10 @@ const QmmStrategy& qmm_offload_mma() {
   static const QmmStrategy record = offload_qmm_record<OffloadMmaQmmPlan, 128>(
       "qmm.offload_mma",
       "qmm.offload with tensor cores: 64-deep slices staged in team-local memory (cp.async, two "
-      "stages); on Hopper GPUs one warpgroup per team multiplies the 128 x 128 outputs with "
-      "wgmma.mma_async m64n128k32 from team memory, elsewhere each warp 64 x 64 outputs from "
-      "ldmatrix fragments with mma.sync m16n8k32; u8 x s8 in SPMD kernels, requantized exactly in "
-      "the epilogue",
+      "stages); each warp 64 x 64 outputs from ldmatrix fragments with mma.sync m16n8k32, or with "
+      "tensor_cores=wgmma on Hopper GPUs one warpgroup per team the 128 x 128 outputs with "
+      "wgmma.mma_async m64n128k32 from team memory; u8 x s8 in SPMD kernels, requantized exactly "
+      "in the epilogue",
       "threads per team for mma.sync, rounded down to a power of two (default 128: the tile's four "
       "warps; at most 256 used); wgmma teams are always one warpgroup (128)");
   return record;
