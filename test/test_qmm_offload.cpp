@@ -403,6 +403,46 @@ TEST(QmmOffload, WorkspaceHoldsOnlyWhatPackingWrites) {
   EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::dp4a), round_up_256(N * 8));
   // The mma kernel folds alpha into its product: no column sums.
   EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::mma), 0);
+  // Two tiles 4096 deep: mma.sync splits the depth in 8 (int32 partials of M x Np each); wgmma
+  // does not split, and sums B's columns.
+  const i64 deep = 4096;
+  const Buffer a_deep(DataType::uint8, {M, deep}, {}, rng), b_deep(DataType::int8, {deep, N}, {1, deep}, rng);
+  x.K = deep;
+  x.a = hk::detail::matrix_view(a_deep.cview());
+  x.b = hk::detail::matrix_view(b_deep.cview());
+  EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::mma), round_up_256(8 * M * N * 4));
+  EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::wgmma), round_up_256(N * 8));
+}
+
+// Split-K: calls of few tiles cut their depth into parts (mma.sync, one int32 slice deep), whose
+// int32 products a last launch adds up: parts of unequal sizes (K = 1600: 26 slices of 64 in
+// parts of 8 and 9) and equal ones (4096: 8 parts of 8), more work items than teams, centred and
+// plain A, B in both layouts, parameters per row and column or one each.
+TEST(QmmOffload, SplitDepthForFewTiles) {
+  std::mt19937_64 rng(4096);
+  int round = 0;
+  for (const i64 M : {1, 16, 100})
+    for (const i64 K : {1600, 4096})
+      for (const DataType at : {DataType::uint8, DataType::int8}) {
+        const bool per_line = round++ % 2 == 1;
+        Problem p;
+        p.M = M, p.N = 200 + 37 * round, p.K = K;
+        p.a = Buffer(at, {M, K}, {}, rng);
+        p.b = Buffer(DataType::int8, {K, p.N}, round % 3 == 0 ? std::vector<i64>{1, K} : std::vector<i64>{}, rng);
+        p.y = Buffer(DataType::uint8, {M, p.N}, {}, rng);
+        const int centred = at == DataType::uint8 ? 128 : 0;
+        p.a_zero = per_line ? qmmt::literal_q(at, {M, 1}, {3, centred, 7}, rng)
+                            : qmmt::literal_q(at, {1}, {round % 4 < 2 ? centred : 5}, rng);
+        p.b_zero = per_line ? qmmt::literal_q(DataType::int8, {1, p.N}, {0, -5, 100}, rng)
+                            : qmmt::literal_q(DataType::int8, {1}, {0}, rng);
+        p.y_zero = qmmt::literal_q(DataType::uint8, {1}, {120}, rng);
+        p.a_scale = per_line ? qmmt::literal_f({M, 1}, {0.02f, 0.03f}, rng) : qmmt::literal_f({1}, {0.025f}, rng);
+        p.b_scale = per_line ? qmmt::literal_f({1, p.N}, {0.01f, 0.0125f}, rng) : qmmt::literal_f({1}, {0.015f}, rng);
+        p.y_scale = qmmt::literal_f({1}, {3.0f}, rng);
+        const qmmt::Expected e = qmmt::oracle(p, true);
+        for (const char* s : {"qmm.offload_mma", "qmm.offload_mma(teams=3)", "qmm.offload_mma(threads=64)"})
+          qmmt::run_and_check(p, hk::Schedule::parse(s), e, "M=" + std::to_string(M) + " K=" + std::to_string(K));
+      }
 }
 
 }  // namespace

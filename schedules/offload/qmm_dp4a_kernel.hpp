@@ -32,7 +32,7 @@ inline void tile_dp4a(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int 
     // swizzled offsets in registers across the depth loop and spilled the accumulators.)
     const int x_swizzle = swizzled<Slice>(tr, 0) - tr * Slice, y_swizzle = swizzled<Slice>(tc, 0) - tc * Slice;
     first_slices<Slice, Stages>(source, shared);
-    for (i64 k0 = 0, s = 0; k0 < source.kp; k0 += Slice, ++s) {
+    for (i64 k0 = source.begin, s = 0; k0 < source.end; k0 += Slice, ++s) {
       const u32 stage = next_slice<Slice, Stages>(source, k0, s, shared);
       if (active) {
 #pragma unroll
@@ -52,7 +52,7 @@ inline void tile_dp4a(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int 
         }
       }
       if constexpr (Deep)
-        if (fold_after<Slice>(source.kp, k0)) fold_wide(wide, acc);
+        if (fold_after<Slice>(source.end, k0)) fold_wide(wide, acc);
     }
     team_barrier();  // every thread is done with the stages
     const Kernel::Tile tl = k.tile(t);

@@ -59,6 +59,11 @@ struct Kernel {
   // slots the dp4a need (docs/gpu-measurements.md, matmul mma).
   bool a_centred = false;
   bool a_shared = false, b_shared = false;
+  // Split-K (one matrix of few tiles, mma.sync, depth within one int32 slice): `split` parts of the
+  // depth, in whole slices, each a team's work item; a part's int32 products go to partials,
+  // [split][M][Np], which a last launch adds up and requantizes.
+  i64 split = 1;
+  i32* partials = nullptr;
   // The caller's matrices.
   const u8* a = nullptr;
   const u8* b = nullptr;
@@ -75,6 +80,8 @@ struct Kernel {
   i64 a_batch(i64 t) const { return a_shared ? 0 : t; }
   i64 b_batch(i64 t) const { return b_shared ? 0 : t; }
   const u8* a_rows(i64 t, i64 r) const { return ap + (a_batch(t) * Mp + r) * kp; }
+  // Where depth part `part` of `split` begins, in whole `slice`-byte slices.
+  i64 part_begin(i64 part, i64 slice) const { return kp / slice * part / split * slice; }
   const std::int8_t* b_cols(i64 t, i64 c) const { return bp + (b_batch(t) * Np + c) * kp; }
 
   // The epilogue's terms, gathered once per tile, per output row and per output column, so that

@@ -32,7 +32,8 @@ static_assert(qmm_offload_tile == tile_rows && qmm_offload_tile == tile_cols);
 i64 align_up(i64 v) { return round_up(v, workspace_align); }
 
 struct WorkspaceLayout {
-  i64 a_batches, b_batches, Mp, Np, kp, ap, bp, row_sums, col_sums, bytes;
+  i64 a_batches, b_batches, Mp, Np, kp, ap, bp, row_sums, col_sums, partials, bytes;
+  i64 split;  // Kernel::split
   bool a_in_place, b_in_place;
   bool row_sums_stored, col_sums_stored;  // needed, so in the workspace
   bool a_centred;                         // Kernel::a_centred
@@ -57,6 +58,14 @@ bool packed_in_place(const MatrixView& v, bool is_a, i64 lines, i64 K, const i64
          reinterpret_cast<std::uintptr_t>(v.data) % 16 == 0;
 }
 
+// Split-K: one matrix for mma.sync whose tiles would leave most of a large GPU idle (fewer than
+// 128) is cut in depth into parts of at least eight 64-deep slices, up to about 256 work items.
+// Within one int32 slice only: the parts then add up in int32 exactly.
+i64 split_parts(const QmmProblem& x, OffloadQmmKernel kernel, i64 tiles, i64 kp) {
+  if (kernel != OffloadQmmKernel::mma || x.batch[0] * x.batch[1] != 1 || kp > int32_depth || tiles >= 128) return 1;
+  return std::max<i64>(1, std::min((256 + tiles - 1) / tiles, kp / (8 * 64)));
+}
+
 WorkspaceLayout workspace_layout(const QmmProblem& x, OffloadQmmKernel kernel) {
   const OffloadQmmSums sums = qmm_sums_needed(x);
   WorkspaceLayout w;
@@ -75,7 +84,9 @@ WorkspaceLayout workspace_layout(const QmmProblem& x, OffloadQmmKernel kernel) {
   w.bp = align_up(w.ap + (w.a_in_place ? 0 : w.a_batches * w.Mp * w.kp));
   w.row_sums = align_up(w.bp + (w.b_in_place ? 0 : w.b_batches * w.Np * w.kp));
   w.col_sums = align_up(w.row_sums + (w.row_sums_stored ? w.a_batches * x.M * i64(sizeof(i64)) : 0));
-  w.bytes = align_up(w.col_sums + (w.col_sums_stored ? w.b_batches * x.N * i64(sizeof(i64)) : 0));
+  w.partials = align_up(w.col_sums + (w.col_sums_stored ? w.b_batches * x.N * i64(sizeof(i64)) : 0));
+  w.split = split_parts(x, kernel, w.Mp / tile_rows * (w.Np / tile_cols), w.kp);
+  w.bytes = align_up(w.partials + (w.split > 1 ? w.split * x.M * w.Np * i64(sizeof(i32)) : 0));
   return w;
 }
 
@@ -98,6 +109,8 @@ Kernel make_kernel(const QmmProblem& x, const OffloadQmmLaunch& launch, const Wo
   k.row_sums = w.row_sums_stored ? reinterpret_cast<i64*>(base + w.row_sums) : nullptr;
   k.col_sums = w.col_sums_stored ? reinterpret_cast<i64*>(base + w.col_sums) : nullptr;
   k.a_centred = w.a_centred;
+  k.split = w.split;
+  k.partials = w.split > 1 ? reinterpret_cast<i32*>(base + w.partials) : nullptr;
   k.a_shared = w.a_batches == 1, k.b_shared = w.b_batches == 1;
   k.a = static_cast<const u8*>(x.a.data), k.b = static_cast<const u8*>(x.b.data);
   for (int d = 0; d < 2; ++d) k.a_bs[d] = x.a.batch_stride[d], k.b_bs[d] = x.b.batch_stride[d];
@@ -157,12 +170,13 @@ void qmm_offload_pack(const QmmProblem& x, const OffloadQmmLaunch& launch) {
 void qmm_offload_product(const QmmProblem& x, const OffloadQmmLaunch& launch) {
   if (x.M == 0 || x.N == 0 || x.batch[0] * x.batch[1] == 0) return;
   const Kernel k = make_kernel(x, launch, workspace_layout(x, launch.kernel));
-  const i64 tiles = k.batches * k.tiles_m * k.tiles_n;
-  const int teams = int(std::min<i64>(launch.teams > 0 ? launch.teams : tiles, tiles));
+  const i64 items = k.batches * k.tiles_m * k.tiles_n * k.split;
+  const int teams = int(std::min<i64>(launch.teams > 0 ? launch.teams : items, items));
   if (launch.kernel != OffloadQmmKernel::dp4a)
     launch_mma(k, launch.device, teams, launch.team_threads, launch.kernel == OffloadQmmKernel::wgmma);
   else
     launch_dp4a(k, launch.device, teams, launch.team_threads);
+  if (k.split > 1) launch_split_sum(k, launch.device);
 }
 
 bool qmm_b_columns_fit(const QmmProblem& x) {

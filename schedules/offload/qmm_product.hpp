@@ -78,7 +78,7 @@ template <class F> void with_depth(const Kernel& k, F&& launch) {
 template <bool Deep>
 inline void tile_dp4a(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int tid, int nth);
 template <bool Deep, bool Centred>
-inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int tid, int nth);
+inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, i64 part, void* memory, int tid, int nth);
 [[gnu::always_inline]] inline void tile_wgmma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int tid, int nth);
 
 template <int Slice> inline int swizzled(int r, int c) {
@@ -96,16 +96,17 @@ template <int Slice> inline int swizzled(int r, int c) {
 // every copy), instead of a loop over copies tid + r * nth whose index arithmetic took issue slots
 // the products need.
 struct Staging {
-  const u8* a;      // this thread's first A' chunk at depth 0
-  const u8* b;      // and B' chunk
-  i64 kp, step;     // step: bytes from one of its lines to the next
-  u32 to, to_step;  // its first copy's offset in a stage, and from one line to the next
+  const u8* a;       // this thread's first A' chunk at depth 0
+  const u8* b;       // and B' chunk
+  i64 begin, end;    // the depth the tile kernel multiplies: all of kp, or a split-K part of it
+  i64 step;          // bytes from one of its lines to the next
+  u32 to, to_step;   // its first copy's offset in a stage, and from one line to the next
 
   // Asks for the tile's slice at depth k0 into the stage at `stage` (a shared address), as one
   // commit group.
   template <int Slice> void request(i64 k0, u32 stage) const {
     const u8 *x = a + k0, *y = b + k0;
-    for (u32 at = stage + to, end = at + u32(tile_rows * Slice); at < end; x += step, y += step, at += to_step) {
+    for (u32 at = stage + to, last = at + u32(tile_rows * Slice); at < last; x += step, y += step, at += to_step) {
       copy_async_16(at, x);
       copy_async_16(at + u32(tile_rows * Slice), y);
     }
@@ -113,12 +114,14 @@ struct Staging {
   }
 };
 
-template <int Slice> inline Staging staging(const Kernel& k, i64 t, i64 i0, i64 j0, int tid, int nth) {
+// Depth part `part` of the kernel's split (0: the whole depth).
+template <int Slice>
+inline Staging staging(const Kernel& k, i64 t, i64 i0, i64 j0, int tid, int nth, i64 part = 0) {
   constexpr int chunks = Slice / 16;
   const int line = tid / chunks, c = tid % chunks, apart = nth / chunks;
   const u8* b = reinterpret_cast<const u8*>(k.b_cols(t, j0));
-  return {k.a_rows(t, i0) + line * k.kp + 16 * c, b + line * k.kp + 16 * c, k.kp, apart * k.kp,
-          u32(swizzled<Slice>(line, c)), u32(apart * Slice)};
+  return {k.a_rows(t, i0) + line * k.kp + 16 * c, b + line * k.kp + 16 * c, k.part_begin(part, Slice),
+          k.part_begin(part + 1, Slice), apart * k.kp, u32(swizzled<Slice>(line, c)), u32(apart * Slice)};
 }
 
 // Slice s's stage.
@@ -134,8 +137,8 @@ template <int Slice, int Stages> inline u32 stage_of(i64 s, u32 shared) {
 template <int Slice, int Stages>
 inline void first_slices(const Staging& g, u32 shared) {
   for (int s = 0; s < Stages - 1; ++s) {
-    if (s * Slice < g.kp)
-      g.template request<Slice>(s * Slice, stage_of<Slice, Stages>(s, shared));
+    if (g.begin + s * Slice < g.end)
+      g.template request<Slice>(g.begin + s * Slice, stage_of<Slice, Stages>(s, shared));
     else
       copy_async_commit();  // empty groups keep the wait counts exact
   }
@@ -150,7 +153,7 @@ template <int Slice, int Stages>
 inline u32 refill(const Staging& g, i64 k0, i64 s, u32 shared) {
   team_barrier();
   const i64 ahead = k0 + (Stages - 1) * Slice;
-  if (ahead < g.kp)
+  if (ahead < g.end)
     g.template request<Slice>(ahead, stage_of<Slice, Stages>(s + Stages - 1, shared));
   else
     copy_async_commit();
@@ -182,8 +185,10 @@ template <class W, class A, std::size_t N> inline void fold_wide(W (&wide)[N], A
 
 // A 64 x 32 block of a tile computed by one worker without team memory or warp instructions: the
 // host fallback, and a device team without the staged kernels' conditions.
-template <bool Deep> [[gnu::always_inline]] inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0) {
-  const i64 words = k.kp / 4;
+// With split-K, depth part `part`'s products go to the partials.
+template <bool Deep>
+[[gnu::always_inline]] inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0, i64 part) {
+  const i64 first = k.part_begin(part, 4) / 4, last = k.part_begin(part + 1, 4) / 4;
   const Kernel::Tile tl = k.tile(t);
   for (i64 r = r0; r < r0 + 64 && r < k.M; ++r) {
     const Kernel::Row rw = k.row(tl, r);
@@ -192,10 +197,13 @@ template <bool Deep> [[gnu::always_inline]] inline void block_scalar(const Kerne
       const u32* y = reinterpret_cast<const u32*>(k.b_cols(t, c));
       i64 dot = 0;
       if (k.a_centred)
-        for (i64 w = 0; w < words; ++w) dot += dot4_centred(x[w], y[w], 0);
+        for (i64 w = first; w < last; ++w) dot += dot4_centred(x[w], y[w], 0);
       else
-        for (i64 w = 0; w < words; ++w) dot += dot4(x[w], y[w], 0);
-      k.template finish<Deep>(rw, k.col(tl, c), dot);
+        for (i64 w = first; w < last; ++w) dot += dot4(x[w], y[w], 0);
+      if (k.split > 1)
+        k.partials[(part * k.M + r) * k.Np + c] = i32(dot);
+      else
+        k.template finish<Deep>(rw, k.col(tl, c), dot);
     }
   }
 }
@@ -213,7 +221,7 @@ inline constexpr i64 band_rows = 16;
 // crosses a call.
 template <Family F, bool Deep>
 [[gnu::always_inline]] inline void product_team(const Kernel& k) {
-  const i64 per_batch = k.tiles_m * k.tiles_n, tiles = k.batches * per_batch;
+  const i64 per_batch = k.tiles_m * k.tiles_n, tiles = k.batches * per_batch, items = tiles * k.split;
   const i64 team = omp_get_team_num(), team_count = omp_get_num_teams();
   const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
 #ifdef __NVPTX__
@@ -222,7 +230,8 @@ template <Family F, bool Deep>
     if (memory) memory += (wgmma_alignment - team_address(memory) % wgmma_alignment) % wgmma_alignment;
   const bool staged = memory && evenly_staged(nth) && (F != Family::wgmma || nth == wgmma_team_threads);
 #endif
-  for (i64 tile = team; tile < tiles; tile += team_count) {
+  for (i64 item = team; item < items; item += team_count) {
+    const i64 tile = item % tiles, part = item / tiles;
     const i64 t = tile / per_batch, in_batch = tile % per_batch, band = in_batch / (band_rows * k.tiles_n);
     const i64 band_first = band * band_rows, rows_left = k.tiles_m - band_first;
     const i64 band_height = rows_left < band_rows ? rows_left : band_rows;
@@ -235,15 +244,15 @@ template <Family F, bool Deep>
         tile_wgmma(k, t, i0, j0, memory, tid, nth);
       } else if constexpr (F == Family::mma) {
         if (k.a_centred)
-          tile_mma<Deep, true>(k, t, i0, j0, memory, tid, nth);
+          tile_mma<Deep, true>(k, t, i0, j0, part, memory, tid, nth);
         else
-          tile_mma<Deep, false>(k, t, i0, j0, memory, tid, nth);
+          tile_mma<Deep, false>(k, t, i0, j0, part, memory, tid, nth);
       } else
         tile_dp4a<Deep>(k, t, i0, j0, memory, tid, nth);
       continue;
     }
 #endif
-    for (int w = tid; w < 8; w += nth) block_scalar<Deep>(k, t, i0 + (w / 4) * 64, j0 + (w % 4) * 32);
+    for (int w = tid; w < 8; w += nth) block_scalar<Deep>(k, t, i0 + (w / 4) * 64, j0 + (w % 4) * 32, part);
   }
 }
 

@@ -1,5 +1,5 @@
 // qmm.offload and qmm.offload_mma: the launches of the product kernels (dp4a, and tensor cores
-// through mma.sync or wgmma) and their team shapes.
+// through mma.sync or wgmma), their team shapes, and split-K's sum of the parts.
 #include <omp.h>
 
 #include "runtime/platform/gpu_arch.hpp"
@@ -50,6 +50,17 @@ bool gpu_has_wgmma(int device) {
 void launch_dp4a(const Kernel& k, int device, int teams, int threads) {
   const int team_threads = staged_team_threads(threads, default_dp4a_threads, dp4a_bound);
   with_depth(k, [&](auto deep) { product_dp4a<decltype(deep)::value>(k, device, teams, team_threads); });
+}
+
+void launch_split_sum(const Kernel k, int device) {
+#pragma omp target teams distribute parallel for collapse(2) device(device) firstprivate(k)
+  for (i64 r = 0; r < k.M; ++r)
+    for (i64 c = 0; c < k.N; ++c) {
+      i64 dot = 0;
+      for (i64 part = 0; part < k.split; ++part) dot += k.partials[(part * k.M + r) * k.Np + c];
+      const Kernel::Tile tl = k.tile(0);
+      k.template finish<false>(k.row(tl, r), k.col(tl, c), dot);
+    }
 }
 
 void launch_mma(const Kernel& k, int device, int teams, int threads, bool warpgroups) {

@@ -71,7 +71,7 @@ inline void wgmma_hold(i32 (&d)[64]) {
   const int warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
   i32 d[2][64] = {};
   first_slices<Slice, Stages>(source, shared);
-  for (i64 k0 = 0, s = 0; k0 < source.kp; k0 += Slice, ++s) {
+  for (i64 k0 = source.begin, s = 0; k0 < source.end; k0 += Slice, ++s) {
     slice_copied<Stages>();
     fence_proxy_async();
     wgmma_wait_all();
