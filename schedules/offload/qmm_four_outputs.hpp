@@ -41,7 +41,10 @@ struct FourColumns {
   f.col = col;
   f.inside = 0;
 #pragma unroll
-  for (int i = 0; i < 4; ++i) f.beta[i] = col[i].beta, f.term[i] = col[i].term, f.part[i] = col[i].part, f.inside += col[i].inside;
+  for (int i = 0; i < 4; ++i) {
+    f.beta[i] = col[i].beta, f.term[i] = col[i].term, f.part[i] = col[i].part;
+    f.inside += col[i].inside;
+  }
   f.offset = col[0].offset;
   f.whole = f.inside == 4 && e.column_step == 1;
   return f;
@@ -49,7 +52,8 @@ struct FourColumns {
 
 // Requantizes the products v of row rw's four outputs in columns f and stores those inside.
 template <bool Deep>
-[[gnu::always_inline]] inline void finish_four(const Kernel::Row& rw, const FourColumns& f, const i64 (&v)[4], const EpilogueScalars& e) {
+[[gnu::always_inline]] inline void finish_four(const Kernel::Row& rw, const FourColumns& f, const i64 (&v)[4],
+                                               const EpilogueScalars& e) {
   if (!rw.inside) return;
   i64 acc[4];
   if (e.separable) {

@@ -27,8 +27,9 @@ inline constexpr OffloadQmmKernel tensor_core_kernels[] = {OffloadQmmKernel::mma
 template <class Plan, int default_team_threads>
 QmmStrategy offload_qmm_record(const char* name, const char* meaning, const char* threads_help) {
   constexpr bool tensor_cores = std::is_same_v<Plan, OffloadMmaQmmPlan>;
-  std::vector<ParamSpec> params = {{"teams", 1, 65536, "teams at most (default: one per tile)"},
-                                   {"threads", 32, 1024, threads_help}};
+  std::vector<ParamSpec> params = {
+      {"teams", 1, 65536, "teams at most (default: one per work item: a tile, or with split-K a tile's depth part)"},
+      {"threads", 32, 1024, threads_help}};
   if constexpr (tensor_cores)
     params.push_back({"tensor_cores", 0, 1,
                       "mma: mma.sync (default); wgmma: warpgroup MMA on Hopper GPUs (sm_90) when "
