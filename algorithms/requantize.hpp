@@ -9,45 +9,38 @@
 
 namespace hk::detail {
 
-/// RNE(acc * multiplier) for |acc| >= 2^29, exactly through the multiplier's bits, saturated to
-/// +-limit. Out of line: callers inline the common case into every output.
-[[gnu::noinline]] inline std::int64_t requantize_wide(std::int64_t acc, float multiplier, std::int64_t limit) {
+/// RNE(acc * multiplier) saturated to +-limit, exactly through the multiplier's bits (multiplier =
+/// mantissa * 2^shift), in an integer type Wide that holds acc * mantissa; past zero_shift bits of
+/// shift the value lies within +-1/2, never on it, and rounds to 0.
+template <class Wide, int zero_shift>
+inline std::int64_t rounded_product(std::int64_t acc, float multiplier, std::int64_t limit) {
   const std::uint32_t bits = std::bit_cast<std::uint32_t>(multiplier);
   const int biased = int(bits >> 23) & 0xff;
   const std::int64_t mantissa = biased == 0 ? std::int64_t(bits & 0x7fffff) : std::int64_t((bits & 0x7fffff) | 0x800000);
-  const int shift = (biased == 0 ? 1 : biased) - 150;  // multiplier = mantissa * 2^shift
-  const __int128 product = __int128(acc) * mantissa;
+  const int shift = (biased == 0 ? 1 : biased) - 150;
+  const Wide product = Wide(acc) * mantissa;
   if (product == 0) return 0;
   if (shift >= 0) return product > 0 ? limit : -limit;  // |acc| >= 2^29 and multiplier >= 1
-  if (-shift >= 90) return 0;                            // |product| < 2^88, so |value| < 1/4
+  if (-shift >= zero_shift) return 0;
   const int s = -shift;
-  __int128 quotient = product >> s;  // floor
-  const __int128 remainder = product - (quotient << s);
-  const __int128 half = __int128(1) << (s - 1);
+  Wide quotient = product >> s;  // floor
+  const Wide remainder = product - (quotient << s);
+  const Wide half = Wide(1) << (s - 1);
   if (remainder > half || (remainder == half && (quotient & 1))) ++quotient;
   return quotient < -limit ? -limit : quotient > limit ? limit : std::int64_t(quotient);
+}
+
+/// RNE(acc * multiplier) for |acc| >= 2^29, saturated to +-limit. Out of line: callers inline the
+/// common case into every output.
+[[gnu::noinline]] inline std::int64_t requantize_wide(std::int64_t acc, float multiplier, std::int64_t limit) {
+  return rounded_product<__int128, 90>(acc, multiplier, limit);  // |product| < 2^88
 }
 
 /// requantize_wide for |acc| < 2^39, in 64-bit integers (|acc * mantissa| < 2^63) and inline:
 /// the GPU tensor-core epilogues, whose products of at most 65536 terms stay below 2^36, then call
 /// no function (a call in a kernel with Hopper's asynchronous wgmma serializes its products).
 inline std::int64_t requantize_wide_below_2_39(std::int64_t acc, float multiplier, std::int64_t limit) {
-  const std::uint32_t bits = std::bit_cast<std::uint32_t>(multiplier);
-  const int biased = int(bits >> 23) & 0xff;
-  const std::int64_t mantissa = biased == 0 ? std::int64_t(bits & 0x7fffff) : std::int64_t((bits & 0x7fffff) | 0x800000);
-  const int shift = (biased == 0 ? 1 : biased) - 150;
-  const std::int64_t product = acc * mantissa;
-  if (product == 0) return 0;
-  if (shift >= 0) return product > 0 ? limit : -limit;
-  const int s = -shift;
-  // |product| < 2^63: past 63 bits of shift the value lies within +-1/2, never on it.
-  if (s >= 64) return 0;
-  if (s == 63) return product > (std::int64_t(1) << 62) ? 1 : product < -(std::int64_t(1) << 62) ? -1 : 0;
-  std::int64_t quotient = product >> s;  // floor
-  const std::int64_t remainder = product - (quotient << s);
-  const std::int64_t half = std::int64_t(1) << (s - 1);
-  if (remainder > half || (remainder == half && (quotient & 1))) ++quotient;
-  return quotient < -limit ? -limit : quotient > limit ? limit : quotient;
+  return rounded_product<std::int64_t, 64>(acc, multiplier, limit);
 }
 
 /// RNE(acc * multiplier) + zero_point saturated to [qmin, qmax].

@@ -8,4 +8,9 @@ namespace hk::detail {
 /// or 0 when there is no driver or no such device. Asked once per process.
 int cuda_compute_capability(int ordinal);
 
+/// Whether CUDA device `ordinal` has Hopper's warpgroup MMA (compute capability 9.0 exactly: code
+/// for sm_90a runs nowhere else). OpenMP numbers the GPUs as CUDA does, so an OpenMP device number
+/// may be passed; the host's names no CUDA device.
+inline bool cuda_has_wgmma(int ordinal) { return cuda_compute_capability(ordinal) == 90; }
+
 }  // namespace hk::detail

@@ -55,13 +55,7 @@ inline void tile_dp4a(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int 
         if (fold_after<Slice>(source.end, k0)) fold_wide(wide, acc);
     }
     team_barrier();  // every thread is done with the stages
-    const Kernel::Tile tl = k.tile(t);
-    for (int e = tid; e < int(tile_rows + tile_cols); e += nth) {
-      if (e < int(tile_rows))
-        rows[e] = k.row(tl, i0 + e);
-      else
-        cols[e - tile_rows] = k.col(tl, j0 + e - tile_rows);
-    }
+    gather_terms(k, t, i0, j0, rows, cols, tid, nth);
     team_barrier();
     if (active) {
       // The kernel's scalars are read before any output store, which might alias them. With

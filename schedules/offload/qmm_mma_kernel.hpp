@@ -62,14 +62,7 @@ inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, i64 part, void* mem
       b_at[ks] = u32(int(tile_rows) * Slice + swizzled<Slice>(wc + 8 * (lane / 16) + lane % 8, 2 * ks + (lane / 8) % 2));
     }
     first_slices<Slice, Stages>(source, shared);
-    if (first == 0 && k.split == 1) {
-      const Kernel::Tile tl = k.tile(t);
-      for (int e = tid; e < int(tile_rows + tile_cols); e += nth)
-        if (e < int(tile_rows))
-          rows[e] = k.row(tl, i0 + e);
-        else
-          cols[e - int(tile_rows)] = k.col(tl, j0 + e - tile_rows);
-    }
+    if (first == 0 && k.split == 1) gather_terms(k, t, i0, j0, rows, cols, tid, nth);
     for (i64 k0 = source.begin, s = 0; k0 < source.end; k0 += Slice, ++s) {
       const u32 stage = next_slice<Slice, Stages>(source, k0, s, shared);
       if (active) {

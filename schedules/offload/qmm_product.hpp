@@ -166,6 +166,18 @@ inline u32 next_slice(const Staging& g, i64 k0, i64 s, u32 shared) {
   return refill<Slice, Stages>(g, k0, s, shared);
 }
 
+// The epilogue's terms of the tile at (i0, j0) of matrix t, a row or column per thread of the team,
+// into rows (tile_rows) and cols (tile_cols) in team memory.
+[[gnu::always_inline]] inline void gather_terms(const Kernel& k, i64 t, i64 i0, i64 j0, Kernel::Row* rows, Kernel::Col* cols,
+                                               int tid, int nth) {
+  const Kernel::Tile tl = k.tile(t);
+  for (int e = tid; e < int(tile_rows + tile_cols); e += nth)
+    if (e < int(tile_rows))
+      rows[e] = k.row(tl, i0 + e);
+    else
+      cols[e - int(tile_rows)] = k.col(tl, j0 + e - tile_rows);
+}
+
 // Whether the int32 accumulators end a depth slice of at most int32_depth after the slice at k0.
 template <int Slice> inline bool fold_after(i64 kp, i64 k0) {
   return (k0 + Slice) % int32_depth == 0 || k0 + Slice == kp;

@@ -39,12 +39,6 @@ void product_wgmma(const Kernel k, int device, int teams) {
   product_team<Family::wgmma, false>(k);
 }
 
-// Warpgroup MMA is Hopper's alone (compute capability 9.0); the GPU kernel cache's ptxas builds
-// kernels that use it for sm_90a. OpenMP numbers the GPUs as CUDA does.
-bool gpu_has_wgmma(int device) {
-  return device >= 0 && device < omp_get_num_devices() && cuda_compute_capability(device) == 90;
-}
-
 }  // namespace
 
 void launch_dp4a(const Kernel& k, int device, int teams, int threads) {
@@ -64,7 +58,7 @@ void launch_split_sum(const Kernel k, int device) {
 }
 
 void launch_mma(const Kernel& k, int device, int teams, int threads, bool warpgroups) {
-  if (warpgroups && k.kp <= int32_depth && gpu_has_wgmma(device)) {
+  if (warpgroups && k.kp <= int32_depth && cuda_has_wgmma(device)) {
     product_wgmma(k, device, teams);
     return;
   }

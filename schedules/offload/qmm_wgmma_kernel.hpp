@@ -89,13 +89,7 @@ inline void wgmma_hold(i32 (&d)[64]) {
   wgmma_hold(d[0]);
   wgmma_hold(d[1]);
   team_barrier();  // every warp is done with the stages, where the tile's terms go
-  const Kernel::Tile tl = k.tile(t);
-  for (int e = tid; e < int(tile_rows + tile_cols); e += nth) {
-    if (e < int(tile_rows))
-      rows[e] = k.row(tl, i0 + e);
-    else
-      cols[e - int(tile_rows)] = k.col(tl, j0 + e - tile_rows);
-  }
+  gather_terms(k, t, i0, j0, rows, cols, tid, nth);
   team_barrier();
   constexpr int pitch = 72;  // int32: 8-byte stores and 16-byte loads conflict-free
   static_assert(tile_terms_bytes + wgmma_team_threads / 32 * 16 * pitch * int(sizeof(i32)) <= wgmma_stage_bytes);

@@ -14,9 +14,6 @@ Availability offload_available();
 /// their shape-derived defaults.
 std::vector<SpaceAxis> offload_team_space();
 
-/// Whether the default offload device is a Hopper GPU, which has warpgroup MMA (wgmma).
-bool offload_device_has_wgmma();
-
 /// An offload record's `space`: the team sizes, whatever the call.
 template <class Call> SearchSpace offload_space(const Call&) { return offload_team_space(); }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hetkern/device.hpp"
+#include "runtime/platform/gpu_arch.hpp"
 #include "schedules/qmm_offload.hpp"
 #include "schedules/qmm_strategies.hpp"
 #include "schedules/strategies/offload_common.hpp"
@@ -58,7 +59,7 @@ QmmStrategy offload_qmm_record(const char* name, const char* meaning, const char
       .space = [](const QmmProblem&) -> SearchSpace {
         std::vector<SpaceAxis> space = offload_team_space();
         if constexpr (tensor_cores)
-          if (offload_device_has_wgmma()) space.push_back({"tensor_cores", {"mma", "wgmma"}});
+          if (cuda_has_wgmma(offload_device())) space.push_back({"tensor_cores", {"mma", "wgmma"}});
         return space;
       },
       .available = offload_available,
