@@ -62,6 +62,10 @@ void run_scan_offload_host(const CumulativeCall& call, const ScanPlan& plan, int
 }
 
 void run_qmm_offload_on_device(const QmmProblem& p, const QmmPlan& plan, int device) {
+  run_qmm_offload_arriving(p, plan, device, {});
+}
+
+void run_qmm_offload_arriving(const QmmProblem& p, const QmmPlan& plan, int device, const OffloadQmmArrivals& arrivals) {
   if (p.M == 0 || p.N == 0 || p.batch[0] * p.batch[1] == 0) return;
   const std::vector<std::byte> params = qmm_parameter_block(p.q);
   ScratchLease d_params(device, params.size());
@@ -74,6 +78,7 @@ void run_qmm_offload_on_device(const QmmProblem& p, const QmmPlan& plan, int dev
   launch.parameters = d_params.data();
   ScratchLease workspace(device, std::size_t(qmm_offload_workspace_bytes(p, launch.kernel)));
   launch.workspace = workspace.data();
+  launch.arrivals = arrivals;
   qmm_offload(p, launch);
 }
 

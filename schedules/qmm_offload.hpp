@@ -28,6 +28,19 @@ namespace hk::detail {
 /// How the kernels run one problem (a QmmProblem whose A, B and output hold device pointers and
 /// element strides, its packed_b null; its quantization parameters stay on the host, where they
 /// tell the kernels' parameter counts and which zero-point sums are needed).
+/// A part of a spread call whose operands are still arriving on the device while its product runs:
+/// each tile waits until the int32 flag of its row tile in a_ready and of its column tile in
+/// b_ready is non-zero (a null array: that operand is all there), and once its outputs are written
+/// adds one to bands_done[its band], a band being qmm_offload_band_rows tile rows (null: nobody
+/// counts). Only operands that qmm_offload_streamable names may still be arriving; with any array
+/// set the product runs in one launch (no split-K).
+struct OffloadQmmArrivals {
+  const std::int32_t* a_ready = nullptr;
+  const std::int32_t* b_ready = nullptr;
+  std::int32_t* bands_done = nullptr;
+  bool any() const { return a_ready || b_ready || bands_done; }
+};
+
 struct OffloadQmmLaunch {
   int device = 0;  // an OpenMP device number, or omp_get_initial_device() for the host
   OffloadQmmKernel kernel = OffloadQmmKernel::dp4a;
@@ -35,6 +48,7 @@ struct OffloadQmmLaunch {
   int team_threads = 0;  // rounded down to a power of two (at least 32); 0: the kernel's default
   const void* parameters = nullptr;  // device copy of qmm_parameter_block(problem.q)
   void* workspace = nullptr;         // device memory of qmm_offload_workspace_bytes(problem, kernel) bytes
+  OffloadQmmArrivals arrivals;
 };
 
 /// The quantization parameters in one array, as the kernels read them: the floats (sa, sb, sy),
@@ -66,6 +80,16 @@ void qmm_offload_product(const QmmProblem& problem, const OffloadQmmLaunch& laun
 /// The product kernels' output tile, rows and columns: a part of whole tiles computes no partial
 /// tile and reads its rows of A (or columns of B') in place.
 inline constexpr std::int64_t qmm_offload_tile = 128;
+/// Tile rows per band: the product kernels take a band's tiles before the next band's.
+inline constexpr std::int64_t qmm_offload_band_rows = 16;
+
+/// Which operands the product reads where they lie, neither packed nor summed before it starts
+/// (A or B' already in its packed form, with no sums the zero points need): only these may still
+/// be arriving when it starts (OffloadQmmArrivals).
+struct OffloadQmmStreamable {
+  bool a = false, b = false;
+};
+OffloadQmmStreamable qmm_offload_streamable(const QmmProblem& problem, OffloadQmmKernel kernel);
 
 /// B' alone, for spreading one call's columns: a problem of one B matrix whose K is a whole number
 /// of the kernels' 128-deep slices (qmm_b_columns_fit) has its B packed as qmm_pack.hpp's s8 B'
@@ -90,6 +114,9 @@ QmmSpans qmm_spans(const QmmProblem& problem);
 /// or the initial device for the host fallback): the quantization parameters are copied there
 /// (counted transfers), the workspace comes from the device scratch cache, and qmm_offload runs.
 void run_qmm_offload_on_device(const QmmProblem& problem, const QmmPlan& plan, int device);
+/// The same with operands that may still be arriving (OffloadQmmArrivals, device arrays).
+void run_qmm_offload_arriving(const QmmProblem& problem, const QmmPlan& plan, int device,
+                              const OffloadQmmArrivals& arrivals);
 
 /// The host-tensor entry of the qmm.offload / qmm.offload_mma schedules, on `device` (an OpenMP
 /// device number; on the host fallback, offload_device()): on a GPU, copies the spans of the

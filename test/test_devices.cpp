@@ -158,17 +158,18 @@ hk::detail::QmmProblem problem_on_device(const Problem& p, const OnDevice& a, co
   return hk::detail::validate(args, {y.desc, at(y)});
 }
 
-// What a part whose B' is streamed moves between devices: its rows of A, the N columns of B' (K
-// bytes each), its outputs there first where they have gaps, and back in two halves of whole
-// tiles (each half's span) when it has more than one tile of rows.
+// What a part whose B' is streamed moves between devices: its rows of A a band of the kernels' at
+// a time (each band's span), the N columns of B' (K bytes each), its outputs there first where
+// they have gaps, and back a band at a time where it has several (each band's span), else whole.
 i64 streamed_part_bytes(const hk::detail::QmmProblem& part) {
   const hk::detail::QmmSpans s = hk::detail::qmm_spans(part);
-  i64 bytes = i64(s.a) + part.N * part.K + i64(s.out_has_gaps() ? s.out : 0);
-  const i64 half = (part.M / 2 + 127) / 128 * 128;
-  if (half == 0 || half >= part.M) return bytes + i64(s.out);
-  for (const SplitRange rows : {SplitRange{0, half}, SplitRange{half, part.M}})
-    bytes += i64(hk::detail::qmm_spans(hk::detail::qmm_part(part, {-1, part.M}, rows)).out);
-  return bytes;
+  constexpr i64 band = hk::detail::qmm_offload_tile * hk::detail::qmm_offload_band_rows;
+  i64 bytes = part.N * part.K + i64(s.out_has_gaps() ? s.out : 0);
+  for (i64 r = 0; r < part.M; r += band) {
+    const hk::detail::QmmSpans rows = hk::detail::qmm_spans(hk::detail::qmm_part(part, {-1, part.M}, {r, std::min(part.M, r + band)}));
+    bytes += i64(rows.a) + i64(part.M > band ? rows.out : 0);
+  }
+  return bytes + i64(part.M > band ? 0 : s.out);
 }
 
 // The part for another device, with the home device standing in for the others: every share,
@@ -212,10 +213,12 @@ TEST(QmmDevices, PartsOnOtherDevicesMatchTheOracle) {
 
 // One matrix whose K is whole 128-deep slices: B' is packed once on the home device (or B is B'
 // already: int8, column-major, columns of K bytes) and each other device receives its rows of A
-// and all of B' a column group at a time (2200 columns: groups of 128, 256, 512 and 1304), and
-// gives back the outputs of its first half of rows while it multiplies the second. The other
-// devices are the home device standing in for two or three, and on a machine with several GPUs
-// every other case runs over the real ones.
+// a band at a time, and all of B' a column group at a time (2200 columns: groups of 128, 256, 512
+// and 1304) from the device before it, while its one launch runs, and gives back each band's
+// outputs as soon as it is done (4400 rows: two bands on each of two). Zero points that need sums of A' or B'
+// (so that the product waits for all of them before it starts) and zero points that need neither
+// (so that its tiles wait for their own lines). The other devices are the home device standing in
+// for two or three, and on a machine with several GPUs every other case runs over the real ones.
 TEST(QmmDevices, StreamedBPartsMatchTheOracle) {
   std::mt19937_64 rng(0x5b);
   const int home = hk::offload_device();
@@ -223,16 +226,23 @@ TEST(QmmDevices, StreamedBPartsMatchTheOracle) {
   int round = 0;
   const hk::detail::QmmPlan launch{hk::detail::OffloadQmmKernel::mma, 128, 0};
   const Layout b_layouts[] = {Layout::packed, Layout::padded, Layout::transposed, Layout::transposed_padded};
-  for (const i64 M : {i64(1), i64(3), i64(129), i64(260)})
+  for (const i64 M : {i64(1), i64(3), i64(129), i64(260), i64(4400)})
     for (const i64 N : {i64(1), i64(128), i64(300), i64(2200)})
       for (const i64 K : {i64(128), i64(256)})
         for (const Layout layout : b_layouts) {
+          if (M > 260 && N > 128) continue;
           Problem p = random_problem(rng, {}, M);
           p.N = N, p.K = K;
-          p.a = Buffer(p.a.dtype, {M, K}, qmmt::make_strides({M, K}, Layout::padded, rng), rng);
+          const bool a_in_place = rng() % 2 == 1;
+          p.a = Buffer(p.a.dtype, {M, K}, qmmt::make_strides({M, K}, a_in_place ? Layout::packed : Layout::padded, rng), rng);
           p.b = Buffer(rng() % 2 ? DataType::int8 : DataType::uint8, {K, N}, qmmt::make_strides({K, N}, layout, rng), rng);
           p.y = Buffer(DataType::uint8, {M, N}, qmmt::make_strides({M, N}, rng() % 2 ? Layout::padded : Layout::packed, rng), rng);
           p.b_zero = qmmt::literal_q(p.b.dtype, {1, N}, {1, 9, -128, 127}, rng);
+          if (rng() % 2) {
+            // Every alpha 128 and every beta 0: no sums of A' or B' needed.
+            p.a_zero = qmmt::literal_q(p.a.dtype, {M, 1}, {p.a.dtype == DataType::uint8 ? 128 : 0}, rng);
+            p.b_zero = qmmt::literal_q(p.b.dtype, {1, N}, {p.b.dtype == DataType::uint8 ? 128 : 0}, rng);
+          }
           p.b_scale = qmmt::literal_f({1, N}, {0.01f, 0.02f, 0.004f}, rng);
           const int share = int(rng() % 2) * 250;
           const bool real = visible.size() >= 2 && round++ % 2 == 1;

@@ -96,6 +96,13 @@
   F(run_qmm_offload_on_device, void, hk::detail::run_qmm_offload_on_device,                                \
     (const hk::detail::QmmProblem& problem, const hk::detail::QmmPlan& plan, int device),                 \
     (problem, plan, device), required, )                                                                   \
+  F(run_qmm_offload_arriving, void, hk::detail::run_qmm_offload_arriving,                                  \
+    (const hk::detail::QmmProblem& problem, const hk::detail::QmmPlan& plan, int device,                  \
+     const hk::detail::OffloadQmmArrivals& arrivals),                                                      \
+    (problem, plan, device, arrivals), required, )                                                         \
+  F(qmm_offload_streamable, hk::detail::OffloadQmmStreamable, hk::detail::qmm_offload_streamable,          \
+    (const hk::detail::QmmProblem& problem, hk::detail::OffloadQmmKernel kernel), (problem, kernel),       \
+    required, )                                                                                            \
   F(qmm_spans, hk::detail::QmmSpans, hk::detail::qmm_spans, (const hk::detail::QmmProblem& problem),       \
     (problem), required, )                                                                                 \
   F(qmm_b_columns_fit, bool, hk::detail::qmm_b_columns_fit, (const hk::detail::QmmProblem& problem),      \
@@ -124,7 +131,7 @@ namespace hk::detail {
 
 /// Changes whenever the list above or a type it passes changes; with the version and the table's
 /// size, it keeps a plugin of another build from being used.
-inline constexpr std::uint32_t gpu_plugin_abi = 5;
+inline constexpr std::uint32_t gpu_plugin_abi = 6;
 
 struct GpuPluginTable {
   std::uint32_t abi;

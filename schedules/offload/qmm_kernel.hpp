@@ -13,6 +13,10 @@ inline constexpr std::int64_t tile_rows = 128, tile_cols = 128;  // outputs per 
 inline constexpr std::int64_t depth_step = 64;                     // k per transposed or gathered chunk
 inline constexpr std::int64_t depth_align = 128;                   // kp: whole slices and chunks
 inline constexpr std::int64_t int32_depth = 65536;                 // deepest int32-safe slice
+// Tiles are taken in bands of band_rows tile rows, column by column within a band, so that the
+// tiles running at once share few A' rows and B' columns: at 8192^3 a wave of 264 teams then reads
+// 16 A' and 17 B' tiles' lines rather than 4 and all 64, which overflow the L2.
+inline constexpr std::int64_t band_rows = 16;
 
 using u8 = std::uint8_t;
 using i32 = std::int32_t;
@@ -64,6 +68,12 @@ struct Kernel {
   // [split][M][Np], which a last launch adds up and requantizes.
   i64 split = 1;
   i32* partials = nullptr;
+  // A part whose operands are still arriving (OffloadQmmArrivals): a tile first waits for its row
+  // tile's a_ready and its column tile's b_ready to turn non-zero (null: there already), and once
+  // its outputs are written counts itself in bands_done[its band] (null: nobody waits for them).
+  const i32* a_ready = nullptr;
+  const i32* b_ready = nullptr;
+  i32* bands_done = nullptr;
   // The caller's matrices.
   const u8* a = nullptr;
   const u8* b = nullptr;

@@ -27,7 +27,7 @@ namespace {
 using namespace offload::qmm;
 
 constexpr i64 workspace_align = 256;
-static_assert(qmm_offload_tile == tile_rows && qmm_offload_tile == tile_cols);
+static_assert(qmm_offload_tile == tile_rows && qmm_offload_tile == tile_cols && qmm_offload_band_rows == band_rows);
 
 i64 align_up(i64 v) { return round_up(v, workspace_align); }
 
@@ -109,8 +109,12 @@ Kernel make_kernel(const QmmProblem& x, const OffloadQmmLaunch& launch, const Wo
   k.row_sums = w.row_sums_stored ? reinterpret_cast<i64*>(base + w.row_sums) : nullptr;
   k.col_sums = w.col_sums_stored ? reinterpret_cast<i64*>(base + w.col_sums) : nullptr;
   k.a_centred = w.a_centred;
-  k.split = w.split;
-  k.partials = w.split > 1 ? reinterpret_cast<i32*>(base + w.partials) : nullptr;
+  // A streamed part's tiles wait for their operands and are counted as they finish: whole tiles.
+  k.split = launch.arrivals.any() ? 1 : w.split;
+  k.partials = k.split > 1 ? reinterpret_cast<i32*>(base + w.partials) : nullptr;
+  k.a_ready = launch.arrivals.a_ready;
+  k.b_ready = launch.arrivals.b_ready;
+  k.bands_done = launch.arrivals.bands_done;
   k.a_shared = w.a_batches == 1, k.b_shared = w.b_batches == 1;
   k.a = static_cast<const u8*>(x.a.data), k.b = static_cast<const u8*>(x.b.data);
   for (int d = 0; d < 2; ++d) k.a_bs[d] = x.a.batch_stride[d], k.b_bs[d] = x.b.batch_stride[d];
@@ -156,6 +160,11 @@ OffloadQmmSums qmm_sums_needed(const QmmProblem& problem) {
   sums.columns = std::any_of(a_zero.begin(), a_zero.end(), [&](std::int32_t z) { return z != -ca; });
   sums.every_alpha_128 = std::all_of(a_zero.begin(), a_zero.end(), [&](std::int32_t z) { return z == 128 - ca; });
   return sums;
+}
+
+OffloadQmmStreamable qmm_offload_streamable(const QmmProblem& problem, OffloadQmmKernel kernel) {
+  const WorkspaceLayout w = workspace_layout(problem, kernel);
+  return {w.a_in_place && !w.row_sums_stored, w.b_in_place && !w.col_sums_stored};
 }
 
 std::int64_t qmm_offload_workspace_bytes(const QmmProblem& problem, OffloadQmmKernel kernel) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <omp.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -220,10 +221,30 @@ template <bool Deep>
   }
 }
 
-// Tiles are taken in bands of band_rows tile rows, column by column within a band, so that the
-// tiles running at once share few A' rows and B' columns: at 8192^3 a wave of 264 teams then reads
-// 16 A' and 17 B' tiles' lines rather than 4 and all 64, which overflow the L2.
-inline constexpr i64 band_rows = 16;
+// Before a tile reads an operand that may still be arriving: spins until a host thread's copy
+// has marked it there (ready null: it is), each thread for itself, so that each thread's reads
+// come after its own acquiring load.
+[[gnu::always_inline]] inline void await_ready(const i32* ready, i64 index) {
+  if (ready)
+    while (__atomic_load_n(ready + index, __ATOMIC_ACQUIRE) == 0) {
+#ifndef __NVPTX__
+      sched_yield();  // the host fallback: the copying thread may need this core
+#endif
+    }
+}
+
+// After a tile's outputs are written: every thread's stores made visible beyond the GPU (to the
+// copy engine that takes the band out), then one count for the tile.
+[[gnu::always_inline]] inline void count_tile_done(i32* counter, int tid) {
+#ifdef __NVPTX__
+  asm volatile("fence.acq_rel.sys;" ::: "memory");
+  team_barrier();
+#else
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+#pragma omp barrier
+#endif
+  if (tid == 0) __atomic_fetch_add(counter, 1, __ATOMIC_RELEASE);
+}
 
 // The body of the product kernels (SPMD: warp-collective instructions need one): teams take
 // 128 x 128 tiles in turn, in bands; on a GPU with team memory and a team the staging splits
@@ -249,6 +270,8 @@ template <Family F, bool Deep>
     const i64 band_height = rows_left < band_rows ? rows_left : band_rows;
     const i64 in_band = in_batch - band_first * k.tiles_n;
     const i64 i0 = (band_first + in_band % band_height) * tile_rows, j0 = (in_band / band_height) * tile_cols;
+    await_ready(k.a_ready, i0 / tile_rows);
+    await_ready(k.b_ready, j0 / tile_cols);
 #ifdef __NVPTX__
     if (staged) {
       if constexpr (F == Family::wgmma) {
@@ -261,10 +284,10 @@ template <Family F, bool Deep>
           tile_mma<Deep, false>(k, t, i0, j0, part, memory, tid, nth);
       } else
         tile_dp4a<Deep>(k, t, i0, j0, memory, tid, nth);
-      continue;
-    }
+    } else
 #endif
-    for (int w = tid; w < 8; w += nth) block_scalar<Deep>(k, t, i0 + (w / 4) * 64, j0 + (w % 4) * 32, part);
+      for (int w = tid; w < 8; w += nth) block_scalar<Deep>(k, t, i0 + (w / 4) * 64, j0 + (w % 4) * 32, part);
+    if (k.bands_done) count_tile_done(k.bands_done + t * ((k.tiles_m + band_rows - 1) / band_rows) + band, tid);
   }
 }
 

@@ -149,6 +149,8 @@ void spread_qmm(const QmmProblem& problem, const QmmPlan& launch, const std::vec
     qmm_offload_pack_b_columns(problem, b_columns->data(), home);
   }
   const QmmProblem whole = packs_b ? with_b_columns(problem, b_columns->data()) : problem;
+  std::optional<ColumnRelay> relay;
+  if (streams_b) relay.emplace(home, whole.b.data, whole.N);
   const auto start = std::chrono::steady_clock::now();
   std::vector<PartTimes> times(devices.size());
   std::vector<std::function<void()>> parts;
@@ -164,8 +166,8 @@ void spread_qmm(const QmmProblem& problem, const QmmPlan& launch, const std::vec
         t.products = t.computed = t.done = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       });
     else if (streams_b)
-      parts.push_back([part, &launch, home, device = devices[i], start, &t] {
-        multiply_part_streaming_b(part, launch, home, device, start, t);
+      parts.push_back([part, &launch, &relay, link = relay->add(devices[i]), start, &t] {
+        multiply_part_streaming_b(part, launch, *relay, link, start, t);
       });
     else
       parts.push_back([part, &launch, home, device = devices[i]] {
@@ -177,8 +179,8 @@ void spread_qmm(const QmmProblem& problem, const QmmPlan& launch, const std::vec
     for (const PartTimes& t : times)
       if (t.rows > 0)
         std::fprintf(stderr,
-                     "hetkern: devices GPU %d: %lld rows, copies from %.3f ms, A there at %.3f ms, inputs there at "
-                     "%.3f ms, products %.3f ms, last done at %.3f ms, outputs back at %.3f ms\n",
+                     "hetkern: devices GPU %d: %lld rows, copies from %.3f ms, A there at %.3f ms, launched at "
+                     "%.3f ms, products %.3f ms, done at %.3f ms, outputs back at %.3f ms\n",
                      t.device, static_cast<long long>(t.rows), 1e3 * t.copying, 1e3 * t.a_there, 1e3 * t.inputs,
                      1e3 * t.products, 1e3 * t.computed, 1e3 * t.done);
 }

@@ -4,7 +4,10 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
+#include <optional>
 #include <vector>
 
 #include "algorithms/quantized_matmul.hpp"
@@ -61,18 +64,61 @@ struct PartTimes {
   std::int64_t rows = 0;
   double copying = 0;   // its copies began
   double a_there = 0;   // its rows of A were there
-  double inputs = 0;    // its first product could start (A and the first group of B' there)
+  double inputs = 0;    // its launch began
   double computed = 0;  // its last product finished
   double done = 0;      // its outputs are back on the home device
-  double products = 0;  // the products' own time, summed
+  double products = 0;  // the launch's own time
+};
+
+/// B' passed down a chain of devices, a column group at a time: link 0 is the home device, where
+/// all of B' lies; link i > 0 copies each group from link i - 1 once that has it, so that B' leaves
+/// each device once, not the home device once per other device (a GPU's links out are shared
+/// by everything it sends). Groups are whole tiles from a sixteenth of the columns, each twice as
+/// wide as the one before, so that the first is short and there are few copies.
+class ColumnRelay {
+ public:
+  ColumnRelay(int home, const void* columns, std::int64_t N);
+  /// A new link on `device`, after the last one: its index.
+  std::size_t add(int device);
+  int home() const { return links_[0].device; }
+  int device(std::size_t link) const { return links_[link].device; }
+  std::size_t groups() const { return groups_.size(); }
+  SplitRange group(std::size_t g) const { return groups_[g]; }
+  /// Where link `link` keeps B' (before any group lands there).
+  void leased(std::size_t link, const void* columns);
+  /// One more group (the next, in order) is on link `link`'s device.
+  void landed(std::size_t link);
+  /// Where link `link` copies group `group` from, once link - 1 has it; nothing once any link failed.
+  struct Source {
+    int device;
+    const char* columns;
+  };
+  std::optional<Source> source(std::size_t link, std::size_t group);
+  void fail();
+  bool failed();
+
+ private:
+  struct Link {
+    int device;
+    const char* columns;
+    std::size_t groups_there;
+  };
+  std::vector<SplitRange> groups_;
+  std::vector<Link> links_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool failed_ = false;
 };
 
 /// A part of a one-matrix call whose B is B' columns (a column-major int8 B with columns of K
-/// bytes) on device `home`, run on `device`: a second host thread copies the part's rows of A,
-/// then B' in column groups that grow from a sixteenth of the columns (each group crosses the
-/// link while the one before it is multiplied), then brings the outputs back, the first rows'
-/// while the last ones are still multiplied. Fills `times` (times.device, times.rows too).
-void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, int home, int device,
+/// bytes), run on relay link `link`'s device in one launch that starts once the first band of
+/// A's rows and the first group of B' are there (the product kernels' first tiles need only
+/// those) and whose tiles wait for the rest: a second host thread copies A's rows a band at a
+/// time from the home device, B' a group at a time from the link before, marks each as there,
+/// then brings the outputs back, each band's as soon as its tiles are done. An operand that the
+/// product packs or sums first (qmm_offload_streamable) is all there before the launch. Fills
+/// `times` (times.device, times.rows too).
+void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& relay, std::size_t link,
                                std::chrono::steady_clock::time_point start, PartTimes& times);
 
 /// A call whose tensors lie on devices[0] spread over `devices` (distinct or not): devices[0]

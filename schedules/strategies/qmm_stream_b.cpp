@@ -1,7 +1,9 @@
-// A part of a spread matmul on another device, fed B' a column group at a time (qmm_parts.hpp).
+// A part of a spread matmul on another device, fed A and B' while its one launch already runs
+// (qmm_parts.hpp).
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include "runtime/platform/device_memory.hpp"
 #include "schedules/qmm_offload.hpp"
@@ -10,16 +12,17 @@
 namespace hk::detail {
 namespace {
 
-constexpr std::int64_t tile = qmm_offload_tile;
+constexpr std::int64_t tile = qmm_offload_tile, band = qmm_offload_tile * qmm_offload_band_rows;
 
 double since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+std::int64_t tiles_of(std::int64_t lines) { return (lines + tile - 1) / tile; }
+
 // Groups of whole tiles from a sixteenth of the columns, each twice as wide as the one before,
-// the last taking what is left: the first group's copy, which nothing hides, is short, each later
-// one crosses the link while the one before (half as wide) is multiplied, even where three
-// devices share the home device's links, and there are few launches.
+// the last taking what is left: the first group, which the first tiles wait for, is short, and
+// there are few copies.
 std::vector<SplitRange> column_groups(std::int64_t N) {
   std::vector<SplitRange> groups;
   std::int64_t width = std::max(tile, N / 16 / tile * tile);
@@ -31,16 +34,53 @@ std::vector<SplitRange> column_groups(std::int64_t N) {
   return groups;
 }
 
-// The last group's rows in two halves of whole tiles, when their output spans do not interleave:
-// the first half's outputs then go back while the second half is multiplied.
-std::vector<SplitRange> return_blocks(const QmmProblem& part) {
-  const std::int64_t half = (part.M / 2 + tile - 1) / tile * tile;
-  const std::vector<SplitRange> halves{{0, half}, {half, part.M}};
-  if (half == 0 || half >= part.M || !qmm_parts_own_their_spans(part, {-1, part.M}, halves)) return {{0, part.M}};
-  return halves;
+// The product kernels' bands of rows, in the order their tiles run.
+std::vector<SplitRange> row_bands(std::int64_t M) {
+  std::vector<SplitRange> bands;
+  for (std::int64_t r = 0; r < M; r += band) bands.push_back({r, std::min(M, r + band)});
+  return bands;
 }
 
 }  // namespace
+
+ColumnRelay::ColumnRelay(int home, const void* columns, std::int64_t N) : groups_(column_groups(N)) {
+  links_.push_back({home, static_cast<const char*>(columns), groups_.size()});
+}
+
+std::size_t ColumnRelay::add(int device) {
+  links_.push_back({device, nullptr, 0});
+  return links_.size() - 1;
+}
+
+void ColumnRelay::leased(std::size_t link, const void* columns) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  links_[link].columns = static_cast<const char*>(columns);
+}
+
+void ColumnRelay::landed(std::size_t link) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  ++links_[link].groups_there;
+  changed_.notify_all();
+}
+
+std::optional<ColumnRelay::Source> ColumnRelay::source(std::size_t link, std::size_t group) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const Link& from = links_[link - 1];
+  changed_.wait(lock, [&] { return from.groups_there > group || failed_; });
+  if (failed_) return std::nullopt;
+  return Source{from.device, from.columns};
+}
+
+void ColumnRelay::fail() {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  failed_ = true;
+  changed_.notify_all();
+}
+
+bool ColumnRelay::failed() {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return failed_;
+}
 
 QmmProblem with_b_columns(const QmmProblem& p, const void* columns) {
   QmmProblem q = p;
@@ -54,86 +94,137 @@ bool is_b_columns(const MatrixView& b, std::int64_t K) {
   return b.dtype == DataType::int8 && b.row_stride == 1 && b.col_stride == K;
 }
 
-void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, int home, int device,
+void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& relay, std::size_t link,
                                std::chrono::steady_clock::time_point start, PartTimes& times) {
+  const int home = relay.home(), device = relay.device(link);
   times.device = device;
   times.rows = part.M;
-  if (part.M == 0 || part.N == 0) return;
   const QmmSpans spans = qmm_spans(part);
+  const std::int64_t tiles_m = tiles_of(part.M), tiles_n = tiles_of(part.N);
+  const std::vector<SplitRange> bands = row_bands(part.M);
   ScratchLease a(device, spans.a), b(device, std::size_t(part.N * part.K)), out(device, spans.out);
+  ScratchLease flags(device, std::size_t(tiles_m + tiles_n + std::int64_t(bands.size())) * sizeof(std::int32_t));
+  relay.leased(link, b.data());
   QmmProblem there = part;
   there.a.data = a.data();
   there.b.data = b.data();
   there.out = out.data();
-  const std::vector<SplitRange> groups = column_groups(part.N), blocks = return_blocks(part);
-  // The products in order: every group on all rows, the last one a return block at a time.
-  struct Step {
-    std::size_t group;
-    SplitRange rows;
+
+  // The flags: a_ready per row tile, b_ready per column tile, bands_done per band.
+  auto* const a_ready = static_cast<std::int32_t*>(flags.data());
+  auto* const b_ready = a_ready + tiles_m;
+  auto* const bands_done = b_ready + tiles_n;
+  const std::vector<std::int32_t> zeros(tiles_m + tiles_n + bands.size(), 0), ones(std::max(tiles_m, tiles_n), 1);
+  copy_to_device(a_ready, 0, zeros.data(), zeros.size() * sizeof(std::int32_t), device);
+  const auto mark = [&](std::int32_t* ready, std::int64_t first, std::int64_t count) {
+    copy_to_device(ready, std::size_t(first) * sizeof(std::int32_t), ones.data(), std::size_t(count) * sizeof(std::int32_t),
+                   device);
   };
-  std::vector<Step> steps;
-  for (std::size_t g = 0; g + 1 < groups.size(); ++g) steps.push_back({g, {0, part.M}});
-  for (const SplitRange& r : blocks) steps.push_back({groups.size() - 1, r});
+  const OffloadQmmStreamable streamable = qmm_offload_streamable(there, launch.kernel);
+  const bool by_bands = bands.size() > 1 && qmm_parts_own_their_spans(part, {-1, part.M}, bands);
+  const OffloadQmmArrivals arrivals{streamable.a ? a_ready : nullptr, streamable.b ? b_ready : nullptr,
+                                    by_bands ? bands_done : nullptr};
 
   std::mutex mutex;
   std::condition_variable changed;
-  std::size_t copied = 0, finished = 0;  // groups on `device`, steps done
-  bool failed = false;
-  const auto signal = [&](std::size_t& counter) {
+  bool launchable = false, finished = false, failed = false;
+  const auto set = [&](bool& flag) {
     const std::lock_guard<std::mutex> lock(mutex);
-    ++counter;
+    flag = true;
     changed.notify_all();
   };
-  // Waits until `ready` holds; false when the other thread failed (run_parts rethrows its error).
-  const auto wait = [&](const auto& ready) {
+  // Waits until `flag` is set; false when the other thread failed (run_parts rethrows its error).
+  const auto wait = [&](const bool& flag) {
     std::unique_lock<std::mutex> lock(mutex);
-    changed.wait(lock, [&] { return ready() || failed; });
+    changed.wait(lock, [&] { return flag || failed; });
     return !failed;
   };
-  const auto guarded = [&](const auto& body) {
-    return [&, body] {
-      try {
-        body();
-      } catch (...) {
-        const std::lock_guard<std::mutex> lock(mutex);
-        failed = true;
-        changed.notify_all();
-        throw;
-      }
-    };
+  const auto has_failed = [&] {
+    const std::lock_guard<std::mutex> lock(mutex);
+    return failed || relay.failed();
   };
-  const auto copy = guarded([&] {
-    times.copying = since(start);
-    copy_between_devices(a.data(), device, part.a.data, home, spans.a);
-    times.a_there = since(start);
-    // Bytes between outputs must come back unchanged.
-    if (spans.out_has_gaps()) copy_between_devices(out.data(), device, part.out, home, spans.out);
-    for (const SplitRange& g : groups) {
-      const std::size_t offset = std::size_t(g.begin * part.K);
-      copy_between_devices(static_cast<char*>(b.data()) + offset, device, static_cast<const char*>(part.b.data) + offset,
-                           home, std::size_t(g.size() * part.K));
-      signal(copied);
+  // On any failure every flag is set, so that a launch that waits for its operands ends.
+  const auto release = [&] {
+    set(failed);
+    relay.fail();
+    try {
+      mark(a_ready, 0, tiles_m);
+      mark(b_ready, 0, tiles_n);
+    } catch (...) {
     }
-    for (std::size_t i = 0; i < blocks.size(); ++i) {
-      if (!wait([&] { return finished >= steps.size() - blocks.size() + i + 1; })) return;
-      const QmmProblem rows = qmm_part(part, {-1, part.M}, blocks[i]);
-      const std::size_t offset = std::size_t(static_cast<char*>(rows.out) - static_cast<char*>(part.out));
-      copy_between_devices(rows.out, home, static_cast<char*>(out.data()) + offset, device, qmm_spans(rows).out);
+  };
+
+  const auto copy = [&] {
+    try {
+      times.copying = since(start);
+      // Bytes between outputs must come back unchanged.
+      if (spans.out_has_gaps()) copy_between_devices(out.data(), device, part.out, home, spans.out);
+      const auto copy_a = [&](const SplitRange& rows) {
+        const QmmProblem p = qmm_part(part, {-1, part.M}, rows);
+        const std::size_t offset = std::size_t(static_cast<const char*>(p.a.data) - static_cast<const char*>(part.a.data));
+        copy_between_devices(static_cast<char*>(a.data()) + offset, device, p.a.data, home, qmm_spans(p).a);
+        mark(a_ready, rows.begin / tile, tiles_of(rows.end) - rows.begin / tile);
+      };
+      const auto copy_b = [&](std::size_t g) {
+        const std::optional<ColumnRelay::Source> from = relay.source(link, g);
+        if (!from) return false;
+        const SplitRange columns = relay.group(g);
+        const std::size_t offset = std::size_t(columns.begin * part.K);
+        copy_between_devices(static_cast<char*>(b.data()) + offset, device, from->columns + offset, from->device,
+                             std::size_t(columns.size() * part.K));
+        mark(b_ready, columns.begin / tile, tiles_of(columns.end) - columns.begin / tile);
+        relay.landed(link);
+        return true;
+      };
+      // The first band's rows of A and the first group of B' first: the first tiles need only
+      // those. The launch starts as soon as what it cannot wait for itself is there.
+      copy_a(bands[0]);
+      if (!copy_b(0)) return release();
+      if (streamable.a && streamable.b) set(launchable);
+      for (std::size_t r = 1; r < bands.size(); ++r) copy_a(bands[r]);
+      times.a_there = since(start);
+      if (streamable.b) set(launchable);
+      for (std::size_t g = 1; g < relay.groups(); ++g)
+        if (!copy_b(g)) return release();
+      set(launchable);
+      // The outputs back, a band at a time as its tiles are counted, or all once the launch is done.
+      const auto send_back = [&](const SplitRange& rows) {
+        const QmmProblem p = qmm_part(part, {-1, part.M}, rows);
+        const std::size_t offset = std::size_t(static_cast<char*>(p.out) - static_cast<char*>(part.out));
+        copy_between_devices(p.out, home, static_cast<char*>(out.data()) + offset, device, qmm_spans(p).out);
+      };
+      if (!by_bands) {
+        if (wait(finished)) send_back({0, part.M});
+      } else
+        for (std::size_t i = 0; i < bands.size(); ++i) {
+          const std::int32_t expected = std::int32_t(tiles_of(bands[i].size()) * tiles_n);
+          for (std::int32_t done = 0; done < expected;) {
+            if (has_failed()) return;
+            copy_to_host(&done, bands_done, i * sizeof(std::int32_t), sizeof(done), device);
+            if (done < expected) std::this_thread::sleep_for(std::chrono::microseconds(20));
+          }
+          send_back(bands[i]);
+        }
+      times.done = since(start);
+    } catch (...) {
+      release();
+      throw;
     }
-    times.done = since(start);
-  });
-  const auto multiply = guarded([&] {
-    for (const Step& step : steps) {
-      if (!wait([&] { return copied > step.group; })) return;
-      if (times.inputs == 0) times.inputs = since(start);
-      const double begun = since(start);
-      run_qmm_offload_on_device(qmm_columns(qmm_part(there, {-1, part.M}, step.rows), groups[step.group]), launch,
-                                device);
-      times.products += since(start) - begun;
-      signal(finished);
+  };
+  const auto multiply = [&] {
+    try {
+      if (!wait(launchable)) return;
+      times.inputs = since(start);
+      run_qmm_offload_arriving(there, launch, device, arrivals);
+      times.computed = since(start);
+      times.products = times.computed - times.inputs;
+      set(finished);
+    } catch (...) {
+      set(failed);
+      relay.fail();
+      throw;
     }
-    times.computed = since(start);
-  });
+  };
   run_parts({multiply, copy});
 }
 
