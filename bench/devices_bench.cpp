@@ -145,7 +145,7 @@ void matmul(std::int64_t n, bool column_major_b, int devices, int reps) {
   for (int d = 2; d <= devices; ++d) {
     const int even = (1000 + d / 2) / d;
     // With two: also the home device alone and the other alone, through the spreading path.
-    std::vector<int> shares{even, even + 25, even + 50, even + 75};
+    std::vector<int> shares{even - 25, even, even + 25, even + 50, even + 75};
     if (d == 2) shares.insert(shares.end(), {0, 1000});
     for (const int share : shares) {
       const hk::Schedule s = hk::Schedule("qmm.devices").set("devices", d).set("home_share", share);

@@ -225,12 +225,13 @@ template <bool Deep>
 // has marked it there (ready null: it is), each thread for itself, so that each thread's reads
 // come after its own acquiring load.
 [[gnu::always_inline]] inline void await_ready(const i32* ready, i64 index) {
-  if (ready)
-    while (__atomic_load_n(ready + index, __ATOMIC_ACQUIRE) == 0) {
-#ifndef __NVPTX__
-      sched_yield();  // the host fallback: the copying thread may need this core
+  if (!ready) return;
+#ifdef __NVPTX__
+  // (LLVM 19's NVPTX back end cannot select an acquiring atomic load.)
+  for (u32 there = 0; there == 0;) asm volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(there) : "l"(ready + index) : "memory");
+#else
+  while (__atomic_load_n(ready + index, __ATOMIC_ACQUIRE) == 0) sched_yield();  // the copying thread may need this core
 #endif
-    }
 }
 
 // After a tile's outputs are written: every thread's stores made visible beyond the GPU (to the
@@ -239,11 +240,11 @@ template <bool Deep>
 #ifdef __NVPTX__
   asm volatile("fence.acq_rel.sys;" ::: "memory");
   team_barrier();
+  if (tid == 0) __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
 #else
-  __atomic_thread_fence(__ATOMIC_RELEASE);
 #pragma omp barrier
-#endif
   if (tid == 0) __atomic_fetch_add(counter, 1, __ATOMIC_RELEASE);
+#endif
 }
 
 // The body of the product kernels (SPMD: warp-collective instructions need one): teams take
