@@ -213,8 +213,8 @@ TEST(QmmDevices, PartsOnOtherDevicesMatchTheOracle) {
 
 // One matrix whose K is whole 128-deep slices: B' is packed once on the home device (or B is B'
 // already: int8, column-major, columns of K bytes) and each other device receives its rows of A
-// a band at a time, and all of B' a column group at a time (2200 columns: groups of 128, 256, 512
-// and 1304) from the device before it, while its one launch runs, and gives back each band's
+// a band at a time, and all of B' a column group at a time (2200 columns: 17 groups of 128 and
+// one of 24) from the device before it, while its one launch runs, and gives back each band's
 // outputs as soon as it is done (4400 rows: two bands on each of two). Zero points that need sums of A' or B'
 // (so that the product waits for all of them before it starts) and zero points that need neither
 // (so that its tiles wait for their own lines). The other devices are the home device standing in

@@ -150,7 +150,7 @@ void spread_qmm(const QmmProblem& problem, const QmmPlan& launch, const std::vec
   }
   const QmmProblem whole = packs_b ? with_b_columns(problem, b_columns->data()) : problem;
   std::optional<ColumnRelay> relay;
-  if (streams_b) relay.emplace(home, whole.b.data, whole.N);
+  if (streams_b) relay.emplace(home, whole.b.data, whole.N, whole.K);
   const auto start = std::chrono::steady_clock::now();
   std::vector<PartTimes> times(devices.size());
   std::vector<std::function<void()>> parts;

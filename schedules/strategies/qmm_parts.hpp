@@ -73,11 +73,11 @@ struct PartTimes {
 /// B' passed down a chain of devices, a column group at a time: link 0 is the home device, where
 /// all of B' lies; link i > 0 copies each group from link i - 1 once that has it, so that B' leaves
 /// each device once, not the home device once per other device (a GPU's links out are shared
-/// by everything it sends). Groups are whole tiles from a sixteenth of the columns, each twice as
-/// wide as the one before, so that the first is short and there are few copies.
+/// by everything it sends). Groups are whole tiles, a sixteenth of the columns or 16 MiB of B' if
+/// that is less, so that a group reaches the last link soon after it leaves the first.
 class ColumnRelay {
  public:
-  ColumnRelay(int home, const void* columns, std::int64_t N);
+  ColumnRelay(int home, const void* columns, std::int64_t N, std::int64_t K);
   /// A new link on `device`, after the last one: its index.
   std::size_t add(int device);
   int home() const { return links_[0].device; }
