@@ -161,7 +161,7 @@ void spread_qmm(const QmmProblem& problem, const QmmPlan& launch, const std::vec
     PartTimes& t = times[i];
     if (i == 0)
       parts.insert(parts.begin(), [part, &launch, home, start, &t] {
-        t = {home, part.M, 0, 0, 0, 0, 0, 0};
+        t = {home, part.M, 0, 0, 0, 0, 0, 0, 0, 0};
         run_qmm_offload_on_device(part, launch, home);
         t.products = t.computed = t.done = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       });
@@ -179,10 +179,11 @@ void spread_qmm(const QmmProblem& problem, const QmmPlan& launch, const std::vec
     for (const PartTimes& t : times)
       if (t.rows > 0)
         std::fprintf(stderr,
-                     "hetkern: devices GPU %d: %lld rows, copies from %.3f ms, A there at %.3f ms, launched at "
-                     "%.3f ms, products %.3f ms, done at %.3f ms, outputs back at %.3f ms\n",
-                     t.device, static_cast<long long>(t.rows), 1e3 * t.copying, 1e3 * t.a_there, 1e3 * t.inputs,
-                     1e3 * t.products, 1e3 * t.computed, 1e3 * t.done);
+                     "hetkern: devices GPU %d: %lld rows, begun at %.3f ms, copies from %.3f ms, launched at %.3f "
+                     "ms, B' there at %.3f ms, A there at %.3f ms, products %.3f ms, done at %.3f ms, outputs back "
+                     "at %.3f ms\n",
+                     t.device, static_cast<long long>(t.rows), 1e3 * t.begun, 1e3 * t.copying, 1e3 * t.inputs,
+                     1e3 * t.b_there, 1e3 * t.a_there, 1e3 * t.products, 1e3 * t.computed, 1e3 * t.done);
 }
 
 }  // namespace hk::detail

@@ -62,8 +62,10 @@ bool is_b_columns(const MatrixView& b, std::int64_t K);
 struct PartTimes {
   int device = 0;
   std::int64_t rows = 0;
+  double begun = 0;     // its thread began
   double copying = 0;   // its copies began
   double a_there = 0;   // its rows of A were there
+  double b_there = 0;   // all of B' was there
   double inputs = 0;    // its launch began
   double computed = 0;  // its last product finished
   double done = 0;      // its outputs are back on the home device

@@ -93,6 +93,7 @@ bool is_b_columns(const MatrixView& b, std::int64_t K) {
 
 void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& relay, std::size_t link,
                                std::chrono::steady_clock::time_point start, PartTimes& times) {
+  times.begun = since(start);
   const int home = relay.home(), device = relay.device(link);
   times.device = device;
   times.rows = part.M;
@@ -174,15 +175,23 @@ void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, Co
         return true;
       };
       // The first band's rows of A and the first group of B' first: the first tiles need only
-      // those. The launch starts as soon as what it cannot wait for itself is there.
+      // those. Then the rest of B', which the first band's tiles need group after group, before
+      // the other bands of A, which only the later bands need (unless the product sums A first):
+      // the home device's links out carry every device's A too. The launch starts as soon as
+      // what it cannot wait for itself is there.
       copy_a(bands[0]);
       if (!copy_b(0)) return release();
       if (streamable.a && streamable.b) set(launchable);
-      for (std::size_t r = 1; r < bands.size(); ++r) copy_a(bands[r]);
-      times.a_there = since(start);
-      if (streamable.b) set(launchable);
+      const auto copy_rest_of_a = [&] {
+        for (std::size_t r = 1; r < bands.size(); ++r) copy_a(bands[r]);
+        times.a_there = since(start);
+      };
+      if (!streamable.a) copy_rest_of_a();
+      if (!streamable.a && streamable.b) set(launchable);
       for (std::size_t g = 1; g < relay.groups(); ++g)
         if (!copy_b(g)) return release();
+      times.b_there = since(start);
+      if (streamable.a) copy_rest_of_a();
       set(launchable);
       // The outputs back, a band at a time as its tiles are counted, or all once the launch is done.
       const auto send_back = [&](const SplitRange& rows) {
