@@ -155,7 +155,7 @@ void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, Co
   const auto copy = [&] {
     try {
       times.copying = since(start);
-      // Bytes between outputs must come back unchanged.
+      // Bytes between outputs must come back unchanged: they are there before the launch writes.
       if (spans.out_has_gaps()) copy_between_devices(out.data(), device, part.out, home, spans.out);
       const auto copy_a = [&](const SplitRange& rows) {
         const QmmProblem p = qmm_part(part, {-1, part.M}, rows);
@@ -174,14 +174,15 @@ void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, Co
         relay.landed(link);
         return true;
       };
-      // The first band's rows of A and the first group of B' first: the first tiles need only
+      // The launch starts as soon as what its tiles cannot wait for themselves is there: at once
+      // when they can wait for both operands, since a launch takes longer than a copy to start.
+      // The first band's rows of A and the first group of B' come first: the first tiles need only
       // those. Then the rest of B', which the first band's tiles need group after group, before
       // the other bands of A, which only the later bands need (unless the product sums A first):
-      // the home device's links out carry every device's A too. The launch starts as soon as
-      // what it cannot wait for itself is there.
+      // the home device's links out carry every device's A too.
+      if (streamable.a && streamable.b) set(launchable);
       copy_a(bands[0]);
       if (!copy_b(0)) return release();
-      if (streamable.a && streamable.b) set(launchable);
       const auto copy_rest_of_a = [&] {
         for (std::size_t r = 1; r < bands.size(); ++r) copy_a(bands[r]);
         times.a_there = since(start);
