@@ -73,9 +73,10 @@ struct PartTimes {
 };
 
 /// B' passed down a chain of devices, a column group at a time: link 0 is the home device, where
-/// all of B' lies; link i > 0 copies each group from link i - 1 once that has it, so that B' leaves
-/// each device once, not the home device once per other device (a GPU's links out are shared
-/// by everything it sends). Groups are whole tiles, a sixteenth of the columns or 16 MiB of B' if
+/// all of B' lies; link i > 0 copies each group but the first from link i - 1 once that has it, so
+/// that B' leaves each device once, not the home device once per other device (a GPU's links out
+/// are shared by everything it sends). The first group, which the first tiles wait for, every
+/// link copies from the home device. Groups are whole tiles, a sixteenth of the columns or 16 MiB of B' if
 /// that is less, so that a group reaches the last link soon after it leaves the first.
 class ColumnRelay {
  public:
@@ -90,7 +91,7 @@ class ColumnRelay {
   void leased(std::size_t link, const void* columns);
   /// One more group (the next, in order) is on link `link`'s device.
   void landed(std::size_t link);
-  /// Where link `link` copies group `group` from, once link - 1 has it; nothing once any link failed.
+  /// Where link `link` copies group `group` from, once that link has it; nothing once any link failed.
   struct Source {
     int device;
     const char* columns;

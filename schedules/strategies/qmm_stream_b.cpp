@@ -62,7 +62,8 @@ void ColumnRelay::landed(std::size_t link) {
 
 std::optional<ColumnRelay::Source> ColumnRelay::source(std::size_t link, std::size_t group) {
   std::unique_lock<std::mutex> lock(mutex_);
-  const Link& from = links_[link - 1];
+  // The first group, which every link's first tiles wait for, from the home device itself.
+  const Link& from = links_[group == 0 ? 0 : link - 1];
   changed_.wait(lock, [&] { return from.groups_there > group || failed_; });
   if (failed_) return std::nullopt;
   return Source{from.device, from.columns};
