@@ -17,9 +17,10 @@ const QmmStrategy& qmm_devices() {
           "batch matrices (when there are at least as many as devices) or else of rows of A in "
           "whole 128-row tiles, home_share per mille of them to the home device (where they lie; "
           "it reads them in place) and the rest evenly to the others, which copy their part of A, "
-          "B (one matrix: packed once on the home device and streamed in column groups, each "
-          "multiplied while the next arrives) and back their outputs (peer to peer where the "
-          "devices allow); host tensors cut by rows of A, each device copying its part from the "
+          "B (one matrix: packed once on the home device and passed from device to device in "
+          "column groups while each multiplies in one launch whose tiles wait for their operands) "
+          "and back their outputs (peer to peer where the devices allow); host tensors cut by "
+          "rows of A, each device copying its part from the "
           "host; each device multiplies with qmm.offload_mma, driven by a host thread of its own",
       .params = {device_count_param("GPUs used, the home device first (default: every visible one)"),
                  {"home_share", 0, 1000,
