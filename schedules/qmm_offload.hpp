@@ -32,13 +32,16 @@ namespace hk::detail {
 /// each tile waits until the int32 flag of its row tile in a_ready and of its column tile in
 /// b_ready is non-zero (a null array: that operand is all there), and once its outputs are written
 /// adds one to bands_done[its band], a band being qmm_offload_band_rows tile rows (null: nobody
-/// counts). Only operands that qmm_offload_streamable names may still be arriving; with any array
-/// set the product runs in one launch (no split-K).
+/// counts). With last_row_alone the last tile row is a band of its own, whose tiles run after all
+/// the others: the outputs that go back after the launch ends are then one tile row's. Only
+/// operands that qmm_offload_streamable names may still be arriving; with any array set or
+/// last_row_alone the product runs in one launch (no split-K).
 struct OffloadQmmArrivals {
   const std::int32_t* a_ready = nullptr;
   const std::int32_t* b_ready = nullptr;
   std::int32_t* bands_done = nullptr;
-  bool any() const { return a_ready || b_ready || bands_done; }
+  bool last_row_alone = false;
+  bool any() const { return a_ready || b_ready || bands_done || last_row_alone; }
 };
 
 struct OffloadQmmLaunch {

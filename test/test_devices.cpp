@@ -159,17 +159,22 @@ hk::detail::QmmProblem problem_on_device(const Problem& p, const OnDevice& a, co
 }
 
 // What a part whose B' is streamed moves between devices: its rows of A a band of the kernels' at
-// a time (each band's span), the N columns of B' (K bytes each), its outputs there first where
-// they have gaps, and back a band at a time where it has several (each band's span), else whole.
+// a time (each band's span; the last tile row is a band of its own), the N columns of B' (K bytes
+// each), its outputs there first where they have gaps, and back a band at a time where it has
+// several bands (each band's span), else whole.
 i64 streamed_part_bytes(const hk::detail::QmmProblem& part) {
+  constexpr i64 tile = hk::detail::qmm_offload_tile, band = tile * hk::detail::qmm_offload_band_rows;
+  const i64 last_row = (part.M + tile - 1) / tile * tile - tile;
+  std::vector<SplitRange> bands;
+  for (i64 r = 0; r < last_row; r += band) bands.push_back({r, std::min(last_row, r + band)});
+  bands.push_back({last_row, part.M});
   const hk::detail::QmmSpans s = hk::detail::qmm_spans(part);
-  constexpr i64 band = hk::detail::qmm_offload_tile * hk::detail::qmm_offload_band_rows;
   i64 bytes = part.N * part.K + i64(s.out_has_gaps() ? s.out : 0);
-  for (i64 r = 0; r < part.M; r += band) {
-    const hk::detail::QmmSpans rows = hk::detail::qmm_spans(hk::detail::qmm_part(part, {-1, part.M}, {r, std::min(part.M, r + band)}));
-    bytes += i64(rows.a) + i64(part.M > band ? rows.out : 0);
+  for (const SplitRange& rows : bands) {
+    const hk::detail::QmmSpans r = hk::detail::qmm_spans(hk::detail::qmm_part(part, {-1, part.M}, rows));
+    bytes += i64(r.a) + i64(bands.size() > 1 ? r.out : 0);
   }
-  return bytes + i64(part.M > band ? 0 : s.out);
+  return bytes + i64(bands.size() > 1 ? 0 : s.out);
 }
 
 // The part for another device, with the home device standing in for the others: every share,
@@ -214,11 +219,13 @@ TEST(QmmDevices, PartsOnOtherDevicesMatchTheOracle) {
 // One matrix whose K is whole 128-deep slices: B' is packed once on the home device (or B is B'
 // already: int8, column-major, columns of K bytes) and each other device receives its rows of A
 // a band at a time, and all of B' a column group at a time (2200 columns: 17 groups of 128 and
-// one of 24) from the device before it, while its one launch runs, and gives back each band's
-// outputs as soon as it is done (4400 rows: two bands on each of two). Zero points that need sums of A' or B'
-// (so that the product waits for all of them before it starts) and zero points that need neither
-// (so that its tiles wait for their own lines). The other devices are the home device standing in
-// for two or three, and on a machine with several GPUs every other case runs over the real ones.
+// one of 24, the first from the home device, the others from the device before it, by two
+// threads), while its one launch runs, and gives back each band's outputs as soon as it is done
+// (the last tile row is a band of its own; a part of 2200 rows has three bands). Zero points that
+// need sums of A' or B' (so that the product waits for all of them before it starts) and zero
+// points that need neither (so that its tiles wait for their own lines). The other devices are
+// the home device standing in for two or three, and on a machine with several GPUs every other
+// case runs over the real ones.
 TEST(QmmDevices, StreamedBPartsMatchTheOracle) {
   std::mt19937_64 rng(0x5b);
   const int home = hk::offload_device();

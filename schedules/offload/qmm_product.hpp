@@ -264,13 +264,22 @@ template <Family F, bool Deep>
     if (memory) memory += (wgmma_alignment - team_address(memory) % wgmma_alignment) % wgmma_alignment;
   const bool staged = memory && evenly_staged(nth) && (F != Family::wgmma || nth == wgmma_team_threads);
 #endif
+  // With last_row_alone, the last tile row is a band of its own, after the others.
+  const i64 banded = k.last_row_alone ? k.tiles_m - 1 : k.tiles_m;
+  const i64 bands = (banded + band_rows - 1) / band_rows + (k.last_row_alone ? 1 : 0);
   for (i64 item = team; item < items; item += team_count) {
     const i64 tile = item % tiles, part = item / tiles;
-    const i64 t = tile / per_batch, in_batch = tile % per_batch, band = in_batch / (band_rows * k.tiles_n);
-    const i64 band_first = band * band_rows, rows_left = k.tiles_m - band_first;
-    const i64 band_height = rows_left < band_rows ? rows_left : band_rows;
-    const i64 in_band = in_batch - band_first * k.tiles_n;
-    const i64 i0 = (band_first + in_band % band_height) * tile_rows, j0 = (in_band / band_height) * tile_cols;
+    const i64 t = tile / per_batch, in_batch = tile % per_batch;
+    i64 band, i0, j0;
+    if (in_batch >= banded * k.tiles_n) {
+      band = bands - 1, i0 = banded * tile_rows, j0 = (in_batch - banded * k.tiles_n) * tile_cols;
+    } else {
+      band = in_batch / (band_rows * k.tiles_n);
+      const i64 band_first = band * band_rows, rows_left = banded - band_first;
+      const i64 band_height = rows_left < band_rows ? rows_left : band_rows;
+      const i64 in_band = in_batch - band_first * k.tiles_n;
+      i0 = (band_first + in_band % band_height) * tile_rows, j0 = (in_band / band_height) * tile_cols;
+    }
     await_ready(k.a_ready, i0 / tile_rows);
     await_ready(k.b_ready, j0 / tile_cols);
 #ifdef __NVPTX__
@@ -288,7 +297,7 @@ template <Family F, bool Deep>
     } else
 #endif
       for (int w = tid; w < 8; w += nth) block_scalar<Deep>(k, t, i0 + (w / 4) * 64, j0 + (w % 4) * 32, part);
-    if (k.bands_done) count_tile_done(k.bands_done + t * ((k.tiles_m + band_rows - 1) / band_rows) + band, tid);
+    if (k.bands_done) count_tile_done(k.bands_done + t * bands + band, tid);
   }
 }
 

@@ -89,8 +89,8 @@ class ColumnRelay {
   SplitRange group(std::size_t g) const { return groups_[g]; }
   /// Where link `link` keeps B' (before any group lands there).
   void leased(std::size_t link, const void* columns);
-  /// One more group (the next, in order) is on link `link`'s device.
-  void landed(std::size_t link);
+  /// Group `group` is on link `link`'s device.
+  void landed(std::size_t link, std::size_t group);
   /// Where link `link` copies group `group` from, once that link has it; nothing once any link failed.
   struct Source {
     int device;
@@ -104,7 +104,7 @@ class ColumnRelay {
   struct Link {
     int device;
     const char* columns;
-    std::size_t groups_there;
+    std::vector<bool> there;  // per group
   };
   std::vector<SplitRange> groups_;
   std::vector<Link> links_;

@@ -31,21 +31,24 @@ std::vector<SplitRange> column_groups(std::int64_t N, std::int64_t K) {
   return groups;
 }
 
-// The product kernels' bands of rows, in the order their tiles run.
+// The product kernels' bands of rows, in the order their tiles run, the last one tile row
+// (OffloadQmmArrivals::last_row_alone).
 std::vector<SplitRange> row_bands(std::int64_t M) {
+  const std::int64_t last_row = (tiles_of(M) - 1) * tile;
   std::vector<SplitRange> bands;
-  for (std::int64_t r = 0; r < M; r += band) bands.push_back({r, std::min(M, r + band)});
+  for (std::int64_t r = 0; r < last_row; r += band) bands.push_back({r, std::min(last_row, r + band)});
+  bands.push_back({last_row, M});
   return bands;
 }
 
 }  // namespace
 
 ColumnRelay::ColumnRelay(int home, const void* columns, std::int64_t N, std::int64_t K) : groups_(column_groups(N, K)) {
-  links_.push_back({home, static_cast<const char*>(columns), groups_.size()});
+  links_.push_back({home, static_cast<const char*>(columns), std::vector<bool>(groups_.size(), true)});
 }
 
 std::size_t ColumnRelay::add(int device) {
-  links_.push_back({device, nullptr, 0});
+  links_.push_back({device, nullptr, std::vector<bool>(groups_.size(), false)});
   return links_.size() - 1;
 }
 
@@ -54,9 +57,9 @@ void ColumnRelay::leased(std::size_t link, const void* columns) {
   links_[link].columns = static_cast<const char*>(columns);
 }
 
-void ColumnRelay::landed(std::size_t link) {
+void ColumnRelay::landed(std::size_t link, std::size_t group) {
   const std::lock_guard<std::mutex> lock(mutex_);
-  ++links_[link].groups_there;
+  links_[link].there[group] = true;
   changed_.notify_all();
 }
 
@@ -64,7 +67,7 @@ std::optional<ColumnRelay::Source> ColumnRelay::source(std::size_t link, std::si
   std::unique_lock<std::mutex> lock(mutex_);
   // The first group, which every link's first tiles wait for, from the home device itself.
   const Link& from = links_[group == 0 ? 0 : link - 1];
-  changed_.wait(lock, [&] { return from.groups_there > group || failed_; });
+  changed_.wait(lock, [&] { return from.there[group] || failed_; });
   if (failed_) return std::nullopt;
   return Source{from.device, from.columns};
 }
@@ -122,7 +125,7 @@ void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, Co
   const OffloadQmmStreamable streamable = qmm_offload_streamable(there, launch.kernel);
   const bool by_bands = bands.size() > 1 && qmm_parts_own_their_spans(part, {-1, part.M}, bands);
   const OffloadQmmArrivals arrivals{streamable.a ? a_ready : nullptr, streamable.b ? b_ready : nullptr,
-                                    by_bands ? bands_done : nullptr};
+                                    by_bands ? bands_done : nullptr, true};
 
   std::mutex mutex;
   std::condition_variable changed;
@@ -172,7 +175,7 @@ void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, Co
         copy_between_devices(static_cast<char*>(b.data()) + offset, device, from->columns + offset, from->device,
                              std::size_t(columns.size() * part.K));
         mark(b_ready, columns.begin / tile, tiles_of(columns.end) - columns.begin / tile);
-        relay.landed(link);
+        relay.landed(link, g);
         return true;
       };
       // The launch starts as soon as what its tiles cannot wait for themselves is there: at once
@@ -190,8 +193,21 @@ void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, Co
       };
       if (!streamable.a) copy_rest_of_a();
       if (!streamable.a && streamable.b) set(launchable);
-      for (std::size_t g = 1; g < relay.groups(); ++g)
-        if (!copy_b(g)) return release();
+      // The rest of B' by two threads, odd and even groups: each copy is synchronous and then
+      // marked, and one thread alone left the link idle about half the time.
+      bool all_copied = true;
+      const auto every_other_group = [&](std::size_t first) {
+        return [&, first] {
+          for (std::size_t g = first; g < relay.groups(); g += 2)
+            if (!copy_b(g)) {
+              const std::lock_guard<std::mutex> lock(mutex);
+              all_copied = false;
+              return;
+            }
+        };
+      };
+      run_parts({every_other_group(1), every_other_group(2)});
+      if (!all_copied) return release();
       times.b_there = since(start);
       if (streamable.a) copy_rest_of_a();
       set(launchable);
