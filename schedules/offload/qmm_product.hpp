@@ -227,8 +227,14 @@ template <bool Deep>
 [[gnu::always_inline]] inline void await_ready(const i32* ready, i64 index) {
   if (!ready) return;
 #ifdef __NVPTX__
-  // (LLVM 19's NVPTX back end cannot select an acquiring atomic load.)
-  for (u32 there = 0; there == 0;) asm volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(there) : "l"(ready + index) : "memory");
+  // An acquiring PTX load (LLVM 19's NVPTX back end cannot select an acquiring atomic load),
+  // then a microsecond's sleep: every thread of every waiting team polling without pause slowed
+  // the very copies they waited for.
+  for (u32 there = 0;;) {
+    asm volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(there) : "l"(ready + index) : "memory");
+    if (there != 0) break;
+    asm volatile("nanosleep.u32 1000;");
+  }
 #else
   while (__atomic_load_n(ready + index, __ATOMIC_ACQUIRE) == 0) sched_yield();  // the copying thread may need this core
 #endif
