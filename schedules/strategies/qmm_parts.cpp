@@ -154,19 +154,11 @@ void spread_qmm(const QmmProblem& problem, const QmmPlan& launch, const std::vec
   const auto start = std::chrono::steady_clock::now();
   std::vector<PartTimes> times(devices.size());
   std::vector<std::function<void()>> parts;
-  for (std::size_t i = 0; i < devices.size(); ++i) {
-    const SplitRange r = ranges[i];
-    if (r.size() == 0) continue;
-    const QmmProblem part = qmm_part(whole, cut, r);
-    PartTimes& t = times[i];
-    if (i == 0)
-      parts.insert(parts.begin(), [part, &launch, home, start, &t] {
-        t = {home, part.M, 0, 0, 0, 0, 0, 0, 0, 0};
-        run_qmm_offload_on_device(part, launch, home);
-        t.products = t.computed = t.done = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      });
-    else if (streams_b)
-      parts.push_back([part, &launch, &relay, link = relay->add(devices[i]), start, &t] {
+  for (std::size_t i = 1; i < devices.size(); ++i) {
+    if (ranges[i].size() == 0) continue;
+    const QmmProblem part = qmm_part(whole, cut, ranges[i]);
+    if (streams_b)
+      parts.push_back([part, &launch, &relay, link = relay->add(devices[i]), start, &t = times[i]] {
         multiply_part_streaming_b(part, launch, *relay, link, start, t);
       });
     else
@@ -174,6 +166,15 @@ void spread_qmm(const QmmProblem& problem, const QmmPlan& launch, const std::vec
         multiply_part_on_other_device(part, launch, home, device);
       });
   }
+  // The home device's part last: run_parts runs the first part on this thread and wakes kept
+  // threads for the others in order, and the other devices, which wait for their operands, have
+  // less time to lose.
+  if (ranges[0].size() > 0)
+    parts.push_back([part = qmm_part(whole, cut, ranges[0]), &launch, home, start, &t = times[0]] {
+      t = {home, part.M, 0, 0, 0, 0, 0, 0, 0, 0};
+      run_qmm_offload_on_device(part, launch, home);
+      t.products = t.computed = t.done = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    });
   run_parts(parts);
   if (streams_b && log_requested("devices"))
     for (const PartTimes& t : times)

@@ -249,7 +249,8 @@ void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, Co
       throw;
     }
   };
-  run_parts({multiply, copy});
+  // The copies on this thread, which starts them at once; the launch can wait for a kept thread.
+  run_parts({copy, multiply});
 }
 
 }  // namespace hk::detail
