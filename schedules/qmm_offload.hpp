@@ -25,9 +25,6 @@
 
 namespace hk::detail {
 
-/// How the kernels run one problem (a QmmProblem whose A, B and output hold device pointers and
-/// element strides, its packed_b null; its quantization parameters stay on the host, where they
-/// tell the kernels' parameter counts and which zero-point sums are needed).
 /// A part of a spread call whose operands are still arriving on the device while its product runs:
 /// each tile waits until the int32 flag of its row tile in a_ready and of its column tile in
 /// b_ready is non-zero (a null array: that operand is all there), and once its outputs are written
@@ -44,6 +41,9 @@ struct OffloadQmmArrivals {
   bool any() const { return a_ready || b_ready || bands_done || last_row_alone; }
 };
 
+/// How the kernels run one problem (a QmmProblem whose A, B and output hold device pointers and
+/// element strides, its packed_b null; its quantization parameters stay on the host, where they
+/// tell the kernels' parameter counts and which zero-point sums are needed).
 struct OffloadQmmLaunch {
   int device = 0;  // an OpenMP device number, or omp_get_initial_device() for the host
   OffloadQmmKernel kernel = OffloadQmmKernel::dp4a;

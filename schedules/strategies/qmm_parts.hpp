@@ -114,13 +114,12 @@ class ColumnRelay {
 };
 
 /// A part of a one-matrix call whose B is B' columns (a column-major int8 B with columns of K
-/// bytes), run on relay link `link`'s device in one launch that starts once the first band of
-/// A's rows and the first group of B' are there (the product kernels' first tiles need only
-/// those) and whose tiles wait for the rest: a second host thread copies A's rows a band at a
-/// time from the home device, B' a group at a time from the link before, marks each as there,
-/// then brings the outputs back, each band's as soon as its tiles are done. An operand that the
-/// product packs or sums first (qmm_offload_streamable) is all there before the launch. Fills
-/// `times` (times.device, times.rows too).
+/// bytes), run on relay link `link`'s device in one launch whose tiles wait for their operands
+/// (OffloadQmmArrivals): the calling thread copies A's rows a band at a time from the home device
+/// and B' a group at a time as the relay says (the rest of B' by two threads), marks each as
+/// there, then brings the outputs back, each band's as soon as its tiles are done; a kept thread
+/// launches meanwhile, at once, or once an operand that the product packs or sums first
+/// (qmm_offload_streamable) is all there. Fills `times` (times.device, times.rows too).
 void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& relay, std::size_t link,
                                std::chrono::steady_clock::time_point start, PartTimes& times);
 
