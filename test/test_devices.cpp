@@ -272,6 +272,48 @@ TEST(QmmDevices, StreamedBPartsMatchTheOracle) {
         }
 }
 
+// The streamed parts' launch on its own (OffloadQmmArrivals): with every row and column tile
+// marked there, each band's counter ends at its tiles (a batch's bands after the one before it;
+// the last tile row a band of its own or not), and every output matches the oracle, for each
+// product kernel (wgmma runs as mma.sync where it cannot run).
+TEST(QmmDevices, ArrivingLaunchCountsEveryTileOfItsBand) {
+  using hk::detail::OffloadQmmKernel;
+  std::mt19937_64 rng(0xba4d);
+  const int home = hk::offload_device();
+  int round = 0;
+  for (const i64 M : {i64(1), i64(129), i64(2048), i64(2049), i64(2200)})
+    for (const bool last_row_alone : {false, true})
+      for (const OffloadQmmKernel kernel : {OffloadQmmKernel::dp4a, OffloadQmmKernel::mma, OffloadQmmKernel::wgmma}) {
+        const i64 matrices = round++ % 2 ? 2 : 1;
+        const Problem p = random_problem(rng, matrices > 1 ? std::vector<i64>{2} : std::vector<i64>{}, M);
+        const std::string where = "M=" + std::to_string(M) + (last_row_alone ? ", last row alone, kernel " : ", kernel ") +
+                                  std::to_string(int(kernel)) + ", " + p.describe();
+        Problem run = p;
+        OnDevice a(run.a), b(run.b), y(run.y);
+        const hk::detail::QmmProblem problem = problem_on_device(run, a, b, y);
+        const i64 tiles_m = (M + 127) / 128, tiles_n = (p.N + 127) / 128;
+        const i64 banded = last_row_alone ? tiles_m - 1 : tiles_m;
+        const i64 bands = (banded + 15) / 16 + (last_row_alone ? 1 : 0);
+        std::vector<std::int32_t> flags(std::size_t(tiles_m + tiles_n), 1);
+        flags.resize(std::size_t(tiles_m + tiles_n + matrices * bands), 0);
+        const std::size_t bytes = flags.size() * sizeof(std::int32_t);
+        hk::DeviceBuffer on_device(bytes);
+        on_device.upload(flags.data(), bytes);
+        auto* const f = static_cast<std::int32_t*>(on_device.data());
+        hk::detail::run_qmm_offload_arriving(problem, {kernel, 128, 0}, home,
+                                             {f, f + tiles_m, f + tiles_m + tiles_n, last_row_alone});
+        on_device.download(flags.data(), bytes);
+        for (i64 t = 0; t < matrices; ++t)
+          for (i64 band = 0; band < bands; ++band) {
+            const bool alone = last_row_alone && band == bands - 1;
+            const i64 rows = alone ? 1 : std::min<i64>(16, banded - band * 16);
+            EXPECT_EQ(flags[std::size_t(tiles_m + tiles_n + t * bands + band)], rows * tiles_n)
+                << where << ", batch " << t << ", band " << band;
+          }
+        expect_matches_oracle(p, y.download(), where);
+      }
+}
+
 TEST(QmmDevices, InterleavedOutputsAreNotSpread) {
   std::mt19937_64 rng(11);
   Problem p = random_problem(rng, {}, 300);
