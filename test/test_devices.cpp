@@ -333,8 +333,8 @@ TEST(QmmDevices, SchedulesPrintEveryParameterAndBadOnesAreRefused) {
   const int visible = hk::offload_device_count();
   const auto plan = hk::detail::plan_qmm(problem, Schedule("qmm.devices"));
   const Schedule printed = hk::detail::to_schedule(plan);
-  // The home device's default share: an even one and 50 per mille more (all with one device).
-  const int share = visible == 1 ? 1000 : (1000 + visible / 2) / visible + 50;
+  // The home device's default share: an even one and 25 per mille more (all with one device).
+  const int share = visible == 1 ? 1000 : (1000 + visible / 2) / visible + 25;
   EXPECT_EQ(printed.to_string(), "qmm.devices(devices=" + std::to_string(visible) + ", home_share=" +
                                      std::to_string(share) + ", threads=128)");
   EXPECT_EQ(hk::detail::to_schedule(hk::detail::plan_qmm(problem, Schedule::parse(printed.to_string()))), printed);

@@ -24,13 +24,13 @@ const QmmStrategy& qmm_devices() {
           "host; each device multiplies with qmm.offload_mma, driven by a host thread of its own",
       .params = {device_count_param("GPUs used, the home device first (default: every visible one)"),
                  {"home_share", 0, 1000,
-                  "per mille of the work the home device keeps (default: an even share and 50 more, "
+                  "per mille of the work the home device keeps (default: an even share and 25 more, "
                   "since the others also wait for their operands and send their outputs back)"},
                  {"threads", 32, 1024, "threads per team of each device's qmm.offload_mma (default 128)"}},
       .plan = [](const QmmProblem&, const BoundParams& p) -> QmmStrategyPlan {
         const int devices = bound_device_count("quantized_linear_matmul", p);
         const int even = (1000 + devices / 2) / devices;
-        return DevicesQmmPlan{{devices, int(p.get("home_share", devices == 1 ? 1000 : even + 50))},
+        return DevicesQmmPlan{{devices, int(p.get("home_share", devices == 1 ? 1000 : even + 25))},
                               int(p.get("threads", 128))};
       },
       .run = [](const QmmProblem& problem, const QmmStrategyPlan& p) {

@@ -138,9 +138,9 @@ SearchSpace spread_space() {
   if (visible < 2) return std::nullopt;
   SpaceAxis devices{"devices", {}};
   for (int d = 2; d <= visible; ++d) devices.values.push_back(std::to_string(d));
-  // Around an even share of two, three and four devices and 50 per mille more (the best measured
-  // on four H200s): the home device copies nothing, so it takes a little more.
-  return std::vector<SpaceAxis>{std::move(devices), {"home_share", {"300", "350", "400", "550", "600"}}};
+  // Around the best shares measured on four H200s for two, three and four devices (525, 358,
+  // 275-300: an even share and 25 more; the home device copies nothing, so it takes a little more).
+  return std::vector<SpaceAxis>{std::move(devices), {"home_share", {"275", "300", "350", "375", "525", "550"}}};
 }
 
 std::vector<SplitRange> split_ranges(std::int64_t units, const SplitPlan& plan) {
