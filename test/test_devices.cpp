@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "algorithms/quantized_matmul.hpp"
@@ -270,6 +272,29 @@ TEST(QmmDevices, StreamedBPartsMatchTheOracle) {
             if (ranges[i].size() > 0) moved += streamed_part_bytes(hk::detail::qmm_part(problem, cut, ranges[i]));
           EXPECT_EQ(hk::transfer_counters().between_devices_bytes, moved) << where;
         }
+}
+
+// B' down the chain: every link takes the first group from the home device and each later one
+// from the link before, once that has it; a failure anywhere wakes every link still waiting.
+TEST(QmmDevices, ColumnRelayPassesGroupsOnAndFailsEveryWaiter) {
+  char home[1], first[1], second[1];
+  // 512 columns of K = 16 Mi bytes: groups of 16 MiB at most, so one tile of columns each.
+  hk::detail::ColumnRelay relay(7, home, 4 * 128, 1 << 24);
+  ASSERT_EQ(relay.groups(), 4u);
+  const std::size_t one = relay.add(8, first), two = relay.add(9, second);
+  EXPECT_EQ(relay.columns(two), second);
+  const auto from = [&](std::size_t link, std::size_t group) { return relay.source(link, group); };
+  EXPECT_EQ(from(two, 0)->device, 7);  // the first group from the home device
+  EXPECT_EQ(from(one, 3)->columns, home);
+  relay.landed(one, 2);
+  EXPECT_EQ(from(two, 2)->device, 8);
+  EXPECT_EQ(from(two, 2)->columns, first);
+  std::optional<hk::detail::ColumnRelay::Source> waited = hk::detail::ColumnRelay::Source{0, nullptr};
+  std::thread waiter([&] { waited = from(two, 1); });  // link one does not have group 1
+  relay.fail();
+  waiter.join();
+  EXPECT_FALSE(waited.has_value());
+  EXPECT_TRUE(relay.failed());
 }
 
 // The streamed parts' launch on its own (OffloadQmmArrivals): with every row and column tile

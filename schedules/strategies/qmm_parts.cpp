@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <optional>
 
 #include "runtime/platform/device_memory.hpp"
@@ -132,6 +133,7 @@ void multiply_part_on_other_device(const QmmProblem& part, const QmmPlan& launch
 }
 
 void spread_qmm(const QmmProblem& problem, const QmmPlan& launch, const std::vector<int>& devices, int home_share) {
+  if (problem.M == 0 || problem.N == 0 || problem.batch[0] * problem.batch[1] == 0) return;
   const int home = devices[0];
   const QmmCut cut = qmm_cut(problem, int(devices.size()));
   const std::vector<SplitRange> ranges = qmm_spread_ranges(cut, int(devices.size()), home_share);
@@ -150,6 +152,8 @@ void spread_qmm(const QmmProblem& problem, const QmmPlan& launch, const std::vec
   }
   const QmmProblem whole = packs_b ? with_b_columns(problem, b_columns->data()) : problem;
   std::optional<ColumnRelay> relay;
+  // Each other device's B', held until every part has returned: the next device copies from it.
+  std::vector<std::unique_ptr<ScratchLease>> columns;
   if (streams_b) relay.emplace(home, whole.b.data, whole.N, whole.K);
   const auto start = std::chrono::steady_clock::now();
   std::vector<PartTimes> times(devices.size());
@@ -157,11 +161,12 @@ void spread_qmm(const QmmProblem& problem, const QmmPlan& launch, const std::vec
   for (std::size_t i = 1; i < devices.size(); ++i) {
     if (ranges[i].size() == 0) continue;
     const QmmProblem part = qmm_part(whole, cut, ranges[i]);
-    if (streams_b)
-      parts.push_back([part, &launch, &relay, link = relay->add(devices[i]), start, &t = times[i]] {
+    if (streams_b) {
+      columns.push_back(std::make_unique<ScratchLease>(devices[i], std::size_t(part.N * part.K)));
+      parts.push_back([part, &launch, &relay, link = relay->add(devices[i], columns.back()->data()), start, &t = times[i]] {
         multiply_part_streaming_b(part, launch, *relay, link, start, t);
       });
-    else
+    } else
       parts.push_back([part, &launch, home, device = devices[i]] {
         multiply_part_on_other_device(part, launch, home, device);
       });
@@ -175,7 +180,9 @@ void spread_qmm(const QmmProblem& problem, const QmmPlan& launch, const std::vec
       run_qmm_offload_on_device(part, launch, home);
       t.products = t.computed = t.done = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     });
-  run_parts(parts);
+  run_parts(parts, [&] {
+    if (relay) relay->fail();
+  });
   if (streams_b && log_requested("devices"))
     for (const PartTimes& t : times)
       if (t.rows > 0)

@@ -81,14 +81,14 @@ struct PartTimes {
 class ColumnRelay {
  public:
   ColumnRelay(int home, const void* columns, std::int64_t N, std::int64_t K);
-  /// A new link on `device`, after the last one: its index.
-  std::size_t add(int device);
+  /// A new link on `device`, after the last one, keeping B' at `columns` (N * K bytes there, which
+  /// must outlive every link's part: the next link reads them): its index.
+  std::size_t add(int device, void* columns);
   int home() const { return links_[0].device; }
   int device(std::size_t link) const { return links_[link].device; }
+  char* columns(std::size_t link) const { return links_[link].columns; }
   std::size_t groups() const { return groups_.size(); }
   SplitRange group(std::size_t g) const { return groups_[g]; }
-  /// Where link `link` keeps B' (before any group lands there).
-  void leased(std::size_t link, const void* columns);
   /// Group `group` is on link `link`'s device.
   void landed(std::size_t link, std::size_t group);
   /// Where link `link` copies group `group` from, once that link has it; nothing once any link failed.
@@ -103,7 +103,7 @@ class ColumnRelay {
  private:
   struct Link {
     int device;
-    const char* columns;
+    char* columns;
     std::vector<bool> there;  // per group
   };
   std::vector<SplitRange> groups_;
@@ -119,7 +119,8 @@ class ColumnRelay {
 /// and B' a group at a time as the relay says (the rest of B' by two threads), marks each as
 /// there, then brings the outputs back, each band's as soon as its tiles are done; a kept thread
 /// launches meanwhile, at once, or once an operand that the product packs or sums first
-/// (qmm_offload_streamable) is all there. Fills `times` (times.device, times.rows too).
+/// (qmm_offload_streamable) is all there. Any failure fails the relay, so that no later link
+/// waits for groups that will not come. Fills `times` (times.device, times.rows too).
 void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& relay, std::size_t link,
                                std::chrono::steady_clock::time_point start, PartTimes& times);
 

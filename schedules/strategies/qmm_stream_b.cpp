@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
+#include <string>
 #include <thread>
 
+#include "hetkern/error.hpp"
 #include "runtime/platform/device_memory.hpp"
 #include "schedules/qmm_offload.hpp"
 #include "schedules/strategies/qmm_parts.hpp"
@@ -44,17 +46,13 @@ std::vector<SplitRange> row_bands(std::int64_t M) {
 }  // namespace
 
 ColumnRelay::ColumnRelay(int home, const void* columns, std::int64_t N, std::int64_t K) : groups_(column_groups(N, K)) {
-  links_.push_back({home, static_cast<const char*>(columns), std::vector<bool>(groups_.size(), true)});
+  // The home device's B' is only read.
+  links_.push_back({home, static_cast<char*>(const_cast<void*>(columns)), std::vector<bool>(groups_.size(), true)});
 }
 
-std::size_t ColumnRelay::add(int device) {
-  links_.push_back({device, nullptr, std::vector<bool>(groups_.size(), false)});
+std::size_t ColumnRelay::add(int device, void* columns) {
+  links_.push_back({device, static_cast<char*>(columns), std::vector<bool>(groups_.size(), false)});
   return links_.size() - 1;
-}
-
-void ColumnRelay::leased(std::size_t link, const void* columns) {
-  const std::lock_guard<std::mutex> lock(mutex_);
-  links_[link].columns = static_cast<const char*>(columns);
 }
 
 void ColumnRelay::landed(std::size_t link, std::size_t group) {
@@ -95,8 +93,10 @@ bool is_b_columns(const MatrixView& b, std::int64_t K) {
   return b.dtype == DataType::int8 && b.row_stride == 1 && b.col_stride == K;
 }
 
-void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& relay, std::size_t link,
-                               std::chrono::steady_clock::time_point start, PartTimes& times) {
+namespace {
+
+void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& relay, std::size_t link,
+                 std::chrono::steady_clock::time_point start, PartTimes& times) {
   times.begun = since(start);
   const int home = relay.home(), device = relay.device(link);
   times.device = device;
@@ -104,12 +104,12 @@ void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, Co
   const QmmSpans spans = qmm_spans(part);
   const std::int64_t tiles_m = tiles_of(part.M), tiles_n = tiles_of(part.N);
   const std::vector<SplitRange> bands = row_bands(part.M);
-  ScratchLease a(device, spans.a), b(device, std::size_t(part.N * part.K)), out(device, spans.out);
+  ScratchLease a(device, spans.a), out(device, spans.out);
   ScratchLease flags(device, std::size_t(tiles_m + tiles_n + std::int64_t(bands.size())) * sizeof(std::int32_t));
-  relay.leased(link, b.data());
+  char* const b = relay.columns(link);
   QmmProblem there = part;
   there.a.data = a.data();
-  there.b.data = b.data();
+  there.b.data = b;
   there.out = out.data();
 
   // The flags: a_ready per row tile, b_ready per column tile, bands_done per band.
@@ -145,6 +145,10 @@ void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, Co
     const std::lock_guard<std::mutex> lock(mutex);
     return failed || relay.failed();
   };
+  const auto is_set = [&](const bool& flag) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    return flag;
+  };
   // On any failure every flag is set, so that a launch that waits for its operands ends.
   const auto release = [&] {
     set(failed);
@@ -172,8 +176,7 @@ void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, Co
         if (!from) return false;
         const SplitRange columns = relay.group(g);
         const std::size_t offset = std::size_t(columns.begin * part.K);
-        copy_between_devices(static_cast<char*>(b.data()) + offset, device, from->columns + offset, from->device,
-                             std::size_t(columns.size() * part.K));
+        copy_between_devices(b + offset, device, from->columns + offset, from->device, std::size_t(columns.size() * part.K));
         mark(b_ready, columns.begin / tile, tiles_of(columns.end) - columns.begin / tile);
         relay.landed(link, g);
         return true;
@@ -192,7 +195,7 @@ void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, Co
         times.a_there = since(start);
       };
       if (!streamable.a) copy_rest_of_a();
-      if (!streamable.a && streamable.b) set(launchable);
+      if (streamable.b) set(launchable);
       // The rest of B' by two threads, odd and even groups: each copy is synchronous and then
       // marked, and one thread alone left the link idle about half the time.
       bool all_copied = true;
@@ -209,8 +212,8 @@ void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, Co
       run_parts({every_other_group(1), every_other_group(2)});
       if (!all_copied) return release();
       times.b_there = since(start);
-      if (streamable.a) copy_rest_of_a();
       set(launchable);
+      if (streamable.a) copy_rest_of_a();
       // The outputs back, a band at a time as its tiles are counted, or all once the launch is done.
       const auto send_back = [&](const SplitRange& rows) {
         const QmmProblem p = qmm_part(part, {-1, part.M}, rows);
@@ -224,7 +227,12 @@ void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, Co
           const std::int32_t expected = std::int32_t(tiles_of(bands[i].size()) * tiles_n);
           for (std::int32_t done = 0; done < expected;) {
             if (has_failed()) return;
+            const bool launch_ended = is_set(finished);
             copy_to_host(&done, bands_done, i * sizeof(std::int32_t), sizeof(done), device);
+            if (done < expected && launch_ended)
+              throw Error(Errc::unavailable, "quantized_linear_matmul", "GPU " + std::to_string(device),
+                          "its launch ended with " + std::to_string(done) + " of band " + std::to_string(i) + "'s " +
+                              std::to_string(expected) + " tiles counted");
             if (done < expected) std::this_thread::sleep_for(std::chrono::microseconds(20));
           }
           send_back(bands[i]);
@@ -251,6 +259,18 @@ void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, Co
   };
   // The copies on this thread, which starts them at once; the launch can wait for a kept thread.
   run_parts({copy, multiply});
+}
+
+}  // namespace
+
+void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& relay, std::size_t link,
+                               std::chrono::steady_clock::time_point start, PartTimes& times) {
+  try {
+    stream_part(part, launch, relay, link, start, times);
+  } catch (...) {
+    relay.fail();
+    throw;
+  }
 }
 
 }  // namespace hk::detail

@@ -150,7 +150,7 @@ std::vector<SplitRange> split_ranges(std::int64_t units, const SplitPlan& plan) 
   return ranges;
 }
 
-void run_parts(const std::vector<std::function<void()>>& parts) {
+void run_parts(const std::vector<std::function<void()>>& parts, const std::function<void()>& if_not_started) {
   std::mutex mutex;
   std::exception_ptr first;
   const auto guarded = [&](const std::function<void()>& part) {
@@ -182,6 +182,7 @@ void run_parts(const std::vector<std::function<void()>>& parts) {
       not_started = std::current_exception();
     }
   }
+  if (not_started && if_not_started) guarded(if_not_started);
   if (!parts.empty() && !not_started) guarded(parts[0]);
   {
     std::unique_lock<std::mutex> lock(mutex);

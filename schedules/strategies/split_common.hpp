@@ -50,8 +50,10 @@ std::vector<SplitRange> split_ranges(std::int64_t units, const SplitPlan& plan);
 
 /// Runs every part at once: parts[0] on the calling thread, each other one on a thread of its own,
 /// kept for later calls (a new one starts when none is idle). Returns when all have finished;
-/// then rethrows the first exception one threw.
-void run_parts(const std::vector<std::function<void()>>& parts);
+/// then rethrows the first exception one threw. Where no thread can be had for a part, no later
+/// part starts, `not_started` runs (so that parts already running and waiting for one that never
+/// will can end), and the error is rethrown once the running ones have finished.
+void run_parts(const std::vector<std::function<void()>>& parts, const std::function<void()>& not_started = {});
 
 /// The devices a call spread over `count` of them runs on: the home device (offload_device(),
 /// where device tensors lie) first, then the other visible ones in number order. On the host
