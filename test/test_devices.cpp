@@ -161,9 +161,9 @@ hk::detail::QmmProblem problem_on_device(const Problem& p, const OnDevice& a, co
 }
 
 // What a part whose B' is streamed moves between devices: its rows of A a band of the kernels' at
-// a time (each band's span; the last tile row is a band of its own), the N columns of B' (K bytes
-// each), its outputs there first where they have gaps, and back a band at a time where it has
-// several bands (each band's span), else whole.
+// a time (each band's span; the last tile row is a band of its own) where A is by rows, else its
+// span once, the N columns of B' (K bytes each), its outputs there first where they have gaps,
+// and back a band at a time where it has several bands (each band's span), else whole.
 i64 streamed_part_bytes(const hk::detail::QmmProblem& part) {
   constexpr i64 tile = hk::detail::qmm_offload_tile, band = tile * hk::detail::qmm_offload_band_rows;
   const i64 last_row = (part.M + tile - 1) / tile * tile - tile;
@@ -172,9 +172,11 @@ i64 streamed_part_bytes(const hk::detail::QmmProblem& part) {
   bands.push_back({last_row, part.M});
   const hk::detail::QmmSpans s = hk::detail::qmm_spans(part);
   i64 bytes = part.N * part.K + i64(s.out_has_gaps() ? s.out : 0);
+  const bool a_by_rows = part.a.row_stride >= part.K * part.a.col_stride;
+  if (!a_by_rows) bytes += i64(s.a);
   for (const SplitRange& rows : bands) {
     const hk::detail::QmmSpans r = hk::detail::qmm_spans(hk::detail::qmm_part(part, {-1, part.M}, rows));
-    bytes += i64(r.a) + i64(bands.size() > 1 ? r.out : 0);
+    bytes += i64(a_by_rows ? r.a : 0) + i64(bands.size() > 1 ? r.out : 0);
   }
   return bytes + i64(bands.size() > 1 ? 0 : s.out);
 }
@@ -242,8 +244,8 @@ TEST(QmmDevices, StreamedBPartsMatchTheOracle) {
           if (M > 260 && N > 128) continue;
           Problem p = random_problem(rng, {}, M);
           p.N = N, p.K = K;
-          const bool a_in_place = rng() % 2 == 1;
-          p.a = Buffer(p.a.dtype, {M, K}, qmmt::make_strides({M, K}, a_in_place ? Layout::packed : Layout::padded, rng), rng);
+          const Layout a_layouts[] = {Layout::packed, Layout::padded, Layout::transposed};  // in place, by rows, by columns
+          p.a = Buffer(p.a.dtype, {M, K}, qmmt::make_strides({M, K}, a_layouts[rng() % 3], rng), rng);
           p.b = Buffer(rng() % 2 ? DataType::int8 : DataType::uint8, {K, N}, qmmt::make_strides({K, N}, layout, rng), rng);
           p.y = Buffer(DataType::uint8, {M, N}, qmmt::make_strides({M, N}, rng() % 2 ? Layout::padded : Layout::packed, rng), rng);
           p.b_zero = qmmt::literal_q(p.b.dtype, {1, N}, {1, 9, -128, 127}, rng);

@@ -124,6 +124,7 @@ void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& rel
   };
   const OffloadQmmStreamable streamable = qmm_offload_streamable(there, launch.kernel);
   const bool by_bands = bands.size() > 1 && qmm_parts_own_their_spans(part, {-1, part.M}, bands);
+  const bool a_rows_apart = part.a.row_stride >= part.K * part.a.col_stride;
   const OffloadQmmArrivals arrivals{streamable.a ? a_ready : nullptr, streamable.b ? b_ready : nullptr,
                                     by_bands ? bands_done : nullptr, true};
 
@@ -171,6 +172,10 @@ void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& rel
         copy_between_devices(static_cast<char*>(a.data()) + offset, device, p.a.data, home, qmm_spans(p).a);
         mark(a_ready, rows.begin / tile, tiles_of(rows.end) - rows.begin / tile);
       };
+      // A band at a time where the bands' rows of A lie apart (A by rows); else (A by columns,
+      // where each band's span holds nearly all of A) all of A at once.
+      std::vector<SplitRange> a_pieces = bands;
+      if (!a_rows_apart) a_pieces = {{0, part.M}};
       const auto copy_b = [&](std::size_t g) {
         const std::optional<ColumnRelay::Source> from = relay.source(link, g);
         if (!from) return false;
@@ -188,10 +193,10 @@ void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& rel
       // the other bands of A, which only the later bands need (unless the product sums A first):
       // the home device's links out carry every device's A too.
       if (streamable.a && streamable.b) set(launchable);
-      copy_a(bands[0]);
+      copy_a(a_pieces[0]);
       if (!copy_b(0)) return release();
       const auto copy_rest_of_a = [&] {
-        for (std::size_t r = 1; r < bands.size(); ++r) copy_a(bands[r]);
+        for (std::size_t r = 1; r < a_pieces.size(); ++r) copy_a(a_pieces[r]);
         times.a_there = since(start);
       };
       if (!streamable.a) copy_rest_of_a();
