@@ -34,13 +34,19 @@ std::vector<int> read_capabilities() {
   return found;  // the driver stays loaded: the offload runtime uses it too
 }
 
+const std::vector<int>& capabilities() {
+  static std::once_flag once;
+  static std::vector<int> found;
+  std::call_once(once, [] { found = read_capabilities(); });
+  return found;
+}
+
 }  // namespace
 
+int cuda_device_count() { return int(capabilities().size()); }
+
 int cuda_compute_capability(int ordinal) {
-  static std::once_flag once;
-  static std::vector<int> capabilities;
-  std::call_once(once, [] { capabilities = read_capabilities(); });
-  return ordinal >= 0 && ordinal < int(capabilities.size()) ? capabilities[ordinal] : 0;
+  return ordinal >= 0 && ordinal < cuda_device_count() ? capabilities()[std::size_t(ordinal)] : 0;
 }
 
 }  // namespace hk::detail

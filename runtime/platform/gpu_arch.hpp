@@ -4,8 +4,10 @@
 
 namespace hk::detail {
 
-/// The compute capability of CUDA device `ordinal` as major * 10 + minor (90 for an H100 or H200),
-/// or 0 when there is no driver or no such device. Asked once per process.
+/// The CUDA devices the driver reports (0 without a driver), and the compute capability of device
+/// `ordinal` as major * 10 + minor (90 for an H100 or H200), or 0 when there is no such device or
+/// it does not answer. Asked once per process.
+int cuda_device_count();
 int cuda_compute_capability(int ordinal);
 
 /// Whether CUDA device `ordinal` has Hopper's warpgroup MMA (compute capability 9.0 exactly: code

@@ -44,11 +44,13 @@ std::string cache_directory(const JitCacheInputs& in) {
   return {};
 }
 
-// The architecture every visible GPU shares. Empty when the GPUs differ or none answers: the
+// The architecture every visible GPU shares. Empty when the GPUs differ or one does not answer: the
 // runtime then compiles per architecture, and only cubins are cached.
 std::string visible_gpu_arch() {
   std::string arch;
-  for (int ordinal = 0, capability; (capability = cuda_compute_capability(ordinal)) != 0; ++ordinal) {
+  for (int ordinal = 0; ordinal < cuda_device_count(); ++ordinal) {
+    const int capability = cuda_compute_capability(ordinal);
+    if (capability == 0) return {};
     const std::string this_arch = "sm_" + std::to_string(capability);
     if (!arch.empty() && arch != this_arch) return {};
     arch = this_arch;

@@ -171,6 +171,7 @@ void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& rel
         const std::size_t offset = std::size_t(static_cast<const char*>(p.a.data) - static_cast<const char*>(part.a.data));
         copy_between_devices(static_cast<char*>(a.data()) + offset, device, p.a.data, home, qmm_spans(p).a);
         mark(a_ready, rows.begin / tile, tiles_of(rows.end) - rows.begin / tile);
+        times.a_there = since(start);  // the pieces go in order: the last one's time is all of A's
       };
       // A band at a time where the bands' rows of A lie apart (A by rows); else (A by columns,
       // where each band's span holds nearly all of A) all of A at once.
@@ -197,7 +198,6 @@ void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& rel
       if (!copy_b(0)) return release();
       const auto copy_rest_of_a = [&] {
         for (std::size_t r = 1; r < a_pieces.size(); ++r) copy_a(a_pieces[r]);
-        times.a_there = since(start);
       };
       if (!streamable.a) copy_rest_of_a();
       if (streamable.b) set(launchable);
