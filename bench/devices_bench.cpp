@@ -11,9 +11,13 @@
 //    qmm.offload_mma on GPU 0 alone, then qmm.devices over 2 to all GPUs at a few home shares
 //    (with two, also 0 and 1000: each GPU alone through the spreading path).
 //    Median of R calls (default 5) after a warm-up; every output is compared with GPU 0's alone.
-// 3. A batch of L long scans (default 64 lines of 2^22 float32, 1 GiB each way) on host tensors:
-//    scan.split with every line on the GPUs (gpu_share=1000) over one GPU, then over all of them,
-//    each GPU copying its lines over its own link; the host cores alone (scan.parallel) for scale.
+// 3. The host's links: 256 MiB from page-locked host memory to 1, 2, ... GPUs at once and back, a
+//    thread per GPU, the rate of all together: what bounds the scans below on page-locked tensors.
+// 4. A batch of L long scans (default 64 lines of 2^22 float32, 1 GiB each way) on host tensors,
+//    pageable (std::vector, which each GPU stages through hetkern's page-locked buffers) and
+//    page-locked (the GPUs read and write them directly): scan.split with every line on the GPUs
+//    (gpu_share=1000) over one GPU, then over 2 to all of them, each GPU copying its lines over its
+//    own link; the host cores alone (scan.parallel) for scale.
 // The last lines are one table: case, schedule, time, speed-up against one GPU.
 #include <omp.h>
 
@@ -30,6 +34,10 @@
 #include "hetkern/device.hpp"
 #include "hetkern/hetkern.hpp"
 #include "runtime/tuning/quantile.hpp"
+
+// Page-locked host memory from the offload runtime (cuMemAllocHost), which every GPU reads directly.
+extern "C" void* llvm_omp_target_alloc_host(std::size_t bytes, int device);
+extern "C" void llvm_omp_target_free_host(void* ptr, int device);
 
 namespace {
 
@@ -156,18 +164,85 @@ void matmul(std::int64_t n, bool column_major_b, int devices, int reps) {
   }
 }
 
-void scans(std::int64_t lines, std::int64_t length, int devices, int reps) {
+void host_links(int devices, int reps) {
+  const std::size_t bytes = std::size_t(256) << 20;
+  const int host = omp_get_initial_device();
+  std::vector<void*> on_host(static_cast<std::size_t>(devices)), on_gpu(static_cast<std::size_t>(devices));
+  for (int d = 0; d < devices; ++d) {
+    on_host[std::size_t(d)] = llvm_omp_target_alloc_host(bytes, d);
+    on_gpu[std::size_t(d)] = omp_target_alloc(bytes, d);
+    if (!on_host[std::size_t(d)] || !on_gpu[std::size_t(d)]) {
+      std::fprintf(stderr, "cannot allocate the host link test's buffers\n");
+      std::exit(1);
+    }
+    std::memset(on_host[std::size_t(d)], 1, bytes);
+  }
+  const auto at_once = [&](int count, bool there) {
+    return median_after_warm_up(reps, [&] {
+      std::vector<std::thread> threads;
+      for (int d = 0; d < count; ++d)
+        threads.emplace_back([&, d] {
+          void* const h = on_host[std::size_t(d)];
+          void* const g = on_gpu[std::size_t(d)];
+          if (there)
+            omp_target_memcpy(g, h, bytes, 0, 0, d, host);
+          else
+            omp_target_memcpy(h, g, bytes, 0, 0, host, d);
+        });
+      for (std::thread& t : threads) t.join();
+    });
+  };
+  for (int count = 1; count <= devices; ++count)
+    std::printf("page-locked host -> %d GPU(s) at once %.1f GB/s, back %.1f GB/s (256 MiB each)\n", count,
+                double(count) * double(bytes) / at_once(count, true) / 1e9,
+                double(count) * double(bytes) / at_once(count, false) / 1e9);
+  for (int d = 0; d < devices; ++d) {
+    llvm_omp_target_free_host(on_host[std::size_t(d)], d);
+    omp_target_free(on_gpu[std::size_t(d)], d);
+  }
+}
+
+// Host memory for the scans: pageable, or page-locked by the offload runtime.
+class HostFloats {
+ public:
+  HostFloats(std::size_t count, bool page_locked) : count_(count), page_locked_(page_locked) {
+    data_ = page_locked ? static_cast<float*>(llvm_omp_target_alloc_host(count * sizeof(float), 0))
+                        : static_cast<float*>(std::malloc(count * sizeof(float)));
+    if (!data_) {
+      std::fprintf(stderr, "cannot allocate %zu floats of host memory\n", count);
+      std::exit(1);
+    }
+  }
+  ~HostFloats() {
+    if (page_locked_)
+      llvm_omp_target_free_host(data_, 0);
+    else
+      std::free(data_);
+  }
+  HostFloats(const HostFloats&) = delete;
+  HostFloats& operator=(const HostFloats&) = delete;
+  float* data() const { return data_; }
+  bool operator==(const std::vector<float>& v) const { return std::memcmp(data_, v.data(), count_ * sizeof(float)) == 0; }
+
+ private:
+  std::size_t count_;
+  bool page_locked_;
+  float* data_;
+};
+
+void scans(std::int64_t lines, std::int64_t length, int devices, int reps, bool page_locked) {
   const hk::TensorDesc desc(hk::DataType::float32, {lines, length});
   const auto elements = std::size_t(lines * length);
-  std::vector<float> x(elements), y(elements), want(elements);
-  for (std::size_t i = 0; i < elements; ++i) x[i] = float(int(i % 7) - 3);
-  const std::string what = "cumsum float32 {" + std::to_string(lines) + "," + std::to_string(length) + "} host";
+  const HostFloats x(elements, page_locked), y(elements, page_locked);
+  for (std::size_t i = 0; i < elements; ++i) x.data()[i] = float(int(i % 7) - 3);
+  const std::string what = "cumsum float32 {" + std::to_string(lines) + "," + std::to_string(length) + "} host" +
+                           (page_locked ? " page-locked" : " pageable");
   const auto time = [&](const hk::Schedule& s) {
     return median_after_warm_up(reps, [&] { hk::cumulative_sum({desc, x.data()}, {desc, y.data()}, {.axis = 1}, s); });
   };
   const hk::Schedule one = hk::Schedule("scan.split").set("gpu_share", 1000).set("devices", 1);
   const double base = time(one);
-  want = y;
+  const std::vector<float> want(y.data(), y.data() + elements);
   rows.push_back({what, one.to_string(), base, 1.0, true});
   for (int d = 2; d <= devices; ++d) {
     const hk::Schedule s = hk::Schedule("scan.split").set("gpu_share", 1000).set("devices", d);
@@ -210,7 +285,9 @@ int main(int argc, char** argv) {
   if (devices > 1) links_under_load(n);
   matmul(n, false, devices, reps);
   matmul(n, true, devices, reps);
-  scans(lines, length, devices, reps);
+  host_links(devices, reps);
+  scans(lines, length, devices, reps, false);
+  scans(lines, length, devices, reps, true);
   std::printf("\n| case | schedule | time | speed-up | same output |\n|---|---|---|---|---|\n");
   for (const Row& r : rows)
     std::printf("| %s | %s | %.3f ms | %.2f | %s |\n", r.what.c_str(), r.schedule.c_str(), 1e3 * r.seconds,

@@ -13,6 +13,7 @@
 #include "hetkern/device.hpp"
 #include "hetkern/error.hpp"
 #include "runtime/platform/kept_scratch.hpp"
+#include "runtime/platform/page_locked.hpp"
 #include "runtime/platform/pinned_staging.hpp"
 
 namespace hk {
@@ -85,6 +86,15 @@ std::size_t release_cached_device_memory() {
 }
 
 namespace detail {
+namespace {
+
+// Whether a copy between host memory and `device` goes through the staging buffers: a large one to
+// a GPU, unless the host memory is page-locked already and the GPU reads or writes it directly.
+bool staged_copy(const void* host, std::size_t bytes, int device) {
+  return bytes >= staged_copy_min_bytes && device != omp_get_initial_device() && !host_range_page_locked(host, bytes);
+}
+
+}  // namespace
 
 void* device_alloc(std::size_t bytes, int device, const char* what) {
   void* p = omp_target_alloc(bytes == 0 ? 1 : bytes, device);
@@ -98,7 +108,7 @@ void* device_alloc(std::size_t bytes, int device, const char* what) {
 void copy_to_device(void* device_dst, std::size_t dst_offset, const void* host_src,
                     std::size_t bytes, int device) {
   if (bytes == 0) return;
-  const bool staged = bytes >= staged_copy_min_bytes && device != omp_get_initial_device() &&
+  const bool staged = staged_copy(host_src, bytes, device) &&
                       staged_copy_to_device(device_dst, dst_offset, host_src, bytes, device);
   if (!staged &&
       omp_target_memcpy(device_dst, host_src, bytes, dst_offset, 0, device, omp_get_initial_device()) != 0)
@@ -110,7 +120,7 @@ void copy_to_device(void* device_dst, std::size_t dst_offset, const void* host_s
 void copy_to_host(void* host_dst, const void* device_src, std::size_t src_offset,
                   std::size_t bytes, int device) {
   if (bytes == 0) return;
-  const bool staged = bytes >= staged_copy_min_bytes && device != omp_get_initial_device() &&
+  const bool staged = staged_copy(host_dst, bytes, device) &&
                       staged_copy_to_host(host_dst, device_src, src_offset, bytes, device);
   if (!staged &&
       omp_target_memcpy(host_dst, device_src, bytes, 0, src_offset, omp_get_initial_device(), device) != 0)

@@ -26,10 +26,11 @@ class ScratchLease {
 };
 
 /// `bytes` from host memory to device memory on `device` (offsets in bytes), counted in
-/// hk::transfer_counters(). Throws hk::Error(Errc::invalid_parameter) when the copy fails.
+/// hk::transfer_counters(). A GPU reads page-locked host memory directly; large copies of pageable
+/// memory go through the staging buffers (pinned_staging.hpp). Throws hk::Error(Errc::invalid_parameter) when the copy fails.
 void copy_to_device(void* device_dst, std::size_t dst_offset, const void* host_src,
                     std::size_t bytes, int device);
-/// `bytes` from device memory on `device` to host memory, counted.
+/// `bytes` from device memory on `device` to host memory, counted, staged as above.
 void copy_to_host(void* host_dst, const void* device_src, std::size_t src_offset,
                   std::size_t bytes, int device);
 

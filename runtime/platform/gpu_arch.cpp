@@ -1,37 +1,32 @@
-// The CUDA driver's compute capabilities (gpu_arch.hpp), through dlopen: libhetkern and its GPU
-// plugin link no CUDA library.
+// The CUDA driver's compute capabilities (gpu_arch.hpp).
 #include "runtime/platform/gpu_arch.hpp"
-
-#include <dlfcn.h>
 
 #include <mutex>
 #include <vector>
+
+#include "runtime/platform/cuda_driver.hpp"
 
 namespace hk::detail {
 namespace {
 
 std::vector<int> read_capabilities() {
   std::vector<int> found;
-  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!cuda) return found;
-  using Init = int (*)(unsigned);
   using Count = int (*)(int*);
   using Get = int (*)(int*, int);
   using Attribute = int (*)(int*, int, int);
-  auto init = reinterpret_cast<Init>(dlsym(cuda, "cuInit"));
-  auto count = reinterpret_cast<Count>(dlsym(cuda, "cuDeviceGetCount"));
-  auto get = reinterpret_cast<Get>(dlsym(cuda, "cuDeviceGet"));
-  auto attribute = reinterpret_cast<Attribute>(dlsym(cuda, "cuDeviceGetAttribute"));
+  const auto count = reinterpret_cast<Count>(cuda_driver_function("cuDeviceGetCount"));
+  const auto get = reinterpret_cast<Get>(cuda_driver_function("cuDeviceGet"));
+  const auto attribute = reinterpret_cast<Attribute>(cuda_driver_function("cuDeviceGetAttribute"));
   constexpr int major_attribute = 75, minor_attribute = 76;  // cuda.h
   int devices = 0;
-  if (!init || !count || !get || !attribute || init(0) != 0 || count(&devices) != 0) return found;
+  if (!count || !get || !attribute || count(&devices) != 0) return found;
   for (int ordinal = 0; ordinal < devices; ++ordinal) {
     int device = 0, major = 0, minor = 0;
     const bool known = get(&device, ordinal) == 0 && attribute(&major, major_attribute, device) == 0 &&
                        attribute(&minor, minor_attribute, device) == 0;
     found.push_back(known ? 10 * major + minor : 0);
   }
-  return found;  // the driver stays loaded: the offload runtime uses it too
+  return found;
 }
 
 const std::vector<int>& capabilities() {

@@ -1,0 +1,15 @@
+// Whether host memory is page-locked (cudaHostAlloc, cudaHostRegister, PyTorch's pin_memory(),
+// llvm_omp_target_alloc_host): a GPU's copy engines read and write such memory directly, at the
+// link's speed, so that copies of it need no staging through hetkern's own page-locked buffers
+// (pinned_staging.hpp), which cost the host's memory two more passes over every byte.
+#pragma once
+
+#include <cstddef>
+
+namespace hk::detail {
+
+/// True when every byte of [data, data + bytes) lies in one page-locked allocation known to the
+/// CUDA driver; false for pageable memory, an empty range, or without a CUDA driver.
+bool host_range_page_locked(const void* data, std::size_t bytes);
+
+}  // namespace hk::detail
