@@ -161,8 +161,7 @@ hk::detail::QmmProblem problem_on_device(const Problem& p, const OnDevice& a, co
 }
 
 // What a part whose B' is streamed moves between devices: its rows of A a band of the kernels' at
-// a time (each band's span, the first band's in its pieces; the last tile row is a band of its
-// own) where A is by rows, else its
+// a time (each band's span; the last tile row is a band of its own) where A is by rows, else its
 // span once, the N columns of B' (K bytes each), its outputs there first where they have gaps,
 // and back a band at a time where it has several bands (each band's span), else whole.
 i64 streamed_part_bytes(const hk::detail::QmmProblem& part) {
@@ -175,14 +174,10 @@ i64 streamed_part_bytes(const hk::detail::QmmProblem& part) {
   i64 bytes = part.N * part.K + i64(s.out_has_gaps() ? s.out : 0);
   const bool a_by_rows = part.a.row_stride >= part.K * part.a.col_stride;
   if (!a_by_rows) bytes += i64(s.a);
-  const auto span = [&](SplitRange rows) { return hk::detail::qmm_spans(hk::detail::qmm_part(part, {-1, part.M}, rows)); };
-  for (const SplitRange& rows : bands) bytes += i64(bands.size() > 1 ? span(rows).out : 0);
-  // A by rows: the first band in its pieces, then band by band.
-  if (a_by_rows)
-    for (std::size_t b = 0; b < bands.size(); ++b)
-      for (const SplitRange& rows :
-           b == 0 ? hk::detail::qmm_first_band_pieces(bands[0], part.a.row_stride) : std::vector<SplitRange>{bands[b]})
-        bytes += i64(span(rows).a);
+  for (const SplitRange& rows : bands) {
+    const hk::detail::QmmSpans r = hk::detail::qmm_spans(hk::detail::qmm_part(part, {-1, part.M}, rows));
+    bytes += i64(a_by_rows ? r.a : 0) + i64(bands.size() > 1 ? r.out : 0);
+  }
   return bytes + i64(bands.size() > 1 ? 0 : s.out);
 }
 
@@ -279,53 +274,6 @@ TEST(QmmDevices, StreamedBPartsMatchTheOracle) {
             if (ranges[i].size() > 0) moved += streamed_part_bytes(hk::detail::qmm_part(problem, cut, ranges[i]));
           EXPECT_EQ(hk::transfer_counters().between_devices_bytes, moved) << where;
         }
-}
-
-// A streamed part's first band of A goes in pieces of whole tiles, at least 4 MiB each: with K =
-// 4096 a piece is 8 tile rows, so that a part of 2200 rows copies its first band (16 tile rows) in
-// two pieces, its tiles waiting for their own piece, and its outputs and the bytes moved are those
-// of one band at a time.
-TEST(QmmDevices, FirstBandOfAInPiecesOfAtLeast4MiB) {
-  using Ranges = std::vector<SplitRange>;
-  const auto pieces = [](SplitRange rows, i64 row_bytes) { return hk::detail::qmm_first_band_pieces(rows, row_bytes); };
-  EXPECT_EQ(pieces({0, 2048}, 16384), (Ranges{{0, 256}, {256, 512}, {512, 768}, {768, 1024}, {1024, 1280},
-                                               {1280, 1536}, {1536, 1792}, {1792, 2048}}));
-  EXPECT_EQ(pieces({0, 2048}, 4096), (Ranges{{0, 1024}, {1024, 2048}}));
-  EXPECT_EQ(pieces({0, 2048}, 128), (Ranges{{0, 2048}}));
-  EXPECT_EQ(pieces({0, 300}, i64(1) << 20), (Ranges{{0, 128}, {128, 256}, {256, 300}}));
-  EXPECT_EQ(pieces({0, 1}, 0), (Ranges{{0, 1}}));
-
-  std::mt19937_64 rng(0x5c);
-  const int home = hk::offload_device();
-  const std::vector<int> visible = hk::detail::spread_devices(hk::offload_device_count());
-  const hk::detail::QmmPlan launch{hk::detail::OffloadQmmKernel::mma, 128, 0};
-  constexpr i64 M = 2200, N = 128, K = 4096;
-  for (const bool real : {false, true}) {
-    if (real && visible.size() < 2) continue;
-    Problem p = random_problem(rng, {}, M);
-    p.N = N, p.K = K;
-    p.a = Buffer(p.a.dtype, {M, K}, qmmt::make_strides({M, K}, Layout::padded, rng), rng);
-    p.b = Buffer(DataType::int8, {K, N}, qmmt::make_strides({K, N}, Layout::packed, rng), rng);
-    p.y = Buffer(DataType::uint8, {M, N}, qmmt::make_strides({M, N}, Layout::packed, rng), rng);
-    // No sums of A' or B' needed: the launch starts at once and its tiles wait for their pieces.
-    p.a_zero = qmmt::literal_q(p.a.dtype, {M, 1}, {p.a.dtype == DataType::uint8 ? 128 : 0}, rng);
-    p.b_zero = qmmt::literal_q(p.b.dtype, {1, N}, {0}, rng);
-    p.b_scale = qmmt::literal_f({1, N}, {0.01f, 0.02f, 0.004f}, rng);
-    // All of the rows to the other device: its first band is 16 tile rows.
-    const std::vector<int> devices = real ? std::vector<int>{visible[0], visible[1]} : std::vector<int>{home, home};
-    const std::string where = std::string(real ? "2 GPUs, " : "2 stand-ins, ") + p.describe();
-    OnDevice a(p.a), b(p.b), y(p.y);
-    const hk::detail::QmmProblem problem = problem_on_device(p, a, b, y);
-    const hk::detail::QmmCut cut = hk::detail::qmm_cut(problem, int(devices.size()));
-    const auto ranges = hk::detail::qmm_spread_ranges(cut, int(devices.size()), 0);
-    hk::reset_transfer_counters();
-    hk::detail::spread_qmm(problem, launch, devices, 0);
-    expect_matches_oracle(p, y.download(), where);
-    i64 moved = 0;
-    for (std::size_t i = 1; i < ranges.size(); ++i)
-      if (ranges[i].size() > 0) moved += streamed_part_bytes(hk::detail::qmm_part(problem, cut, ranges[i]));
-    EXPECT_EQ(hk::transfer_counters().between_devices_bytes, moved) << where;
-  }
 }
 
 // B' down the chain: every link takes the first group from the home device and each later one

@@ -57,10 +57,6 @@ QmmProblem with_b_columns(const QmmProblem& problem, const void* columns);
 /// Whether B already is its B' columns: int8, column-major, columns of K contiguous bytes.
 bool is_b_columns(const MatrixView& b, std::int64_t K);
 
-/// Rows [rows.begin, rows.end) of A (rows of `row_bytes`) in pieces of whole 128-row tiles, each at
-/// least 4 MiB of A but the last, in order: how a streamed part copies its first band of A.
-std::vector<SplitRange> qmm_first_band_pieces(SplitRange rows, std::int64_t row_bytes);
-
 /// What one device of a spread call spent its time on, in seconds from the call's start:
 /// HETKERN_LOG=devices prints it, a line per device.
 struct PartTimes {

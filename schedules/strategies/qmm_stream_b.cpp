@@ -2,7 +2,6 @@
 // (qmm_parts.hpp).
 #include <algorithm>
 #include <condition_variable>
-#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -90,18 +89,6 @@ QmmProblem with_b_columns(const QmmProblem& p, const void* columns) {
   return q;
 }
 
-// The first band's rows of A go in pieces, so that a GPU's first tiles start once their own rows
-// are there rather than the band's (32 MiB at K = 16384, which three GPUs' first tiles waited for
-// from the one home GPU at once).
-std::vector<SplitRange> qmm_first_band_pieces(SplitRange rows, std::int64_t row_bytes) {
-  constexpr std::int64_t piece_bytes = std::int64_t(4) << 20;
-  const std::int64_t tile_bytes = tile * std::max<std::int64_t>(1, row_bytes);
-  const std::int64_t step = std::max<std::int64_t>(1, (piece_bytes + tile_bytes - 1) / tile_bytes) * tile;
-  std::vector<SplitRange> pieces;
-  for (std::int64_t r = rows.begin; r < rows.end; r += step) pieces.push_back({r, std::min(rows.end, r + step)});
-  return pieces;
-}
-
 bool is_b_columns(const MatrixView& b, std::int64_t K) {
   return b.dtype == DataType::int8 && b.row_stride == 1 && b.col_stride == K;
 }
@@ -186,12 +173,10 @@ void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& rel
         mark(a_ready, rows.begin / tile, tiles_of(rows.end) - rows.begin / tile);
         times.a_there = since(start);  // the pieces go in order: the last one's time is all of A's
       };
-      // A band at a time where the bands' rows of A lie apart (A by rows), the first band in
-      // pieces; else (A by columns, where each band's span holds nearly all of A) all of A at once.
+      // A band at a time where the bands' rows of A lie apart (A by rows); else (A by columns,
+      // where each band's span holds nearly all of A) all of A at once.
       std::vector<SplitRange> a_pieces = bands;
       if (!a_rows_apart) a_pieces = {{0, part.M}};
-      const std::vector<SplitRange> first_band =
-          a_rows_apart ? qmm_first_band_pieces(a_pieces[0], part.a.row_stride) : std::vector<SplitRange>{a_pieces[0]};
       const auto copy_b = [&](std::size_t g) {
         const std::optional<ColumnRelay::Source> from = relay.source(link, g);
         if (!from) return false;
@@ -204,24 +189,17 @@ void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& rel
       };
       // The launch starts as soon as what its tiles cannot wait for themselves is there: at once
       // when they can wait for both operands, since a launch takes longer than a copy to start.
-      // The first piece of A and the first group of B' come first: the first tiles need only
-      // those. Then the rest of B', which the first band's tiles need group after group, beside
-      // the first band's other pieces of A, before the other bands of A, which only the later
-      // bands need (unless the product sums A first): the home device's links out carry every
-      // device's A too.
+      // The first band's rows of A and the first group of B' come first: the first tiles need only
+      // those. Then the rest of B', which the first band's tiles need group after group, before
+      // the other bands of A, which only the later bands need (unless the product sums A first):
+      // the home device's links out carry every device's A too.
       if (streamable.a && streamable.b) set(launchable);
-      copy_a(first_band[0]);
+      copy_a(a_pieces[0]);
       if (!copy_b(0)) return release();
-      const auto copy_rest_of_first_band = [&] {
-        for (std::size_t r = 1; r < first_band.size(); ++r) copy_a(first_band[r]);
-      };
       const auto copy_rest_of_a = [&] {
         for (std::size_t r = 1; r < a_pieces.size(); ++r) copy_a(a_pieces[r]);
       };
-      if (!streamable.a) {
-        copy_rest_of_first_band();
-        copy_rest_of_a();
-      }
+      if (!streamable.a) copy_rest_of_a();
       if (streamable.b) set(launchable);
       // The rest of B' by two threads, odd and even groups: each copy is synchronous and then
       // marked, and one thread alone left the link idle about half the time.
@@ -236,9 +214,7 @@ void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& rel
             }
         };
       };
-      std::vector<std::function<void()>> copies{every_other_group(1), every_other_group(2)};
-      if (streamable.a) copies.push_back(copy_rest_of_first_band);
-      run_parts(copies);
+      run_parts({every_other_group(1), every_other_group(2)});
       if (!all_copied) return release();
       times.b_there = since(start);
       set(launchable);

@@ -40,7 +40,6 @@ SearchSpace split_space();
 struct SplitRange {
   std::int64_t begin = 0, end = 0;
   std::int64_t size() const { return end - begin; }
-  bool operator==(const SplitRange&) const = default;
 };
 
 /// The ranges of `units` work units under `plan`: the devices' share (gpu_share per mille,
