@@ -26,18 +26,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench/page_locked.hpp"
 #include "bench/square_qmm.hpp"
 #include "hetkern/device.hpp"
 #include "hetkern/hetkern.hpp"
 #include "runtime/tuning/quantile.hpp"
-
-// Page-locked host memory from the offload runtime (cuMemAllocHost), which every GPU reads directly.
-extern "C" void* llvm_omp_target_alloc_host(std::size_t bytes, int device);
-extern "C" void llvm_omp_target_free_host(void* ptr, int device);
 
 namespace {
 
@@ -202,56 +200,39 @@ void host_links(int devices, int reps) {
   }
 }
 
-// Host memory for the scans: pageable, or page-locked by the offload runtime.
-class HostFloats {
- public:
-  HostFloats(std::size_t count, bool page_locked) : count_(count), page_locked_(page_locked) {
-    data_ = page_locked ? static_cast<float*>(llvm_omp_target_alloc_host(count * sizeof(float), 0))
-                        : static_cast<float*>(std::malloc(count * sizeof(float)));
-    if (!data_) {
-      std::fprintf(stderr, "cannot allocate %zu floats of host memory\n", count);
-      std::exit(1);
-    }
-  }
-  ~HostFloats() {
-    if (page_locked_)
-      llvm_omp_target_free_host(data_, 0);
-    else
-      std::free(data_);
-  }
-  HostFloats(const HostFloats&) = delete;
-  HostFloats& operator=(const HostFloats&) = delete;
-  float* data() const { return data_; }
-  bool operator==(const std::vector<float>& v) const { return std::memcmp(data_, v.data(), count_ * sizeof(float)) == 0; }
-
- private:
-  std::size_t count_;
-  bool page_locked_;
-  float* data_;
-};
-
 void scans(std::int64_t lines, std::int64_t length, int devices, int reps, bool page_locked) {
   const hk::TensorDesc desc(hk::DataType::float32, {lines, length});
   const auto elements = std::size_t(lines * length);
-  const HostFloats x(elements, page_locked), y(elements, page_locked);
-  for (std::size_t i = 0; i < elements; ++i) x.data()[i] = float(int(i % 7) - 3);
+  std::vector<float> x_pageable, y_pageable;
+  std::optional<hk::bench::PageLocked<float>> x_locked, y_locked;
+  if (page_locked) {
+    x_locked.emplace(elements);
+    y_locked.emplace(elements);
+  } else {
+    x_pageable.resize(elements);
+    y_pageable.resize(elements);
+  }
+  float* const x = page_locked ? x_locked->data() : x_pageable.data();
+  float* const y = page_locked ? y_locked->data() : y_pageable.data();
+  for (std::size_t i = 0; i < elements; ++i) x[i] = float(int(i % 7) - 3);
   const std::string what = "cumsum float32 {" + std::to_string(lines) + "," + std::to_string(length) + "} host" +
                            (page_locked ? " page-locked" : " pageable");
   const auto time = [&](const hk::Schedule& s) {
-    return median_after_warm_up(reps, [&] { hk::cumulative_sum({desc, x.data()}, {desc, y.data()}, {.axis = 1}, s); });
+    return median_after_warm_up(reps, [&] { hk::cumulative_sum({desc, x}, {desc, y}, {.axis = 1}, s); });
   };
   const hk::Schedule one = hk::Schedule("scan.split").set("gpu_share", 1000).set("devices", 1);
   const double base = time(one);
-  const std::vector<float> want(y.data(), y.data() + elements);
+  const std::vector<float> want(y, y + elements);
+  const auto same = [&] { return std::equal(want.begin(), want.end(), y); };
   rows.push_back({what, one.to_string(), base, 1.0, true});
   for (int d = 2; d <= devices; ++d) {
     const hk::Schedule s = hk::Schedule("scan.split").set("gpu_share", 1000).set("devices", d);
     const double t = time(s);
-    rows.push_back({what, s.to_string(), t, base / t, y == want});
+    rows.push_back({what, s.to_string(), t, base / t, same()});
   }
   const hk::Schedule host("scan.parallel");
   const double t = time(host);
-  rows.push_back({what, host.to_string(), t, base / t, y == want});
+  rows.push_back({what, host.to_string(), t, base / t, same()});
 }
 
 }  // namespace

@@ -8,7 +8,8 @@
 // (qmm.offload_mma) and a {16384,16384} float32 cumulative sum along the last axis
 // (scan.offload_rows): the median time of the call on device tensors, of the same call on host
 // tensors (the library's transfers included), the bound bytes in / h2d + bytes out / d2h + device
-// time, and the host call's ratio to that bound (goal: at most 1.25). Also the host's own copy
+// time, and the host call's ratio to that bound (goal: at most 1.25), with the host tensors in
+// pageable memory (staged) and in page-locked memory (copied by the link directly). Also the host's own copy
 // rate with every thread, which bounds staged copies too, and the rate of page-locking the
 // caller's memory instead (cuMemHostRegister), the alternative to staging.
 #include <dlfcn.h>
@@ -21,13 +22,12 @@
 #include <string>
 #include <vector>
 
+#include "bench/page_locked.hpp"
 #include "bench/square_qmm.hpp"
 #include "hetkern/device.hpp"
 #include "hetkern/hetkern.hpp"
 #include "runtime/tuning/quantile.hpp"
 
-extern "C" void* llvm_omp_target_alloc_host(std::size_t bytes, int device);
-extern "C" void llvm_omp_target_free_host(void* ptr, int device);
 
 namespace {
 
@@ -71,10 +71,19 @@ double host_copy_rate(int reps) {
   return double(bytes) / s;
 }
 
-void report(const char* name, double bytes_in, double bytes_out, double device_s, double host_s, const Link& link) {
+// A case's line: device tensors, then host tensors in pageable and in page-locked memory, each
+// with its ratio to the bound.
+void report(const char* name, double bytes_in, double bytes_out, double device_s, double pageable_s,
+            double locked_s, const Link& link) {
   const double bound = bytes_in / link.h2d + bytes_out / link.d2h + device_s;
-  std::printf("%-34s device %8.3f ms  host tensors %8.3f ms  bound %8.3f ms  ratio %5.2f\n", name,
-              1e3 * device_s, 1e3 * host_s, 1e3 * bound, host_s / bound);
+  std::printf("%-34s device %8.3f ms  bound %8.3f ms  pageable %8.3f ms (ratio %5.2f)  page-locked %8.3f ms (ratio %5.2f)\n",
+              name, 1e3 * device_s, 1e3 * bound, 1e3 * pageable_s, pageable_s / bound, 1e3 * locked_s,
+              locked_s / bound);
+}
+
+// `host` copied into page-locked memory.
+template <class T> void fill(const hk::bench::PageLocked<T>& to, const std::vector<T>& host) {
+  std::copy(host.begin(), host.end(), to.data());
 }
 
 void matmul(std::int64_t n, int reps, const Link& link) {
@@ -86,6 +95,14 @@ void matmul(std::int64_t n, int reps, const Link& link) {
   const double host_s = median_after_warm_up(reps, [&] {
     hk::quantized_linear_matmul(host, {q.out_desc(), y.data()}, mma);
   });
+  const hk::bench::PageLocked<std::uint8_t> la(elements), ly(elements);
+  const hk::bench::PageLocked<std::int8_t> lb(elements);
+  fill(la, q.a);
+  fill(lb, q.b);
+  const auto locked = q.args(hk::ConstTensor{q.a_desc, la.data()}, hk::ConstTensor{q.b_desc, lb.data()});
+  const double locked_s = median_after_warm_up(reps, [&] {
+    hk::quantized_linear_matmul(locked, {q.out_desc(), ly.data()}, mma);
+  });
   hk::DeviceBuffer da(elements), db(elements), dy(elements);
   da.upload(q.a.data(), elements);
   db.upload(q.b.data(), elements);
@@ -94,7 +111,7 @@ void matmul(std::int64_t n, int reps, const Link& link) {
     hk::quantized_linear_matmul(dev, {q.out_desc(), &dy}, mma);
   });
   const std::string name = "qlinear-matmul " + std::to_string(n) + "^3 u8 x s8";
-  report(name.c_str(), 2.0 * double(elements), double(elements), device_s, host_s, link);
+  report(name.c_str(), 2.0 * double(elements), double(elements), device_s, host_s, locked_s, link);
 }
 
 void scan(int reps, const Link& link) {
@@ -106,12 +123,17 @@ void scan(int reps, const Link& link) {
   const double host_s = median_after_warm_up(reps, [&] {
     hk::cumulative_sum({desc, x.data()}, {desc, y.data()}, {.axis = -1}, rows);
   });
+  const hk::bench::PageLocked<float> lx(elements), ly(elements);
+  fill(lx, x);
+  const double locked_s = median_after_warm_up(reps, [&] {
+    hk::cumulative_sum({desc, lx.data()}, {desc, ly.data()}, {.axis = -1}, rows);
+  });
   hk::DeviceBuffer dx(bytes), dy(bytes);
   dx.upload(x.data(), bytes);
   const double device_s = median_after_warm_up(reps, [&] {
     hk::cumulative_sum(hk::DeviceConstTensor{desc, &dx}, hk::DeviceTensor{desc, &dy}, {.axis = -1}, rows);
   });
-  report("cumsum {16384,16384} float32 axis -1", double(bytes), double(bytes), device_s, host_s, link);
+  report("cumsum {16384,16384} float32 axis -1", double(bytes), double(bytes), device_s, host_s, locked_s, link);
 }
 
 // The alternative to staging: page-locking the caller's memory for the call (cuMemHostRegister
