@@ -15,6 +15,7 @@
 #include "tuning_test_util.hpp"
 #ifdef HETKERN_OFFLOAD
 #include "hetkern/device.hpp"
+#include "runtime/platform/page_locked.hpp"
 #endif
 
 namespace {
@@ -55,6 +56,20 @@ TEST(CostModel, PredictsFixedCostWorkAndTransfers) {
   MachineRates no_link = r;
   no_link.to_host_bytes_per_s = 0;
   EXPECT_FALSE(detail::predict(no_link, {"qmm.offload", Executor::gpu, 1, 1, 1}).has_value());
+}
+
+// Host tensors in page-locked memory cross the link unstaged, at its own measured rates; until
+// those are measured the staged rates stand in.
+TEST(CostModel, PageLockedHostTensorsPayThePageLockedRates) {
+  MachineRates r = example_rates();
+  CandidateWork c{"qmm.offload", Executor::gpu, 10e12, 20e9, 40e9};
+  c.host_page_locked = true;
+  EXPECT_DOUBLE_EQ(detail::predict(r, c)->transfer_seconds, 3.0);
+  r.page_locked_to_device_bytes_per_s = 40e9;
+  r.page_locked_to_host_bytes_per_s = 80e9;
+  EXPECT_DOUBLE_EQ(detail::predict(r, c)->transfer_seconds, 1.0);
+  c.host_page_locked = false;
+  EXPECT_DOUBLE_EQ(detail::predict(r, c)->transfer_seconds, 3.0);
 }
 
 TEST(CostModel, RanksFastestFirstAndDropsWhatItCannotPrice) {
@@ -128,6 +143,25 @@ TEST(ModelChoice, TinyCallsStayOnTheHost) {
             "scan.parallel");
 }
 
+// A large host-tensor scan stays on the host through the staged link (above), but goes to the GPU
+// when its tensors are page-locked and the link copies those fast enough.
+TEST(ModelChoice, PageLockedHostTensorsArePricedAtThePageLockedRates) {
+  if (offload_on_host()) GTEST_SKIP() << "no GPU";
+  constexpr std::int64_t n = 4096;
+  const std::size_t bytes = std::size_t(n * n) * sizeof(float);
+  const detail::PageLockedHost in(bytes), out(bytes);
+  if (!in.data() || !out.data()) GTEST_SKIP() << "the CUDA driver gave no page-locked memory";
+  const TensorDesc desc(DataType::float32, {n, n});
+  const detail::CumulativeCall locked{false, {desc, in.data()}, {desc, out.data()}, {.axis = 1}};
+  MachineRates r = example_rates();
+  EXPECT_EQ(strategy(detail::model_scan_plan(locked, DataHome::host, r)->plan), "scan.parallel");
+  r.page_locked_to_device_bytes_per_s = 400e9;
+  r.page_locked_to_host_bytes_per_s = 400e9;
+  EXPECT_EQ(strategy(detail::model_scan_plan(locked, DataHome::host, r)->plan), "scan.offload_rows");
+  const detail::TuneWorkload pageable(scan({n, n}, 1), false);
+  EXPECT_EQ(strategy(detail::model_scan_plan(pageable.scan_call(), DataHome::host, r)->plan), "scan.parallel");
+}
+
 TEST(ModelChoice, DeviceTensorsGetOnlyOffloadStrategies) {
   MachineRates r = example_rates();
   r.strategy_rates["qmm.offload"] = 80e12;  // a dp4a rate above the tensor cores' is not believed
@@ -171,7 +205,9 @@ class Rates : public hk::test::FreshTuningDb {
 };
 
 TEST_F(Rates, RoundTripKeyedByFingerprint) {
-  const MachineRates r = example_rates();
+  MachineRates r = example_rates();
+  r.page_locked_to_device_bytes_per_s = 50e9;
+  r.page_locked_to_host_bytes_per_s = 51e9;
   {
     TuningDb db(path_, true);
     db.put_rates("machine-a", r);
@@ -184,6 +220,8 @@ TEST_F(Rates, RoundTripKeyedByFingerprint) {
   ASSERT_TRUE(a.has_value());
   EXPECT_EQ(a->to_device_bytes_per_s, r.to_device_bytes_per_s);
   EXPECT_EQ(a->to_host_bytes_per_s, r.to_host_bytes_per_s);
+  EXPECT_EQ(a->page_locked_to_device_bytes_per_s, r.page_locked_to_device_bytes_per_s);
+  EXPECT_EQ(a->page_locked_to_host_bytes_per_s, r.page_locked_to_host_bytes_per_s);
   EXPECT_EQ(a->gpu_call_seconds, r.gpu_call_seconds);
   EXPECT_EQ(a->strategy_rates, r.strategy_rates);
   EXPECT_EQ(a->strategy_fixed_seconds, r.strategy_fixed_seconds);
@@ -242,6 +280,9 @@ TEST(Calibration, MeasuresEveryStrategyOnTinyShapes) {
   const MachineRates r = detail::measure_rates(tiny);
   EXPECT_GT(r.to_device_bytes_per_s, 0);
   EXPECT_GT(r.to_host_bytes_per_s, 0);
+  // Page-locked memory only where a CUDA driver gives it.
+  EXPECT_EQ(r.page_locked_to_device_bytes_per_s > 0, detail::PageLockedHost(1).data() != nullptr);
+  EXPECT_EQ(r.page_locked_to_host_bytes_per_s > 0, r.page_locked_to_device_bytes_per_s > 0);
   EXPECT_GT(r.gpu_call_seconds, 0);
   for (const char* s : {"scan.parallel", "scan.blocked", "scan.tiled", "scan.offload_rows", "scan.offload_columns",
                         "scan.offload_chained", "qmm.parallel", "qmm.tiled", "qmm.offload_mma", "qmm.offload"}) {

@@ -9,12 +9,10 @@
 
 #include "hetkern/device.hpp"
 #include "hetkern/hetkern.hpp"
-#include "runtime/platform/cuda_driver.hpp"
 #include "runtime/platform/page_locked.hpp"
 
 namespace {
 
-using hk::detail::cuda_driver_function;
 using hk::detail::host_range_page_locked;
 
 TEST(PageLocked, PageableMemoryIsNot) {
@@ -25,46 +23,10 @@ TEST(PageLocked, PageableMemoryIsNot) {
   EXPECT_FALSE(host_range_page_locked(nullptr, 16));
 }
 
-// `bytes` of page-locked host memory from the CUDA driver (cuMemHostAlloc in GPU 0's primary
-// context), freed with the object; null without a CUDA GPU.
-class DriverPageLocked {
- public:
-  explicit DriverPageLocked(std::size_t bytes) {
-    using Context = void*;
-    const auto get = reinterpret_cast<int (*)(int*, int)>(cuda_driver_function("cuDeviceGet"));
-    const auto retain = reinterpret_cast<int (*)(Context*, int)>(cuda_driver_function("cuDevicePrimaryCtxRetain"));
-    const auto push = reinterpret_cast<int (*)(Context)>(cuda_driver_function("cuCtxPushCurrent_v2"));
-    const auto pop = reinterpret_cast<int (*)(Context*)>(cuda_driver_function("cuCtxPopCurrent_v2"));
-    const auto alloc = reinterpret_cast<int (*)(void**, std::size_t, unsigned)>(cuda_driver_function("cuMemHostAlloc"));
-    free_ = reinterpret_cast<int (*)(void*)>(cuda_driver_function("cuMemFreeHost"));
-    Context context = nullptr;
-    if (!get || !retain || !push || !pop || !alloc || !free_ || get(&device_, 0) != 0 || retain(&context, device_) != 0)
-      return;
-    retained_ = true;
-    if (push(context) != 0) return;
-    if (alloc(&data_, bytes, 0) != 0) data_ = nullptr;
-    pop(&context);
-  }
-  ~DriverPageLocked() {
-    if (data_) free_(data_);
-    const auto release = reinterpret_cast<int (*)(int)>(cuda_driver_function("cuDevicePrimaryCtxRelease_v2"));
-    if (retained_ && release) release(device_);
-  }
-  DriverPageLocked(const DriverPageLocked&) = delete;
-  DriverPageLocked& operator=(const DriverPageLocked&) = delete;
-  void* data() const { return data_; }
-
- private:
-  int (*free_)(void*) = nullptr;
-  int device_ = 0;
-  bool retained_ = false;
-  void* data_ = nullptr;
-};
-
 TEST(PageLocked, DriverAllocationsAreWholeAndInPart) {
   if (hk::offload_on_host()) GTEST_SKIP() << "no GPU";
   constexpr std::size_t bytes = std::size_t(8) << 20;
-  const DriverPageLocked locked(bytes);
+  const hk::detail::PageLockedHost locked(bytes);
   if (!locked.data()) GTEST_SKIP() << "the CUDA driver gave no page-locked memory";
   auto* const p = static_cast<char*>(locked.data());
   EXPECT_TRUE(host_range_page_locked(p, bytes));
@@ -84,7 +46,7 @@ TEST(PageLocked, HostTensorCallsOnPageLockedMemoryMatchTheReference) {
   if (hk::offload_on_host()) GTEST_SKIP() << "no GPU";
   constexpr std::int64_t rows = 37, length = 100003;  // 14.8 MB each way: copies large enough to stage
   constexpr std::size_t elements = std::size_t(rows * length), bytes = elements * sizeof(float);
-  const DriverPageLocked in(bytes), out(bytes);
+  const hk::detail::PageLockedHost in(bytes), out(bytes);
   if (!in.data() || !out.data()) GTEST_SKIP() << "the CUDA driver gave no page-locked memory";
   std::vector<float> x(elements), want(elements);
   for (std::size_t i = 0; i < elements; ++i) x[i] = float(int(i * 2654435761u % 17) - 8) / 4.0f;

@@ -55,6 +55,10 @@ struct TuningRecord {
 struct MachineRates {
   double to_device_bytes_per_s = 0;  // host -> device, through the library's copy path
   double to_host_bytes_per_s = 0;    // device -> host
+  // The same from and to page-locked host memory, which the link copies unstaged (0: not
+  // measured; the rates above then stand in).
+  double page_locked_to_device_bytes_per_s = 0;
+  double page_locked_to_host_bytes_per_s = 0;
   double gpu_call_seconds = 0;       // a GPU call's fixed cost: launch and synchronization
   // Per strategy name: scans in bytes read and written per second, the matmul in
   // multiply-adds per second (host strategies at the default thread count).

@@ -1,4 +1,4 @@
-// Page-locked host memory, asked of the CUDA driver (page_locked.hpp).
+// Page-locked host memory, asked of and allocated by the CUDA driver (page_locked.hpp).
 #include "runtime/platform/page_locked.hpp"
 
 #include <cstdint>
@@ -14,18 +14,22 @@ constexpr unsigned host_memory = 1;                                  // CU_MEMOR
 
 struct Driver {
   int (*attribute)(void*, int, unsigned long long);
+  int (*host_alloc)(void**, std::size_t, unsigned);
+  int (*host_free)(void*);
   int (*current)(Context*);
   int (*get)(int*, int);
   int (*retain)(Context*, int);
   int (*release)(int);
   int (*push)(Context);
   int (*pop)(Context*);
-  bool usable() const { return attribute && current && get && retain && release && push && pop; }
+  bool usable() const { return attribute && host_alloc && host_free && current && get && retain && release && push && pop; }
 };
 
 const Driver& driver() {
   static const Driver d{
       reinterpret_cast<decltype(Driver::attribute)>(cuda_driver_function("cuPointerGetAttribute")),
+      reinterpret_cast<decltype(Driver::host_alloc)>(cuda_driver_function("cuMemHostAlloc")),
+      reinterpret_cast<decltype(Driver::host_free)>(cuda_driver_function("cuMemFreeHost")),
       reinterpret_cast<decltype(Driver::current)>(cuda_driver_function("cuCtxGetCurrent")),
       reinterpret_cast<decltype(Driver::get)>(cuda_driver_function("cuDeviceGet")),
       reinterpret_cast<decltype(Driver::retain)>(cuda_driver_function("cuDevicePrimaryCtxRetain")),
@@ -34,6 +38,37 @@ const Driver& driver() {
       reinterpret_cast<decltype(Driver::pop)>(cuda_driver_function("cuCtxPopCurrent_v2"))};
   return d;
 }
+
+// A current context for the driver calls below, which need one: the thread's own (the offload
+// runtime sets it on the threads it copies from), else GPU 0's primary context while this lives
+// (page-locked memory is the same to every context of the process).
+class CurrentContext {
+ public:
+  explicit CurrentContext(const Driver& d) : d_(d) {
+    Context current = nullptr;
+    if (!d.usable() || d.current(&current) != 0) return;
+    if (current) {
+      ready_ = true;
+      return;
+    }
+    if (d.get(&device_, 0) != 0 || d.retain(&current, device_) != 0) return;
+    retained_ = true;
+    pushed_ = ready_ = d.push(current) == 0;
+  }
+  ~CurrentContext() {
+    Context popped = nullptr;
+    if (pushed_) d_.pop(&popped);
+    if (retained_) d_.release(device_);
+  }
+  CurrentContext(const CurrentContext&) = delete;
+  CurrentContext& operator=(const CurrentContext&) = delete;
+  explicit operator bool() const { return ready_; }
+
+ private:
+  const Driver& d_;
+  int device_ = 0;
+  bool retained_ = false, pushed_ = false, ready_ = false;
+};
 
 // The allocation `address` lies in, when it is page-locked host memory: its buffer id.
 bool page_locked_buffer(const Driver& d, std::uintptr_t address, unsigned long long& id) {
@@ -45,30 +80,24 @@ bool page_locked_buffer(const Driver& d, std::uintptr_t address, unsigned long l
 }  // namespace
 
 bool host_range_page_locked(const void* data, std::size_t bytes) {
+  if (!data || bytes == 0) return false;
   const Driver& d = driver();
-  if (!data || bytes == 0 || !d.usable()) return false;
-  // The driver answers only on a thread with a current context, which the offload runtime sets on
-  // the threads it copies from; elsewhere GPU 0's primary context (page-locked memory is the same
-  // to every context of the process) is current for the question.
-  Context current = nullptr;
-  if (d.current(&current) != 0) return false;
-  int device = 0;
-  const bool borrowed = !current;
-  if (borrowed && (d.get(&device, 0) != 0 || d.retain(&current, device) != 0)) return false;
-  if (borrowed && d.push(current) != 0) {
-    d.release(device);
-    return false;
-  }
+  const CurrentContext context(d);
+  if (!context) return false;
   const auto first = reinterpret_cast<std::uintptr_t>(data);
   unsigned long long first_id = 0, last_id = 0;
-  const bool locked = page_locked_buffer(d, first, first_id) && page_locked_buffer(d, first + bytes - 1, last_id) &&
-                      first_id == last_id;
-  if (borrowed) {
-    Context popped = nullptr;
-    d.pop(&popped);
-    d.release(device);
-  }
-  return locked;
+  return page_locked_buffer(d, first, first_id) && page_locked_buffer(d, first + bytes - 1, last_id) &&
+         first_id == last_id;
+}
+
+PageLockedHost::PageLockedHost(std::size_t bytes) {
+  const Driver& d = driver();
+  const CurrentContext context(d);
+  if (bytes > 0 && context && d.host_alloc(&data_, bytes, 0) != 0) data_ = nullptr;
+}
+
+PageLockedHost::~PageLockedHost() {
+  if (data_) driver().host_free(data_);
 }
 
 }  // namespace hk::detail

@@ -12,4 +12,18 @@ namespace hk::detail {
 /// CUDA driver; false for pageable memory, an empty range, or without a CUDA driver.
 bool host_range_page_locked(const void* data, std::size_t bytes);
 
+/// `bytes` of page-locked host memory from the CUDA driver (cuMemHostAlloc), freed with the
+/// object; data() is null without a CUDA driver or when the driver refuses.
+class PageLockedHost {
+ public:
+  explicit PageLockedHost(std::size_t bytes);
+  ~PageLockedHost();
+  PageLockedHost(const PageLockedHost&) = delete;
+  PageLockedHost& operator=(const PageLockedHost&) = delete;
+  void* data() const { return data_; }
+
+ private:
+  void* data_ = nullptr;
+};
+
 }  // namespace hk::detail

@@ -15,6 +15,7 @@
 #ifdef HETKERN_OFFLOAD
 #include "hetkern/device.hpp"
 #include "runtime/platform/device_memory.hpp"
+#include "runtime/platform/page_locked.hpp"
 #endif
 
 namespace hk {
@@ -130,6 +131,13 @@ void measure_link(MachineRates& rates, const CalibrationSizes& z) {
       double(bytes) / median_after_warm_up(z.repetitions, [&] { copy_to_device(device.data(), 0, host.data(), bytes, d); });
   rates.to_host_bytes_per_s =
       double(bytes) / median_after_warm_up(z.repetitions, [&] { copy_to_host(host.data(), device.data(), 0, bytes, d); });
+  // Page-locked host memory, which the link copies unstaged, where the driver gives some.
+  const PageLockedHost locked(bytes);
+  if (!locked.data()) return;
+  rates.page_locked_to_device_bytes_per_s =
+      double(bytes) / median_after_warm_up(z.repetitions, [&] { copy_to_device(device.data(), 0, locked.data(), bytes, d); });
+  rates.page_locked_to_host_bytes_per_s =
+      double(bytes) / median_after_warm_up(z.repetitions, [&] { copy_to_host(locked.data(), device.data(), 0, bytes, d); });
 }
 
 void measure_device(MachineRates& rates, const CalibrationSizes& z) {

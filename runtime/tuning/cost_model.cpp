@@ -25,8 +25,12 @@ std::optional<Cost> predict(const MachineRates& rates, const CandidateWork& c) {
     if (!rates.has_gpu_costs()) return std::nullopt;
     // A strategy measured without its own fixed cost pays the generic GPU call's.
     if (fixed == rates.strategy_fixed_seconds.end()) cost.fixed_seconds = rates.gpu_call_seconds;
+    const bool unstaged = c.host_page_locked && rates.page_locked_to_device_bytes_per_s > 0 &&
+                          rates.page_locked_to_host_bytes_per_s > 0;
     cost.transfer_seconds =
-        c.bytes_to_device / rates.to_device_bytes_per_s + c.bytes_to_host / rates.to_host_bytes_per_s;
+        unstaged ? c.bytes_to_device / rates.page_locked_to_device_bytes_per_s +
+                       c.bytes_to_host / rates.page_locked_to_host_bytes_per_s
+                 : c.bytes_to_device / rates.to_device_bytes_per_s + c.bytes_to_host / rates.to_host_bytes_per_s;
   }
   return cost;
 }

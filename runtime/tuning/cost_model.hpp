@@ -21,6 +21,7 @@ struct CandidateWork {
   double work = 0;                // scans: bytes read and written; the matmul: multiply-adds
   double bytes_to_device = 0;     // a GPU candidate on host tensors: the inputs copied in
   double bytes_to_host = 0;       //   and the output copied back
+  bool host_page_locked = false;  //   all of them in page-locked memory (copied unstaged)
 };
 
 /// A predicted time in parts, for the dispatch log.

@@ -7,7 +7,11 @@
 
 #include "hetkern/error.hpp"
 #ifdef HETKERN_OFFLOAD
+#include "algorithms/tensor_checks.hpp"
 #include "hetkern/device.hpp"
+#include "runtime/platform/page_locked.hpp"
+#include "runtime/platform/pinned_staging.hpp"
+#include "schedules/qmm_offload.hpp"
 #endif
 #include "runtime/tuning/cost_model.hpp"
 #include "runtime/tuning/heuristic.hpp"
@@ -31,6 +35,7 @@ constexpr double calibration_qmm_macs = double(std::int64_t(1) << 30);
 template <class Plan> struct CandidateList {
   std::vector<CandidateWork> work;
   std::vector<Plan> plans;
+  bool host_page_locked = false;  // every host tensor in page-locked memory: GPU candidates copy them unstaged
 
   void add(const Plan& plan, double amount, double bytes_in, double bytes_out) {
     const bool gpu = is_offload_plan(plan);
@@ -40,6 +45,7 @@ template <class Plan> struct CandidateList {
     w.work = amount;
     w.bytes_to_device = gpu ? bytes_in : 0;
     w.bytes_to_host = gpu ? bytes_out : 0;
+    w.host_page_locked = host_page_locked;
     work.push_back(std::move(w));
     plans.push_back(plan);
   }
@@ -70,6 +76,21 @@ template <class Plan> struct CandidateList {
   }
 };
 
+#ifdef HETKERN_OFFLOAD
+// Whether each of a host-tensor call's ranges {data, bytes} lies in page-locked memory, asked only
+// where the answer can change a price: the page-locked rates are known and some range is large
+// enough to be staged otherwise (the question costs a few driver calls).
+bool all_page_locked(const MachineRates& rates, std::initializer_list<std::pair<const void*, std::size_t>> ranges) {
+  if (!(rates.page_locked_to_device_bytes_per_s > 0 && rates.page_locked_to_host_bytes_per_s > 0)) return false;
+  bool staged = false;
+  for (const auto& range : ranges) staged |= range.second >= staged_copy_min_bytes;
+  if (!staged) return false;
+  for (const auto& [data, bytes] : ranges)
+    if (!host_range_page_locked(data, bytes)) return false;
+  return true;
+}
+#endif
+
 double qmm_macs(const QmmProblem& p) { return double(p.batch[0]) * double(p.batch[1]) * double(p.M) * double(p.N) * double(p.K); }
 
 }  // namespace
@@ -81,6 +102,9 @@ std::optional<ModelDecision<ScanStrategyPlan>> model_scan_plan(const CumulativeC
   CandidateList<ScanStrategyPlan> c;
   c.add(default_scan_plan(call, home), 2 * bytes, 0, 0);
 #ifdef HETKERN_OFFLOAD
+  c.host_page_locked = home == DataHome::host &&
+                       all_page_locked(rates, {{call.input.data, std::size_t(byte_span(call.input.desc).hi)},
+                                        {call.output.data, std::size_t(byte_span(call.output.desc).hi)}});
   if (home == DataHome::host)
     c.add_named(default_offload_scan_strategy(call), [&](const Schedule& s) { return plan_scan(call, s); }, 2 * bytes,
                 bytes, bytes);
@@ -96,6 +120,12 @@ std::optional<ModelDecision<QmmStrategyPlan>> model_qmm_plan(const QmmProblem& p
   CandidateList<QmmStrategyPlan> c;
   // Tensors in device memory cross no host link: only host tensors' GPU candidates pay copies.
   const double host_in = home == DataHome::host ? in : 0, host_out = home == DataHome::host ? out : 0;
+#ifdef HETKERN_OFFLOAD
+  if (home == DataHome::host && !p.packed_b && p.M > 0 && p.N > 0 && p.K > 0 && p.batch[0] * p.batch[1] > 0) {
+    const QmmSpans spans = qmm_spans(p);
+    c.host_page_locked = all_page_locked(rates, {{p.a.data, spans.a}, {p.b.data, spans.b}, {p.out, spans.out}});
+  }
+#endif
   c.add(default_qmm_plan(p, home), qmm_macs(p), host_in, host_out);
 #ifdef HETKERN_OFFLOAD
   // The tensor cores only: dp4a was slower at every shape measured, and its rate, calibrated on

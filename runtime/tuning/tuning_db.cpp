@@ -57,6 +57,8 @@ const char* const migrate_v2_to_v3 = HETKERN_RATES_TABLE "UPDATE schema_version 
 // The rates' names in the table; a strategy's rate is its name after the prefix.
 const char* const to_device_name = "to_device_bytes_per_s";
 const char* const to_host_name = "to_host_bytes_per_s";
+const char* const page_locked_to_device_name = "page_locked_to_device_bytes_per_s";
+const char* const page_locked_to_host_name = "page_locked_to_host_bytes_per_s";
 const char* const gpu_call_name = "gpu_call_seconds";
 const std::string strategy_prefix = "strategy:";
 const std::string fixed_prefix = "fixed:";
@@ -327,6 +329,8 @@ std::optional<MachineRates> TuningDb::find_rates(const std::string& fingerprint)
     any = true;
     if (name == to_device_name) r.to_device_bytes_per_s = value;
     else if (name == to_host_name) r.to_host_bytes_per_s = value;
+    else if (name == page_locked_to_device_name) r.page_locked_to_device_bytes_per_s = value;
+    else if (name == page_locked_to_host_name) r.page_locked_to_host_bytes_per_s = value;
     else if (name == gpu_call_name) r.gpu_call_seconds = value;
     else if (name.rfind(strategy_prefix, 0) == 0) r.strategy_rates[name.substr(strategy_prefix.size())] = value;
     else if (name.rfind(fixed_prefix, 0) == 0) r.strategy_fixed_seconds[name.substr(fixed_prefix.size())] = value;
@@ -352,6 +356,8 @@ void TuningDb::put_rates(const std::string& fingerprint, const MachineRates& rat
     };
     put_one(to_device_name, rates.to_device_bytes_per_s);
     put_one(to_host_name, rates.to_host_bytes_per_s);
+    put_one(page_locked_to_device_name, rates.page_locked_to_device_bytes_per_s);
+    put_one(page_locked_to_host_name, rates.page_locked_to_host_bytes_per_s);
     put_one(gpu_call_name, rates.gpu_call_seconds);
     for (const auto& [name, value] : rates.strategy_rates) put_one(strategy_prefix + name, value);
     for (const auto& [name, value] : rates.strategy_fixed_seconds) put_one(fixed_prefix + name, value);
