@@ -106,6 +106,73 @@ TEST(DeviceQmm, RefusesHostSchedulesShortBuffersAndBadParameters) {
   EXPECT_EQ(got, before);
 }
 
+// B packed once on the device (constant weights): the same results on every offload schedule as
+// B itself, as B' (K a multiple of 128) and as B's own bytes (any other K), from a copy: B's buffer
+// changed after pack_b changes nothing. A batched A broadcasts against the one packed matrix.
+TEST(DeviceQmm, PackedBMatchesTheOracleOnEverySchedule) {
+  std::mt19937_64 rng(4343);
+  for (int variant = 0; variant < 8; ++variant) {
+    Problem p = random_problem(rng, variant);
+    p.K = variant % 2 ? i64(256) : i64(1 + rng() % 300);
+    const std::vector<i64> sa = p.batch.empty() ? std::vector<i64>{p.M, p.K} : std::vector<i64>{p.batch[0], p.M, p.K};
+    p.a = Buffer(p.a.dtype, sa, qmmt::make_strides(sa, Layout::random, rng), rng);
+    p.b = Buffer(p.b.dtype, {p.K, p.N}, qmmt::make_strides({p.K, p.N}, variant % 3 ? Layout::transposed_padded : Layout::padded, rng), rng);
+    const qmmt::Expected e = qmmt::oracle(p, true);
+    OnDevice a(p.a), b(p.b);
+    const hk::DevicePackedB packed = hk::pack_b(b.cview());
+    ASSERT_FALSE(packed.empty());
+    EXPECT_EQ(packed.desc().dtype(), p.b.dtype);
+    EXPECT_GE(packed.packed_bytes(), p.K * p.N);
+    const std::vector<unsigned char> zeros(b.memory.bytes(), 0);
+    b.memory.upload(zeros.data(), zeros.size());
+    for (const char* text : {"", "qmm.offload", "qmm.offload_mma", "qmm.devices", "qmm.devices(home_share=0)"}) {
+      const std::string where = std::string("schedule '") + text + "', " + p.describe();
+      OnDevice y(p.y);
+      hk::DeviceQuantizedMatMulArgs args = device_args(p, a, b);
+      args.b = {};
+      args.packed_b = &packed;
+      hk::reset_transfer_counters();
+      hk::quantized_linear_matmul(args, y.view(), text[0] ? hk::Schedule::parse(text) : hk::Schedule());
+      EXPECT_EQ(hk::transfer_counters().to_device_copies, 1) << where;  // the quantization parameters
+      qmmt::expect_matches_oracle(p, e, y.download(), where);
+    }
+  }
+}
+
+TEST(DeviceQmm, PackBRefusesWhatItCannotPack) {
+  std::mt19937_64 rng(9);
+  const auto code_of = [&](auto&& call) {
+    try {
+      call();
+    } catch (const hk::Error& e) {
+      return e.code();
+    }
+    return hk::Errc(-1);
+  };
+  hk::DeviceBuffer memory(4096);
+  const auto tensor = [&](hk::DataType t, std::vector<i64> sizes) {
+    return hk::DeviceConstTensor{hk::TensorDesc(t, sizes), &memory};
+  };
+  EXPECT_EQ(code_of([&] { hk::pack_b(tensor(DataType::float32, {8, 8})); }), hk::Errc::invalid_type);
+  EXPECT_EQ(code_of([&] { hk::pack_b(tensor(DataType::int8, {2, 8, 8})); }), hk::Errc::invalid_shape);
+  EXPECT_EQ(code_of([&] { hk::pack_b(tensor(DataType::int8, {64, 128})); }), hk::Errc::invalid_shape);  // past the buffer
+  EXPECT_EQ(code_of([&] { hk::pack_b(hk::DeviceConstTensor{hk::TensorDesc(DataType::int8, {8, 8}), nullptr}); }),
+            hk::Errc::invalid_parameter);
+  // An empty packed B, given for B, is refused before anything reaches the device.
+  Problem p = random_problem(rng, 0);
+  OnDevice a(p.a), b(p.b), y(p.y);
+  const hk::DevicePackedB empty;
+  hk::DeviceQuantizedMatMulArgs args = device_args(p, a, b);
+  args.packed_b = &empty;
+  hk::reset_transfer_counters();
+  EXPECT_EQ(code_of([&] { hk::quantized_linear_matmul(args, y.view()); }), hk::Errc::invalid_parameter);
+  EXPECT_EQ(hk::transfer_counters().to_device_copies, 0);
+  // A packed B whose sizes do not match A's is refused like B itself.
+  const hk::DevicePackedB other = hk::pack_b(tensor(DataType::int8, {p.K + 1, 4}));
+  args.packed_b = &other;
+  EXPECT_EQ(code_of([&] { hk::quantized_linear_matmul(args, y.view()); }), hk::Errc::invalid_shape);
+}
+
 TEST(DeviceScratch, CachedBlocksAreReusedAndReleased) {
   // A freed lease's block waits in the cache for the next lease it fits, until released. (The
   // scans' host fallback leases none: it scans each line on one host thread.)

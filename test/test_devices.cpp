@@ -276,6 +276,57 @@ TEST(QmmDevices, StreamedBPartsMatchTheOracle) {
         }
 }
 
+// B kept on the devices across calls (hk::DevicePackedB): every part reads its own device's copy,
+// made on the first call there, so that a later call moves only A's rows and the outputs between
+// devices; as B' where K is a whole number of slices (the streamed parts), else as B's bytes (the
+// parts copied whole). Stand-ins, and the real GPUs where there are several.
+TEST(QmmDevices, KeptBCrossesNoLinkAfterTheFirstCall) {
+  std::mt19937_64 rng(0x6b);
+  const int home = hk::offload_device();
+  const std::vector<int> visible = hk::detail::spread_devices(hk::offload_device_count());
+  const hk::detail::QmmPlan launch{hk::detail::OffloadQmmKernel::mma, 128, 0};
+  for (const bool real : {false, true})
+    for (const i64 K : {i64(256), i64(100)})
+      for (const DataType tb : {DataType::int8, DataType::uint8}) {
+        if (real && visible.size() < 2) continue;
+        Problem p = random_problem(rng, {}, 300);
+        p.N = 140, p.K = K;
+        p.a = Buffer(p.a.dtype, {p.M, K}, qmmt::make_strides({p.M, K}, Layout::padded, rng), rng);
+        p.b = Buffer(tb, {K, p.N}, qmmt::make_strides({K, p.N}, Layout::transposed_padded, rng), rng);
+        p.y = Buffer(DataType::uint8, {p.M, p.N}, qmmt::make_strides({p.M, p.N}, Layout::packed, rng), rng);
+        p.b_zero = qmmt::literal_q(tb, {1, p.N}, {1, 9, -128, 127}, rng);
+        p.b_scale = qmmt::literal_f({1, p.N}, {0.01f, 0.02f, 0.004f}, rng);
+        const std::vector<int> devices = real ? visible : std::vector<int>{home, home, home};
+        const std::string where = std::to_string(devices.size()) + (real ? " GPUs, " : " stand-ins, ") + p.describe();
+        OnDevice a(p.a), b(p.b), y(p.y);
+        const hk::DevicePackedB packed = hk::pack_b(b.cview());
+        const hk::detail::DeviceB* kept = hk::device_b(packed);
+        ASSERT_NE(kept, nullptr);
+        const hk::detail::QmmProblem problem = kept->apply(problem_on_device(p, a, b, y));
+        const hk::detail::QmmCut cut = hk::detail::qmm_cut(problem, int(devices.size()));
+        const auto ranges = hk::detail::qmm_spread_ranges(cut, int(devices.size()), 250);
+        const bool streamed = hk::detail::qmm_b_columns_fit(problem);
+        EXPECT_EQ(streamed, K % 128 == 0) << where;
+        EXPECT_EQ(hk::detail::is_b_columns(problem.b, K), streamed) << where;
+        i64 moved = 0;
+        for (std::size_t i = 1; i < ranges.size(); ++i) {
+          const hk::detail::QmmProblem part = hk::detail::qmm_part(problem, cut, ranges[i]);
+          const hk::detail::QmmSpans spans = hk::detail::qmm_spans(part);
+          if (ranges[i].size() > 0)
+            moved += streamed ? streamed_part_bytes(part) - part.N * part.K
+                              : i64(spans.a + spans.out + (spans.out_has_gaps() ? spans.out : 0));
+        }
+        for (int call = 0; call < 2; ++call) {
+          hk::reset_transfer_counters();
+          hk::detail::spread_qmm(problem, launch, devices, 250, kept);
+          expect_matches_oracle(p, y.download(), where + ", call " + std::to_string(call));
+          // The first call copies B to each other GPU once.
+          const i64 copies = call == 0 && real ? i64(devices.size() - 1) * i64(kept->bytes()) : 0;
+          EXPECT_EQ(hk::transfer_counters().between_devices_bytes, moved + copies) << where << ", call " << call;
+        }
+      }
+}
+
 // B' down the chain: every link takes the first group from the home device and each later one
 // from the link before, once that has it; a failure anywhere wakes every link still waiting.
 TEST(QmmDevices, ColumnRelayPassesGroupsOnAndFailsEveryWaiter) {

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -121,8 +122,49 @@ void cumulative_sum(DeviceConstTensor input, DeviceTensor output, const Cumulati
 void cumulative_product(DeviceConstTensor input, DeviceTensor output,
                         const CumulativeOptions& options, const Schedule& schedule = {});
 
+namespace detail {
+class DeviceB;
+}
+
+/// B of quantized_linear_matmul on device tensors packed once for every later call (weights
+/// usually are constant): one K x N matrix, kept on offload_device() in the form the GPU kernels
+/// read (int8 columns, where K is a multiple of 128; else B's own bytes), and copied once to each
+/// other GPU that qmm.devices runs a part on, so that later calls move no B between GPUs.
+/// Immutable after pack_b; copies share the packed data; safe to use from several threads at
+/// once. Its device memory goes back to hetkern's scratch cache when the last copy is destroyed;
+/// destroy it before the program ends, like a DeviceBuffer.
+class DevicePackedB {
+ public:
+  DevicePackedB() = default;
+  bool empty() const noexcept { return !kept_; }
+  /// B's type and sizes as packed ({K,N}, packed strides).
+  const TensorDesc& desc() const noexcept { return desc_; }
+  /// Bytes it occupies on each device that holds it.
+  std::int64_t packed_bytes() const noexcept;
+
+ private:
+  friend DevicePackedB pack_b(DeviceConstTensor b);
+  friend const detail::DeviceB* device_b(const DevicePackedB& b) noexcept;
+  TensorDesc desc_;
+  std::shared_ptr<const detail::DeviceB> kept_;
+};
+
+/// Packs B ({K,N}, int8 or uint8, any non-negative strides, in device memory on offload_device()).
+/// Validates B like quantized_linear_matmul does and throws hk::Error the same way; a batch of
+/// matrices is Errc::invalid_shape (pack one matrix; A's batch dimensions broadcast against it).
+DevicePackedB pack_b(DeviceConstTensor b);
+
+/// The kept B of a DevicePackedB (null when empty).
+const detail::DeviceB* device_b(const DevicePackedB& b) noexcept;
+
+/// Device operands may name a DevicePackedB.
+template <> struct PackedBFor<DeviceConstTensor> {
+  using type = const DevicePackedB*;
+};
+
 /// Arguments of quantized_linear_matmul with A, B and the output in device memory (rules as for
-/// QuantizedMatMulArgs, the same template; `packed_b` stays null). The quantization parameters
+/// QuantizedMatMulArgs, the same template). `packed_b`, when set, is B: `b` is ignored (leave it
+/// empty); the packed B must outlive the call and lie on the device the call runs on. The quantization parameters
 /// stay host tensors: they are validated on the host as for host calls, and copied to the device
 /// with each call (counted transfers, a few bytes per row or column).
 using DeviceQuantizedMatMulArgs = BasicQuantizedMatMulArgs<DeviceConstTensor>;

@@ -62,8 +62,8 @@ class PackedB {
 /// form would exceed 2^47 bytes (Errc::invalid_shape: more than any machine can allocate).
 PackedB pack_b(ConstTensor b);
 
-/// What `packed_b` is for an operand kind: host operands may name a PackedB; device operands have
-/// no packed form, so their `packed_b` is a std::nullptr_t that can only stay null.
+/// What `packed_b` is for an operand kind: host operands may name a PackedB, device operands a
+/// DevicePackedB (hetkern/device.hpp); any other kind's is a std::nullptr_t that can only stay null.
 template <class Operand> struct PackedBFor {
   using type = std::nullptr_t;
 };

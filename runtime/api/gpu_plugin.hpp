@@ -50,6 +50,7 @@
   F(device_quantized_linear_matmul, void, hk::quantized_linear_matmul,                                     \
     (const hk::DeviceQuantizedMatMulArgs& args, hk::DeviceTensor output, const hk::Schedule& schedule),   \
     (args, output, schedule), required, )                                                                  \
+  F(device_pack_b, hk::DevicePackedB, hk::pack_b, (hk::DeviceConstTensor b), (b), required, )           \
   C(buffer_new, hk::DeviceBuffer, DeviceBuffer, (std::size_t bytes), (bytes), , required)                 \
   C(buffer_move_new, hk::DeviceBuffer, DeviceBuffer, (hk::DeviceBuffer && other), (std::move(other)),      \
     noexcept, loaded)                                                                                      \
@@ -131,7 +132,7 @@ namespace hk::detail {
 
 /// Changes whenever the list above or a type it passes changes; with the version and the table's
 /// size, it keeps a plugin of another build from being used.
-inline constexpr std::uint32_t gpu_plugin_abi = 6;
+inline constexpr std::uint32_t gpu_plugin_abi = 7;
 
 struct GpuPluginTable {
   std::uint32_t abi;

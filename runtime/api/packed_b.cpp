@@ -1,4 +1,5 @@
-// hk::pack_b: B of QuantizedLinearMatMul packed once for every later call.
+// hk::pack_b: B of QuantizedLinearMatMul packed once for every later call (the device form's
+// packing is the GPU plugin's: runtime/api/device_operators.cpp).
 #include <algorithm>
 #include <atomic>
 #include <optional>
@@ -12,6 +13,10 @@
 #include "hetkern/topology.hpp"
 #include "runtime/platform/pinning.hpp"
 #include "schedules/qmm_pack.hpp"
+#ifdef HETKERN_OFFLOAD
+#include "hetkern/device.hpp"
+#include "schedules/strategies/qmm_device_b.hpp"
+#endif
 
 namespace hk {
 
@@ -20,6 +25,12 @@ std::int64_t PackedB::packed_bytes() const noexcept {
 }
 
 const detail::PackedPanels* packed_panels(const PackedB& b) noexcept { return b.panels_.get(); }
+
+#ifdef HETKERN_OFFLOAD
+std::int64_t DevicePackedB::packed_bytes() const noexcept { return kept_ ? std::int64_t(kept_->bytes()) : 0; }
+
+const detail::DeviceB* device_b(const DevicePackedB& b) noexcept { return b.kept_.get(); }
+#endif
 
 PackedB pack_b(ConstTensor b) {
   const TensorDesc& d = b.desc;

@@ -116,23 +116,29 @@ void multiply_host_rows_on_device(const QmmProblem& problem, SplitRange r, const
   }
 }
 
-void multiply_part_on_other_device(const QmmProblem& part, const QmmPlan& launch, int home, int device) {
+void multiply_part_on_other_device(const QmmProblem& part, const QmmPlan& launch, int home, int device,
+                                   const DeviceB* kept) {
   if (part.M == 0 || part.N == 0 || part.batch[0] * part.batch[1] == 0) return;
   const QmmSpans spans = qmm_spans(part);
-  ScratchLease a(device, spans.a), b(device, spans.b), out(device, spans.out);
+  ScratchLease a(device, spans.a), out(device, spans.out);
+  std::optional<ScratchLease> b;
   copy_between_devices(a.data(), device, part.a.data, home, spans.a);
-  copy_between_devices(b.data(), device, part.b.data, home, spans.b);
+  if (!kept) {
+    b.emplace(device, spans.b);
+    copy_between_devices(b->data(), device, part.b.data, home, spans.b);
+  }
   // Bytes between outputs must come back unchanged.
   if (spans.out_has_gaps()) copy_between_devices(out.data(), device, part.out, home, spans.out);
   QmmProblem there = part;
   there.a.data = a.data();
-  there.b.data = b.data();
+  there.b.data = kept ? kept->on(device) : b->data();
   there.out = out.data();
   run_qmm_offload_on_device(there, launch, device);
   copy_between_devices(part.out, home, out.data(), device, spans.out);
 }
 
-void spread_qmm(const QmmProblem& problem, const QmmPlan& launch, const std::vector<int>& devices, int home_share) {
+void spread_qmm(const QmmProblem& problem, const QmmPlan& launch, const std::vector<int>& devices, int home_share,
+                const DeviceB* kept) {
   if (problem.M == 0 || problem.N == 0 || problem.batch[0] * problem.batch[1] == 0) return;
   const int home = devices[0];
   const QmmCut cut = qmm_cut(problem, int(devices.size()));
@@ -162,13 +168,15 @@ void spread_qmm(const QmmProblem& problem, const QmmPlan& launch, const std::vec
     if (ranges[i].size() == 0) continue;
     const QmmProblem part = qmm_part(whole, cut, ranges[i]);
     if (streams_b) {
-      columns.push_back(std::make_unique<ScratchLease>(devices[i], std::size_t(part.N * part.K)));
-      parts.push_back([part, &launch, &relay, link = relay->add(devices[i], columns.back()->data()), start, &t = times[i]] {
+      // A kept B' is on every device already (a first call for a device copies it there now).
+      void* const there = kept ? const_cast<void*>(kept->on(devices[i]))
+                               : columns.emplace_back(std::make_unique<ScratchLease>(devices[i], std::size_t(part.N * part.K)))->data();
+      parts.push_back([part, &launch, &relay, link = relay->add(devices[i], there, kept != nullptr), start, &t = times[i]] {
         multiply_part_streaming_b(part, launch, *relay, link, start, t);
       });
     } else
-      parts.push_back([part, &launch, home, device = devices[i]] {
-        multiply_part_on_other_device(part, launch, home, device);
+      parts.push_back([part, &launch, home, device = devices[i], kept] {
+        multiply_part_on_other_device(part, launch, home, device, kept);
       });
   }
   // The home device's part last: run_parts runs the first part on this thread and wakes kept

@@ -12,6 +12,7 @@
 
 #include "algorithms/quantized_matmul.hpp"
 #include "schedules/qmm_offload_plan.hpp"
+#include "schedules/strategies/qmm_device_b.hpp"
 #include "schedules/strategies/split_common.hpp"
 
 namespace hk::detail {
@@ -48,8 +49,10 @@ void multiply_host_rows_on_device(const QmmProblem& problem, SplitRange r, const
 
 /// A part of a call whose tensors lie on device `home`, run on `device` with `launch`: the spans
 /// of its A, B (and of its output, where it has gaps) are copied there, the product runs there and
-/// the output span comes back. `device` may be `home` itself (the host fallback's tests).
-void multiply_part_on_other_device(const QmmProblem& part, const QmmPlan& launch, int home, int device);
+/// the output span comes back. `device` may be `home` itself (the host fallback's tests). With
+/// `kept`, B is the kept one, already on `device` (no copy).
+void multiply_part_on_other_device(const QmmProblem& part, const QmmPlan& launch, int home, int device,
+                                   const DeviceB* kept = nullptr);
 
 /// The same product with B replaced by its B' columns (qmm_offload_pack_b_columns) at `columns`.
 QmmProblem with_b_columns(const QmmProblem& problem, const void* columns);
@@ -82,8 +85,11 @@ class ColumnRelay {
  public:
   ColumnRelay(int home, const void* columns, std::int64_t N, std::int64_t K);
   /// A new link on `device`, after the last one, keeping B' at `columns` (N * K bytes there, which
-  /// must outlive every link's part: the next link reads them): its index.
-  std::size_t add(int device, void* columns);
+  /// must outlive every link's part: the next link reads them): its index. `there`: B' is there
+  /// already (kept across calls), and the link copies none.
+  std::size_t add(int device, void* columns, bool there = false);
+  /// Whether link `link` had all of B' from the start.
+  bool kept(std::size_t link) const { return links_[link].kept; }
   int home() const { return links_[0].device; }
   int device(std::size_t link) const { return links_[link].device; }
   char* columns(std::size_t link) const { return links_[link].columns; }
@@ -105,6 +111,7 @@ class ColumnRelay {
     int device;
     char* columns;
     std::vector<bool> there;  // per group
+    bool kept;                // all there from the start
   };
   std::vector<SplitRange> groups_;
   std::vector<Link> links_;
@@ -130,7 +137,9 @@ void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, Co
 /// slices has B' packed once on devices[0] and streamed to the others a column group at a time,
 /// each group multiplied while the next one is copied; any other call goes part by part through
 /// multiply_part_on_other_device. Where the parts' output spans would interleave, devices[0] runs
-/// the whole call.
-void spread_qmm(const QmmProblem& problem, const QmmPlan& launch, const std::vector<int>& devices, int home_share);
+/// the whole call. With `kept` (a DevicePackedB's B, whose form `problem` already reads), each
+/// device reads its own copy of it (made on the first call there) and no B crosses between them.
+void spread_qmm(const QmmProblem& problem, const QmmPlan& launch, const std::vector<int>& devices, int home_share,
+                const DeviceB* kept = nullptr);
 
 }  // namespace hk::detail

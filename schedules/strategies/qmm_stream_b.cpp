@@ -47,11 +47,11 @@ std::vector<SplitRange> row_bands(std::int64_t M) {
 
 ColumnRelay::ColumnRelay(int home, const void* columns, std::int64_t N, std::int64_t K) : groups_(column_groups(N, K)) {
   // The home device's B' is only read.
-  links_.push_back({home, static_cast<char*>(const_cast<void*>(columns)), std::vector<bool>(groups_.size(), true)});
+  links_.push_back({home, static_cast<char*>(const_cast<void*>(columns)), std::vector<bool>(groups_.size(), true), true});
 }
 
-std::size_t ColumnRelay::add(int device, void* columns) {
-  links_.push_back({device, static_cast<char*>(columns), std::vector<bool>(groups_.size(), false)});
+std::size_t ColumnRelay::add(int device, void* columns, bool there) {
+  links_.push_back({device, static_cast<char*>(columns), std::vector<bool>(groups_.size(), there), there});
   return links_.size() - 1;
 }
 
@@ -116,8 +116,12 @@ void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& rel
   auto* const a_ready = static_cast<std::int32_t*>(flags.data());
   auto* const b_ready = a_ready + tiles_m;
   auto* const bands_done = b_ready + tiles_n;
-  const std::vector<std::int32_t> zeros(tiles_m + tiles_n + bands.size(), 0), ones(std::max(tiles_m, tiles_n), 1);
-  copy_to_device(a_ready, 0, zeros.data(), zeros.size() * sizeof(std::int32_t), device);
+  // B' kept on the device across calls is all there: its flags start set.
+  const bool b_kept = relay.kept(link);
+  std::vector<std::int32_t> initial(tiles_m + tiles_n + bands.size(), 0);
+  if (b_kept) std::fill(initial.begin() + tiles_m, initial.begin() + tiles_m + tiles_n, 1);
+  const std::vector<std::int32_t> ones(std::max(tiles_m, tiles_n), 1);
+  copy_to_device(a_ready, 0, initial.data(), initial.size() * sizeof(std::int32_t), device);
   const auto mark = [&](std::int32_t* ready, std::int64_t first, std::int64_t count) {
     copy_to_device(ready, std::size_t(first) * sizeof(std::int32_t), ones.data(), std::size_t(count) * sizeof(std::int32_t),
                    device);
@@ -195,7 +199,7 @@ void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& rel
       // the home device's links out carry every device's A too.
       if (streamable.a && streamable.b) set(launchable);
       copy_a(a_pieces[0]);
-      if (!copy_b(0)) return release();
+      if (!b_kept && !copy_b(0)) return release();
       const auto copy_rest_of_a = [&] {
         for (std::size_t r = 1; r < a_pieces.size(); ++r) copy_a(a_pieces[r]);
       };
@@ -214,7 +218,7 @@ void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& rel
             }
         };
       };
-      run_parts({every_other_group(1), every_other_group(2)});
+      if (!b_kept) run_parts({every_other_group(1), every_other_group(2)});
       if (!all_copied) return release();
       times.b_there = since(start);
       set(launchable);
