@@ -10,6 +10,7 @@
 //    row-major (packed once on GPU 0) and column-major (read in place, cuBLASLt's fastest layout):
 //    qmm.offload_mma on GPU 0 alone, then qmm.devices over 2 to all GPUs at a few home shares
 //    (with two, also 0 and 1000: each GPU alone through the spreading path).
+//    Then B packed once on GPU 0 (hk::pack_b, constant weights), which each other GPU copies once.
 //    Median of R calls (default 5) after a warm-up; every output is compared with GPU 0's alone.
 // 3. The host's links: 256 MiB from page-locked host memory to 1, 2, ... GPUs at once and back, a
 //    thread per GPU, the rate of all together: what bounds the scans below on page-locked tensors.
@@ -131,16 +132,24 @@ void links_under_load(std::int64_t n) {
   omp_target_free(other, 1);
 }
 
-void matmul(std::int64_t n, bool column_major_b, int devices, int reps) {
+void matmul(std::int64_t n, bool column_major_b, bool packed, int devices, int reps) {
   const hk::bench::SquareQmm q(n, 2.0f, column_major_b);
   const auto elements = q.elements();
   std::vector<std::uint8_t> want(elements), got(elements);
   hk::DeviceBuffer da(elements), db(elements), dy(elements);
   da.upload(q.a.data(), elements);
   db.upload(q.b.data(), elements);
-  const auto args = q.args(hk::DeviceConstTensor{q.a_desc, &da}, hk::DeviceConstTensor{q.b_desc, &db});
-  const std::string what =
-      "qmm " + std::to_string(n) + "^3 on GPU 0, B " + (column_major_b ? "column-major" : "row-major");
+  auto args = q.args(hk::DeviceConstTensor{q.a_desc, &da}, hk::DeviceConstTensor{q.b_desc, &db});
+  // Constant weights: B packed once on GPU 0; each other GPU gets its copy on its first call (the
+  // warm-up), and later calls move only A's rows and the outputs.
+  hk::DevicePackedB b_packed;
+  if (packed) {
+    b_packed = hk::pack_b(args.b);
+    args.b = {};
+    args.packed_b = &b_packed;
+  }
+  const std::string what = "qmm " + std::to_string(n) + "^3 on GPU 0, B " +
+                           (packed ? "packed once" : column_major_b ? "column-major" : "row-major");
   const auto time = [&](const hk::Schedule& s) {
     return median_after_warm_up(reps, [&] { hk::quantized_linear_matmul(args, {q.out_desc(), &dy}, s); });
   };
@@ -151,7 +160,8 @@ void matmul(std::int64_t n, bool column_major_b, int devices, int reps) {
   for (int d = 2; d <= devices; ++d) {
     const int even = (1000 + d / 2) / d;
     // With two: also the home device alone and the other alone, through the spreading path.
-    std::vector<int> shares{even - 25, even, even + 25, even + 50, even + 75};
+    std::vector<int> shares = packed ? std::vector<int>{even - 50, even - 25, even, even + 25, even + 50}
+                                     : std::vector<int>{even - 25, even, even + 25, even + 50, even + 75};
     if (d == 2) shares.insert(shares.end(), {0, 1000});
     for (const int share : shares) {
       const hk::Schedule s = hk::Schedule("qmm.devices").set("devices", d).set("home_share", share);
@@ -264,8 +274,9 @@ int main(int argc, char** argv) {
   std::printf("%d GPU(s) visible\n", devices);
   peer_links(devices, reps);
   if (devices > 1) links_under_load(n);
-  matmul(n, false, devices, reps);
-  matmul(n, true, devices, reps);
+  matmul(n, false, false, devices, reps);
+  matmul(n, true, false, devices, reps);
+  matmul(n, false, true, devices, reps);
   host_links(devices, reps);
   scans(lines, length, devices, reps, false);
   scans(lines, length, devices, reps, true);

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include "hetkern/operators.hpp"
 #include "python/ext/calls.hpp"
@@ -18,6 +19,7 @@ namespace {
 
 constexpr const char* qmm_op = "quantized_linear_matmul";
 constexpr const char* packed_capsule = "hetkern.PackedB";
+constexpr const char* device_packed_capsule = "hetkern.DevicePackedB";
 
 // A scale or zero point: absent (None), a Python number of `number_type`, or an array. ONNX
 // gives per-row parameters of A and the output as 1-D arrays of M values; the library wants
@@ -40,6 +42,27 @@ bool parameter(PyObject* object, hk::DataType number_type, bool per_row, const c
 
 void delete_packed(PyObject* capsule) {
   delete static_cast<hk::PackedB*>(PyCapsule_GetPointer(capsule, packed_capsule));
+}
+
+#ifdef HETKERN_OFFLOAD
+void delete_device_packed(PyObject* capsule) {
+  delete static_cast<hk::DevicePackedB*>(PyCapsule_GetPointer(capsule, device_packed_capsule));
+}
+#endif
+
+// pack_b's result as (capsule, shape, dtype name, packed bytes, on the device).
+template <class Packed> PyObject* packed_tuple(Packed* packed, const char* name, void (*destroy)(PyObject*)) {
+  PyObject* capsule = PyCapsule_New(packed, name, destroy);
+  if (!capsule) {
+    delete packed;
+    return nullptr;
+  }
+  const hk::TensorDesc& desc = packed->desc();
+  PyObject* shape = PyTuple_New(desc.rank());
+  for (int d = 0; shape && d < desc.rank(); ++d) PyTuple_SetItem(shape, d, PyLong_FromLongLong(desc.size(d)));
+  const std::string type(hk::name_of(desc.dtype()));
+  return Py_BuildValue("(NNsLO)", capsule, shape, type.c_str(), static_cast<long long>(packed->packed_bytes()),
+                       std::is_same_v<Packed, hk::PackedB> ? Py_False : Py_True);
 }
 
 // numpy.matmul's shapes: a vector A is one row, a vector B one column (the output drops them),
@@ -87,11 +110,19 @@ PyObject* py_qmm(PyObject*, PyObject* args) {
   const hk::PackedB* packed = nullptr;
   if (PyCapsule_IsValid(b_obj, packed_capsule))
     packed = static_cast<const hk::PackedB*>(PyCapsule_GetPointer(b_obj, packed_capsule));
-  if (!acquire(a_obj, false, qmm_op, "a", a) || (!packed && !acquire(b_obj, false, qmm_op, "b", b)) ||
+#ifdef HETKERN_OFFLOAD
+  const hk::DevicePackedB* device_packed = nullptr;
+  if (PyCapsule_IsValid(b_obj, device_packed_capsule))
+    device_packed = static_cast<const hk::DevicePackedB*>(PyCapsule_GetPointer(b_obj, device_packed_capsule));
+  const hk::TensorDesc* packed_desc = packed ? &packed->desc() : device_packed ? &device_packed->desc() : nullptr;
+#else
+  const hk::TensorDesc* packed_desc = packed ? &packed->desc() : nullptr;
+#endif
+  if (!acquire(a_obj, false, qmm_op, "a", a) || (!packed_desc && !acquire(b_obj, false, qmm_op, "b", b)) ||
       !acquire(out_obj, true, qmm_op, "output", y))
     return nullptr;
-  Operand* bp = packed ? nullptr : &b;
-  const hk::DataType b_type = packed ? packed->desc().dtype() : b.dtype;
+  Operand* bp = packed_desc ? nullptr : &b;
+  const hk::DataType b_type = packed_desc ? packed_desc->dtype() : b.dtype;
   bool has_za, has_zb, has_zy, present;
   if (!parameter(sa_obj, hk::DataType::float32, true, "a_scale", sa, present) ||
       !parameter(za_obj, a.dtype, true, "a_zero_point", za, has_za) ||
@@ -100,7 +131,7 @@ PyObject* py_qmm(PyObject*, PyObject* args) {
       !parameter(sy_obj, hk::DataType::float32, true, "y_scale", sy, present) ||
       !parameter(zy_obj, y.dtype, true, "y_zero_point", zy, has_zy))
     return nullptr;
-  broadcast_matmul(a, bp, packed ? &packed->desc() : nullptr, y);
+  broadcast_matmul(a, bp, packed_desc, y);
   const int batch = a.rank - 2;
   for (int i = 0; i < batch; ++i) {
     const int d = i - a.rank;
@@ -126,19 +157,31 @@ PyObject* py_qmm(PyObject*, PyObject* args) {
 #ifdef HETKERN_OFFLOAD
       if (mode == 1 || packed)
         throw hk::Error(hk::Errc::invalid_parameter, qmm_op, "b",
-                        "device tensors take neither packed B nor default_schedule (it answers for "
-                        "host tensors only)");
+                        "device tensors take neither a B packed from a host array nor default_schedule "
+                        "(it answers for host tensors only)");
       hk::DeviceBuffer a_buffer = hk::DeviceBuffer::borrow(a.data, a.span_bytes());
-      hk::DeviceBuffer b_buffer = hk::DeviceBuffer::borrow(b.data, b.span_bytes());
+      hk::DeviceBuffer b_buffer =
+          device_packed ? hk::DeviceBuffer() : hk::DeviceBuffer::borrow(b.data, b.span_bytes());
       hk::DeviceBuffer y_buffer = hk::DeviceBuffer::borrow(y.data, y.span_bytes());
       const hk::DeviceQuantizedMatMulArgs device_args{
-          {a.desc(), &a_buffer, 0}, sa.const_tensor(), optional(has_za, za),
-          {b.desc(), &b_buffer, 0}, sb.const_tensor(), optional(has_zb, zb),
-          sy.const_tensor(),        optional(has_zy, zy)};
+          {a.desc(), &a_buffer, 0},
+          sa.const_tensor(),
+          optional(has_za, za),
+          device_packed ? hk::DeviceConstTensor{} : hk::DeviceConstTensor{b.desc(), &b_buffer, 0},
+          sb.const_tensor(),
+          optional(has_zb, zb),
+          sy.const_tensor(),
+          optional(has_zy, zy),
+          device_packed};
       hk::quantized_linear_matmul(device_args, hk::DeviceTensor{y.desc(), &y_buffer, 0}, schedule);
 #endif
       return;
     }
+#ifdef HETKERN_OFFLOAD
+    if (device_packed)
+      throw hk::Error(hk::Errc::invalid_parameter, qmm_op, "b",
+                      "B packed from a CUDA tensor takes CUDA tensors (a and the output on its GPU)");
+#endif
     hk::QuantizedMatMulArgs host_args{a.const_tensor(), sa.const_tensor(), optional(has_za, za),
                                       packed ? hk::ConstTensor{} : b.const_tensor(),
                                       sb.const_tensor(), optional(has_zb, zb),
@@ -161,22 +204,23 @@ PyObject* py_pack_b(PyObject*, PyObject* args) {
   if (!PyArg_ParseTuple(args, "O", &b_obj)) return nullptr;
   Operand b;
   if (!acquire(b_obj, false, "pack_b", "b", b) || !stage("pack_b", "b", b)) return nullptr;
-  if (b.on_device)
-    return raise_error(hk::Errc::invalid_parameter, "pack_b", "b",
-                       "packs host arrays (the offload kernels read B as it is)");
+  if (b.on_device) {
+#ifdef HETKERN_OFFLOAD
+    const int on_device = device_call("pack_b", {&b});
+    if (on_device < 0) return nullptr;
+    hk::DevicePackedB* packed = nullptr;
+    const Failure failure = run_unlocked([&] {
+      hk::DeviceBuffer buffer = hk::DeviceBuffer::borrow(b.data, b.span_bytes());
+      packed = new hk::DevicePackedB(hk::pack_b(hk::DeviceConstTensor{b.desc(), &buffer, 0}));
+    });
+    if (failure.kind != Failure::none) return failure.raise();
+    return packed_tuple(packed, device_packed_capsule, delete_device_packed);
+#endif
+  }
   hk::PackedB* packed = nullptr;
   const Failure failure = run_unlocked([&] { packed = new hk::PackedB(hk::pack_b(b.const_tensor())); });
   if (failure.kind != Failure::none) return failure.raise();
-  PyObject* capsule = PyCapsule_New(packed, packed_capsule, delete_packed);
-  if (!capsule) {
-    delete packed;
-    return nullptr;
-  }
-  const hk::TensorDesc& desc = packed->desc();
-  PyObject* shape = PyTuple_New(desc.rank());
-  for (int d = 0; shape && d < desc.rank(); ++d) PyTuple_SetItem(shape, d, PyLong_FromLongLong(desc.size(d)));
-  const std::string type(hk::name_of(desc.dtype()));
-  return Py_BuildValue("(NNsL)", capsule, shape, type.c_str(), static_cast<long long>(packed->packed_bytes()));
+  return packed_tuple(packed, packed_capsule, delete_packed);
 }
 
 }  // namespace hkpy

@@ -9,10 +9,13 @@ _OP = "quantized_linear_matmul"
 
 
 class PackedB:
-    """B of ``qlinear_matmul`` packed once for the CPU kernels, to pass in place of ``b`` when
-    the same weights meet many inputs. Immutable; safe to share between threads.
+    """B of ``qlinear_matmul`` packed once, to pass in place of ``b`` when the same weights meet
+    many inputs: for the CPU kernels from a host array, for the GPU kernels from a CUDA tensor
+    (then kept on that GPU, and copied once to each other GPU a call spreads over). Immutable;
+    safe to share between threads.
 
-    Attributes: ``shape`` and ``dtype`` of B as packed, ``nbytes`` of the packed form.
+    Attributes: ``shape`` and ``dtype`` of B as packed, ``nbytes`` of the packed form (on each
+    GPU that holds it), ``on_device`` whether it was packed from a CUDA tensor.
 
     >>> import numpy as np, hetkern
     >>> w = hetkern.pack_b(np.array([[1, 2], [3, 4]], np.int8))
@@ -20,21 +23,24 @@ class PackedB:
     hetkern.PackedB(shape=(2, 2), dtype='int8')
     """
 
-    __slots__ = ("_capsule", "shape", "dtype", "nbytes")
+    __slots__ = ("_capsule", "shape", "dtype", "nbytes", "on_device")
 
-    def __init__(self, capsule, shape, dtype, nbytes):
+    def __init__(self, capsule, shape, dtype, nbytes, on_device):
         self._capsule = capsule
         self.shape = shape
         self.dtype = dtype
         self.nbytes = nbytes
+        self.on_device = on_device
 
     def __repr__(self):
-        return f"hetkern.PackedB(shape={self.shape}, dtype={self.dtype!r})"
+        where = ", on_device=True" if self.on_device else ""
+        return f"hetkern.PackedB(shape={self.shape}, dtype={self.dtype!r}{where})"
 
 
 def pack_b(b):
-    """Packs ``b`` ({[batch...], K, N}, int8 or uint8, rank 2 to 4, any strides, on the CPU) for
-    ``qlinear_matmul``: the result replaces ``b`` in later calls and skips packing it each time.
+    """Packs ``b`` for ``qlinear_matmul``: the result replaces ``b`` in later calls and skips
+    packing it each time. On the CPU: {[batch...], K, N}, int8 or uint8, rank 2 to 4, any strides.
+    A CUDA tensor (one matrix {K, N}) is packed on its GPU, for calls on CUDA tensors.
 
     >>> import numpy as np, hetkern
     >>> a = np.array([[1, 2], [3, 4]], np.uint8)

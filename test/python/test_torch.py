@@ -87,3 +87,20 @@ def test_pinned_cpu_tensors_go_to_the_gpu_directly():
         torch.testing.assert_close(out, want, rtol=2e-6, atol=1e-4)
         counters = hetkern.transfer_counters()
         assert counters["to_device_bytes"] >= x.numel() * 4 and counters["to_host_bytes"] >= x.numel() * 4
+
+
+@cuda
+@pytest.mark.parametrize("k", [256, 200])  # the GPU kernels' int8 columns, and B's own bytes
+def test_cuda_weights_packed_once(k):
+    gen = torch.Generator().manual_seed(11)
+    a = torch.randint(0, 256, (2, 96, k), dtype=torch.uint8, generator=gen).cuda()
+    b = torch.randint(0, 256, (k, 80), dtype=torch.uint8, generator=gen).cuda()
+    w = hetkern.pack_b(b)
+    assert w.on_device and w.shape == (k, 80) and w.dtype == "uint8" and w.nbytes >= k * 80
+    want = hetkern.qlinear_matmul(a, 0.25, 3, b, 0.5, 130, 64.0, 7)
+    b.zero_()  # the packed copy does not follow B's memory
+    for schedule in (None, "qmm.offload_mma", "qmm.devices"):
+        got = hetkern.qlinear_matmul(a, 0.25, 3, w, 0.5, 130, 64.0, 7, schedule=schedule)
+        assert got.device == a.device and torch.equal(got, want)
+    with pytest.raises(hetkern.Error, match="CUDA tensors"):
+        hetkern.qlinear_matmul(a.cpu(), 0.25, 3, w, 0.5, 130, 64.0, 7)
