@@ -47,7 +47,7 @@ struct CallClass {
   std::int8_t op = 0, rank = 0, axis = 0, direction = 0, exclusive = 0, stride_class = 0, isa = 0;
   std::int8_t types[3] = {};
   std::int8_t home = 0;         // DataHome: host or device tensors
-  std::int8_t padding[1] = {};  // explicit, so that every byte hashed and compared is initialized
+  std::int8_t page_locked = 0;  // host tensors all page-locked: a GPU copies them unstaged
 
   bool operator==(const CallClass& o) const { return std::memcmp(this, &o, sizeof *this) == 0; }
 };
@@ -422,6 +422,7 @@ ScanStrategyPlan dispatch_scan(const CumulativeCall& call, const Schedule& sched
   const bool in_place = call.in_place();
   const bool packed = d.is_packed() && call.output.desc.is_packed();
   key.stride_class = std::int8_t((in_place ? 1 : 0) + (packed ? 0 : 2));
+  key.page_locked = home == DataHome::host && host_tensors_page_locked(call);
   return Dispatcher::instance().choose<ScanStrategyPlan>(key, describe, [&](const Settings& s) {
     Candidates c(scan_strategies(), home, [&](const Schedule& sch) { return plan_scan(call, sch); });
     const auto model = [&] {
@@ -451,6 +452,7 @@ QmmStrategyPlan dispatch_qmm(const QmmProblem& p, const Schedule& schedule, Data
   key.types[2] = std::int8_t(p.out_type);
   key.home = std::int8_t(home);
   key.stride_class = std::int8_t(p.packed_b ? 1 : qmm_stride_class(p) == "packed" ? 0 : 2);
+  key.page_locked = home == DataHome::host && host_tensors_page_locked(p);
   return Dispatcher::instance().choose<QmmStrategyPlan>(key, describe, [&](const Settings& s) {
     Candidates c(qmm_strategies(), home, [&](const Schedule& sch) { return plan_qmm(p, sch); });
     const auto model = [&] {

@@ -77,11 +77,9 @@ template <class Plan> struct CandidateList {
 };
 
 #ifdef HETKERN_OFFLOAD
-// Whether each of a host-tensor call's ranges {data, bytes} lies in page-locked memory, asked only
-// where the answer can change a price: the page-locked rates are known and some range is large
-// enough to be staged otherwise (the question costs a few driver calls).
-bool all_page_locked(const MachineRates& rates, std::initializer_list<std::pair<const void*, std::size_t>> ranges) {
-  if (!(rates.page_locked_to_device_bytes_per_s > 0 && rates.page_locked_to_host_bytes_per_s > 0)) return false;
+// Whether each of the ranges {data, bytes} lies in page-locked memory, when one is large enough to
+// be staged otherwise.
+bool all_page_locked(std::initializer_list<std::pair<const void*, std::size_t>> ranges) {
   bool staged = false;
   for (const auto& range : ranges) staged |= range.second >= staged_copy_min_bytes;
   if (!staged) return false;
@@ -90,6 +88,10 @@ bool all_page_locked(const MachineRates& rates, std::initializer_list<std::pair<
   return true;
 }
 #endif
+
+bool page_locked_rates(const MachineRates& r) {
+  return r.page_locked_to_device_bytes_per_s > 0 && r.page_locked_to_host_bytes_per_s > 0;
+}
 
 double qmm_macs(const QmmProblem& p) { return double(p.batch[0]) * double(p.batch[1]) * double(p.M) * double(p.N) * double(p.K); }
 
@@ -102,9 +104,7 @@ std::optional<ModelDecision<ScanStrategyPlan>> model_scan_plan(const CumulativeC
   CandidateList<ScanStrategyPlan> c;
   c.add(default_scan_plan(call, home), 2 * bytes, 0, 0);
 #ifdef HETKERN_OFFLOAD
-  c.host_page_locked = home == DataHome::host &&
-                       all_page_locked(rates, {{call.input.data, std::size_t(byte_span(call.input.desc).hi)},
-                                        {call.output.data, std::size_t(byte_span(call.output.desc).hi)}});
+  c.host_page_locked = home == DataHome::host && page_locked_rates(rates) && host_tensors_page_locked(call);
   if (home == DataHome::host)
     c.add_named(default_offload_scan_strategy(call), [&](const Schedule& s) { return plan_scan(call, s); }, 2 * bytes,
                 bytes, bytes);
@@ -121,10 +121,7 @@ std::optional<ModelDecision<QmmStrategyPlan>> model_qmm_plan(const QmmProblem& p
   // Tensors in device memory cross no host link: only host tensors' GPU candidates pay copies.
   const double host_in = home == DataHome::host ? in : 0, host_out = home == DataHome::host ? out : 0;
 #ifdef HETKERN_OFFLOAD
-  if (home == DataHome::host && !p.packed_b && p.M > 0 && p.N > 0 && p.K > 0 && p.batch[0] * p.batch[1] > 0) {
-    const QmmSpans spans = qmm_spans(p);
-    c.host_page_locked = all_page_locked(rates, {{p.a.data, spans.a}, {p.b.data, spans.b}, {p.out, spans.out}});
-  }
+  c.host_page_locked = home == DataHome::host && page_locked_rates(rates) && host_tensors_page_locked(p);
 #endif
   c.add(default_qmm_plan(p, home), qmm_macs(p), host_in, host_out);
 #ifdef HETKERN_OFFLOAD
@@ -153,6 +150,25 @@ std::optional<ModelDecision<QmmStrategyPlan>> conservative_qmm_plan([[maybe_unus
   }
 #endif
   return std::nullopt;
+}
+
+bool host_tensors_page_locked([[maybe_unused]] const CumulativeCall& call) {
+#ifdef HETKERN_OFFLOAD
+  return all_page_locked({{call.input.data, std::size_t(byte_span(call.input.desc).hi)},
+                          {call.output.data, std::size_t(byte_span(call.output.desc).hi)}});
+#else
+  return false;
+#endif
+}
+
+bool host_tensors_page_locked([[maybe_unused]] const QmmProblem& p) {
+#ifdef HETKERN_OFFLOAD
+  if (p.packed_b || p.M == 0 || p.N == 0 || p.K == 0 || p.batch[0] * p.batch[1] == 0) return false;
+  const QmmSpans spans = qmm_spans(p);
+  return all_page_locked({{p.a.data, spans.a}, {p.b.data, spans.b}, {p.out, spans.out}});
+#else
+  return false;
+#endif
 }
 
 bool worth_calibrating(const CumulativeCall& call) {

@@ -34,6 +34,12 @@ std::optional<ModelDecision<QmmStrategyPlan>> model_qmm_plan(const QmmProblem& p
 /// cannot outweigh it; nullopt (the heuristic) for everything else.
 std::optional<ModelDecision<QmmStrategyPlan>> conservative_qmm_plan(const QmmProblem& problem, DataHome home);
 
+/// Whether every host tensor of a call lies in page-locked memory, which a GPU copies unstaged (at
+/// the page-locked rates); asked of the CUDA driver only when some tensor is large enough to be
+/// staged otherwise (1 MiB), false without offload.
+bool host_tensors_page_locked(const CumulativeCall& call);
+bool host_tensors_page_locked(const QmmProblem& problem);
+
 /// Whether a host-tensor call is large enough that the GPU might win it: the first such call
 /// without rates measures them (dispatch.cpp).
 bool worth_calibrating(const CumulativeCall& call);
