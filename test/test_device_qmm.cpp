@@ -54,6 +54,16 @@ Problem random_problem(std::mt19937_64& rng, int variant) {
   return p;
 }
 
+// The error code `call` throws, or -1 when it throws none.
+template <class Call> hk::Errc code_of(Call&& call) {
+  try {
+    call();
+  } catch (const hk::Error& e) {
+    return e.code();
+  }
+  return hk::Errc(-1);
+}
+
 TEST(DeviceQmm, EveryOffloadScheduleMatchesTheOracle) {
   std::mt19937_64 rng(4242);
   for (int variant = 0; variant < 8; ++variant) {
@@ -79,14 +89,6 @@ TEST(DeviceQmm, RefusesHostSchedulesShortBuffersAndBadParameters) {
   std::mt19937_64 rng(7);
   Problem p = random_problem(rng, 0);
   OnDevice a(p.a), b(p.b), y(p.y);
-  const auto code_of = [&](auto&& call) {
-    try {
-      call();
-    } catch (const hk::Error& e) {
-      return e.code();
-    }
-    return hk::Errc(-1);
-  };
   EXPECT_EQ(code_of([&] { hk::quantized_linear_matmul(device_args(p, a, b), y.view(), hk::Schedule::parse("qmm.tiled")); }),
             hk::Errc::invalid_schedule);
   hk::DeviceQuantizedMatMulArgs no_buffer = device_args(p, a, b);
@@ -141,14 +143,6 @@ TEST(DeviceQmm, PackedBMatchesTheOracleOnEverySchedule) {
 
 TEST(DeviceQmm, PackBRefusesWhatItCannotPack) {
   std::mt19937_64 rng(9);
-  const auto code_of = [&](auto&& call) {
-    try {
-      call();
-    } catch (const hk::Error& e) {
-      return e.code();
-    }
-    return hk::Errc(-1);
-  };
   hk::DeviceBuffer memory(4096);
   const auto tensor = [&](hk::DataType t, std::vector<i64> sizes) {
     return hk::DeviceConstTensor{hk::TensorDesc(t, sizes), &memory};
