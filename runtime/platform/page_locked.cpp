@@ -18,11 +18,14 @@ struct Driver {
   int (*host_free)(void*);
   int (*current)(Context*);
   int (*get)(int*, int);
+  int (*state)(int, unsigned*, int*);
   int (*retain)(Context*, int);
   int (*release)(int);
   int (*push)(Context);
   int (*pop)(Context*);
-  bool usable() const { return attribute && host_alloc && host_free && current && get && retain && release && push && pop; }
+  bool usable() const {
+    return attribute && host_alloc && host_free && current && get && state && retain && release && push && pop;
+  }
 };
 
 const Driver& driver() {
@@ -32,6 +35,7 @@ const Driver& driver() {
       reinterpret_cast<decltype(Driver::host_free)>(cuda_driver_function("cuMemFreeHost")),
       reinterpret_cast<decltype(Driver::current)>(cuda_driver_function("cuCtxGetCurrent")),
       reinterpret_cast<decltype(Driver::get)>(cuda_driver_function("cuDeviceGet")),
+      reinterpret_cast<decltype(Driver::state)>(cuda_driver_function("cuDevicePrimaryCtxGetState")),
       reinterpret_cast<decltype(Driver::retain)>(cuda_driver_function("cuDevicePrimaryCtxRetain")),
       reinterpret_cast<decltype(Driver::release)>(cuda_driver_function("cuDevicePrimaryCtxRelease_v2")),
       reinterpret_cast<decltype(Driver::push)>(cuda_driver_function("cuCtxPushCurrent_v2")),
@@ -41,17 +45,23 @@ const Driver& driver() {
 
 // A current context for the driver calls below, which need one: the thread's own (the offload
 // runtime sets it on the threads it copies from), else GPU 0's primary context while this lives
-// (page-locked memory is the same to every context of the process).
+// (page-locked memory is the same to every context of the process). Unless `start`, only when
+// something (the offload runtime, PyTorch) has started that context: a question about host memory
+// must not start a GPU in a process that never used one.
 class CurrentContext {
  public:
-  explicit CurrentContext(const Driver& d) : d_(d) {
+  CurrentContext(const Driver& d, bool start) : d_(d) {
     Context current = nullptr;
     if (!d.usable() || d.current(&current) != 0) return;
     if (current) {
       ready_ = true;
       return;
     }
-    if (d.get(&device_, 0) != 0 || d.retain(&current, device_) != 0) return;
+    unsigned flags = 0;
+    int active = 0;
+    if (d.get(&device_, 0) != 0 || d.state(device_, &flags, &active) != 0 || (!active && !start) ||
+        d.retain(&current, device_) != 0)
+      return;
     retained_ = true;
     pushed_ = ready_ = d.push(current) == 0;
   }
@@ -82,7 +92,7 @@ bool page_locked_buffer(const Driver& d, std::uintptr_t address, unsigned long l
 bool host_range_page_locked(const void* data, std::size_t bytes) {
   if (!data || bytes == 0) return false;
   const Driver& d = driver();
-  const CurrentContext context(d);
+  const CurrentContext context(d, false);
   if (!context) return false;
   const auto first = reinterpret_cast<std::uintptr_t>(data);
   unsigned long long first_id = 0, last_id = 0;
@@ -92,7 +102,7 @@ bool host_range_page_locked(const void* data, std::size_t bytes) {
 
 PageLockedHost::PageLockedHost(std::size_t bytes) {
   const Driver& d = driver();
-  const CurrentContext context(d);
+  const CurrentContext context(d, true);
   if (bytes > 0 && context && d.host_alloc(&data_, bytes, 0) != 0) data_ = nullptr;
 }
 

@@ -9,7 +9,8 @@
 namespace hk::detail {
 
 /// True when every byte of [data, data + bytes) lies in one page-locked allocation known to the
-/// CUDA driver; false for pageable memory, an empty range, or without a CUDA driver.
+/// CUDA driver; false for pageable memory, an empty range, without a CUDA driver, or while no GPU
+/// context has been started in the process (none is started to answer).
 bool host_range_page_locked(const void* data, std::size_t bytes);
 
 /// `bytes` of page-locked host memory from the CUDA driver (cuMemHostAlloc), freed with the

@@ -10,7 +10,6 @@
 #include "algorithms/tensor_checks.hpp"
 #include "hetkern/device.hpp"
 #include "runtime/platform/page_locked.hpp"
-#include "runtime/platform/pinned_staging.hpp"
 #include "schedules/qmm_offload.hpp"
 #endif
 #include "runtime/tuning/cost_model.hpp"
@@ -77,21 +76,17 @@ template <class Plan> struct CandidateList {
 };
 
 #ifdef HETKERN_OFFLOAD
-// Whether each of the ranges {data, bytes} lies in page-locked memory, when one is large enough to
-// be staged otherwise.
+// Whether each of the ranges {data, bytes} lies in page-locked memory.
 bool all_page_locked(std::initializer_list<std::pair<const void*, std::size_t>> ranges) {
-  bool staged = false;
-  for (const auto& range : ranges) staged |= range.second >= staged_copy_min_bytes;
-  if (!staged) return false;
   for (const auto& [data, bytes] : ranges)
     if (!host_range_page_locked(data, bytes)) return false;
   return true;
 }
-#endif
 
 bool page_locked_rates(const MachineRates& r) {
   return r.page_locked_to_device_bytes_per_s > 0 && r.page_locked_to_host_bytes_per_s > 0;
 }
+#endif
 
 double qmm_macs(const QmmProblem& p) { return double(p.batch[0]) * double(p.batch[1]) * double(p.M) * double(p.N) * double(p.K); }
 
@@ -154,7 +149,7 @@ std::optional<ModelDecision<QmmStrategyPlan>> conservative_qmm_plan([[maybe_unus
 
 bool host_tensors_page_locked([[maybe_unused]] const CumulativeCall& call) {
 #ifdef HETKERN_OFFLOAD
-  return all_page_locked({{call.input.data, std::size_t(byte_span(call.input.desc).hi)},
+  return worth_calibrating(call) && all_page_locked({{call.input.data, std::size_t(byte_span(call.input.desc).hi)},
                           {call.output.data, std::size_t(byte_span(call.output.desc).hi)}});
 #else
   return false;
@@ -163,7 +158,8 @@ bool host_tensors_page_locked([[maybe_unused]] const CumulativeCall& call) {
 
 bool host_tensors_page_locked([[maybe_unused]] const QmmProblem& p) {
 #ifdef HETKERN_OFFLOAD
-  if (p.packed_b || p.M == 0 || p.N == 0 || p.K == 0 || p.batch[0] * p.batch[1] == 0) return false;
+  if (p.packed_b || p.M == 0 || p.N == 0 || p.K == 0 || p.batch[0] * p.batch[1] == 0 || !worth_calibrating(p))
+    return false;
   const QmmSpans spans = qmm_spans(p);
   return all_page_locked({{p.a.data, spans.a}, {p.b.data, spans.b}, {p.out, spans.out}});
 #else

@@ -35,8 +35,8 @@ std::optional<ModelDecision<QmmStrategyPlan>> model_qmm_plan(const QmmProblem& p
 std::optional<ModelDecision<QmmStrategyPlan>> conservative_qmm_plan(const QmmProblem& problem, DataHome home);
 
 /// Whether every host tensor of a call lies in page-locked memory, which a GPU copies unstaged (at
-/// the page-locked rates); asked of the CUDA driver only when some tensor is large enough to be
-/// staged otherwise (1 MiB), false without offload.
+/// the page-locked rates); asked of the CUDA driver (a few calls) only for a call large enough for
+/// the GPU to matter (worth_calibrating), false for any other and without offload.
 bool host_tensors_page_locked(const CumulativeCall& call);
 bool host_tensors_page_locked(const QmmProblem& problem);
 
