@@ -19,7 +19,9 @@ namespace {
 
 constexpr const char* qmm_op = "quantized_linear_matmul";
 constexpr const char* packed_capsule = "hetkern.PackedB";
+#ifdef HETKERN_OFFLOAD
 constexpr const char* device_packed_capsule = "hetkern.DevicePackedB";
+#endif
 
 // A scale or zero point: absent (None), a Python number of `number_type`, or an array. ONNX
 // gives per-row parameters of A and the output as 1-D arrays of M values; the library wants
