@@ -45,12 +45,12 @@ const Driver& driver() {
 
 // A current context for the driver calls below, which need one: the thread's own (the offload
 // runtime sets it on the threads it copies from), else GPU 0's primary context while this lives
-// (page-locked memory is the same to every context of the process). Unless `start`, only when
-// something (the offload runtime, PyTorch) has started that context: a question about host memory
-// must not start a GPU in a process that never used one.
+// (page-locked memory is the same to every context of the process), only when something (the
+// offload runtime, PyTorch, a PageLockedHost) has started that context: a question about host
+// memory must not start a GPU in a process that never used one.
 class CurrentContext {
  public:
-  CurrentContext(const Driver& d, bool start) : d_(d) {
+  explicit CurrentContext(const Driver& d) : d_(d) {
     Context current = nullptr;
     if (!d.usable() || d.current(&current) != 0) return;
     if (current) {
@@ -59,7 +59,7 @@ class CurrentContext {
     }
     unsigned flags = 0;
     int active = 0;
-    if (d.get(&device_, 0) != 0 || d.state(device_, &flags, &active) != 0 || (!active && !start) ||
+    if (d.get(&device_, 0) != 0 || d.state(device_, &flags, &active) != 0 || !active ||
         d.retain(&current, device_) != 0)
       return;
     retained_ = true;
@@ -92,7 +92,7 @@ bool page_locked_buffer(const Driver& d, std::uintptr_t address, unsigned long l
 bool host_range_page_locked(const void* data, std::size_t bytes) {
   if (!data || bytes == 0) return false;
   const Driver& d = driver();
-  const CurrentContext context(d, false);
+  const CurrentContext context(d);
   if (!context) return false;
   const auto first = reinterpret_cast<std::uintptr_t>(data);
   unsigned long long first_id = 0, last_id = 0;
@@ -102,12 +102,21 @@ bool host_range_page_locked(const void* data, std::size_t bytes) {
 
 PageLockedHost::PageLockedHost(std::size_t bytes) {
   const Driver& d = driver();
-  const CurrentContext context(d, true);
-  if (bytes > 0 && context && d.host_alloc(&data_, bytes, 0) != 0) data_ = nullptr;
+  // Page-locked memory belongs to a context: GPU 0's primary context is held while it lives.
+  Context primary = nullptr;
+  if (bytes == 0 || !d.usable() || d.get(&device_, 0) != 0 || d.retain(&primary, device_) != 0) return;
+  retained_ = true;
+  const CurrentContext context(d);
+  if (!context || d.host_alloc(&data_, bytes, 0) != 0) data_ = nullptr;
 }
 
 PageLockedHost::~PageLockedHost() {
-  if (data_) driver().host_free(data_);
+  const Driver& d = driver();
+  if (data_) {
+    const CurrentContext context(d);
+    d.host_free(data_);
+  }
+  if (retained_) d.release(device_);
 }
 
 }  // namespace hk::detail

@@ -14,7 +14,8 @@ namespace hk::detail {
 bool host_range_page_locked(const void* data, std::size_t bytes);
 
 /// `bytes` of page-locked host memory from the CUDA driver (cuMemHostAlloc), freed with the
-/// object; data() is null without a CUDA driver or when the driver refuses.
+/// object, which holds GPU 0's primary context meanwhile (starting it if need be); data() is null
+/// without a CUDA driver or when the driver refuses.
 class PageLockedHost {
  public:
   explicit PageLockedHost(std::size_t bytes);
@@ -25,6 +26,8 @@ class PageLockedHost {
 
  private:
   void* data_ = nullptr;
+  int device_ = 0;
+  bool retained_ = false;
 };
 
 }  // namespace hk::detail
