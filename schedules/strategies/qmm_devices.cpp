@@ -18,7 +18,8 @@ const QmmStrategy& qmm_devices() {
           "whole 128-row tiles, home_share per mille of them to the home device (where they lie; "
           "it reads them in place) and the rest evenly to the others, which copy their part of A, "
           "B (one matrix: packed once on the home device and passed from device to device in "
-          "column groups while each multiplies in one launch whose tiles wait for their operands) "
+          "column groups while each multiplies in one launch whose tiles wait for their operands; "
+          "B packed by pack_b is kept on each device from its first call there) "
           "and back their outputs (peer to peer where the devices allow); host tensors cut by "
           "rows of A, each device copying its part from the "
           "host; each device multiplies with qmm.offload_mma, driven by a host thread of its own",
