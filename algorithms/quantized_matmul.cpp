@@ -95,10 +95,6 @@ std::vector<std::int32_t> read_zero_point(const std::string& name,
   return read_param<std::int32_t>(name, *t, along, count, count_name);
 }
 
-void check_matrix_type(const std::string& name, DataType t) {
-  if (!is_8bit(t))
-    throw Error(Errc::invalid_type, op_name, name, "type " + type_text(t) + " is not int8 or uint8");
-}
 
 // Strides of the batch, row and column dimensions of a rank 2..4 tensor (absent batches: 0).
 void matrix_strides(const TensorDesc& d, std::int64_t (&batch)[2], std::int64_t& row,
@@ -137,14 +133,19 @@ void batch_sizes(const TensorDesc& d, std::int64_t (&sizes)[2]) {
   for (int k = 0; k < r - 2; ++k) sizes[2 - (r - 2) + k] = d.size(k);
 }
 
+void check_matrix_type(std::string_view op, std::string_view name, DataType t) {
+  if (!is_8bit(t))
+    throw Error(Errc::invalid_type, std::string(op), std::string(name), "type " + type_text(t) + " is not int8 or uint8");
+}
+
 QmmProblem validate(const QuantizedMatMulArgs& args, const Tensor& output) {
   if (args.packed_b && args.packed_b->empty())
     throw Error(Errc::invalid_parameter, op_name, "packed_b", "is empty (make it with pack_b)");
   const TensorDesc &a = args.a.desc, &y = output.desc;
   const TensorDesc& b = args.packed_b ? args.packed_b->desc() : args.b.desc;
-  check_matrix_type("a", a.dtype());
-  check_matrix_type("b", b.dtype());
-  check_matrix_type("output", y.dtype());
+  check_matrix_type(op_name, "a", a.dtype());
+  check_matrix_type(op_name, "b", b.dtype());
+  check_matrix_type(op_name, "output", y.dtype());
   check_tensor(op_name, "a", a, args.a.data, 2, 4);
   if (!args.packed_b) check_tensor(op_name, "b", b, args.b.data, 2, 4);
   check_output(op_name, "output", y, output.data, 2, 4);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "hetkern/operators.hpp"
@@ -58,6 +59,10 @@ struct QmmProblem {
   QuantParams q;
   const PackedPanels* packed_b = nullptr;  // B packed by the caller (b.data is then null)
 };
+
+/// A matrix operand's type must be int8 or uint8: hk::Error(Errc::invalid_type) naming `op` and
+/// `name` otherwise (validate's rule, which pack_b applies to B too).
+void check_matrix_type(std::string_view op, std::string_view name, DataType t);
 
 /// Every rule of the spec; throws hk::Error and touches nothing when one is broken.
 QmmProblem validate(const QuantizedMatMulArgs& args, const Tensor& output);

@@ -64,8 +64,7 @@ void cumulative_product(DeviceConstTensor input, DeviceTensor output,
 DevicePackedB pack_b(DeviceConstTensor b) {
   constexpr const char* op = "pack_b";
   const TensorDesc& d = b.desc;
-  if (d.dtype() != DataType::int8 && d.dtype() != DataType::uint8)
-    throw Error(Errc::invalid_type, op, "b", "type " + std::string(name_of(d.dtype())) + " is not int8 or uint8");
+  detail::check_matrix_type(op, "b", d.dtype());
   const void* data = device_address(op, "b", d, b.buffer, b.offset);
   if (d.rank() != 2)
     throw Error(Errc::invalid_shape, op, "b",

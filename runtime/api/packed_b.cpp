@@ -34,9 +34,7 @@ const detail::DeviceB* device_b(const DevicePackedB& b) noexcept { return b.kept
 
 PackedB pack_b(ConstTensor b) {
   const TensorDesc& d = b.desc;
-  if (d.dtype() != DataType::int8 && d.dtype() != DataType::uint8)
-    throw Error(Errc::invalid_type, "pack_b", "b",
-                "type " + std::string(name_of(d.dtype())) + " is not int8 or uint8");
+  detail::check_matrix_type("pack_b", "b", d.dtype());
   detail::check_tensor("pack_b", "b", d, b.data, 2, 4);
   const int r = d.rank();
   const std::int64_t K = d.size(r - 2), N = d.size(r - 1);
