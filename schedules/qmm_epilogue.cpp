@@ -15,31 +15,44 @@ constexpr std::int64_t double_path_max_k = std::int64_t(1) << 30;
 std::int32_t a_shift(const QmmProblem& p) { return p.a.dtype == DataType::int8 ? 128 : 0; }
 std::int32_t b_shift(const QmmProblem& p) { return p.b.dtype == DataType::uint8 ? 128 : 0; }
 
-// One row through the double path; false (nothing stored) when some |acc| reaches 2^29.
+// Depths at which no |acc| can reach 2^29: |(a - za)(b - zb)| <= 255 * 255 for zero points of the
+// operands' own types, so such calls need no per-output check.
+constexpr std::int64_t bounded_max_k = exact_product_limit / (255 * 255);
+
+// One row through the double path; false (nothing stored) when some |acc| reaches 2^29. `beta` is
+// null when every column's beta is 0 (zb at B's shift, the common case), which saves a term.
 __attribute__((target_clones("avx512f", "avx2", "default"))) bool requantize_row_fast(
     const std::int32_t* dots, std::int64_t cols, double alpha, double row_sum, const double* beta,
-    const double* col_term, const float* multiplier, double zero_point, double lo, double hi,
-    double* value) {
+    const double* col_term, const double* multiplier, double zero_point, double lo, double hi,
+    bool bounded, std::int32_t* value) {
+  if (bounded && !beta) {
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const double acc = double(dots[j]) - alpha * col_term[j];
+      value[j] = std::int32_t(std::clamp(std::nearbyint(acc * multiplier[j]) + zero_point, lo, hi));
+    }
+    return true;
+  }
   bool exact = true;
   for (std::int64_t j = 0; j < cols; ++j) {
-    const double acc = double(dots[j]) - beta[j] * row_sum - alpha * col_term[j];
+    const double acc = double(dots[j]) - (beta ? beta[j] * row_sum : 0.0) - alpha * col_term[j];
     exact &= std::fabs(acc) < exact_product_limit;
-    value[j] = std::clamp(std::nearbyint(acc * double(multiplier[j])) + zero_point, lo, hi);
+    value[j] = std::int32_t(std::clamp(std::nearbyint(acc * multiplier[j]) + zero_point, lo, hi));
   }
   return exact;
 }
 
-// Values already rounded and clamped to the output type's range, so the conversions are exact.
-void store_row(const QmmProblem& p, std::int64_t offset, const double* value, std::int64_t cols) {
+// Values already clamped to the output type's range, so the narrowing is exact.
+__attribute__((target_clones("avx512bw", "avx2", "default"))) void store_row(
+    const QmmProblem& p, std::int64_t offset, const std::int32_t* value, std::int64_t cols) {
   if (p.out_col_stride == 1 && p.out_type == DataType::uint8) {
     std::uint8_t* y = static_cast<std::uint8_t*>(p.out) + offset;
-    for (std::int64_t j = 0; j < cols; ++j) y[j] = std::uint8_t(std::int32_t(value[j]));
+    for (std::int64_t j = 0; j < cols; ++j) y[j] = std::uint8_t(value[j]);
   } else if (p.out_col_stride == 1) {
     std::int8_t* y = static_cast<std::int8_t*>(p.out) + offset;
-    for (std::int64_t j = 0; j < cols; ++j) y[j] = std::int8_t(std::int32_t(value[j]));
+    for (std::int64_t j = 0; j < cols; ++j) y[j] = std::int8_t(value[j]);
   } else {
     for (std::int64_t j = 0; j < cols; ++j)
-      store_quantized(p.out, offset + j * p.out_col_stride, p.out_type, std::int32_t(value[j]));
+      store_quantized(p.out, offset + j * p.out_col_stride, p.out_type, value[j]);
   }
 }
 
@@ -58,12 +71,15 @@ void requantize_block(const QmmProblem& p, const QmmBlockResult& r, QmmEpilogueS
   const std::int32_t ca = a_shift(p), cb = b_shift(p);
   const double lo = p.out_type == DataType::uint8 ? 0.0 : -128.0;
   const double hi = p.out_type == DataType::uint8 ? 255.0 : 127.0;
+  bool betas_zero = true;
   for (std::int64_t j = 0; j < r.cols; ++j) {
     const std::int64_t beta = std::int64_t(QuantParams::at(q.b_zero, r.j0 + j)) - cb;
     s.beta[j] = double(beta);
     s.col_term[j] = double(r.col_sums[j] - p.K * beta);
+    betas_zero &= beta == 0;
   }
   const bool fast_possible = r.dots && p.K < double_path_max_k;
+  const bool bounded = p.K <= bounded_max_k;
   const bool per_column_scale = q.b_scale.size() > 1;
   for (std::int64_t i = 0; i < r.rows; ++i) {
     const std::int64_t m = r.i0 + i;
@@ -72,15 +88,15 @@ void requantize_block(const QmmProblem& p, const QmmBlockResult& r, QmmEpilogueS
       const float* sb = q.b_scale.data() + r.j0;
       for (std::int64_t j = 0; j < r.cols; ++j) s.multiplier[j] = requant_multiplier(sa, sb[j], sy);
     } else if (i == 0 || q.a_scale.size() > 1 || q.out_scale.size() > 1) {
-      std::fill_n(s.multiplier.begin(), r.cols, requant_multiplier(sa, q.b_scale[0], sy));
+      std::fill_n(s.multiplier.begin(), r.cols, double(requant_multiplier(sa, q.b_scale[0], sy)));
     }
     const std::int64_t alpha = std::int64_t(ca) + QuantParams::at(q.a_zero, m);
     const std::int32_t zy = QuantParams::at(q.out_zero, m);
     const std::int64_t out_row = r.out_offset + m * p.out_row_stride + r.j0 * p.out_col_stride;
     if (fast_possible &&
         requantize_row_fast(r.dots + i * r.ld, r.cols, double(alpha), double(r.row_sums[i]),
-                            s.beta.data(), s.col_term.data(), s.multiplier.data(), double(zy), lo,
-                            hi, s.value.data())) {
+                            betas_zero ? nullptr : s.beta.data(), s.col_term.data(),
+                            s.multiplier.data(), double(zy), lo, hi, bounded, s.value.data())) {
       store_row(p, out_row, s.value.data(), r.cols);
       continue;
     }
@@ -90,7 +106,7 @@ void requantize_block(const QmmProblem& p, const QmmBlockResult& r, QmmEpilogueS
       const std::int64_t acc =
           dot - beta * r.row_sums[i] - alpha * (r.col_sums[j] - p.K * beta);
       store_quantized(p.out, out_row + j * p.out_col_stride, p.out_type,
-                      requantize(acc, s.multiplier[j], zy, p.out_type));
+                      requantize(acc, float(s.multiplier[j]), zy, p.out_type));
     }
   }
 }

@@ -22,8 +22,8 @@ struct QmmBlockResult {
 
 /// Per-thread scratch of requantize_block.
 struct QmmEpilogueScratch {
-  std::vector<float> multiplier;
-  std::vector<double> beta, col_term, value;
+  std::vector<double> multiplier, beta, col_term;  // each multiplier a float32 widened exactly
+  std::vector<std::int32_t> value;
   /// Room for blocks of up to `cols` columns.
   void reserve(std::int64_t cols);
 };

@@ -550,6 +550,40 @@ TEST(QmmProperties, DepthAtTheInt32Bound) {
   }
 }
 
+// K = 8256 is the deepest at which no accumulator can reach 2^29 (+-255*255 a term), where the host
+// epilogue skips its per-output check; 8257 is one past it. Both with B's zero point at its shift
+// (s8 B, zb 0: the epilogue's term in B's zero point vanishes) and away from it (u8 B, zb 0).
+TEST(QmmProperties, DepthAtTheUncheckedEpilogueBound) {
+  std::mt19937_64 rng(8256);
+  for (i64 K : {8256, 8257})
+    for (DataType tb : types8) {
+      Problem p;
+      p.M = 3, p.N = 2, p.K = K;
+      p.a = Buffer(DataType::uint8, {3, K}, {}, rng);
+      p.a_zero = qmmt::literal_q(DataType::uint8, {3, 1}, {0, 255, 100}, rng);
+      for (i64 k = 0; k < K; ++k) p.a.set_q({0, k}, 255), p.a.set_q({1, k}, 0);  // +255, -255
+      p.b = Buffer(tb, {K, 2}, {}, rng);
+      const int extreme = tb == DataType::int8 ? -128 : 255;
+      for (i64 k = 0; k < K; ++k) p.b.set_q({k, 0}, extreme);
+      p.y = Buffer(DataType::int8, {3, 2}, {}, rng);
+      const auto acc = qmmt::oracle_accumulators(p);
+      const i64 term = tb == DataType::int8 ? -128 : 255;
+      ASSERT_EQ(acc[0], K * 255 * term);
+      ASSERT_EQ(acc[2], -K * 255 * term);
+      const std::string what = "K=" + std::to_string(K) + (tb == DataType::int8 ? " s8 B" : " u8 B");
+      for (int e : {-30, -24, -23, -22, -20}) {
+        p.a_scale = qmmt::literal_f({1}, {std::ldexp(1.0f, e / 2)}, rng);
+        p.b_scale = qmmt::literal_f({1, 2}, {std::ldexp(1.0f, e - e / 2), std::ldexp(1.0f, e - e / 2 - 1)}, rng);
+        p.y_scale = qmmt::literal_f({1}, {1.0f}, rng);
+        qmmt::check_all(p, deep_schedules(rng), qmmt::oracle(p, false), what + " multiplier 2^" + std::to_string(e));
+      }
+      p.a_scale = qmmt::literal_f({3, 1}, {0.0123f, 0.0456f, 0.0789f}, rng);
+      p.b_scale = qmmt::literal_f({2}, {0.0031f, 0.0027f}, rng);
+      p.y_scale = qmmt::literal_f({3, 1}, {3.3e3f, 4.1e3f, 30.0f}, rng);
+      qmmt::check_all(p, deep_schedules(rng), qmmt::oracle(p, true), what + " decimal scales");
+    }
+}
+
 // Accumulators of 1.5e9 to 2.9e9 landing exactly on (or one unit beside) .5 boundaries of a 2^-30
 // multiplier: round half to even must hold on the wide path too.
 TEST(QmmProperties, WideAccumulatorTiesRoundHalfToEven) {
