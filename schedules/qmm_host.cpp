@@ -304,6 +304,9 @@ QmmBlocks few_row_blocks(const QmmProblem& p, std::int64_t parts, std::int64_t l
 
 }  // namespace
 
+// The side of the square blocks that many threads share a large output in.
+constexpr std::int64_t square_block = 256;
+
 QmmBlocks default_qmm_blocks(const QmmProblem& problem, int threads) {
   // Sizes from the caches of a core, blocks for every thread. With one block of rows, B is
   // packed a depth slice at a time and the slice (kc x nc bytes) stays in the L2; with several,
@@ -313,6 +316,18 @@ QmmBlocks default_qmm_blocks(const QmmProblem& problem, int threads) {
   const std::int64_t blocks_wanted = (threads + batches - 1) / batches;
   if (problem.M <= 256) return few_row_blocks(problem, blocks_wanted, l2_bytes);
   const std::int64_t by_threads = round_up((problem.N + blocks_wanted - 1) / blocks_wanted, 16);
+  if (by_threads < square_block) {
+    // Column slices thinner than a square block each re-read all of A: squares of up to 256 a
+    // side, as many as it takes, measured faster on 16 Xeon threads (docs/performance.md).
+    const std::int64_t row_blocks = (problem.M + square_block - 1) / square_block;
+    const std::int64_t col_blocks = (problem.N + square_block - 1) / square_block;
+    if (row_blocks * col_blocks < blocks_wanted) return few_row_blocks(problem, blocks_wanted, l2_bytes);
+    QmmBlocks square;
+    square.mc = round_up((problem.M + row_blocks - 1) / row_blocks, qmm_row_align);
+    square.nc = round_up((problem.N + col_blocks - 1) / col_blocks, qmm_panel_cols);
+    square.kc = std::min<std::int64_t>(round_up(problem.K, qmm_depth_align), 2048);
+    return square;
+  }
   QmmBlocks plan;
   plan.mc = 96;
   plan.kc = std::min<std::int64_t>(round_up(problem.K, qmm_depth_align), 2048);

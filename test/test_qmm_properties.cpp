@@ -434,6 +434,23 @@ TEST(QmmProperties, LargerProblemDefaultAndEverySchedule) {
 
 // Powers of two from 2^-64 (everything rounds to zero) through subnormal multipliers to 2^30
 // (everything saturates), also with scales that are subnormal themselves.
+// Many threads on a large output: the default blocks become squares of up to 256 (1100 x 1300 on 8
+// threads) or, with fewer squares than threads, the few-blocks split (600 x 700 on 16); with
+// column slices of at least 256 (300 x 5000 on 16) they stay slices.
+TEST(QmmProperties, DefaultBlocksForManyThreads) {
+  std::mt19937_64 rng(1300);
+  for (auto [M, N, threads] : {std::array<i64, 3>{1100, 1300, 8}, {600, 700, 16}, {300, 5000, 16}}) {
+    Config c;
+    c.M = M, c.N = N, c.K = 67;
+    c.ta = DataType::uint8, c.tb = DataType::int8, c.ty = DataType::uint8;
+    c.sa = {Gran::tensor, 1}, c.sb = {Gran::column, 1};
+    c.za = ParamShape{Gran::row, 2}, c.zb = ParamShape{Gran::column, 1};
+    Problem p = build(c, rng);
+    qmmt::check_all(p, {hk::Schedule("qmm.parallel").set("threads", threads)}, qmmt::oracle(p, c.dyadic),
+                    describe(c) + " threads=" + std::to_string(threads));
+  }
+}
+
 TEST(QmmProperties, ExtremeMultipliers) {
   std::mt19937_64 rng(6502);
   struct Scales { int a, b, y; };  // exponents
