@@ -184,7 +184,11 @@ void run_qmm_blocks(const QmmProblem& p, const QmmBlocks& blocks, int threads) {
   const PackedPanels* b = prepacked ? prepacked : pack_shared ? &caller.shared_b : nullptr;
   const Job job{p, g, a, a_shared, active_isa(), kp > int32_safe_depth};
   std::atomic<bool> all_pairs_fit{true}, out_of_memory{false};
-  constexpr std::int64_t rows_per_task = 64, panels_per_task = 16;
+  // Packing tasks of up to 64 rows of A or 16 panels of B, smaller where that leaves threads idle:
+  // 16 threads packed a 1024-column B in four tasks of 16 panels.
+  const std::int64_t rows_per_task = std::clamp<std::int64_t>(round_up((p.M + threads - 1) / threads, 16), 16, 64);
+  const std::int64_t panels_per_task =
+      std::clamp<std::int64_t>((p.N + qmm_panel_cols * threads - 1) / (qmm_panel_cols * threads), 1, 16);
   const std::int64_t row_tasks = (p.M + rows_per_task - 1) / rows_per_task;
   const std::int64_t panel_tasks = (p.N + panels_per_task * qmm_panel_cols - 1) / (panels_per_task * qmm_panel_cols);
 
