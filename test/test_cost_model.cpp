@@ -274,6 +274,7 @@ TEST(Calibration, MeasuresEveryStrategyOnTinyShapes) {
   tiny.scan_elements = 1 << 14;
   tiny.single_thread_scan_elements = 1 << 12;
   tiny.gpu_qmm_side = 32;
+  tiny.host_qmm_rows = 16;
   tiny.host_qmm_side = 32;
   tiny.single_thread_qmm_side = 16;
   tiny.repetitions = 1;

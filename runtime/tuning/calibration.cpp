@@ -63,8 +63,9 @@ struct QmmOperands {
   float a_scale = 0.0625f, b_scale = 0.0625f, out_scale = 64.0f;
   std::uint8_t a_zero = 128, out_zero = 128;
 
-  explicit QmmOperands(std::int64_t side) : M(side), N(side), K(side), a(std::size_t(side * side), 1),
-                                            out(std::size_t(side * side)), b(std::size_t(side * side), 1) {}
+  explicit QmmOperands(std::int64_t side) : QmmOperands(side, side) {}
+  QmmOperands(std::int64_t rows, std::int64_t side) : M(rows), N(side), K(side), a(std::size_t(rows * side), 1),
+                                                      out(std::size_t(rows * side)), b(std::size_t(side * side), 1) {}
 
   template <class Operand> BasicQuantizedMatMulArgs<Operand> args(Operand a_operand, Operand b_operand) const {
     const TensorDesc scalar(DataType::float32, {1});
@@ -83,13 +84,14 @@ struct QmmOperands {
   TensorDesc out_desc() const { return TensorDesc(DataType::uint8, {M, N}); }
 };
 
-void measure_qmm(MachineRates& rates, const std::string& strategy, std::int64_t side, int repetitions,
-                 const std::function<std::function<void()>(QmmOperands&)>& qmm) {
+// Times `strategy` on a 1 x 1 x 1 and a rows x side x side matmul.
+void measure_qmm(MachineRates& rates, const std::string& strategy, std::int64_t rows, std::int64_t side,
+                 int repetitions, const std::function<std::function<void()>(QmmOperands&)>& qmm) {
   try {
-    QmmOperands tiny(1), large(side);
+    QmmOperands tiny(1), large(rows, side);
     const double small = median_after_warm_up(repetitions, qmm(tiny));
     const double big = median_after_warm_up(repetitions, qmm(large));
-    record(rates, strategy, 0, small, double(side) * double(side) * double(side), big);
+    record(rates, strategy, 0, small, double(rows) * double(side) * double(side), big);
   } catch (const Error& e) {
     if (e.code() != Errc::invalid_schedule) throw;
   }
@@ -117,8 +119,8 @@ void measure_host(MachineRates& rates, const CalibrationSizes& z) {
       return [&o, args, strategy] { quantized_linear_matmul(args, Tensor{o.out_desc(), o.out.data()}, Schedule(strategy)); };
     };
   };
-  measure_qmm(rates, "qmm.parallel", z.host_qmm_side, z.repetitions, qmm("qmm.parallel"));
-  measure_qmm(rates, "qmm.tiled", z.single_thread_qmm_side, z.repetitions, qmm("qmm.tiled"));
+  measure_qmm(rates, "qmm.parallel", z.host_qmm_rows, z.host_qmm_side, z.repetitions, qmm("qmm.parallel"));
+  measure_qmm(rates, "qmm.tiled", z.single_thread_qmm_side, z.single_thread_qmm_side, z.repetitions, qmm("qmm.tiled"));
 }
 
 #ifdef HETKERN_OFFLOAD
@@ -172,8 +174,8 @@ void measure_device(MachineRates& rates, const CalibrationSizes& z) {
       };
     };
   };
-  measure_qmm(rates, "qmm.offload_mma", z.gpu_qmm_side, z.repetitions, qmm("qmm.offload_mma"));
-  measure_qmm(rates, "qmm.offload", z.gpu_qmm_side, z.repetitions, qmm("qmm.offload"));
+  measure_qmm(rates, "qmm.offload_mma", z.gpu_qmm_side, z.gpu_qmm_side, z.repetitions, qmm("qmm.offload_mma"));
+  measure_qmm(rates, "qmm.offload", z.gpu_qmm_side, z.gpu_qmm_side, z.repetitions, qmm("qmm.offload"));
   // Over every GPU, on two shapes of the size it is for: a tiny call runs on the home device alone
   // and would hide the copies to the others and the threads that drive them, and at 2048^3 those
   // copies still outweigh the product (docs/tuning.md).

@@ -11,11 +11,15 @@ namespace hk::detail {
 /// The shapes calibration measures on. The defaults take about a second on a GPU machine; the
 /// tests pass tiny ones to run the same code on the host fallback.
 struct CalibrationSizes {
-  std::int64_t copy_bytes = std::int64_t(8) << 20;        // each transfer direction
+  // Each transfer direction; large enough for the pageable copies' staging to reach its pace.
+  std::int64_t copy_bytes = std::int64_t(64) << 20;
   std::int64_t scan_elements = std::int64_t(1) << 22;     // float32, the parallel and offload scans
   std::int64_t single_thread_scan_elements = std::int64_t(1) << 15;  // scan.tiled: what it gets
   std::int64_t gpu_qmm_side = 2048;                       // M = N = K of the offload matmuls
-  std::int64_t host_qmm_side = 1024;                      // qmm.parallel
+  // qmm.parallel on host_qmm_rows x side x side: few rows against a wide B, whose packing on each
+  // call a cube hides (docs/tuning.md).
+  std::int64_t host_qmm_rows = 256;
+  std::int64_t host_qmm_side = 2048;
   std::int64_t single_thread_qmm_side = 256;              // qmm.tiled
   int repetitions = 5;                                    // timed runs after one warm-up; median
 };
