@@ -432,8 +432,6 @@ TEST(QmmProperties, LargerProblemDefaultAndEverySchedule) {
   check_config(c, rng, 1);
 }
 
-// Powers of two from 2^-64 (everything rounds to zero) through subnormal multipliers to 2^30
-// (everything saturates), also with scales that are subnormal themselves.
 // Many threads on a large output: the default blocks become squares of up to 256 (1100 x 1300 on 8
 // threads) or, with fewer squares than threads, the few-blocks split (600 x 700 on 16); with
 // column slices of at least 256 (300 x 5000 on 16) they stay slices.
@@ -451,6 +449,8 @@ TEST(QmmProperties, DefaultBlocksForManyThreads) {
   }
 }
 
+// Powers of two from 2^-64 (everything rounds to zero) through subnormal multipliers to 2^30
+// (everything saturates), also with scales that are subnormal themselves.
 TEST(QmmProperties, ExtremeMultipliers) {
   std::mt19937_64 rng(6502);
   struct Scales { int a, b, y; };  // exponents
