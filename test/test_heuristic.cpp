@@ -76,13 +76,32 @@ TEST_F(SixteenThreads, MatmulWithFewRowsGivesEveryThreadBlocksAtLeastTheKernelsW
   }
 }
 
-// Many rows keep their rule: one column block per thread, each walking several row blocks.
-TEST_F(SixteenThreads, MatmulWithManyRowsGivesEachThreadAColumnBlock) {
-  const QmmShape s{512, 512, 512};
+// Many rows and columns of at least 256 a thread: one column block per thread, each walking
+// several row blocks.
+TEST_F(SixteenThreads, MatmulWithManyRowsAndWideSlicesGivesEachThreadAColumnBlock) {
+  const QmmShape s{512, 8192, 128};
   const detail::ParallelQmmPlan p = qmm_plan(s);
   EXPECT_EQ(p.threads, team);
   EXPECT_EQ(ceil_div(s.N, p.blocks.nc), team);
   EXPECT_GT(ceil_div(s.M, p.blocks.mc), 1);
+}
+
+// Many rows, slices narrower than 256: squares of at most 256 a side, at least one per thread
+// (2048^3: 64 of 256 x 256), or with fewer squares than threads one block per thread (512^3).
+TEST_F(SixteenThreads, MatmulWithManyRowsAndNarrowSlicesCutsSquares) {
+  for (const QmmShape s : {QmmShape{2048, 2048, 2048}, {1024, 1024, 1024}, {1100, 1300, 64}}) {
+    SCOPED_TRACE(::testing::Message() << "M,N,K " << s.M << "," << s.N << "," << s.K);
+    const detail::QmmBlocks& b = qmm_plan(s).blocks;
+    EXPECT_LE(b.mc, 256);
+    EXPECT_LE(b.nc, 256);
+    EXPECT_GT(b.mc, 128);
+    EXPECT_GT(b.nc, 128);
+    EXPECT_GE(ceil_div(s.M, b.mc) * ceil_div(s.N, b.nc), team);
+  }
+  const QmmShape s{512, 512, 512};
+  const detail::QmmBlocks& b = qmm_plan(s).blocks;
+  EXPECT_EQ(ceil_div(s.M, b.mc) * ceil_div(s.N, b.nc), team);
+  EXPECT_EQ(b.mc, b.nc);
 }
 
 // A call on descriptors alone: plans read no data, so the addresses (distinct, not in place)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# What limits the all-core int8 matmul (issue 26, goal 3): a one-thread matmul on core 0, alone and
-# beside busy neighbours on every other core, at each matrix level of the CPU, then all cores at
-# once. Each neighbour is a one-thread `hetkern bench` of the same level pinned to its core, either
+# What limits the all-core int8 matmul (issue 26, goal 3): a one-thread matmul on core 0 (the
+# first core this process may use), alone and beside busy neighbours on every other core, at each
+# matrix level of the CPU, then all cores at once. Each neighbour is a one-thread `hetkern bench`
+# of the same level pinned to its core, either
 #   in cache  256^3 (its operands stay in its own L2: it draws power, not memory bandwidth), or
 #   the same  the measured shape (power and memory alike).
 # A loss beside in-cache neighbours is the shared clock; a further loss beside the same shape is
@@ -23,8 +24,22 @@ command -v taskset >/dev/null || { echo "cpu-scaling.sh: needs taskset (util-lin
 export OMP_TARGET_OFFLOAD=DISABLED  # the host alone, also on a GPU machine
 
 info=$("$hetkern" info --json)
-cores=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["cores"])' "$info")
 detected=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["isa"])' "$info")
+# One CPU of each core this process may use, in CPU order: CPU numbers need not follow cores (two
+# hyperthreads of one core may be CPUs 0 and 1), and the affinity mask may leave some out.
+read -r -a cpus <<< "$(python3 - <<'EOF'
+import os
+seen, cpus = set(), []
+for cpu in sorted(os.sched_getaffinity(0)):
+    topology = f"/sys/devices/system/cpu/cpu{cpu}/topology/"
+    core = tuple(open(topology + name).read().strip() for name in ("physical_package_id", "core_id"))
+    if core not in seen:
+        seen.add(core)
+        cpus.append(cpu)
+print(" ".join(map(str, cpus)))
+EOF
+)"
+cores=${#cpus[@]}
 levels=(portable avx2 avx512 avx512_vnni amx)
 rank() { local i; for i in "${!levels[@]}"; do [[ ${levels[i]} == "$1" ]] && { echo "$i"; return; }; done; echo -1; }
 ((cores >= 2)) || { echo "cpu-scaling.sh: needs at least 2 cores (this process may use $cores)" >&2; exit 2; }
@@ -36,12 +51,12 @@ stop_neighbours() {
   neighbours=()
 }
 
-core0_mhz() { awk '/^processor/ {p = $3} /^cpu MHz/ && p == 0 {print $4; exit}' /proc/cpuinfo; }
+core0_mhz() { awk -v cpu="${cpus[0]}" '/^processor/ {p = $3} /^cpu MHz/ && p == cpu {print $4; exit}' /proc/cpuinfo; }
 
 # One measurement on core 0 (or unpinned with --threads above 1): its JSON record plus "mhz".
 measure() {
   local isa=$1 threads=$2 pin=()
-  ((threads == 1)) && pin=(taskset -c 0)
+  ((threads == 1)) && pin=(taskset -c "${cpus[0]}")
   (sleep "$(python3 -c "print($min_time / 2)")"; core0_mhz > "$scratch/mhz") &
   local sampler=$!
   local record
@@ -64,7 +79,7 @@ for isa in ${CPU_SCALING_ISAS:-amx avx512_vnni}; do
       nshape=$shape
       [[ $load == "in cache" ]] && nshape=256,256,256
       for ((c = 1; c < cores; ++c)); do
-        taskset -c "$c" "$hetkern" bench qlinear-matmul --shape "$nshape" --b-range -64,63 --isa "$isa" \
+        taskset -c "${cpus[c]}" "$hetkern" bench qlinear-matmul --shape "$nshape" --b-range -64,63 --isa "$isa" \
           --threads 1 --min-time 100000 --json > /dev/null &
         neighbours+=($!)
       done
