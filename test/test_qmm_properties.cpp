@@ -432,20 +432,20 @@ TEST(QmmProperties, LargerProblemDefaultAndEverySchedule) {
   check_config(c, rng, 1);
 }
 
-// Many threads on a large output: the default blocks become squares of up to 256 (1100 x 1300 on 8
-// threads) or, with fewer squares than threads, the few-blocks split (600 x 700 on 16); with
-// column slices of at least 256 (300 x 5000 on 16) they stay slices.
-TEST(QmmProperties, DefaultBlocksForManyThreads) {
+// Threads sharing a large output (three here: the sanitizer suites run this too): the default
+// blocks become squares of up to 256 where column slices would be narrower (600 x 700), the
+// few-blocks split where there are fewer squares than threads (300 x 200), and stay slices where
+// they are 256 wide or more (300 x 900).
+TEST(QmmProperties, DefaultBlocksForSeveralThreads) {
   std::mt19937_64 rng(1300);
-  for (auto [M, N, threads] : {std::array<i64, 3>{1100, 1300, 8}, {600, 700, 16}, {300, 5000, 16}}) {
+  for (auto [M, N] : {std::array<i64, 2>{600, 700}, {300, 200}, {300, 900}}) {
     Config c;
     c.M = M, c.N = N, c.K = 67;
     c.ta = DataType::uint8, c.tb = DataType::int8, c.ty = DataType::uint8;
     c.sa = {Gran::tensor, 1}, c.sb = {Gran::column, 1};
     c.za = ParamShape{Gran::row, 2}, c.zb = ParamShape{Gran::column, 1};
     Problem p = build(c, rng);
-    qmmt::check_all(p, {hk::Schedule("qmm.parallel").set("threads", threads)}, qmmt::oracle(p, c.dyadic),
-                    describe(c) + " threads=" + std::to_string(threads));
+    qmmt::check_all(p, {hk::Schedule("qmm.parallel").set("threads", 3)}, qmmt::oracle(p, c.dyadic), describe(c));
   }
 }
 
