@@ -95,7 +95,6 @@ std::vector<std::int32_t> read_zero_point(const std::string& name,
   return read_param<std::int32_t>(name, *t, along, count, count_name);
 }
 
-
 // Strides of the batch, row and column dimensions of a rank 2..4 tensor (absent batches: 0).
 void matrix_strides(const TensorDesc& d, std::int64_t (&batch)[2], std::int64_t& row,
                     std::int64_t& col) {

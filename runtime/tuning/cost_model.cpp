@@ -14,6 +14,10 @@ double rate_of(const std::map<std::string, double>& rates, const std::string& st
 
 }  // namespace
 
+bool has_page_locked_rates(const MachineRates& rates) {
+  return rates.page_locked_to_device_bytes_per_s > 0 && rates.page_locked_to_host_bytes_per_s > 0;
+}
+
 std::optional<Cost> predict(const MachineRates& rates, const CandidateWork& c) {
   const double rate = rate_of(rates.strategy_rates, c.strategy);
   if (!(rate > 0)) return std::nullopt;
@@ -25,8 +29,7 @@ std::optional<Cost> predict(const MachineRates& rates, const CandidateWork& c) {
     if (!rates.has_gpu_costs()) return std::nullopt;
     // A strategy measured without its own fixed cost pays the generic GPU call's.
     if (fixed == rates.strategy_fixed_seconds.end()) cost.fixed_seconds = rates.gpu_call_seconds;
-    const bool unstaged = c.host_page_locked && rates.page_locked_to_device_bytes_per_s > 0 &&
-                          rates.page_locked_to_host_bytes_per_s > 0;
+    const bool unstaged = c.host_page_locked && has_page_locked_rates(rates);
     cost.transfer_seconds =
         unstaged ? c.bytes_to_device / rates.page_locked_to_device_bytes_per_s +
                        c.bytes_to_host / rates.page_locked_to_host_bytes_per_s

@@ -32,6 +32,10 @@ struct Cost {
   double seconds() const { return fixed_seconds + work_seconds + transfer_seconds; }
 };
 
+/// Whether `rates` hold both page-locked transfer rates (measured where the driver page-locked
+/// memory for calibration): only then do page-locked host tensors have rates of their own.
+bool has_page_locked_rates(const MachineRates& rates);
+
 /// The candidate's predicted cost; nullopt when its strategy's rate is unknown, or when it runs
 /// on the GPU and the transfers or the GPU call cost are.
 std::optional<Cost> predict(const MachineRates& rates, const CandidateWork& candidate);

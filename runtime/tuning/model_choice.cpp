@@ -82,10 +82,6 @@ bool all_page_locked(std::initializer_list<std::pair<const void*, std::size_t>> 
     if (!host_range_page_locked(data, bytes)) return false;
   return true;
 }
-
-bool page_locked_rates(const MachineRates& r) {
-  return r.page_locked_to_device_bytes_per_s > 0 && r.page_locked_to_host_bytes_per_s > 0;
-}
 #endif
 
 double qmm_macs(const QmmProblem& p) { return double(p.batch[0]) * double(p.batch[1]) * double(p.M) * double(p.N) * double(p.K); }
@@ -99,7 +95,7 @@ std::optional<ModelDecision<ScanStrategyPlan>> model_scan_plan(const CumulativeC
   CandidateList<ScanStrategyPlan> c;
   c.add(default_scan_plan(call, home), 2 * bytes, 0, 0);
 #ifdef HETKERN_OFFLOAD
-  c.host_page_locked = home == DataHome::host && page_locked_rates(rates) && host_tensors_page_locked(call);
+  c.host_page_locked = home == DataHome::host && has_page_locked_rates(rates) && host_tensors_page_locked(call);
   if (home == DataHome::host)
     c.add_named(default_offload_scan_strategy(call), [&](const Schedule& s) { return plan_scan(call, s); }, 2 * bytes,
                 bytes, bytes);
@@ -116,7 +112,7 @@ std::optional<ModelDecision<QmmStrategyPlan>> model_qmm_plan(const QmmProblem& p
   // Tensors in device memory cross no host link: only host tensors' GPU candidates pay copies.
   const double host_in = home == DataHome::host ? in : 0, host_out = home == DataHome::host ? out : 0;
 #ifdef HETKERN_OFFLOAD
-  c.host_page_locked = home == DataHome::host && page_locked_rates(rates) && host_tensors_page_locked(p);
+  c.host_page_locked = home == DataHome::host && has_page_locked_rates(rates) && host_tensors_page_locked(p);
 #endif
   c.add(default_qmm_plan(p, home), qmm_macs(p), host_in, host_out);
 #ifdef HETKERN_OFFLOAD

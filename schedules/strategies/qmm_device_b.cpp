@@ -23,8 +23,8 @@ DeviceB::DeviceB(const QmmProblem& problem, int home)
 }
 
 QmmProblem DeviceB::apply(const QmmProblem& problem) const {
+  if (columns_) return with_b_columns(problem, view_.data);
   QmmProblem p = problem;
-  if (columns_) return with_b_columns(p, view_.data);
   p.b = view_;
   return p;
 }
