@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 #include "algorithms/tensor_checks.hpp"
@@ -26,6 +27,32 @@ i64 span_bytes(const std::int64_t (&batch)[2], const std::int64_t (&batch_stride
          (rows - 1) * row_stride + (cols - 1) * col_stride + 1;
 }
 
+// Runs `run` on the call with its tensors' spans copied into device memory on `dev` (strides are
+// non-negative: spans start at the pointer), then copies the output's span back if `run` returns
+// true; on the host fallback, runs it on the call itself.
+template <class Run> void with_device_copies(const CumulativeCall& call, int dev, Run&& run) {
+  if (offload_on_host()) {
+    run(call);
+    return;
+  }
+  const std::size_t in_bytes = std::size_t(byte_span(call.input.desc).hi);
+  const std::size_t out_bytes = std::size_t(byte_span(call.output.desc).hi);
+  ScratchLease out(dev, out_bytes);
+  // Gaps between the output's elements must come back unchanged: upload them too.
+  if (call.in_place() || !call.output.desc.is_packed())
+    copy_to_device(out.data(), 0, call.output.data, out_bytes, dev);
+  CumulativeCall on_device = call;
+  on_device.output.data = out.data();
+  on_device.input.data = out.data();
+  std::optional<ScratchLease> in;
+  if (!call.in_place()) {
+    in.emplace(dev, in_bytes);
+    copy_to_device(in->data(), 0, call.input.data, in_bytes, dev);
+    on_device.input.data = in->data();
+  }
+  if (run(on_device)) copy_to_host(call.output.data, out.data(), 0, out_bytes, dev);
+}
+
 }  // namespace
 
 QmmSpans qmm_spans(const QmmProblem& p) {
@@ -36,29 +63,21 @@ QmmSpans qmm_spans(const QmmProblem& p) {
 }
 
 void run_scan_offload_host(const CumulativeCall& call, const ScanPlan& plan, int dev) {
-  if (offload_on_host()) {
-    run_scan_offload(call, plan, dev);
-    return;
-  }
-  // Device copies of the tensors' spans (strides are non-negative: spans start at the pointer).
-  const std::size_t in_bytes = std::size_t(byte_span(call.input.desc).hi);
-  const std::size_t out_bytes = std::size_t(byte_span(call.output.desc).hi);
-  ScratchLease out(dev, out_bytes);
-  // Gaps between the output's elements must come back unchanged: upload them too.
-  if (call.in_place() || !call.output.desc.is_packed())
-    copy_to_device(out.data(), 0, call.output.data, out_bytes, dev);
-  CumulativeCall on_device = call;
-  on_device.output.data = out.data();
-  if (call.in_place()) {
-    on_device.input.data = out.data();
-    run_scan_offload(on_device, plan, dev);
-  } else {
-    ScratchLease in(dev, in_bytes);
-    copy_to_device(in.data(), 0, call.input.data, in_bytes, dev);
-    on_device.input.data = in.data();
-    run_scan_offload(on_device, plan, dev);
-  }
-  copy_to_host(call.output.data, out.data(), 0, out_bytes, dev);
+  with_device_copies(call, dev, [&](const CumulativeCall& c) {
+    run_scan_offload(c, plan, dev);
+    return true;
+  });
+}
+
+void run_scan_line_part_host(const CumulativeCall& call, int dev, bool fold_wanted, const ScanCarryFor& carry_for) {
+  with_device_copies(call, dev, [&](const CumulativeCall& c) {
+    alignas(16) std::byte fold[16];  // AccOf the element type
+    if (fold_wanted) fold_scan_line_offload(c, dev, fold);
+    const void* const carry = carry_for(fold_wanted ? fold : nullptr);
+    if (!carry) return false;
+    run_scan_offload(c, default_offload_scan_plan(c), dev, carry);
+    return true;
+  });
 }
 
 void run_qmm_offload_on_device(const QmmProblem& p, const QmmPlan& plan, int device) {

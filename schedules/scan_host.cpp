@@ -37,6 +37,7 @@ template <class T, class Op> struct HostScan {
   T* y;
   bool exclusive;
   bool stream;
+  Acc start;  // what blocked()'s lines continue from: line_start, or the carry of a longer line's part
 
   // Every path reads an element before it writes the output at the same position, so they all
   // run in place when input and output are the same tensor.
@@ -146,7 +147,7 @@ template <class T, class Op> struct HostScan {
   GroupSummary summary(const Acc* totals, std::int64_t u0, std::int64_t u1, std::int64_t blocks) const {
     GroupSummary r{inclusive_start<Op, Acc>(), false};
     for (std::int64_t u = u0; u < u1; ++u) {
-      if (u % blocks == 0) r = {line_start<Op, Acc>(exclusive), true};
+      if (u % blocks == 0) r = {start, true};
       r.value = Op::apply(r.value, totals[u - u0]);
     }
     return r;
@@ -223,14 +224,14 @@ template <class T, class Op> struct HostScan {
           end.aggregate = own.value;
           end.state.store(aggregate_published, std::memory_order_release);
         }
-        Acc running = line_start<Op, Acc>(exclusive);
+        Acc running = start;
         if (u0 % blocks != 0) running = look_back(ends, g, per, units, block, blocks, totals, pending);
         if (!own.independent) {
           end.inclusive = Op::apply(running, own.value);
           end.state.store(inclusive_published, std::memory_order_release);
         }
         for (std::int64_t u = u0; u < u1; ++u) {
-          if (u % blocks == 0) running = line_start<Op, Acc>(exclusive);
+          if (u % blocks == 0) running = start;
           const Acc total = carries[std::size_t(u - u0)];
           carries[std::size_t(u - u0)] = running;
           running = Op::apply(running, total);
@@ -239,6 +240,21 @@ template <class T, class Op> struct HostScan {
           unit_scan(u, block, blocks, carries[std::size_t(u - u0)], u + team * per);
       }
     }
+  }
+
+  // The fold of the call's one line: `threads` threads fold a piece each, combined in order.
+  Acc line_fold(int threads) const {
+    std::int64_t xo, yo;
+    line_offsets(0, xo, yo);
+    std::vector<Acc> folds(static_cast<std::size_t>(threads));
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+    for (int i = 0; i < threads; ++i) {
+      const std::int64_t b = s.length * i / threads, e = s.length * (i + 1) / threads;
+      folds[std::size_t(i)] = fold(x + xo + b * s.in_step, e - b);
+    }
+    Acc total = inclusive_start<Op, Acc>();
+    for (const Acc& f : folds) total = Op::apply(total, f);
+    return total;
   }
 
   // Unit u: block u % blocks of line u / blocks.
@@ -278,16 +294,19 @@ template <class T, class Op> struct HostScan {
 namespace {
 
 // Runs `walk` on the HostScan of the call's element type and combine function.
-template <class Walk> void with_host_scan(const CumulativeCall& call, bool stream, Walk&& walk) {
+template <class Walk>
+void with_host_scan(const CumulativeCall& call, bool stream, Walk&& walk, const void* carry = nullptr) {
   const ScanLayout s = make_scan_layout(call);
   const ScanKernelSet& kernels = scan_kernels(active_isa());
   visit_scan_type(call.input.desc.dtype(), [&](auto t) {
     using T = decltype(t);
     visit_combine(call.product, [&](auto op) {
       using Op = decltype(op);
+      using Acc = AccOf<T>;
+      const bool exclusive = call.options.exclusive;
       walk(HostScan<T, Op>{kernels.get<T, Op>(), s, static_cast<const T*>(call.input.data),
-                           static_cast<T*>(call.output.data), call.options.exclusive,
-                           stream && !call.in_place()});
+                           static_cast<T*>(call.output.data), exclusive, stream && !call.in_place(),
+                           line_start_value<Op, Acc>(carry, exclusive)});
     });
   });
 }
@@ -303,8 +322,15 @@ void scan_tiles_parallel(const CumulativeCall& call, std::int64_t tile, int thre
 }
 
 void scan_blocks_parallel(const CumulativeCall& call, std::int64_t block, int threads, bool stream,
-                          std::int64_t cache_bytes) {
-  with_host_scan(call, stream, [&](const auto& h) { h.blocked(block, threads, cache_bytes); });
+                          std::int64_t cache_bytes, const void* carry) {
+  with_host_scan(call, stream, [&](const auto& h) { h.blocked(block, threads, cache_bytes); }, carry);
+}
+
+void fold_line_parallel(const CumulativeCall& call, int threads, void* fold) {
+  with_host_scan(call, false, [&](const auto& h) {
+    using Acc = decltype(h.start);
+    *static_cast<Acc*>(fold) = h.line_fold(threads);
+  });
 }
 
 }  // namespace hk::detail

@@ -26,6 +26,12 @@ template <class Op, class Acc> constexpr Acc line_start(bool exclusive) {
   return exclusive ? Op::template identity<Acc>() : inclusive_start<Op, Acc>();
 }
 
+/// What every line of a call continues from: *carry (an Acc on the host: the fold of what precedes
+/// the call's lines, when they are parts of longer ones) or, without one, the carry a line starts from.
+template <class Op, class Acc> Acc line_start_value(const void* carry, bool exclusive) {
+  return carry ? *static_cast<const Acc*>(carry) : line_start<Op, Acc>(exclusive);
+}
+
 /// How a run of contiguous elements is scanned.
 struct RowMode {
   bool exclusive = false;

@@ -21,6 +21,7 @@
 #include "hetkern/device.hpp"
 #include "hetkern/hetkern.hpp"
 #include "qmm_test_util.hpp"
+#include "scan_test_util.hpp"
 #include "schedules/qmm_strategies.hpp"
 #include "schedules/scan_strategies.hpp"
 #include "schedules/strategies/split_common.hpp"
@@ -251,6 +252,69 @@ TEST(ScanSplit, OneLinePrimeLinesAndColumns) {
       c.in_place = false;
     }
   }
+}
+
+// Fewer lines than parts: each line is cut along its axis, every part after the first continuing
+// from the folds of those before it. float32 values with full mantissas, so that the carries'
+// rounding shows; every output within the spec's bound of the exact prefix. Integer sums and
+// products that wrap, bit for bit.
+TEST(ScanSplit, LinesCutAlongTheAxisCarryBetweenTheirParts) {
+  std::mt19937_64 rng(0xca77);
+  const int devices = hk::offload_device_count();
+  for (const i64 length : {i64(1), i64(2), i64(97), i64(4099), i64(100003)})
+    for (const bool decreasing : {false, true})
+      for (const bool exclusive : {false, true}) {
+        const hk::CumulativeOptions options{.axis = 0,
+                                            .direction = decreasing ? hk::Direction::decreasing : hk::Direction::increasing,
+                                            .exclusive = exclusive};
+        SCOPED_TRACE("length " + std::to_string(length) + (decreasing ? " decreasing" : "") +
+                     (exclusive ? " exclusive" : ""));
+        // float32 sums, every other element in the output's padding.
+        std::vector<float> x(static_cast<std::size_t>(length));
+        for (float& v : x) v = std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng) * float(1 + rng() % 1000);
+        std::vector<long double> exact(x.size()), magnitude(x.size());
+        long double acc = 0, mag = 0;
+        for (i64 q = 0; q < length; ++q) {
+          const std::size_t i = std::size_t(decreasing ? length - 1 - q : q);
+          if (exclusive) exact[i] = acc, magnitude[i] = mag;
+          acc += x[i];
+          mag += std::fabs(x[i]);
+          if (!exclusive) exact[i] = acc, magnitude[i] = mag;
+        }
+        const hk::TensorDesc in(DataType::float32, {length}), out(DataType::float32, {length}, {2});
+        for (const int share : {1, 333, 500, 999, 1000}) {
+          SCOPED_TRACE("gpu_share " + std::to_string(share));
+          std::vector<float> y(std::size_t(2 * length), -7.0f);
+          hk::cumulative_sum({in, x.data()}, {out, y.data()}, options,
+                             Schedule("scan.split").set("gpu_share", share).set("devices", devices).set("threads", 2));
+          int failures = 0;
+          for (i64 i = 0; i < length; ++i) {
+            const long double bound = hk::test::scan_bound<float>(exact[std::size_t(i)], magnitude[std::size_t(i)], length, false);
+            if (std::fabs(y[std::size_t(2 * i)] - exact[std::size_t(i)]) > bound && ++failures <= 3)
+              ADD_FAILURE() << "element " << i << ": " << y[std::size_t(2 * i)] << ", exact " << double(exact[std::size_t(i)]);
+            if (y[std::size_t(2 * i + 1)] != -7.0f && ++failures <= 3) ADD_FAILURE() << "padding " << i << " written";
+          }
+        }
+        // Wrapping integer sums and products, in place and out of it.
+        for (const bool product : {false, true}) {
+          ScanCase c;
+          c.type = product ? DataType::int64 : DataType::uint32;
+          c.product = product;
+          c.sizes = {length};
+          c.in_strides = c.out_strides = {1};
+          c.options = options;
+          std::vector<unsigned char> input(std::size_t(length) * hk::size_of(c.type));
+          for (auto& b : input) b = static_cast<unsigned char>(rng());
+          const std::vector<unsigned char> want = run_scan(c, input, Schedule("reference"));
+          for (const int share : {1, 500, 999}) {
+            const Schedule split = Schedule("scan.split").set("gpu_share", share).set("threads", 2);
+            EXPECT_TRUE(run_scan(c, input, split) == want) << (product ? "product" : "sum") << " share " << share;
+            c.in_place = true;
+            EXPECT_TRUE(run_scan(c, input, split) == want) << (product ? "product" : "sum") << " share " << share << " in place";
+            c.in_place = false;
+          }
+        }
+      }
 }
 
 TEST(ScanSplit, HostTypesRunOnlyWithoutADevicePart) {

@@ -64,6 +64,10 @@
   F(run_scan_offload_host, void, hk::detail::run_scan_offload_host,                                        \
     (const hk::detail::CumulativeCall& call, const hk::detail::ScanPlan& plan, int device),               \
     (call, plan, device), required, )                                                                      \
+  F(run_scan_line_part_host, void, hk::detail::run_scan_line_part_host,                                    \
+    (const hk::detail::CumulativeCall& call, int device, bool fold_wanted,                                 \
+     const hk::detail::ScanCarryFor& carry_for),                                                           \
+    (call, device, fold_wanted, carry_for), required, )                                                    \
   F(offload_scan_defaults, hk::detail::ScanPlan, hk::detail::offload_scan_defaults,                        \
     (const hk::detail::CumulativeCall& call, hk::detail::ScanPlan::Kind kind), (call, kind), required, )   \
   F(default_offload_scan_plan, hk::detail::ScanPlan, hk::detail::default_offload_scan_plan,                \
@@ -132,7 +136,7 @@ namespace hk::detail {
 
 /// Changes whenever the list above or a type it passes changes; with the version and the table's
 /// size, it keeps a plugin of another build from being used.
-inline constexpr std::uint32_t gpu_plugin_abi = 7;
+inline constexpr std::uint32_t gpu_plugin_abi = 8;
 
 struct GpuPluginTable {
   std::uint32_t abi;

@@ -81,13 +81,13 @@ template <class Acc> void leave_next_ticket(unsigned long long* ticket, TileShar
 }
 
 // Publishes the fold `total` of tile u, the b-th of its line (a line's first tile: its inclusive
-// prefix at once). By one thread, after the tile's block scan.
+// prefix at once, from the line's start value). By one thread, after the tile's block scan.
 template <class Op, class Acc>
-void publish_fold(TileWord* words, TileStates st, std::int64_t u, std::int64_t b, Acc total, bool exclusive) {
+void publish_fold(TileWord* words, TileStates st, std::int64_t u, std::int64_t b, Acc total, Acc start) {
   if (b > 0)
     store_tile_word(&words[u], st.folded, to_word_bits(total));
   else
-    store_tile_word(&words[u], st.prefixed, to_word_bits(Op::apply(line_start<Op, Acc>(exclusive), total)));
+    store_tile_word(&words[u], st.prefixed, to_word_bits(Op::apply(start, total)));
 }
 
 // Warp 0 of a team of the register kernel, after the block scan of tile u: publishes the fold,
@@ -95,8 +95,8 @@ void publish_fold(TileWord* words, TileStates st, std::int64_t u, std::int64_t b
 // tile in team memory.
 template <class Op, class Acc>
 void chained_publish(TileWord* words, TileStates st, unsigned long long* ticket, TileShared<Acc>* sh, std::int64_t u,
-                     std::int64_t b, Acc total, bool exclusive, u32 lane, u32 mask) {
-  Acc carry = line_start<Op, Acc>(exclusive);
+                     std::int64_t b, Acc total, Acc start, u32 lane, u32 mask) {
+  Acc carry = start;
   if (b > 0) {
     if (lane == 0) store_tile_word(&words[u], st.folded, to_word_bits(total));
     carry = chained_lookback<Op, Acc>(words, st, u, b, lane, mask);
@@ -164,7 +164,7 @@ void gpu_chained(const KernelArgs<T>& a) {
 #pragma omp barrier
     Acc warp_before, total;
     tile_block_scan<Op>(sh->warp_total[0], n, lane, mask, warp_before, total);
-    if (t < 32) chained_publish<Op>(a.words, TileStates(a.folded), a.ticket, sh, u, b, total, a.exclusive, lane, mask);
+    if (t < 32) chained_publish<Op>(a.words, TileStates(a.folded), a.ticket, sh, u, b, total, a.start, lane, mask);
 #pragma omp barrier
     const Acc carry = sh->carry;
     u = sh->ticket;
@@ -234,7 +234,7 @@ void gpu_chained_staged(const KernelArgs<T>& a) {
       lane_before = tile_warp_scan<T, Op>(run, count, sh->warp_total, lane, mask);
 #pragma omp barrier
       tile_block_scan<Op>(sh->warp_total, n, lane, mask, warp_before, total);
-      if (t == 0) publish_fold<Op>(a.words, TileStates(a.folded), d.u, d.tile.b, total, a.exclusive);
+      if (t == 0) publish_fold<Op>(a.words, TileStates(a.folded), d.u, d.tile.b, total, a.start);
     }
     if (t == drawer) draw_tile(a.ticket, sh->drawn[(k + 1) % 3], s, units, tiles, width);
     if (held) {
@@ -248,7 +248,7 @@ void gpu_chained_staged(const KernelArgs<T>& a) {
       else
         run.template scan_split<Op>(count, run_start, a.exclusive, side + std::int64_t(t) * stride);
       if (t < 32) {
-        Acc carry = line_start<Op, Acc>(a.exclusive);
+        Acc carry = a.start;
         if (h.tile.b > 0) {
           carry = chained_lookback<Op, Acc>(a.words, TileStates(a.folded), h.u, h.tile.b, lane, mask);
           if (lane == 0)

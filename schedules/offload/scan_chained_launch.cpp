@@ -35,8 +35,9 @@ constexpr int staged_launch_bound = 640;
 constexpr std::size_t chained_words_offset = 128, chained_kept_bytes = std::size_t(64) << 20;
 
 template <class Op, class T>
-void chained(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const ScanPlan& plan) {
+void chained(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const ScanPlan& plan, const void* carry) {
   KernelArgs<T> a{.s = s, .x = x, .y = y, .exclusive = exclusive};
+  a.start = line_start_value<Op, AccOf<T>>(carry, exclusive);
   a.vec = rows_vectorizable(s, x, y);
   a.width = std::int64_t(plan.team_threads) * plan.items;
   a.tiles = (s.length + a.width - 1) / a.width;
@@ -91,9 +92,9 @@ ScanPlan chained_defaults(const CumulativeCall& call) {
   return plan;
 }
 
-void launch_chained(const CumulativeCall& call, const ScanPlan& plan, int device) {
+void launch_chained(const CumulativeCall& call, const ScanPlan& plan, int device, const void* carry) {
   visit_kernel(call, [&](const ScanLayout& s, const auto* x, auto* y, auto op) {
-    chained<decltype(op)>(device, s, x, y, call.options.exclusive, plan);
+    chained<decltype(op)>(device, s, x, y, call.options.exclusive, plan, carry);
   });
 }
 

@@ -112,7 +112,7 @@ void column_group(const KernelArgs<T>& a, AccOf<T>* folds, std::int64_t g, bool 
   const std::int64_t length = valid ? s.length : 0;
   Acc carry[V];
 #pragma unroll
-  for (int j = 0; j < V; ++j) carry[j] = line_start<Op, Acc>(a.exclusive);
+  for (int j = 0; j < V; ++j) carry[j] = a.start;
   ColumnTile<T, V, Cap> cur, next;
   int count = run_count(length, first, items);
   cur.load(a.x, xo + first * s.in_step, s.in_step, count);

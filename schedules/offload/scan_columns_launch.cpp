@@ -47,14 +47,15 @@ void columns_one_pass(int dev, const KernelArgs<T> a, int teams, int threads) {
 }
 
 template <class Op, class T>
-void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const ScanPlan& plan) {
+void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const ScanPlan& plan, const void* carry) {
   using Acc = AccOf<T>;
+  const Acc start = line_start_value<Op, Acc>(carry, exclusive);
   const std::int64_t lines = s.lines();
   const std::int64_t chunks = std::min(plan.chunks, s.length);
   const std::int64_t chunk = (s.length + chunks - 1) / chunks;
   const int teams = plan.teams, threads = plan.team_threads;
   if (chunks == 1) {
-    KernelArgs<T> a{.s = s, .x = x, .y = y, .exclusive = exclusive};
+    KernelArgs<T> a{.s = s, .x = x, .y = y, .exclusive = exclusive, .start = start};
     a.vec = columns_vectorizable(s, x, y);
     a.lanes = column_lanes<T>(plan.width, a.vec);
     const int team_threads = std::min(threads, columns_max_team_threads);
@@ -82,9 +83,9 @@ void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
                                           inclusive_start<Op, Acc>(), false);
   }
 #pragma omp target teams distribute parallel for num_teams(teams) thread_limit(threads) \
-    device(dev) is_device_ptr(carries) firstprivate(exclusive)
+    device(dev) is_device_ptr(carries) firstprivate(start)
   for (std::int64_t line = 0; line < lines; ++line) {
-    Acc running = line_start<Op, Acc>(exclusive);
+    Acc running = start;
     for (std::int64_t c = 0; c < chunks; ++c) {
       const Acc fold = carries[c * lines + line];
       carries[c * lines + line] = running;
@@ -136,9 +137,9 @@ ScanPlan columns_defaults(const CumulativeCall& call) {
   return plan;
 }
 
-void launch_columns(const CumulativeCall& call, const ScanPlan& plan, int device) {
+void launch_columns(const CumulativeCall& call, const ScanPlan& plan, int device, const void* carry) {
   visit_kernel(call, [&](const ScanLayout& s, const auto* x, auto* y, auto op) {
-    columns<decltype(op)>(device, s, x, y, call.options.exclusive, plan);
+    columns<decltype(op)>(device, s, x, y, call.options.exclusive, plan, carry);
   });
 }
 

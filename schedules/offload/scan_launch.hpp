@@ -1,5 +1,7 @@
 // The three kernel families of the offload scans, as the dispatch (scan_offload.cpp) sees them:
 // each launches its kernels for a validated call on `device` and fills its strategy's defaults.
+// `carry`, where given, is what every line continues from (line_start_value), and the fold of a
+// line gives the carry of what follows it: a line cut into parts, each on its own device.
 #pragma once
 
 #include <cstdint>
@@ -18,16 +20,20 @@ inline constexpr std::int64_t rows_default_teams_cap = 1056;
 
 /// scan.offload_rows: a team per line. On the host fallback it runs every offload strategy
 /// (each line scanned serially by one host thread).
-void launch_rows(const CumulativeCall& call, const ScanPlan& plan, int device);
+void launch_rows(const CumulativeCall& call, const ScanPlan& plan, int device, const void* carry);
 ScanPlan rows_defaults(const CumulativeCall& call);
 
 /// scan.offload_columns: a scanned axis outside the contiguous one.
-void launch_columns(const CumulativeCall& call, const ScanPlan& plan, int device);
+void launch_columns(const CumulativeCall& call, const ScanPlan& plan, int device, const void* carry);
 ScanPlan columns_defaults(const CumulativeCall& call);
 
 /// scan.offload_chained: few long lines, in tiles with decoupled look-back.
-void launch_chained(const CumulativeCall& call, const ScanPlan& plan, int device);
+void launch_chained(const CumulativeCall& call, const ScanPlan& plan, int device, const void* carry);
 ScanPlan chained_defaults(const CumulativeCall& call);
+
+/// The fold of a one-line call's input, from inclusive_start, into *fold (the accumulator type of
+/// its elements).
+void fold_line(const CumulativeCall& call, int device, void* fold);
 
 inline std::int64_t element_bytes(const CumulativeCall& call) {
   return visit_scan_type(call.input.desc.dtype(), [](auto t) { return std::int64_t(sizeof(t)); });

@@ -31,15 +31,19 @@ ScanPlan default_offload_scan_plan(const CumulativeCall& call) {
   return chained;
 }
 
-void run_scan_offload(const CumulativeCall& call, const ScanPlan& plan, int device) {
+void run_scan_offload(const CumulativeCall& call, const ScanPlan& plan, int device, const void* carry) {
   // The host fallback scans every line serially whatever the strategy: the rows region's host
   // body (the others' device-only regions then never run on the host).
   if (device == omp_get_initial_device() || plan.kind == ScanPlan::Kind::rows)
-    offload::scan::launch_rows(call, plan, device);
+    offload::scan::launch_rows(call, plan, device, carry);
   else if (plan.kind == ScanPlan::Kind::columns)
-    offload::scan::launch_columns(call, plan, device);
+    offload::scan::launch_columns(call, plan, device, carry);
   else
-    offload::scan::launch_chained(call, plan, device);
+    offload::scan::launch_chained(call, plan, device, carry);
+}
+
+void fold_scan_line_offload(const CumulativeCall& call, int device, void* fold) {
+  offload::scan::fold_line(call, device, fold);
 }
 
 }  // namespace hk::detail

@@ -108,7 +108,7 @@ void gpu_rows(const KernelArgs<T>& a) {
   if (line >= lines) return;
   std::int64_t xo, yo, q = 0;
   line_offsets(s, line, xo, yo);
-  Acc carry = line_start<Op, Acc>(exclusive);
+  Acc carry = a.start;
   int count = run_count(s.length, first, items);
   bool striped = vec && width <= s.length;
   R run, next;
@@ -155,7 +155,7 @@ void gpu_rows(const KernelArgs<T>& a) {
     }
     buf ^= 1;
     if (!more) break;
-    carry = next_line == line ? Op::apply(carry, total) : line_start<Op, Acc>(exclusive);
+    carry = next_line == line ? Op::apply(carry, total) : a.start;
     run = next;
     count = next_count;
     striped = next_striped;

@@ -20,8 +20,9 @@ constexpr int rows_default_threads_2byte = 128;
 constexpr int rows_default_ahead = 1;
 
 template <class Op, class T>
-void rows(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const ScanPlan& plan) {
+void rows(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const ScanPlan& plan, const void* carry) {
   KernelArgs<T> a{.s = s, .x = x, .y = y, .exclusive = exclusive};
+  a.start = line_start_value<Op, AccOf<T>>(carry, exclusive);
   a.vec = rows_vectorizable(s, x, y);
   a.items = plan.items;
   a.ahead = plan.ahead;
@@ -54,9 +55,9 @@ ScanPlan rows_defaults(const CumulativeCall& call) {
   return plan;
 }
 
-void launch_rows(const CumulativeCall& call, const ScanPlan& plan, int device) {
+void launch_rows(const CumulativeCall& call, const ScanPlan& plan, int device, const void* carry) {
   visit_kernel(call, [&](const ScanLayout& s, const auto* x, auto* y, auto op) {
-    rows<decltype(op)>(device, s, x, y, call.options.exclusive, plan);
+    rows<decltype(op)>(device, s, x, y, call.options.exclusive, plan, carry);
   });
 }
 

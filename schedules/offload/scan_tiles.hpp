@@ -49,6 +49,7 @@ template <class T> struct KernelArgs {
   const T* x = nullptr;
   T* y = nullptr;
   bool exclusive = false;
+  AccOf<T> start{};                     // what every line continues from (line_start_value)
   bool vec = false;                     // 16-byte accesses allowed (rows_vectorizable)
   int items = 1;                        // rows: elements per thread in a tile
   std::int64_t width = 1, tiles = 1;    // chained: elements per tile, tiles per line
@@ -76,7 +77,7 @@ void serial_lines(const KernelArgs<T>& a) {
   for (std::int64_t line = first + omp_get_thread_num(); line < last; line += omp_get_num_threads()) {
     std::int64_t xo, yo;
     line_offsets(s, line, xo, yo);
-    Acc c = line_start<Op, Acc>(exclusive);
+    Acc c = a.start;
     for (std::int64_t q = 0; q < s.length; ++q) {
       const Acc v = widen(x[xo + q * s.in_step]);
       if (exclusive) {

@@ -1,12 +1,18 @@
 // scan.split: one call's lines shared between the offload devices and the host cores, at once.
 #include <algorithm>
 #include <array>
+#include <condition_variable>
 #include <cstddef>
 #include <cstring>
+#include <mutex>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
+#include "algorithms/scan_types.hpp"
 #include "hetkern/error.hpp"
+#include "schedules/scan_host.hpp"
+#include "schedules/scan_kernels.hpp"
 #include "schedules/scan_layout.hpp"
 #include "schedules/scan_offload.hpp"
 #include "schedules/scan_strategies.hpp"
@@ -142,6 +148,128 @@ void scan_on_device(const CumulativeCall& lines, int dim, SplitRange r, int devi
   }
 }
 
+// Line `index` of a lines_call (its line dimensions in order, the last fastest) as a call of rank 1.
+CumulativeCall one_line(const CumulativeCall& lines, std::int64_t index) {
+  const int axis = lines.options.axis;
+  const TensorDesc &in = lines.input.desc, &out = lines.output.desc;
+  std::int64_t xo = 0, yo = 0;
+  for (int d = axis - 1; d >= 0; --d) {
+    const std::int64_t i = index % in.size(d);
+    index /= in.size(d);
+    xo += i * in.stride(d);
+    yo += i * out.stride(d);
+  }
+  const auto bytes = std::int64_t(size_of(in.dtype()));
+  const std::int64_t length = in.size(axis), in_step = in.stride(axis), out_step = out.stride(axis);
+  CumulativeCall line = lines;
+  line.input = {TensorDesc(in.dtype(), std::span(&length, 1), std::span(&in_step, 1)),
+                static_cast<const char*>(lines.input.data) + xo * bytes};
+  line.output = {TensorDesc(out.dtype(), std::span(&length, 1), std::span(&out_step, 1)),
+                 static_cast<char*>(lines.output.data) + yo * bytes};
+  line.options.axis = 0;
+  return line;
+}
+
+// The carries between the parts of one line, numbered in the order its scan traverses them: part
+// k continues from the line's start combined with the folds of parts 0 to k - 1, in order, so
+// that it waits for those folds only.
+template <class Acc, class Op> class CarryChain {
+ public:
+  CarryChain(int parts, Acc start) : folds_(std::size_t(parts)), carries_(std::size_t(parts)), start_(start) {}
+
+  void post(int k, Acc fold) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    folds_[std::size_t(k)] = fold;
+    posted_.notify_all();
+  }
+
+  // The carry of part k, valid until the chain ends; null once a part has failed.
+  const Acc* carry(int k) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const auto before = folds_.begin() + k;
+    posted_.wait(lock, [&] { return failed_ || std::all_of(folds_.begin(), before, [](const auto& f) { return f.has_value(); }); });
+    if (failed_) return nullptr;
+    Acc c = start_;
+    for (auto f = folds_.begin(); f != before; ++f) c = Op::apply(c, **f);
+    carries_[std::size_t(k)] = c;
+    return &carries_[std::size_t(k)];
+  }
+
+  // A part failed or never started: the parts waiting for its fold end without scanning.
+  void fail() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    failed_ = true;
+    posted_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable posted_;
+  std::vector<std::optional<Acc>> folds_;
+  std::vector<Acc> carries_;
+  const Acc start_;
+  bool failed_ = false;
+};
+
+// One line cut along its axis into the plan's parts at once (split_ranges), every part but the
+// first continuing from the folds of the parts before it: each part except the last folds its
+// elements first (on a device, once they are in its memory), and each except the first then waits
+// for its carry. The host's part is scanned by scan.blocked from its carry.
+template <class T, class Op> void scan_line_in_parts(const CumulativeCall& line, const SplitPlan& plan) {
+  using Acc = AccOf<T>;
+  const std::int64_t length = line.input.desc.size(0);
+  const std::vector<SplitRange> ranges = split_ranges(length, plan);
+  // Part numbers in traversal order, by the ranges' index (0 the host's, 1 + d device d's).
+  std::vector<int> order;
+  for (int i = 0; i < int(ranges.size()); ++i)
+    if (ranges[std::size_t(i)].size() > 0) order.push_back(i);
+  const bool backward = line.options.direction == Direction::decreasing;
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    return (ranges[std::size_t(a)].begin < ranges[std::size_t(b)].begin) != backward;
+  });
+  std::vector<int> part_number(ranges.size());
+  for (int k = 0; k < int(order.size()); ++k) part_number[std::size_t(order[std::size_t(k)])] = k;
+  const int parts = int(order.size());
+  CarryChain<Acc, Op> chain(parts, line_start<Op, Acc>(line.options.exclusive));
+  const auto failing = [&](auto&& part) {
+    try {
+      part();
+    } catch (...) {
+      chain.fail();
+      throw;
+    }
+  };
+  run_split(
+      plan, length,
+      [&](SplitRange r) {
+        failing([&] {
+          const int k = part_number[0];
+          const CumulativeCall part = part_of(line, 0, r);
+          if (k + 1 < parts) {
+            Acc fold;
+            fold_line_parallel(part, plan.threads, &fold);
+            chain.post(k, fold);
+          }
+          const Acc* const carry = chain.carry(k);
+          if (!carry) return;
+          const auto blocked =
+              std::get<BlockedScanPlan>(plan_scan(part, Schedule("scan.blocked").set("threads", plan.threads)));
+          scan_blocks_parallel(part, blocked.block, blocked.threads, blocked.stream,
+                               blocked.block * scan_element_bytes(part), carry);
+        });
+      },
+      [&](int d, int device, SplitRange r) {
+        failing([&] {
+          const int k = part_number[std::size_t(1 + d)];
+          run_scan_line_part_host(part_of(line, 0, r), device, k + 1 < parts, [&](const void* fold) -> const void* {
+            if (fold) chain.post(k, *static_cast<const Acc*>(fold));
+            return chain.carry(k);
+          });
+        });
+      },
+      [&] { chain.fail(); });
+}
+
 }  // namespace
 
 const ScanStrategy& scan_split() {
@@ -151,8 +279,10 @@ const ScanStrategy& scan_split() {
           "host tensors: the independent lines cut into contiguous groups, gpu_share per mille of "
           "them to the offload devices (each copies its group over, in rounds of at most 1 GiB, and "
           "scans it with the offload strategy for its layout, driven by a host thread of its own) "
-          "and the rest to the host cores (scan.parallel), all at once; every line is scanned "
-          "whole by one of them",
+          "and the rest to the host cores (scan.parallel), all at once; with fewer lines than "
+          "parts, each line is cut along its axis in the same shares instead, every part but the "
+          "first continuing from the folds of those before it (a device's part, copied over whole, "
+          "must fit its memory; the host's runs scan.blocked)",
       .params = split_params(
           "per mille of the lines the devices take (default 250: a device's part is bound by the "
           "copies over its link, slower than the host's memory)"),
@@ -169,6 +299,17 @@ const ScanStrategy& scan_split() {
         const auto& plan = std::get<SplitPlan>(p);
         const ScanLayout s = make_scan_layout(call);
         const CumulativeCall lines = lines_call(call, s);
+        // Fewer lines than parts: each line in turn is cut along its axis instead.
+        const int parts = (plan.gpu_share > 0 ? plan.devices : 0) + (plan.gpu_share < 1000 ? 1 : 0);
+        if (s.lines() < parts) {
+          visit_scan_type(call.input.desc.dtype(), [&](auto t) {
+            visit_combine(call.product, [&](auto op) {
+              for (std::int64_t i = 0; i < s.lines(); ++i)
+                scan_line_in_parts<decltype(t), decltype(op)>(one_line(lines, i), plan);
+            });
+          });
+          return;
+        }
         const int dim = cut_dimension(s);
         // In place, a device part whose span the host writes into reads its lines from a copy.
         std::vector<PackedCopy> gathered;

@@ -209,7 +209,7 @@ std::vector<SplitRange> spread_ranges(std::int64_t units, int devices, int home_
 }
 
 void run_split(const SplitPlan& plan, std::int64_t units, const std::function<void(SplitRange)>& host_part,
-               const std::function<void(int, int, SplitRange)>& device_part) {
+               const std::function<void(int, int, SplitRange)>& device_part, const std::function<void()>& not_started) {
   const std::vector<SplitRange> ranges = split_ranges(units, plan);
   const std::vector<int> devices = spread_devices(plan.devices);
   std::vector<std::function<void()>> parts{[&] {
@@ -222,7 +222,7 @@ void run_split(const SplitPlan& plan, std::int64_t units, const std::function<vo
     const int device = devices[std::min(std::size_t(d), devices.size() - 1)];
     parts.push_back([&, d, device, range] { device_part(d, device, range); });
   }
-  run_parts(parts);
+  run_parts(parts, not_started);
 }
 
 }  // namespace hk::detail

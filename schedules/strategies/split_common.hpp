@@ -69,8 +69,10 @@ std::vector<SplitRange> spread_ranges(std::int64_t units, int devices, int home_
 /// plan.devices - 1) with work, on a thread of its own (`device` its OpenMP device number, the
 /// d-th of spread_devices(plan.devices)), and
 /// `host_part(range)` on the calling thread; the ranges are split_ranges(units, plan)'s. Returns
-/// when every part has finished; then rethrows the first exception one threw.
+/// when every part has finished; then rethrows the first exception one threw. `not_started` as
+/// for run_parts.
 void run_split(const SplitPlan& plan, std::int64_t units, const std::function<void(SplitRange)>& host_part,
-               const std::function<void(int, int, SplitRange)>& device_part);
+               const std::function<void(int, int, SplitRange)>& device_part,
+               const std::function<void()>& not_started = {});
 
 }  // namespace hk::detail
