@@ -1,7 +1,7 @@
 // hetkern-devices-bench: one call spread over every GPU of the machine against one GPU (offload
 // builds, on a machine with a GPU; with one GPU it measures the one-GPU side only).
 //
-//   hetkern-devices-bench [--n N] [--reps R] [--lines L] [--length X]
+//   hetkern-devices-bench [--n N] [--reps R] [--lines L] [--length X] [--line Y]
 //
 // 1. The links: 256 MiB copied from GPU 0 to each other GPU and back (omp_target_memcpy between
 //    device numbers, peer to peer where the runtime enables it); between GPU 0 and GPU 1 alone
@@ -19,6 +19,9 @@
 //    page-locked (the GPUs read and write them directly): scan.split with every line on the GPUs
 //    (gpu_share=1000) over one GPU, then over 2 to all of them, each GPU copying its lines over its
 //    own link; the host cores alone (scan.parallel) for scale.
+// 5. One line of Y float32 (default 2^28, 1 GiB each way) on page-locked host tensors, the same
+//    schedules: with fewer lines than GPUs, scan.split cuts the line into one part per GPU, each
+//    continuing from the folds of the parts before it.
 // The last lines are one table: case, schedule, time, speed-up against one GPU.
 #include <omp.h>
 
@@ -248,16 +251,17 @@ void scans(std::int64_t lines, std::int64_t length, int devices, int reps, bool 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::int64_t n = 16384, lines = 64, length = std::int64_t(1) << 22;
+  std::int64_t n = 16384, lines = 64, length = std::int64_t(1) << 22, line = std::int64_t(1) << 28;
   int reps = 5;
   for (int i = 1; i < argc; i += 2) {
     const long long value = i + 1 < argc ? std::atoll(argv[i + 1]) : 0;
     std::int64_t* target = std::strcmp(argv[i], "--n") == 0        ? &n
                            : std::strcmp(argv[i], "--lines") == 0  ? &lines
                            : std::strcmp(argv[i], "--length") == 0 ? &length
+                           : std::strcmp(argv[i], "--line") == 0   ? &line
                                                                    : nullptr;
     if (value < 1 || (!target && std::strcmp(argv[i], "--reps") != 0)) {
-      std::fprintf(stderr, "usage: hetkern-devices-bench [--n N] [--reps R] [--lines L] [--length X]\n");
+      std::fprintf(stderr, "usage: hetkern-devices-bench [--n N] [--reps R] [--lines L] [--length X] [--line Y]\n");
       return 2;
     }
     if (target)
@@ -280,6 +284,7 @@ int main(int argc, char** argv) {
   host_links(devices, reps);
   scans(lines, length, devices, reps, false);
   scans(lines, length, devices, reps, true);
+  scans(1, line, devices, reps, true);
   std::printf("\n| case | schedule | time | speed-up | same output |\n|---|---|---|---|---|\n");
   for (const Row& r : rows)
     std::printf("| %s | %s | %.3f ms | %.2f | %s |\n", r.what.c_str(), r.schedule.c_str(), 1e3 * r.seconds,
