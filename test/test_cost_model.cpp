@@ -162,6 +162,35 @@ TEST(ModelChoice, PageLockedHostTensorsArePricedAtThePageLockedRates) {
   EXPECT_EQ(strategy(detail::model_scan_plan(pageable.scan_call(), DataHome::host, r)->plan), "scan.parallel");
 }
 
+// With several GPUs, a large scan of page-locked host tensors goes over all of them when the
+// spread's rate (its copies over every link at once included) beats one GPU and the host; pageable
+// tensors never get it, and one long line is cut across the GPUs like a batch.
+TEST(ModelChoice, PageLockedScansSpreadOverTheGpusAtTheirCalibratedRate) {
+  if (offload_device_count() < 2) GTEST_SKIP() << "fewer than two GPUs";
+  constexpr std::int64_t n = 4096;
+  const std::size_t bytes = std::size_t(n * n) * sizeof(float);
+  const detail::PageLockedHost in(bytes), out(bytes);
+  if (!in.data() || !out.data()) GTEST_SKIP() << "the CUDA driver gave no page-locked memory";
+  MachineRates r = example_rates();
+  r.page_locked_to_device_bytes_per_s = 50e9;
+  r.page_locked_to_host_bytes_per_s = 50e9;
+  const std::string split = "scan.split(gpu_share=1000, devices=" + std::to_string(offload_device_count());
+  for (const std::vector<std::int64_t>& sizes : {std::vector<std::int64_t>{n, n}, std::vector<std::int64_t>{n * n}}) {
+    const TensorDesc desc(DataType::float32, sizes);
+    const int axis = int(sizes.size()) - 1;
+    const detail::CumulativeCall locked{false, {desc, in.data()}, {desc, out.data()}, {.axis = axis}};
+    r.strategy_rates.erase("scan.split");
+    EXPECT_NE(detail::to_schedule(detail::model_scan_plan(locked, DataHome::host, r)->plan).strategy(), "scan.split");
+    r.strategy_rates["scan.split"] = 400e9;
+    r.strategy_fixed_seconds["scan.split"] = 50e-6;
+    const auto d = detail::model_scan_plan(locked, DataHome::host, r);
+    ASSERT_TRUE(d.has_value());
+    EXPECT_EQ(detail::to_schedule(d->plan).to_string().rfind(split, 0), 0u) << detail::to_schedule(d->plan).to_string();
+    const detail::TuneWorkload pageable(scan(sizes, axis), false);
+    EXPECT_NE(strategy(detail::model_scan_plan(pageable.scan_call(), DataHome::host, r)->plan), "scan.split");
+  }
+}
+
 TEST(ModelChoice, DeviceTensorsGetOnlyOffloadStrategies) {
   MachineRates r = example_rates();
   r.strategy_rates["qmm.offload"] = 80e12;  // a dp4a rate above the tensor cores' is not believed
@@ -291,6 +320,10 @@ TEST(Calibration, MeasuresEveryStrategyOnTinyShapes) {
     EXPECT_GT(r.strategy_rates.at(s), 0) << s;
     EXPECT_GT(r.strategy_fixed_seconds.at(s), 0) << s;
   }
+  // Spreading a scan over the GPUs, from page-locked memory only: a rate only where both exist.
+  const bool spread = offload_device_count() > 1 && detail::PageLockedHost(1).data() != nullptr;
+  EXPECT_EQ(r.strategy_rates.count("scan.split"), spread ? 1u : 0u);
+  if (spread) EXPECT_GT(r.strategy_rates.at("scan.split"), 0);
 }
 #endif
 

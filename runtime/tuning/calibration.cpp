@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -142,6 +143,28 @@ void measure_link(MachineRates& rates, const CalibrationSizes& z) {
       double(bytes) / median_after_warm_up(z.repetitions, [&] { copy_to_host(locked.data(), device.data(), 0, bytes, d); });
 }
 
+// scan.split with every line on every GPU, on page-locked host tensors: its rate holds the copies
+// over all the host's links at once, which bound it (docs/gpu.md). Pageable tensors gain nothing
+// reliable from more GPUs (their staging already takes the host's memory) and get no rate. The
+// lines are cut one part per GPU, as a long line is.
+void measure_spread_scan(MachineRates& rates, const CalibrationSizes& z) {
+  const std::size_t bytes = std::size_t(z.copy_bytes);
+  const PageLockedHost in(bytes), out(bytes);
+  if (!in.data() || !out.data()) return;
+  std::memset(in.data(), 0, bytes);
+  const std::int64_t lines = 16;
+  const Schedule split = Schedule("scan.split").set("gpu_share", 1000);
+  measure_scan(
+      rates, "scan.split", {{1, 1}, 1}, {{lines, std::int64_t(bytes / sizeof(float)) / lines}, 1},
+      [&](const ScanShape& shape) -> std::function<void()> {
+        const TensorDesc d(DataType::float32, shape.sizes);
+        return [&, d, axis = shape.axis] {
+          cumulative_sum(ConstTensor{d, in.data()}, Tensor{d, out.data()}, {.axis = axis}, split);
+        };
+      },
+      z.repetitions);
+}
+
 void measure_device(MachineRates& rates, const CalibrationSizes& z) {
   const auto scan = [](const char* strategy) {
     return [strategy](const ScanShape& shape) -> std::function<void()> {
@@ -193,6 +216,7 @@ void measure_device(MachineRates& rates, const CalibrationSizes& z) {
       if (fixed > 0) rates.strategy_fixed_seconds[strategy] = fixed;
     }
   }
+  if (offload_device_count() > 1) measure_spread_scan(rates, z);
   // The generic GPU call: the cheapest offload call measured, a launch and a synchronization.
   rates.gpu_call_seconds = 0;
   for (const auto& [name, seconds] : rates.strategy_fixed_seconds)

@@ -106,9 +106,11 @@ Settings read_settings() {
 // The devices that run a plan, as the dispatch log names them.
 template <class Plan> std::string device_text([[maybe_unused]] const Plan& plan) {
 #ifdef HETKERN_OFFLOAD
-  if (const auto* split = std::get_if<SplitPlan>(&plan))
-    return offload_on_host() ? "host CPU and the offload fallback (no GPU)"
-                             : "host CPU and GPUs 0 to " + std::to_string(split->devices - 1);
+  if (const auto* split = std::get_if<SplitPlan>(&plan)) {
+    if (offload_on_host()) return "host CPU and the offload fallback (no GPU)";
+    const std::string gpus = split->devices == 1 ? "GPU 0" : "GPUs 0 to " + std::to_string(split->devices - 1);
+    return split->gpu_share == 1000 ? gpus : split->gpu_share == 0 ? "host CPU" : "host CPU and " + gpus;
+  }
   const int spread = std::visit(
       [](const auto& p) {
         if constexpr (requires { p.spread; })

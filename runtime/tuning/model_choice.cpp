@@ -99,6 +99,11 @@ std::optional<ModelDecision<ScanStrategyPlan>> model_scan_plan(const CumulativeC
   if (home == DataHome::host)
     c.add_named(default_offload_scan_strategy(call), [&](const Schedule& s) { return plan_scan(call, s); }, 2 * bytes,
                 bytes, bytes);
+  // Every line over every GPU, from page-locked tensors only: its calibrated rate holds the copies
+  // over all the links at once, so it moves nothing more here.
+  if (home == DataHome::host && c.host_page_locked && offload_device_count() > 1)
+    c.add_named("scan.split", [&](const Schedule&) { return plan_scan(call, Schedule("scan.split").set("gpu_share", 1000)); }, 2 * bytes,
+                0, 0);
 #endif
   return c.choose(rates, home == DataHome::host);
 }
