@@ -18,7 +18,8 @@
 //    pageable (std::vector, which each GPU stages through hetkern's page-locked buffers) and
 //    page-locked (the GPUs read and write them directly): scan.split with every line on the GPUs
 //    (gpu_share=1000) over one GPU, then over 2 to all of them, each GPU copying its lines over its
-//    own link; the host cores alone (scan.parallel) for scale.
+//    own link; the host cores alone (scan.parallel) for scale; and the call without a schedule
+//    (HETKERN_LOG=dispatch names what the cost model chose).
 // 5. One line of Y float32 (default 2^28, 1 GiB each way) on page-locked host tensors, the same
 //    schedules: with fewer lines than GPUs, scan.split cuts the line into one part per GPU, each
 //    continuing from the folds of the parts before it.
@@ -246,6 +247,8 @@ void scans(std::int64_t lines, std::int64_t length, int devices, int reps, bool 
   const hk::Schedule host("scan.parallel");
   const double t = time(host);
   rows.push_back({what, host.to_string(), t, base / t, same()});
+  const double untuned = time(hk::Schedule());
+  rows.push_back({what, "(untuned: the cost model's choice)", untuned, base / untuned, same()});
 }
 
 }  // namespace
