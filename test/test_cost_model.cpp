@@ -301,6 +301,7 @@ TEST(Calibration, MeasuresEveryStrategyOnTinyShapes) {
   detail::CalibrationSizes tiny;
   tiny.copy_bytes = 4096;
   tiny.scan_elements = 1 << 14;
+  tiny.host_scan_elements = 1 << 14;
   tiny.single_thread_scan_elements = 1 << 12;
   tiny.gpu_qmm_side = 32;
   tiny.host_qmm_rows = 16;

@@ -173,6 +173,12 @@ TEST(Topology, CacheSizesFromTheTopology) {
   EXPECT_EQ(t->data_cache_bytes(2), 2097152);
   EXPECT_EQ(t->data_cache_bytes(3), 33554432);
   EXPECT_EQ(t->data_cache_bytes(4), 0);
+  EXPECT_EQ(t->total_data_cache_bytes(2), 4 * 2097152);
+  EXPECT_EQ(t->total_data_cache_bytes(3), 33554432);
+  EXPECT_EQ(t->total_data_cache_bytes(4), 0);
+  // Two packages of two L3s, the cores of one package's second L3 not allowed.
+  const auto two = Topology::synthetic("pack:2 l3:2(size=1048576) core:2 pu:1", "0-5");
+  EXPECT_EQ(two->total_data_cache_bytes(3), 3 * 1048576);
   const hk::TopologyInfo info = t->info();
   ASSERT_EQ(info.caches.size(), 3u);
   EXPECT_EQ(info.caches[0].level, 1);

@@ -259,6 +259,21 @@ std::int64_t Topology::data_cache_bytes(int level) const {
   return smallest;
 }
 
+std::int64_t Topology::total_data_cache_bytes(int level) const {
+  std::vector<hwloc_obj_t> seen;
+  std::int64_t total = 0;
+  for (hwloc_obj_t c = nullptr; (c = hwloc_get_next_obj_by_type(topo_, core_type_, c));)
+    for (hwloc_obj_t o = c->parent; o; o = o->parent)
+      if (is_data_cache(o) && int(o->attr->cache.depth) == level) {
+        if (std::find(seen.begin(), seen.end(), o) == seen.end()) {
+          seen.push_back(o);
+          total += std::int64_t(o->attr->cache.size);
+        }
+        break;
+      }
+  return total;
+}
+
 bool Topology::bind_this_thread(int pu) const {
   Bitmap set;
   if (pu < 0)
@@ -332,6 +347,12 @@ const std::string& host_topology_failure() { return host().failure; }
 std::int64_t host_data_cache_bytes(int level, std::int64_t fallback) {
   const Topology* t = host_topology();
   const std::int64_t bytes = t ? t->data_cache_bytes(level) : 0;
+  return bytes > 0 ? bytes : fallback;
+}
+
+std::int64_t host_total_data_cache_bytes(int level, std::int64_t fallback) {
+  const Topology* t = host_topology();
+  const std::int64_t bytes = t ? t->total_data_cache_bytes(level) : 0;
   return bytes > 0 ? bytes : fallback;
 }
 

@@ -45,6 +45,9 @@ class Topology {
 
   /// The smallest level-`level` data or unified cache over an allowed core; 0 when there is none.
   std::int64_t data_cache_bytes(int level) const;
+  /// The level-`level` data or unified caches over the allowed cores, all of them together; 0
+  /// when there are none.
+  std::int64_t total_data_cache_bytes(int level) const;
 
   /// Binds the calling thread to one PU (OS index), or to the whole allowed cpuset when pu < 0.
   /// False when the operating system refuses.
@@ -80,5 +83,7 @@ const std::string& host_topology_failure();
 
 /// data_cache_bytes(level) of the host topology, or `fallback` without one (or without the level).
 std::int64_t host_data_cache_bytes(int level, std::int64_t fallback);
+/// total_data_cache_bytes(level) of the host topology, or `fallback` without one.
+std::int64_t host_total_data_cache_bytes(int level, std::int64_t fallback);
 
 }  // namespace hk::detail

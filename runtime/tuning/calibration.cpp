@@ -12,6 +12,7 @@
 
 #include "hetkern/error.hpp"
 #include "hetkern/operators.hpp"
+#include "runtime/platform/topology.hpp"
 #include "runtime/tuning/quantile.hpp"
 #ifdef HETKERN_OFFLOAD
 #include "hetkern/device.hpp"
@@ -108,7 +109,9 @@ void measure_host(MachineRates& rates, const CalibrationSizes& z) {
       return [=] { cumulative_sum(ConstTensor{d, in->data()}, Tensor{d, out->data()}, options, Schedule(strategy)); };
     };
   };
-  const std::int64_t S = z.scan_elements;
+  const std::int64_t S = z.host_scan_elements > 0
+                            ? z.host_scan_elements
+                            : std::max(z.scan_elements, 2 * host_total_data_cache_bytes(3, 0) / std::int64_t(sizeof(float)));
   measure_scan(rates, "scan.parallel", {{1, 1}, 1}, {{S / 1024, 1024}, 1}, scan("scan.parallel"), z.repetitions);
   measure_scan(rates, "scan.blocked", {{1, 1}, 1}, {{2, S / 2}, 1}, scan("scan.blocked"), z.repetitions);
   const std::int64_t s = z.single_thread_scan_elements;

@@ -13,7 +13,10 @@ namespace hk::detail {
 struct CalibrationSizes {
   // Each transfer direction; large enough for the pageable copies' staging to reach its pace.
   std::int64_t copy_bytes = std::int64_t(64) << 20;
-  std::int64_t scan_elements = std::int64_t(1) << 22;     // float32, the parallel and offload scans
+  std::int64_t scan_elements = std::int64_t(1) << 22;     // float32, the offload scans
+  // float32, the parallel host scans; 0: at least scan_elements, and each tensor twice the host's
+  // last-level caches together, so that the rate is memory's (docs/tuning.md).
+  std::int64_t host_scan_elements = 0;
   std::int64_t single_thread_scan_elements = std::int64_t(1) << 15;  // scan.tiled: what it gets
   std::int64_t gpu_qmm_side = 2048;                       // M = N = K of the offload matmuls
   // qmm.parallel on host_qmm_rows x side x side: few rows against a wide B, whose packing on each
