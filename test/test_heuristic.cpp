@@ -115,16 +115,20 @@ detail::CumulativeCall scan_call(DataType type, std::vector<std::int64_t> shape,
 std::int64_t element_bytes(const detail::CumulativeCall& c) { return std::int64_t(size_of(c.input.desc.dtype())); }
 
 // Lines across the scanned axis, too few panels of a cache line of lines for the whole team: a
-// thread per panel rather than one thread for all ({1024,64} axis 0).
+// thread per panel rather than one thread for all ({4096,64} axis 0), each panel at least 2^16
+// elements; short lines stay in one panel on one thread ({1024,64} axis 0).
 TEST_F(SixteenThreads, ScanOfFewSideBySidePanelsGivesAThreadPerPanel) {
-  const detail::CumulativeCall c = scan_call(DataType::float32, {1024, 64}, 0);
+  const detail::CumulativeCall c = scan_call(DataType::float32, {4096, 64}, 0);
   const detail::ScanStrategyPlan plan = detail::default_scan_plan(c);
   ASSERT_TRUE(std::holds_alternative<detail::ParallelScanPlan>(plan));
   const auto& p = std::get<detail::ParallelScanPlan>(plan);
   EXPECT_GE(p.tile * element_bytes(c), 64);  // at least a cache line of lines per row
+  EXPECT_GE(p.tile * 4096, std::int64_t(1) << 16);
   EXPECT_EQ(p.threads, ceil_div(64, p.tile));
   EXPECT_GT(p.threads, 1);
   EXPECT_LE(p.threads, team);
+  EXPECT_TRUE(std::holds_alternative<detail::TiledScanPlan>(
+      detail::default_scan_plan(scan_call(DataType::float32, {1024, 64}, 0))));
 }
 
 // One panel of side-by-side lines stays on one thread (scan.blocked would walk each line alone).

@@ -16,6 +16,10 @@ namespace {
 // Below this much work a parallel region costs more than it saves.
 constexpr std::int64_t scan_parallel_min_elements = std::int64_t(1) << 15;
 constexpr std::int64_t qmm_parallel_min_macs = std::int64_t(1) << 21;
+// A panel of side-by-side lines takes at least this many elements: narrower panels of short
+// lines cost their threads more than they save ({1024,64} along axis 0 on 16 Xeon threads: 66 us
+// in four panels of 16 lines, 29 us in one panel on one thread; docs/performance.md).
+constexpr std::int64_t scan_min_panel_elements = std::int64_t(1) << 16;
 // Fewer independent lines than this many per thread leave threads idle or unbalanced: cut the
 // lines into blocks instead.
 constexpr std::int64_t scan_lines_per_thread = 4;
@@ -55,11 +59,13 @@ ScanStrategyPlan default_scan_plan(const CumulativeCall& call, [[maybe_unused]] 
       return plan_scan(call, Schedule("scan.parallel").set("tile", tile));
     }
   } else {
-    // Panels of side-by-side lines, no narrower than a cache line of lines, enough for every
-    // thread; wider panels keep each row's run long for the prefetcher.
+    // Panels of side-by-side lines, no narrower than a cache line of lines nor smaller than
+    // scan_min_panel_elements, enough for every thread; wider panels keep each row's run long for
+    // the prefetcher.
     const std::int64_t per_group = std::max<std::int64_t>(1, threads / s.outer_lines());
-    const std::int64_t tile =
-        std::clamp<std::int64_t>((s.inner_size() + per_group - 1) / per_group, 16, default_tile);
+    const std::int64_t narrowest = std::max<std::int64_t>(16, (scan_min_panel_elements + s.length - 1) / s.length);
+    const std::int64_t tile = std::clamp<std::int64_t>((s.inner_size() + per_group - 1) / per_group,
+                                                       std::min(narrowest, default_tile), default_tile);
     const std::int64_t panels = s.outer_lines() * ((s.inner_size() + tile - 1) / tile);
     if (panels >= threads) return plan_scan(call, Schedule("scan.parallel").set("tile", tile));
     // Too few panels for the team: scan.blocked would walk each of these lines alone, one strided
