@@ -51,6 +51,12 @@ TEST(CostModel, PredictsFixedCostWorkAndTransfers) {
   EXPECT_DOUBLE_EQ(gpu->transfer_seconds, 3.0);
   EXPECT_DOUBLE_EQ(gpu->fixed_seconds, 30e-6);  // no fixed cost of its own: the generic GPU call's
   EXPECT_DOUBLE_EQ(gpu->seconds(), 4.0 + 30e-6);
+  // Host tensors' copies cost their latency too, whatever their size; device tensors move nothing.
+  MachineRates latency = r;
+  latency.host_tensor_call_seconds = 70e-6;
+  EXPECT_DOUBLE_EQ(detail::predict(latency, {"qmm.offload", Executor::gpu, 10e12, 20e9, 40e9})->transfer_seconds,
+                   3.0 + 70e-6);
+  EXPECT_DOUBLE_EQ(detail::predict(latency, {"qmm.offload", Executor::gpu, 10e12, 0, 0})->transfer_seconds, 0);
   // Unknown: a strategy without a rate, and a GPU candidate without the link's rates.
   EXPECT_FALSE(detail::predict(r, {"qmm.unknown", Executor::host, 1, 0, 0}).has_value());
   MachineRates no_link = r;
@@ -237,6 +243,7 @@ TEST_F(Rates, RoundTripKeyedByFingerprint) {
   MachineRates r = example_rates();
   r.page_locked_to_device_bytes_per_s = 50e9;
   r.page_locked_to_host_bytes_per_s = 51e9;
+  r.host_tensor_call_seconds = 42e-6;
   {
     TuningDb db(path_, true);
     db.put_rates("machine-a", r);
@@ -252,6 +259,7 @@ TEST_F(Rates, RoundTripKeyedByFingerprint) {
   EXPECT_EQ(a->page_locked_to_device_bytes_per_s, r.page_locked_to_device_bytes_per_s);
   EXPECT_EQ(a->page_locked_to_host_bytes_per_s, r.page_locked_to_host_bytes_per_s);
   EXPECT_EQ(a->gpu_call_seconds, r.gpu_call_seconds);
+  EXPECT_EQ(a->host_tensor_call_seconds, r.host_tensor_call_seconds);
   EXPECT_EQ(a->strategy_rates, r.strategy_rates);
   EXPECT_EQ(a->strategy_fixed_seconds, r.strategy_fixed_seconds);
   EXPECT_EQ(db.find_rates("machine-b")->gpu_call_seconds, 1);
@@ -315,6 +323,8 @@ TEST(Calibration, MeasuresEveryStrategyOnTinyShapes) {
   EXPECT_EQ(r.page_locked_to_device_bytes_per_s > 0, detail::PageLockedHost(1).data() != nullptr);
   EXPECT_EQ(r.page_locked_to_host_bytes_per_s > 0, r.page_locked_to_device_bytes_per_s > 0);
   EXPECT_GT(r.gpu_call_seconds, 0);
+  // A GPU call's copies of host tensors cost more than none; on the host fallback nothing is copied.
+  if (!offload_on_host()) EXPECT_GT(r.host_tensor_call_seconds, 0);
   for (const char* s : {"scan.parallel", "scan.blocked", "scan.tiled", "scan.offload_rows", "scan.offload_columns",
                         "scan.offload_chained", "qmm.parallel", "qmm.tiled", "qmm.offload_mma", "qmm.offload"}) {
     ASSERT_TRUE(r.strategy_rates.count(s)) << s;

@@ -185,10 +185,13 @@ std::string speedup_text(const TuningRecord& r) {
 struct StopTuning {};
 
 std::string rates_text(const MachineRates& r) {
-  char buf[200];
-  std::snprintf(buf, sizeof buf, "host->device %.3g GB/s, device->host %.3g GB/s (page-locked %.3g, %.3g), GPU call %s\n",
+  char buf[240];
+  std::snprintf(buf, sizeof buf,
+                "host->device %.3g GB/s, device->host %.3g GB/s (page-locked %.3g, %.3g), GPU call %s, "
+                "on host tensors %s more\n",
                 r.to_device_bytes_per_s / 1e9, r.to_host_bytes_per_s / 1e9, r.page_locked_to_device_bytes_per_s / 1e9,
-                r.page_locked_to_host_bytes_per_s / 1e9, time_text(r.gpu_call_seconds * 1e9).c_str());
+                r.page_locked_to_host_bytes_per_s / 1e9, time_text(r.gpu_call_seconds * 1e9).c_str(),
+                time_text(r.host_tensor_call_seconds * 1e9).c_str());
   std::string out = buf;
   for (const auto& [name, rate] : r.strategy_rates) {
     const bool matmul = name.rfind("qmm.", 0) == 0;

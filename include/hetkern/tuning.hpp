@@ -60,6 +60,9 @@ struct MachineRates {
   double page_locked_to_device_bytes_per_s = 0;
   double page_locked_to_host_bytes_per_s = 0;
   double gpu_call_seconds = 0;       // a GPU call's fixed cost: launch and synchronization
+  // What a GPU call on host tensors costs beyond the same call on device tensors, whatever the
+  // size: the copies' own latency and set-up (0: not measured).
+  double host_tensor_call_seconds = 0;
   // Per strategy name: scans in bytes read and written per second, the matmul in
   // multiply-adds per second (host strategies at the default thread count).
   std::map<std::string, double> strategy_rates;

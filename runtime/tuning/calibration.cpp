@@ -146,6 +146,19 @@ void measure_link(MachineRates& rates, const CalibrationSizes& z) {
       double(bytes) / median_after_warm_up(z.repetitions, [&] { copy_to_host(locked.data(), device.data(), 0, bytes, d); });
 }
 
+// A tiny scan.offload_rows call on host tensors against the same call on device tensors (its
+// fixed cost, measured just before): what the copies cost whatever their size.
+void measure_host_tensor_call(MachineRates& rates, const CalibrationSizes& z) {
+  const auto on_device = rates.strategy_fixed_seconds.find("scan.offload_rows");
+  if (on_device == rates.strategy_fixed_seconds.end()) return;
+  const TensorDesc d(DataType::float32, {1, 1});
+  float x = 1, y = 0;
+  const double host = median_after_warm_up(z.repetitions, [&] {
+    cumulative_sum(ConstTensor{d, &x}, Tensor{d, &y}, {.axis = 1}, Schedule("scan.offload_rows"));
+  });
+  rates.host_tensor_call_seconds = std::max(0.0, host - on_device->second);
+}
+
 // scan.split with every line on every GPU, on page-locked host tensors: its rate holds the copies
 // over all the host's links at once, which bound it (docs/gpu.md). Pageable tensors gain nothing
 // reliable from more GPUs (their staging already takes the host's memory) and get no rate. The
@@ -219,6 +232,7 @@ void measure_device(MachineRates& rates, const CalibrationSizes& z) {
       if (fixed > 0) rates.strategy_fixed_seconds[strategy] = fixed;
     }
   }
+  measure_host_tensor_call(rates, z);
   if (offload_device_count() > 1) measure_spread_scan(rates, z);
   // The generic GPU call: the cheapest offload call measured, a launch and a synchronization.
   rates.gpu_call_seconds = 0;

@@ -34,6 +34,8 @@ std::optional<Cost> predict(const MachineRates& rates, const CandidateWork& c) {
         unstaged ? c.bytes_to_device / rates.page_locked_to_device_bytes_per_s +
                        c.bytes_to_host / rates.page_locked_to_host_bytes_per_s
                  : c.bytes_to_device / rates.to_device_bytes_per_s + c.bytes_to_host / rates.to_host_bytes_per_s;
+    // Host tensors: the copies' own cost, which a small call's bytes do not show.
+    if (c.bytes_to_device > 0 || c.bytes_to_host > 0) cost.transfer_seconds += rates.host_tensor_call_seconds;
   }
   return cost;
 }

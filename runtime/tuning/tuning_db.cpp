@@ -60,6 +60,7 @@ const char* const to_host_name = "to_host_bytes_per_s";
 const char* const page_locked_to_device_name = "page_locked_to_device_bytes_per_s";
 const char* const page_locked_to_host_name = "page_locked_to_host_bytes_per_s";
 const char* const gpu_call_name = "gpu_call_seconds";
+const char* const host_tensor_call_name = "host_tensor_call_seconds";
 const std::string strategy_prefix = "strategy:";
 const std::string fixed_prefix = "fixed:";
 
@@ -332,6 +333,7 @@ std::optional<MachineRates> TuningDb::find_rates(const std::string& fingerprint)
     else if (name == page_locked_to_device_name) r.page_locked_to_device_bytes_per_s = value;
     else if (name == page_locked_to_host_name) r.page_locked_to_host_bytes_per_s = value;
     else if (name == gpu_call_name) r.gpu_call_seconds = value;
+    else if (name == host_tensor_call_name) r.host_tensor_call_seconds = value;
     else if (name.rfind(strategy_prefix, 0) == 0) r.strategy_rates[name.substr(strategy_prefix.size())] = value;
     else if (name.rfind(fixed_prefix, 0) == 0) r.strategy_fixed_seconds[name.substr(fixed_prefix.size())] = value;
     // Other names come from a later hetkern of the same schema: not ours to read.
@@ -359,6 +361,7 @@ void TuningDb::put_rates(const std::string& fingerprint, const MachineRates& rat
     put_one(page_locked_to_device_name, rates.page_locked_to_device_bytes_per_s);
     put_one(page_locked_to_host_name, rates.page_locked_to_host_bytes_per_s);
     put_one(gpu_call_name, rates.gpu_call_seconds);
+    put_one(host_tensor_call_name, rates.host_tensor_call_seconds);
     for (const auto& [name, value] : rates.strategy_rates) put_one(strategy_prefix + name, value);
     for (const auto& [name, value] : rates.strategy_fixed_seconds) put_one(fixed_prefix + name, value);
     impl_->exec("COMMIT", "cannot commit");
