@@ -135,8 +135,14 @@ Record bench_qmm(const QmmCase& c, const TimingOptions& timing) {
   QmmWorkload w(c);
   OnednnMatmul& onednn = w.onednn();
   std::vector<std::function<void()>> functions = {[&] { w.run_hetkern(); }};
-  if (onednn.available()) functions.emplace_back([&] { onednn.run(); });
-  const auto stats = time_interleaved(functions, timing);
+  // oneDNN's threads are libgomp's, hetkern's libomp's: each library takes its turns while the
+  // other's idle workers sleep, rather than spinning on the cores it runs on.
+  TimingOptions turns = timing;
+  if (onednn.available()) {
+    functions.emplace_back([&] { onednn.run(); });
+    turns.pause_seconds = spin_pause_seconds();
+  }
+  const auto stats = time_interleaved(functions, turns);
   const double ops = double(w.ops());
   const QmmQuantization& q = w.quantization();
 

@@ -15,7 +15,17 @@ namespace hk::bench {
 struct TimingOptions {
   double min_seconds = 0.3;  // keep repeating until the rounds together took this long ...
   int min_repetitions = 5;   // ... and every function ran at least this often
+  /// When set: each function takes its turn as a run of repetitions (about turn_seconds, after one
+  /// that is not recorded), and every turn starts this long after the last one ended, so that the
+  /// worker threads another threading runtime left spinning are asleep (a library on libgomp
+  /// beside hetkern's libomp, whose idle workers spin for KMP_BLOCKTIME, 200 ms by default).
+  double pause_seconds = 0;
+  double turn_seconds = 0.05;
 };
+
+/// The pause that outlasts this process's OpenMP workers' spinning after a parallel region
+/// (kmp_get_blocktime), plus a margin.
+double spin_pause_seconds();
 
 /// Order statistics of one function's repetitions, in nanoseconds.
 struct TimingStats {
@@ -23,8 +33,9 @@ struct TimingStats {
   std::int64_t repetitions = 0;
 };
 
-/// Runs every function once as a warm-up, then rounds in which each runs once in turn, until
-/// `options` are met. Returns one TimingStats per function, in the order given.
+/// Runs every function once as a warm-up, then rounds in which each runs once in turn (or in runs
+/// with pauses between them, see TimingOptions), until `options` are met. Returns one
+/// TimingStats per function, in the order given.
 std::vector<TimingStats> time_interleaved(std::span<const std::function<void()>> functions,
                                           const TimingOptions& options);
 
