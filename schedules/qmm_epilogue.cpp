@@ -41,6 +41,24 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) bool requantize_row
   return exact;
 }
 
+// Every row of a block at once, for the common case: depths within bounded_max_k, every beta 0,
+// one multiplier per column for all rows, and a row-contiguous 8-bit output. `alpha` and
+// `zero_point` are per row. One call per block, where a call per row and step costs as much as
+// the arithmetic of a narrow block (64^3).
+__attribute__((target_clones("avx512bw", "avx2", "default"))) void requantize_rows_bounded(
+    const std::int32_t* dots, std::int64_t ld, std::int64_t rows, std::int64_t cols, const double* alpha,
+    const double* col_term, const double* multiplier, const double* zero_point, double lo, double hi,
+    std::int32_t* value, char* out, std::int64_t out_row_stride) {
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const std::int32_t* d = dots + i * ld;
+    const double a = alpha[i], z = zero_point[i];
+    for (std::int64_t j = 0; j < cols; ++j)
+      value[j] = std::int32_t(std::clamp(std::nearbyint((double(d[j]) - a * col_term[j]) * multiplier[j]) + z, lo, hi));
+    char* y = out + i * out_row_stride;
+    for (std::int64_t j = 0; j < cols; ++j) y[j] = char(value[j]);
+  }
+}
+
 // Values already clamped to the output type's range, so the narrowing is exact.
 __attribute__((target_clones("avx512bw", "avx2", "default"))) void store_row(
     const QmmProblem& p, std::int64_t offset, const std::int32_t* value, std::int64_t cols) {
@@ -58,7 +76,11 @@ __attribute__((target_clones("avx512bw", "avx2", "default"))) void store_row(
 
 }  // namespace
 
-void QmmEpilogueScratch::reserve(std::int64_t cols) {
+void QmmEpilogueScratch::reserve(std::int64_t rows, std::int64_t cols) {
+  if (alpha.size() < std::size_t(rows)) {
+    alpha.resize(std::size_t(rows));
+    zero_point.resize(std::size_t(rows));
+  }
   if (multiplier.size() >= std::size_t(cols)) return;
   multiplier.resize(std::size_t(cols));
   beta.resize(std::size_t(cols));
@@ -81,6 +103,21 @@ void requantize_block(const QmmProblem& p, const QmmBlockResult& r, QmmEpilogueS
   const bool fast_possible = r.dots && p.K < double_path_max_k;
   const bool bounded = p.K <= bounded_max_k;
   const bool per_column_scale = q.b_scale.size() > 1;
+  if (fast_possible && bounded && betas_zero && q.a_scale.size() == 1 && q.out_scale.size() == 1 &&
+      p.out_col_stride == 1) {
+    for (std::int64_t j = 0; j < r.cols; ++j)
+      s.multiplier[j] = requant_multiplier(q.a_scale[0], QuantParams::at(q.b_scale, r.j0 + j), q.out_scale[0]);
+    for (std::int64_t i = 0; i < r.rows; ++i) {
+      s.alpha[i] = double(std::int64_t(ca) + QuantParams::at(q.a_zero, r.i0 + i));
+      s.zero_point[i] = double(QuantParams::at(q.out_zero, r.i0 + i));
+    }
+    // Both 8-bit types store the low byte of a value already within their range.
+    requantize_rows_bounded(r.dots, r.ld, r.rows, r.cols, s.alpha.data(), s.col_term.data(), s.multiplier.data(),
+                            s.zero_point.data(), lo, hi, s.value.data(),
+                            static_cast<char*>(p.out) + r.out_offset + r.i0 * p.out_row_stride + r.j0,
+                            p.out_row_stride);
+    return;
+  }
   for (std::int64_t i = 0; i < r.rows; ++i) {
     const std::int64_t m = r.i0 + i;
     const float sa = QuantParams::at(q.a_scale, m), sy = QuantParams::at(q.out_scale, m);

@@ -22,10 +22,11 @@ struct QmmBlockResult {
 
 /// Per-thread scratch of requantize_block.
 struct QmmEpilogueScratch {
-  std::vector<double> multiplier, beta, col_term;  // each multiplier a float32 widened exactly
+  std::vector<double> multiplier, beta, col_term;  // per column; each multiplier a float32 widened exactly
+  std::vector<double> alpha, zero_point;           // per row
   std::vector<std::int32_t> value;
-  /// Room for blocks of up to `cols` columns.
-  void reserve(std::int64_t cols);
+  /// Room for blocks of up to `rows` rows and `cols` columns.
+  void reserve(std::int64_t rows, std::int64_t cols);
 };
 
 /// Writes every output of the block: exact accumulator, then requantize() semantics.

@@ -69,7 +69,7 @@ struct Scratch {
                       bool packs_b) {
     c.ensure(c_rows * g.nc * std::int64_t(sizeof(std::int32_t)));
     if (deep && wide.size() < std::size_t(c_rows * g.nc)) wide.resize(std::size_t(c_rows * g.nc));
-    epilogue.reserve(g.nc);
+    epilogue.reserve(c_rows, g.nc);
     if (packs_b) shape_panels(own_b, 1, g.m_blocks == 1 ? std::min(p.K, g.kc) : p.K, g.nc, p.b.dtype, false);
     if (strip_sums.size() < std::size_t(g.nc)) strip_sums.resize(std::size_t(g.nc));
   }
@@ -192,62 +192,72 @@ void run_qmm_blocks(const QmmProblem& p, const QmmBlocks& blocks, int threads) {
   const std::int64_t row_tasks = (p.M + rows_per_task - 1) / rows_per_task;
   const std::int64_t panel_tasks = (p.N + panels_per_task * qmm_panel_cols - 1) / (panels_per_task * qmm_panel_cols);
 
-#pragma omp parallel num_threads(threads) if (threads > 1)
-  {
+  // A thread's share of a loop's iterations, as a static schedule hands them out. Written out
+  // rather than `omp for`, so that one thread runs no OpenMP construct at all: LLVM 19's libomp
+  // formats a string in every loop set-up, a tenth of a 64^3 call on one thread.
+  const auto share = [](std::int64_t count, int thread, int team) {
+    return std::pair(count * thread / team, count * (thread + 1) / team);
+  };
+  const auto work = [&](int thread, int team) {
     Scratch& w = Scratch::of_this_thread();
     try {
       w.prepare_worker(p, g, c_rows, job.deep, pack_on_the_fly);
     } catch (const std::bad_alloc&) {
       out_of_memory.store(true);
     }
-#pragma omp for schedule(static) nowait
-    for (std::int64_t i = 0; i < (a_shared ? 1 : batches) * row_tasks; ++i) {
+    const auto [row_begin, row_end] = share((a_shared ? 1 : batches) * row_tasks, thread, team);
+    for (std::int64_t i = row_begin; i < row_end; ++i) {
       const std::int64_t t = i / row_tasks, r0 = (i % row_tasks) * rows_per_task;
       pack_rows(a[std::size_t(t)], element(p.a, p.a.batch_offset(t, p.batch[1])), p.a.dtype, p.K,
                 p.a.row_stride, p.a.col_stride, r0, std::min(p.M, r0 + rows_per_task));
     }
     if (pack_shared) {
-#pragma omp for schedule(static) nowait
-      for (std::int64_t i = 0; i < b_batches * panel_tasks; ++i) {
+      const auto [panel_begin, panel_end] = share(b_batches * panel_tasks, thread, team);
+      for (std::int64_t i = panel_begin; i < panel_end; ++i) {
         const std::int64_t t = i / panel_tasks, q0 = (i % panel_tasks) * panels_per_task;
         if (!pack_panels(caller.shared_b, t, element(p.b, p.b.batch_offset(t, p.batch[1])), p.b.row_stride,
                          p.b.col_stride, q0, std::min(caller.shared_b.panels, q0 + panels_per_task)))
           all_pairs_fit.store(false, std::memory_order_relaxed);
       }
     }
+    if (team > 1) {
 #pragma omp barrier
-    if (!out_of_memory.load()) {
-      if (pack_on_the_fly) {
-        const std::int64_t block_panels = g.nc / qmm_panel_cols;
-#pragma omp for schedule(static)
-        for (std::int64_t item = 0; item < batches * g.n_blocks; ++item) {
-          const std::int64_t t = item / g.n_blocks, jb = item % g.n_blocks;
-          if (strips) {
-            job.strip(w, t, jb);
-            continue;
-          }
-          const std::int64_t j0 = jb * g.nc, ncb = std::min(g.nc, p.N - j0);
-          PackedPanels& own = w.own_b;
-          shape_panels(own, 1, p.K, ncb, p.b.dtype, false);
-          const bool fits = pack_panels(own, 0, element(p.b, p.b.batch_offset(t, p.batch[1]) + j0 * p.b.col_stride),
-                                        p.b.row_stride, p.b.col_stride, 0,
-                                        std::min(block_panels, own.panels));
-          for (std::int64_t ib = 0; ib < g.m_blocks; ++ib)
-            job.block(w, t, ib, jb, own.panel(0, 0), own.panel_bytes, own.sums(0), fits);
+    }
+    if (out_of_memory.load()) return;
+    if (pack_on_the_fly) {
+      const std::int64_t block_panels = g.nc / qmm_panel_cols;
+      const auto [begin, end] = share(batches * g.n_blocks, thread, team);
+      for (std::int64_t item = begin; item < end; ++item) {
+        const std::int64_t t = item / g.n_blocks, jb = item % g.n_blocks;
+        if (strips) {
+          job.strip(w, t, jb);
+          continue;
         }
-      } else {
-        const bool fits = prepacked ? prepacked->pairs_fit_int16 : all_pairs_fit.load();
-        const std::int64_t per_batch = g.m_blocks * g.n_blocks;
-#pragma omp for schedule(static)
-        for (std::int64_t item = 0; item < batches * per_batch; ++item) {
-          const std::int64_t t = item / per_batch, ib = (item % per_batch) / g.n_blocks,
-                             jb = item % g.n_blocks;
-          const std::int64_t bt = b_shared ? 0 : t, first_panel = jb * (g.nc / qmm_panel_cols);
-          job.block(w, t, ib, jb, b->panel(bt, first_panel), b->panel_bytes,
-                    b->sums(bt) + first_panel * qmm_panel_cols, fits);
-        }
+        const std::int64_t j0 = jb * g.nc, ncb = std::min(g.nc, p.N - j0);
+        PackedPanels& own = w.own_b;
+        shape_panels(own, 1, p.K, ncb, p.b.dtype, false);
+        const bool fits = pack_panels(own, 0, element(p.b, p.b.batch_offset(t, p.batch[1]) + j0 * p.b.col_stride),
+                                      p.b.row_stride, p.b.col_stride, 0, std::min(block_panels, own.panels));
+        for (std::int64_t ib = 0; ib < g.m_blocks; ++ib)
+          job.block(w, t, ib, jb, own.panel(0, 0), own.panel_bytes, own.sums(0), fits);
+      }
+    } else {
+      const bool fits = prepacked ? prepacked->pairs_fit_int16 : all_pairs_fit.load();
+      const std::int64_t per_batch = g.m_blocks * g.n_blocks;
+      const auto [begin, end] = share(batches * per_batch, thread, team);
+      for (std::int64_t item = begin; item < end; ++item) {
+        const std::int64_t t = item / per_batch, ib = (item % per_batch) / g.n_blocks, jb = item % g.n_blocks;
+        const std::int64_t bt = b_shared ? 0 : t, first_panel = jb * (g.nc / qmm_panel_cols);
+        job.block(w, t, ib, jb, b->panel(bt, first_panel), b->panel_bytes,
+                  b->sums(bt) + first_panel * qmm_panel_cols, fits);
       }
     }
+  };
+  if (threads <= 1) {
+    work(0, 1);
+  } else {
+#pragma omp parallel num_threads(threads)
+    work(omp_get_thread_num(), omp_get_num_threads());
   }
   if (out_of_memory.load()) throw std::bad_alloc();
 }
