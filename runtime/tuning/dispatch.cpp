@@ -108,7 +108,9 @@ template <class Plan> std::string device_text([[maybe_unused]] const Plan& plan)
 #ifdef HETKERN_OFFLOAD
   if (const auto* split = std::get_if<SplitPlan>(&plan)) {
     if (offload_on_host()) return "host CPU and the offload fallback (no GPU)";
-    const std::string gpus = split->devices == 1 ? "GPU 0" : "GPUs 0 to " + std::to_string(split->devices - 1);
+    const std::string gpus = split->devices == 1 ? "GPU " + std::to_string(offload_device())
+                                                 : std::to_string(split->devices) + " GPUs from GPU " +
+                                                       std::to_string(offload_device());
     return split->gpu_share == 1000 ? gpus : split->gpu_share == 0 ? "host CPU" : "host CPU and " + gpus;
   }
   const int spread = std::visit(

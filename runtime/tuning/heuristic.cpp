@@ -17,8 +17,8 @@ namespace {
 constexpr std::int64_t scan_parallel_min_elements = std::int64_t(1) << 15;
 constexpr std::int64_t qmm_parallel_min_macs = std::int64_t(1) << 21;
 // A panel of side-by-side lines takes at least this many elements: narrower panels of short
-// lines cost their threads more than they save ({1024,64} along axis 0 on 16 Xeon threads: 66 us
-// in four panels of 16 lines, 29 us in one panel on one thread; docs/performance.md).
+// lines cost their threads more than they save (docs/performance.md, the cost model on the H100
+// machine: {1024,64} along axis 0).
 constexpr std::int64_t scan_min_panel_elements = std::int64_t(1) << 16;
 // Fewer independent lines than this many per thread leave threads idle or unbalanced: cut the
 // lines into blocks instead.
