@@ -194,7 +194,7 @@ void run_qmm_blocks(const QmmProblem& p, const QmmBlocks& blocks, int threads) {
 
   // A thread's share of a loop's iterations, as a static schedule hands them out. Written out
   // rather than `omp for`, so that one thread runs no OpenMP construct at all: LLVM 19's libomp
-  // formats a string in every loop set-up, a tenth of a 64^3 call on one thread.
+  // formats a string in every loop set-up (docs/performance.md, small calls).
   const auto share = [](std::int64_t count, int thread, int team) {
     return std::pair(count * thread / team, count * (thread + 1) / team);
   };
