@@ -135,8 +135,8 @@ Record bench_qmm(const QmmCase& c, const TimingOptions& timing) {
   QmmWorkload w(c);
   OnednnMatmul& onednn = w.onednn();
   std::vector<std::function<void()>> functions = {[&] { w.run_hetkern(); }};
-  // oneDNN's threads are libgomp's, hetkern's libomp's: each library takes its turns while the
-  // other's idle workers sleep, rather than spinning on the cores it runs on.
+  // oneDNN's OpenMP calls run on hetkern's libomp: each library takes its turns, as if alone,
+  // rather than paying for the other's last call at every switch.
   TimingOptions turns = timing;
   if (onednn.available()) {
     functions.emplace_back([&] { onednn.run(); });

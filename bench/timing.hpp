@@ -17,8 +17,9 @@ struct TimingOptions {
   int min_repetitions = 5;   // ... and every function ran at least this often
   /// When set: each function takes its turn as a run of repetitions (about turn_seconds, after one
   /// that is not recorded), and every turn starts this long after the last one ended, so that the
-  /// worker threads another threading runtime left spinning are asleep (a library on libgomp
-  /// beside hetkern's libomp, whose idle workers spin for KMP_BLOCKTIME, 200 ms by default).
+  /// OpenMP workers the last turn left spinning (for KMP_BLOCKTIME, 200 ms by default) are asleep:
+  /// two libraries on one libomp (oneDNN's calls bind to hetkern's) then each run as if alone,
+  /// where calls alternated one by one charged every switch to the second (docs/benchmarks.md).
   double pause_seconds = 0;
   double turn_seconds = 0.05;
 };

@@ -19,6 +19,12 @@ std::int32_t b_shift(const QmmProblem& p) { return p.b.dtype == DataType::uint8 
 // operands' own types, so such calls need no per-output check.
 constexpr std::int64_t bounded_max_k = exact_product_limit / (255 * 255);
 
+// RNE(acc * multiplier) + zero_point, saturated to [lo, hi]: exact for |acc| < 2^29 and a
+// float32 multiplier widened to double.
+inline std::int32_t requantized(double acc, double multiplier, double zero_point, double lo, double hi) {
+  return std::int32_t(std::clamp(std::nearbyint(acc * multiplier) + zero_point, lo, hi));
+}
+
 // One row through the double path; false (nothing stored) when some |acc| reaches 2^29. `beta` is
 // null when every column's beta is 0 (zb at B's shift, the common case), which saves a term.
 __attribute__((target_clones("avx512f", "avx2", "default"))) bool requantize_row_fast(
@@ -27,8 +33,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) bool requantize_row
     bool bounded, std::int32_t* value) {
   if (bounded && !beta) {
     for (std::int64_t j = 0; j < cols; ++j) {
-      const double acc = double(dots[j]) - alpha * col_term[j];
-      value[j] = std::int32_t(std::clamp(std::nearbyint(acc * multiplier[j]) + zero_point, lo, hi));
+      value[j] = requantized(double(dots[j]) - alpha * col_term[j], multiplier[j], zero_point, lo, hi);
     }
     return true;
   }
@@ -36,7 +41,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) bool requantize_row
   for (std::int64_t j = 0; j < cols; ++j) {
     const double acc = double(dots[j]) - (beta ? beta[j] * row_sum : 0.0) - alpha * col_term[j];
     exact &= std::fabs(acc) < exact_product_limit;
-    value[j] = std::int32_t(std::clamp(std::nearbyint(acc * multiplier[j]) + zero_point, lo, hi));
+    value[j] = requantized(acc, multiplier[j], zero_point, lo, hi);
   }
   return exact;
 }
@@ -53,7 +58,7 @@ __attribute__((target_clones("avx512bw", "avx2", "default"))) void requantize_ro
     const std::int32_t* d = dots + i * ld;
     const double a = alpha[i], z = zero_point[i];
     for (std::int64_t j = 0; j < cols; ++j)
-      value[j] = std::int32_t(std::clamp(std::nearbyint((double(d[j]) - a * col_term[j]) * multiplier[j]) + z, lo, hi));
+      value[j] = requantized(double(d[j]) - a * col_term[j], multiplier[j], z, lo, hi);
     char* y = out + i * out_row_stride;
     for (std::int64_t j = 0; j < cols; ++j) y[j] = char(value[j]);
   }

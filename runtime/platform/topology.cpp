@@ -37,6 +37,13 @@ bool is_data_cache(hwloc_obj_t o) {
   return hwloc_obj_type_is_cache(o->type) && o->attr->cache.type != HWLOC_OBJ_CACHE_INSTRUCTION;
 }
 
+// The level-`level` data or unified cache above `core`; null when there is none.
+hwloc_obj_t data_cache_above(hwloc_obj_t core, int level) {
+  for (hwloc_obj_t o = core->parent; o; o = o->parent)
+    if (is_data_cache(o) && int(o->attr->cache.depth) == level) return o;
+  return nullptr;
+}
+
 // Limits the topology to `set`; false when that leaves no PU.
 bool restrict_to(hwloc_topology_t t, hwloc_const_bitmap_t set) {
   if (!hwloc_bitmap_intersects(set, hwloc_topology_get_topology_cpuset(t))) return false;
@@ -250,27 +257,23 @@ BindingPlan Topology::plan(int threads, PinPolicy policy) const {
 std::int64_t Topology::data_cache_bytes(int level) const {
   std::int64_t smallest = 0;
   for (hwloc_obj_t c = nullptr; (c = hwloc_get_next_obj_by_type(topo_, core_type_, c));)
-    for (hwloc_obj_t o = c->parent; o; o = o->parent)
-      if (is_data_cache(o) && int(o->attr->cache.depth) == level) {
-        const auto size = std::int64_t(o->attr->cache.size);
-        if (size > 0) smallest = smallest == 0 ? size : std::min(smallest, size);
-        break;
-      }
+    if (const hwloc_obj_t o = data_cache_above(c, level)) {
+      const auto size = std::int64_t(o->attr->cache.size);
+      if (size > 0) smallest = smallest == 0 ? size : std::min(smallest, size);
+    }
   return smallest;
 }
 
 std::int64_t Topology::total_data_cache_bytes(int level) const {
   std::vector<hwloc_obj_t> seen;
   std::int64_t total = 0;
-  for (hwloc_obj_t c = nullptr; (c = hwloc_get_next_obj_by_type(topo_, core_type_, c));)
-    for (hwloc_obj_t o = c->parent; o; o = o->parent)
-      if (is_data_cache(o) && int(o->attr->cache.depth) == level) {
-        if (std::find(seen.begin(), seen.end(), o) == seen.end()) {
-          seen.push_back(o);
-          total += std::int64_t(o->attr->cache.size);
-        }
-        break;
-      }
+  for (hwloc_obj_t c = nullptr; (c = hwloc_get_next_obj_by_type(topo_, core_type_, c));) {
+    const hwloc_obj_t o = data_cache_above(c, level);
+    if (o && std::find(seen.begin(), seen.end(), o) == seen.end()) {
+      seen.push_back(o);
+      total += std::int64_t(o->attr->cache.size);
+    }
+  }
   return total;
 }
 
