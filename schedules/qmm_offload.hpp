@@ -16,6 +16,7 @@
 // qmm_*_launch.cpp).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -47,7 +48,7 @@ struct OffloadQmmArrivals {
 struct OffloadQmmLaunch {
   int device = 0;  // an OpenMP device number, or omp_get_initial_device() for the host
   OffloadQmmKernel kernel = OffloadQmmKernel::dp4a;
-  int teams = 0;    // 0: one team per output tile
+  int teams = 0;    // 0: one team per work item (an output tile, or a split-K part of one)
   int team_threads = 0;  // rounded down to a power of two (at least 32); 0: the kernel's default
   const void* parameters = nullptr;  // device copy of qmm_parameter_block(problem.q)
   void* workspace = nullptr;         // device memory of qmm_offload_workspace_bytes(problem, kernel) bytes
@@ -85,6 +86,19 @@ void qmm_offload_product(const QmmProblem& problem, const OffloadQmmLaunch& laun
 inline constexpr std::int64_t qmm_offload_tile = 128;
 /// Tile rows per band: the product kernels take a band's tiles before the next band's.
 inline constexpr std::int64_t qmm_offload_band_rows = 16;
+/// The packed depth's multiple, and the deepest slice whose products add up in int32.
+inline constexpr std::int64_t qmm_offload_depth_align = 128, qmm_offload_int32_depth = 65536;
+
+/// Split-K: one matrix for mma.sync whose output tiles would leave most of a large GPU idle (fewer
+/// than 128) is cut in depth into parts of at least eight 64-deep slices, up to about 256 work
+/// items, within one int32 slice only (the parts then add up in int32 exactly). 1: no split.
+inline std::int64_t qmm_offload_split_parts(const QmmProblem& x, OffloadQmmKernel kernel) {
+  const std::int64_t tiles = (x.M + qmm_offload_tile - 1) / qmm_offload_tile * ((x.N + qmm_offload_tile - 1) / qmm_offload_tile);
+  const std::int64_t kp = (x.K + qmm_offload_depth_align - 1) / qmm_offload_depth_align * qmm_offload_depth_align;
+  if (kernel != OffloadQmmKernel::mma || x.batch[0] * x.batch[1] != 1 || kp > qmm_offload_int32_depth || tiles >= 128 || tiles == 0)
+    return 1;
+  return std::max<std::int64_t>(1, std::min((256 + tiles - 1) / tiles, kp / (8 * 64)));
+}
 
 /// Which operands the product reads where they lie, neither packed nor summed before it starts
 /// (A or B' already in its packed form, with no sums the zero points need): only these may still

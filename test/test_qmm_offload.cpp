@@ -14,7 +14,9 @@
 #include <vector>
 
 #include "qmm_test_util.hpp"
+#include "runtime/tuning/tuner_problem.hpp"
 #include "schedules/qmm_offload.hpp"
+#include "schedules/qmm_strategies.hpp"
 
 namespace {
 
@@ -443,6 +445,26 @@ TEST(QmmOffload, SplitDepthForFewTiles) {
         for (const char* s : {"qmm.offload_mma", "qmm.offload_mma(teams=3)", "qmm.offload_mma(threads=64)"})
           qmmt::run_and_check(p, hk::Schedule::parse(s), e, "M=" + std::to_string(M) + " K=" + std::to_string(K));
       }
+}
+
+// A plan's default team count is one per work item, split-K parts included: a default capped at
+// the output tiles ran a split call's parts a tile's worth of teams at a time.
+TEST(QmmOffload, DefaultTeamsTakeEverySplitKPart) {
+  const auto teams = [](std::vector<i64> mnk, const char* schedule) {
+    const std::vector<hk::DataType> types = {hk::DataType::uint8, hk::DataType::int8, hk::DataType::uint8};
+    const hk::detail::TuneWorkload w({hk::Operator::quantized_linear_matmul, types, std::move(mnk), {}}, false);
+    const auto plan = hk::detail::plan_qmm(w.qmm_problem(), hk::Schedule::parse(schedule));
+    return std::get<hk::detail::OffloadMmaQmmPlan>(plan).teams;
+  };
+  // 1 x 32 tiles, depth 4096 in 8 parts of eight 64-deep slices.
+  EXPECT_EQ(teams({16, 4096, 4096}, "qmm.offload_mma"), 32 * 8);
+  EXPECT_EQ(teams({16, 4096, 4096}, "qmm.offload_mma(teams=40)"), 40);
+  EXPECT_EQ(teams({16, 4096, 4096}, "qmm.offload_mma(tensor_cores=wgmma)"), 32);
+  // 8 x 8 tiles, depth 1024 in 2 parts; 2 x 1 tiles, depth 700 (768 packed) in one part.
+  EXPECT_EQ(teams({1024, 1024, 1024}, "qmm.offload_mma"), 64 * 2);
+  EXPECT_EQ(teams({200, 100, 700}, "qmm.offload_mma"), 2);
+  // 128 tiles or more: no split.
+  EXPECT_EQ(teams({2048, 1024, 4096}, "qmm.offload_mma"), 128);
 }
 
 }  // namespace

@@ -27,7 +27,8 @@ namespace {
 using namespace offload::qmm;
 
 constexpr i64 workspace_align = 256;
-static_assert(qmm_offload_tile == tile_rows && qmm_offload_tile == tile_cols && qmm_offload_band_rows == band_rows);
+static_assert(qmm_offload_tile == tile_rows && qmm_offload_tile == tile_cols && qmm_offload_band_rows == band_rows &&
+              qmm_offload_depth_align == depth_align && qmm_offload_int32_depth == int32_depth);
 
 i64 align_up(i64 v) { return round_up(v, workspace_align); }
 
@@ -58,14 +59,6 @@ bool packed_in_place(const MatrixView& v, bool is_a, i64 lines, i64 K, const i64
          reinterpret_cast<std::uintptr_t>(v.data) % 16 == 0;
 }
 
-// Split-K: one matrix for mma.sync whose tiles would leave most of a large GPU idle (fewer than
-// 128) is cut in depth into parts of at least eight 64-deep slices, up to about 256 work items.
-// Within one int32 slice only: the parts then add up in int32 exactly.
-i64 split_parts(const QmmProblem& x, OffloadQmmKernel kernel, i64 tiles, i64 kp) {
-  if (kernel != OffloadQmmKernel::mma || x.batch[0] * x.batch[1] != 1 || kp > int32_depth || tiles >= 128) return 1;
-  return std::max<i64>(1, std::min((256 + tiles - 1) / tiles, kp / (8 * 64)));
-}
-
 WorkspaceLayout workspace_layout(const QmmProblem& x, OffloadQmmKernel kernel) {
   const OffloadQmmSums sums = qmm_sums_needed(x);
   WorkspaceLayout w;
@@ -85,7 +78,7 @@ WorkspaceLayout workspace_layout(const QmmProblem& x, OffloadQmmKernel kernel) {
   w.row_sums = align_up(w.bp + (w.b_in_place ? 0 : w.b_batches * w.Np * w.kp));
   w.col_sums = align_up(w.row_sums + (w.row_sums_stored ? w.a_batches * x.M * i64(sizeof(i64)) : 0));
   w.partials = align_up(w.col_sums + (w.col_sums_stored ? w.b_batches * x.N * i64(sizeof(i64)) : 0));
-  w.split = split_parts(x, kernel, w.Mp / tile_rows * (w.Np / tile_cols), w.kp);
+  w.split = qmm_offload_split_parts(x, kernel);
   w.bytes = align_up(w.partials + (w.split > 1 ? w.split * x.M * w.Np * i64(sizeof(i32)) : 0));
   return w;
 }

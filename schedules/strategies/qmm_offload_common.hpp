@@ -17,8 +17,9 @@
 
 namespace hk::detail {
 
-/// 128 x 128 output tiles of the problem; more teams than tiles would idle.
-std::int64_t qmm_offload_tiles(const QmmProblem& problem);
+/// The product's work items with `kernel`: 128 x 128 output tiles, each cut into its split-K parts
+/// (qmm_offload_split_parts); more teams than work items would idle.
+std::int64_t qmm_offload_work_items(const QmmProblem& problem, OffloadQmmKernel kernel);
 
 /// qmm.offload_mma's `tensor_cores`, in the order of its choices.
 inline constexpr OffloadQmmKernel tensor_core_kernels[] = {OffloadQmmKernel::mma, OffloadQmmKernel::wgmma};
@@ -41,9 +42,10 @@ QmmStrategy offload_qmm_record(const char* name, const char* meaning, const char
       .meaning = meaning,
       .params = std::move(params),
       .plan = [](const QmmProblem& problem, const BoundParams& p) -> QmmStrategyPlan {
-        const std::int64_t tiles = qmm_offload_tiles(problem);
-        Plan plan{int(std::min(p.get("teams", tiles), tiles)), int(p.get("threads", default_team_threads))};
+        Plan plan{0, int(p.get("threads", default_team_threads))};
         if constexpr (tensor_cores) plan.tensor_cores = tensor_core_kernels[p.get("tensor_cores", 0)];
+        const std::int64_t items = qmm_offload_work_items(problem, plan.launch().kernel);
+        plan.teams = int(std::min(p.get("teams", items), items));
         return plan;
       },
       .run = [](const QmmProblem& problem, const QmmStrategyPlan& plan) {
