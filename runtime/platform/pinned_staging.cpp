@@ -1,11 +1,16 @@
-// Staged host <-> device copies (pinned_staging.hpp): two page-locked chunks per copy in flight,
-// one crossing the link while host threads fill (or empty) the other.
+// Staged host <-> device copies (pinned_staging.hpp): a ring of page-locked slots per copy in
+// flight. Host threads copy pieces of the caller's memory into (or out of) the slots, claiming
+// them in order, while one or two threads move whole chunks across the link; nobody waits for
+// anybody but the owner of the slot or chunk it needs, so the link never idles behind a barrier.
 #include "runtime/platform/pinned_staging.hpp"
 
+#include "runtime/platform/staging_pipeline.hpp"
+
+#include <emmintrin.h>
 #include <omp.h>
 
 #include <algorithm>
-#include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -19,28 +24,20 @@ extern "C" void llvm_omp_target_free_host(void* ptr, int device);
 namespace hk::detail {
 namespace {
 
-// A chunk is long enough that its fixed cost (a driver call, a synchronization and a barrier of
-// the copying threads) is small beside its time on the link, and a copy has up to eight, so that
-// the first and the last chunk, which overlap nothing, are a small part of it. Buffers are
-// allocated at the largest size.
-constexpr std::size_t min_chunk_bytes = std::size_t(4) << 20;
-constexpr std::size_t max_chunk_bytes = std::size_t(8) << 20;
-// Host threads that fill or empty the chunks besides the one that drives the link. Each staged
-// byte is read and written by them and read again by the link, so the host's memory bandwidth
-// bounds a staged copy; past about seven threads they only slow each other and the link down
-// (docs/performance.md).
-constexpr int max_copy_threads = 7;
-// Staging pairs kept for later copies (copies on several devices or threads at once each hold one).
-constexpr std::size_t max_kept_pairs = 8;
+// Copies out of the staging at least this large bypass the host's caches as they write (no read
+// for ownership of the destination, which nobody reads before the copy ends).
+constexpr std::size_t streaming_store_min_bytes = std::size_t(64) << 20;
+// Rings kept for later copies (copies on several devices or threads at once each hold one).
+constexpr std::size_t max_kept_rings = 8;
 
-struct Pair {
+struct Ring {
   int device;
-  std::byte* base;  // two chunks, one after the other
+  std::byte* base;  // staging_ring_slots slots of staging_slot_bytes
 };
 
 struct Pool {
   std::mutex mutex;
-  std::vector<Pair> free;
+  std::vector<Ring> free;
 };
 // Never destroyed: page-locked memory goes with the process, after the offload runtime.
 Pool& pool() {
@@ -48,98 +45,70 @@ Pool& pool() {
   return *p;
 }
 
-class PairLease {
+class RingLease {
  public:
-  explicit PairLease(int device) : pair_{device, nullptr} {
+  explicit RingLease(int device) : ring_{device, nullptr} {
     {
       Pool& p = pool();
       const std::lock_guard<std::mutex> lock(p.mutex);
-      const auto it = std::find_if(p.free.begin(), p.free.end(), [&](const Pair& q) { return q.device == device; });
+      const auto it = std::find_if(p.free.begin(), p.free.end(), [&](const Ring& q) { return q.device == device; });
       if (it != p.free.end()) {
-        pair_ = *it;
+        ring_ = *it;
         p.free.erase(it);
         return;
       }
     }
-    pair_.base = static_cast<std::byte*>(llvm_omp_target_alloc_host(2 * max_chunk_bytes, device));
+    ring_.base = static_cast<std::byte*>(llvm_omp_target_alloc_host(staging_ring_slots * staging_slot_bytes, device));
   }
-  ~PairLease() {
-    if (!pair_.base) return;
+  ~RingLease() {
+    if (!ring_.base) return;
     Pool& p = pool();
     const std::lock_guard<std::mutex> lock(p.mutex);
-    p.free.push_back(pair_);
-    if (p.free.size() > max_kept_pairs) {
+    p.free.push_back(ring_);
+    if (p.free.size() > max_kept_rings) {
       llvm_omp_target_free_host(p.free.front().base, p.free.front().device);
       p.free.erase(p.free.begin());
     }
   }
-  PairLease(const PairLease&) = delete;
-  PairLease& operator=(const PairLease&) = delete;
-  explicit operator bool() const { return pair_.base != nullptr; }
-  std::byte* chunk(std::size_t k) const { return pair_.base + (k % 2) * max_chunk_bytes; }
+  RingLease(const RingLease&) = delete;
+  RingLease& operator=(const RingLease&) = delete;
+  explicit operator bool() const { return ring_.base != nullptr; }
+  std::byte* slot(std::size_t s) const { return ring_.base + s * staging_slot_bytes; }
 
  private:
-  Pair pair_;
+  Ring ring_;
 };
 
-// A copy of `bytes` in `count` chunks of `size` bytes (the last one shorter).
-struct Chunks {
-  std::size_t bytes, size, count;
-  explicit Chunks(std::size_t total) : bytes(total), size(min_chunk_bytes) {
-    while (size < max_chunk_bytes && size * 8 < bytes) size *= 2;
-    count = (bytes + size - 1) / size;
-  }
-  std::size_t offset(std::size_t k) const { return k * size; }
-  std::size_t length(std::size_t k) const { return std::min(size, bytes - k * size); }
-};
-
-// This worker's part of a host copy split over `workers` (cache-line multiples).
-void copy_part(void* dst, const void* src, std::size_t bytes, int worker, int workers) {
-  const std::size_t piece = (bytes / std::size_t(workers) + 63) / 64 * 64;
-  const std::size_t begin = std::min(bytes, std::size_t(worker) * piece);
-  const std::size_t end = worker == workers - 1 ? bytes : std::min(bytes, begin + piece);
-  if (end > begin) std::memcpy(static_cast<std::byte*>(dst) + begin, static_cast<const std::byte*>(src) + begin, end - begin);
-}
-
-// Runs the pipeline over `chunks` steps plus one: at step k thread 0 moves a chunk across the link
-// (`link(k)`) while the others fill or empty the other chunk (`host(k, worker, workers)`); with a
-// team of one, thread 0 does both. Returns false when a link copy failed.
-template <class Link, class Host>
-bool pipeline(std::size_t chunks, Link link, Host host) {
-  std::atomic<bool> failed{false};
-  const int threads = std::clamp(omp_get_max_threads(), 1, max_copy_threads + 1);
-#pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num(), team = omp_get_num_threads();
-    const int workers = team > 1 ? team - 1 : 1;
-    for (std::size_t k = 0; k <= chunks; ++k) {
-      // After a failed link copy nothing more is written: not the device's memory, not the caller's.
-      if ((t != 0 || team == 1) && !failed.load(std::memory_order_relaxed)) host(k, team > 1 ? t - 1 : 0, workers);
-      if (t == 0 && !failed.load(std::memory_order_relaxed) && !link(k)) failed = true;
-#pragma omp barrier
-    }
-  }
-  return !failed;
+// Copies with streaming stores: the destination's lines are written without being read first.
+void stream_copy(std::byte* dst, const std::byte* src, std::size_t n) {
+  const std::size_t head = std::min(n, (16 - reinterpret_cast<std::uintptr_t>(dst) % 16) % 16);
+  std::memcpy(dst, src, head);
+  std::size_t i = head;
+  for (; i + 64 <= n; i += 64)
+    for (std::size_t v = 0; v < 64; v += 16)
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + v), _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + v)));
+  for (; i + 16 <= n; i += 16)
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
+  std::memcpy(dst + i, src + i, n - i);
+  _mm_sfence();
 }
 
 }  // namespace
 
 bool staged_copy_to_device(void* device_dst, std::size_t dst_offset, const void* host_src,
                            std::size_t bytes, int device) {
-  const PairLease staging(device);
-  if (!staging) return false;
-  const Chunks c(bytes);
+  const RingLease ring(device);
+  if (!ring) return false;
+  const StagingLayout c(bytes);
   const auto* src = static_cast<const std::byte*>(host_src);
   const int host = omp_get_initial_device();
-  // Step k fills chunk k and sends chunk k - 1.
-  const bool ok = pipeline(
-      c.count,
-      [&](std::size_t k) {
-        return k == 0 || omp_target_memcpy(device_dst, staging.chunk(k - 1), c.length(k - 1),
-                                           dst_offset + c.offset(k - 1), 0, device, host) == 0;
+  const bool ok = run_staged_copy(
+      c, StagingDirection::to_device,
+      [&](std::size_t k, std::size_t s) {
+        return omp_target_memcpy(device_dst, ring.slot(s), c.chunk_length(k), dst_offset + k * c.chunk, 0, device, host) == 0;
       },
-      [&](std::size_t k, int worker, int workers) {
-        if (k < c.count) copy_part(staging.chunk(k), src + c.offset(k), c.length(k), worker, workers);
+      [&](std::size_t offset, std::size_t s, std::size_t within, std::size_t length) {
+        std::memcpy(ring.slot(s) + within, src + offset, length);
       });
   if (!ok) throw Error(Errc::invalid_parameter, "device", "upload", "the copy to the device failed");
   return true;
@@ -147,20 +116,22 @@ bool staged_copy_to_device(void* device_dst, std::size_t dst_offset, const void*
 
 bool staged_copy_to_host(void* host_dst, const void* device_src, std::size_t src_offset,
                          std::size_t bytes, int device) {
-  const PairLease staging(device);
-  if (!staging) return false;
-  const Chunks c(bytes);
+  const RingLease ring(device);
+  if (!ring) return false;
+  const StagingLayout c(bytes);
   auto* dst = static_cast<std::byte*>(host_dst);
   const int host = omp_get_initial_device();
-  // Step k receives chunk k and empties chunk k - 1.
-  const bool ok = pipeline(
-      c.count,
-      [&](std::size_t k) {
-        return k == c.count || omp_target_memcpy(staging.chunk(k), device_src, c.length(k), 0,
-                                                 src_offset + c.offset(k), host, device) == 0;
+  const bool streaming = bytes >= streaming_store_min_bytes;
+  const bool ok = run_staged_copy(
+      c, StagingDirection::to_host,
+      [&](std::size_t k, std::size_t s) {
+        return omp_target_memcpy(ring.slot(s), device_src, c.chunk_length(k), 0, src_offset + k * c.chunk, host, device) == 0;
       },
-      [&](std::size_t k, int worker, int workers) {
-        if (k > 0) copy_part(dst + c.offset(k - 1), staging.chunk(k - 1), c.length(k - 1), worker, workers);
+      [&](std::size_t offset, std::size_t s, std::size_t within, std::size_t length) {
+        if (streaming)
+          stream_copy(dst + offset, ring.slot(s) + within, length);
+        else
+          std::memcpy(dst + offset, ring.slot(s) + within, length);
       });
   if (!ok) throw Error(Errc::invalid_parameter, "device", "download", "the copy from the device failed");
   return true;
@@ -169,8 +140,8 @@ bool staged_copy_to_host(void* host_dst, const void* device_src, std::size_t src
 std::size_t release_staging_buffers() {
   Pool& p = pool();
   const std::lock_guard<std::mutex> lock(p.mutex);
-  const std::size_t released = p.free.size() * 2 * max_chunk_bytes;
-  for (const Pair& q : p.free) llvm_omp_target_free_host(q.base, q.device);
+  const std::size_t released = p.free.size() * staging_ring_slots * staging_slot_bytes;
+  for (const Ring& q : p.free) llvm_omp_target_free_host(q.base, q.device);
   p.free.clear();
   return released;
 }

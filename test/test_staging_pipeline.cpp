@@ -1,0 +1,174 @@
+// The staged copy's pipeline (runtime/platform/staging_pipeline.hpp) driven by a link that copies
+// between host buffers: every byte arrives whatever the size, the thread count and the order in
+// which the link's copies end, no slot is refilled before the link has moved it, and a failed
+// link copy ends the copy.
+#include <gtest/gtest.h>
+
+#include <omp.h>
+
+#include <chrono>
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/platform/staging_pipeline.hpp"
+
+namespace {
+
+using hk::detail::StagingDirection;
+using hk::detail::StagingLayout;
+using hk::detail::staging_ring_slots;
+using hk::detail::staging_slot_bytes;
+
+std::vector<std::byte> random_bytes(std::size_t n, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::byte> v(n);
+  for (std::size_t i = 0; i < n; i += 8) {
+    const std::uint64_t word = rng();
+    std::memcpy(v.data() + i, &word, std::min<std::size_t>(8, n - i));
+  }
+  return v;
+}
+
+// One copy through a ring of host slots. `device` stands for device memory. The side that moves
+// second stalls once, so that the other would overwrite a slot still in use if it could.
+// `fail_at`: the chunk whose link copy fails (none when past the last).
+struct FakeCopy {
+  std::vector<std::byte> slots = std::vector<std::byte>(staging_ring_slots * staging_slot_bytes);
+
+  bool run(StagingDirection direction, std::vector<std::byte>& host, std::vector<std::byte>& device,
+           std::size_t fail_at = std::size_t(-1)) {
+    const StagingLayout c(host.size());
+    const bool to_device = direction == StagingDirection::to_device;
+    return hk::detail::run_staged_copy(
+        c, direction,
+        [&](std::size_t k, std::size_t s) {
+          if (k == fail_at) return false;
+          // The link stalls on chunk 1 going out (the host threads run a ring ahead of it), and
+          // sleeps a little on every third chunk.
+          if (to_device && k == 1) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          if (k % 3 == 1) std::this_thread::sleep_for(std::chrono::microseconds(200));
+          std::byte* slot = slots.data() + s * staging_slot_bytes;
+          std::byte* dev = device.data() + k * c.chunk;
+          if (to_device)
+            std::memcpy(dev, slot, c.chunk_length(k));
+          else
+            std::memcpy(slot, dev, c.chunk_length(k));
+          return true;
+        },
+        [&](std::size_t offset, std::size_t s, std::size_t within, std::size_t length) {
+          // The host stalls on chunk 1 coming back (the link runs a ring ahead of it), and sleeps
+          // a little on every fifth piece.
+          if (!to_device && offset == c.chunk) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          if (offset / c.piece % 5 == 2) std::this_thread::sleep_for(std::chrono::microseconds(300));
+          std::byte* slot = slots.data() + s * staging_slot_bytes + within;
+          if (to_device)
+            std::memcpy(slot, host.data() + offset, length);
+          else
+            std::memcpy(host.data() + offset, slot, length);
+        });
+  }
+};
+
+class StagingPipeline : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    saved_ = omp_get_max_threads();
+    omp_set_num_threads(GetParam());
+  }
+  void TearDown() override { omp_set_num_threads(saved_); }
+
+ private:
+  int saved_ = 1;
+};
+
+// Sizes: one chunk of the smallest kind, a byte more, a prime number of bytes over several
+// rounds of the ring in small chunks, and several rounds in whole slots with a short last chunk.
+const std::size_t sizes[] = {std::size_t(1) << 20, (std::size_t(1) << 20) + 1, 3 * (std::size_t(1) << 20) + 17,
+                             100 * (std::size_t(1) << 20) + 4093};
+
+TEST_P(StagingPipeline, EveryByteArrivesInBothDirections) {
+  FakeCopy copy;
+  unsigned seed = 1;
+  for (const std::size_t n : sizes) {
+    SCOPED_TRACE("bytes " + std::to_string(n));
+    std::vector<std::byte> host = random_bytes(n, seed++), device(n);
+    ASSERT_TRUE(copy.run(StagingDirection::to_device, host, device));
+    EXPECT_TRUE(device == host);
+    std::vector<std::byte> back(n);
+    device = random_bytes(n, seed++);
+    ASSERT_TRUE(copy.run(StagingDirection::to_host, back, device));
+    EXPECT_TRUE(back == device);
+  }
+}
+
+TEST_P(StagingPipeline, InsideAParallelRegion) {
+  // Nested regions get one thread: that thread then does the link's work as well.
+  const std::size_t n = 9 * (std::size_t(1) << 20) + 5;
+  std::vector<std::vector<std::byte>> host(2), device(2), back(2);
+  for (int t = 0; t < 2; ++t) {
+    host[std::size_t(t)] = random_bytes(n, 10u + unsigned(t));
+    device[std::size_t(t)].resize(n);
+    back[std::size_t(t)].resize(n);
+  }
+  bool ok[2] = {false, false};
+#pragma omp parallel num_threads(2)
+  {
+    const auto t = std::size_t(omp_get_thread_num());
+    FakeCopy copy;
+    ok[t] = copy.run(StagingDirection::to_device, host[t], device[t]) &&
+            copy.run(StagingDirection::to_host, back[t], device[t]);
+  }
+  for (std::size_t t = 0; t < 2; ++t) {
+    EXPECT_TRUE(ok[t]);
+    EXPECT_TRUE(back[t] == host[t]) << t;
+  }
+}
+
+TEST_P(StagingPipeline, AFailedLinkCopyEndsTheCopy) {
+  // The failed chunk's slot never moves again: neither that chunk nor any later one of its slot
+  // reaches the other side. (Chunks of other slots may be on their way when the failure happens.)
+  FakeCopy copy;
+  const std::size_t n = 120 * (std::size_t(1) << 20) + 3;
+  const StagingLayout c(n);
+  const std::size_t fail_at = staging_ring_slots + 2;
+  ASSERT_GT(c.chunks, fail_at + staging_ring_slots);
+  const auto untouched = [&](const std::vector<std::byte>& v, std::byte fill) {
+    for (std::size_t k = fail_at; k < c.chunks; k += staging_ring_slots)
+      for (std::size_t i = k * c.chunk; i < k * c.chunk + c.chunk_length(k); ++i)
+        if (v[i] != fill) return false;
+    return true;
+  };
+  std::vector<std::byte> host = random_bytes(n, 7), device(n, std::byte{0x5a});
+  EXPECT_FALSE(copy.run(StagingDirection::to_device, host, device, fail_at));
+  EXPECT_TRUE(untouched(device, std::byte{0x5a}));
+
+  device = random_bytes(n, 8);
+  std::vector<std::byte> back(n, std::byte{0xa5});
+  EXPECT_FALSE(copy.run(StagingDirection::to_host, back, device, fail_at));
+  EXPECT_TRUE(untouched(back, std::byte{0xa5}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, StagingPipeline, ::testing::Values(1, 2, 3, 9),
+                         [](const auto& info) { return std::to_string(info.param); });
+
+TEST(StagingLayout, ChunksCoverTheCopyInWholePieces) {
+  for (const std::size_t n : sizes) {
+    const StagingLayout c(n);
+    EXPECT_LE(c.chunk, staging_slot_bytes);
+    EXPECT_EQ(c.chunk % c.piece, 0u);
+    EXPECT_EQ((c.chunks - 1) * c.chunk + c.chunk_length(c.chunks - 1), n);
+    std::size_t pieces = 0;
+    for (std::size_t k = 0; k < c.chunks; ++k) pieces += c.chunk_pieces(k);
+    EXPECT_EQ(pieces, c.pieces);
+    // Small copies still come in enough chunks to overlap.
+    EXPECT_GE(c.chunks, std::min<std::size_t>(4, n / (std::size_t(256) << 10)));
+  }
+}
+
+}  // namespace
