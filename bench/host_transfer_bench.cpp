@@ -10,8 +10,8 @@
 // tensors (the library's transfers included), the bound bytes in / h2d + bytes out / d2h + device
 // time, and the host call's ratio to that bound (goal: at most 1.25), with the host tensors in
 // pageable memory (staged) and in page-locked memory (copied by the link directly). Also the host's own copy
-// rate with every thread, which bounds staged copies too, the library's staged copies of 256 MiB
-// of pageable memory each way, and the rate of page-locking the caller's memory instead
+// rate with every thread, which bounds staged copies too, the library's staged copies of 16 and 256
+// MiB of pageable memory each way, and the rate of page-locking the caller's memory instead
 // (cuMemHostRegister), the alternative to staging.
 #include <dlfcn.h>
 #include <omp.h>
@@ -139,8 +139,7 @@ void scan(int reps, const Link& link) {
 
 // The library's own copies of pageable memory (DeviceBuffer's upload and download, staged through
 // its page-locked buffers): bytes per second each way.
-Link staged_rates(int reps) {
-  const std::size_t bytes = std::size_t(256) << 20;
+Link staged_rates(std::size_t bytes, int reps) {
   std::vector<std::byte> host(bytes, std::byte{1}), back(bytes);
   hk::DeviceBuffer buffer(bytes);
   const double up = median_after_warm_up(reps, [&] { buffer.upload(host.data(), bytes); });
@@ -188,9 +187,11 @@ int main(int argc, char** argv) {
               link.h2d / 1e9, link.d2h / 1e9);
   std::printf("host memcpy with %d threads: %.1f GB/s copied (256 MiB)\n", omp_get_max_threads(),
               host_copy_rate(reps) / 1e9);
-  const Link staged = staged_rates(reps);
-  std::printf("staged copies of pageable memory: host -> device %.1f GB/s, device -> host %.1f GB/s (256 MiB)\n",
-              staged.h2d / 1e9, staged.d2h / 1e9);
+  for (const int mib : {16, 256}) {
+    const Link staged = staged_rates(std::size_t(mib) << 20, reps);
+    std::printf("staged copies of pageable memory: host -> device %.1f GB/s, device -> host %.1f GB/s (%d MiB)\n",
+                staged.h2d / 1e9, staged.d2h / 1e9, mib);
+  }
   std::printf("page-locking the caller's memory and releasing it: %.1f GB/s (256 MiB)\n", register_rate(reps) / 1e9);
   matmul(4096, reps, link);
   matmul(8192, reps, link);
