@@ -68,8 +68,9 @@ enum class StagingDirection { to_device, to_host };
 
 // Runs one staged copy. `link(k, slot)` moves chunk k between slot `slot` and the device (false on
 // failure); `host(offset, slot, within, length)` copies one piece between the caller's memory at
-// `offset` and slot `slot` at `within`. After a failed link copy nothing more is copied either way. Per slot, `host_pieces` counts the pieces the host has done and
-// `link_chunks` the chunks the link has done, each cumulative over the slot's chunks:
+// `offset` and slot `slot` at `within`. After a failed link copy nothing more starts either way.
+// Per slot, `host_pieces` counts the pieces the host has done and `link_chunks` the chunks the
+// link has done, each cumulative over the slot's chunks:
 //   to the device: a piece of chunk k waits for the slot's chunk before it to have left
 //     (link_chunks >= k / staging_ring_slots), and the link waits for all of chunk k's pieces;
 //   to the host: the link waits for the slot's chunk before it to have been emptied, and a piece
