@@ -6,8 +6,8 @@
 
 #include <omp.h>
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
