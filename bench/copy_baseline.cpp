@@ -1,12 +1,13 @@
 // The copy roof of the bandwidth-bound benchmarks (copy_baseline.hpp).
 #include "bench/copy_baseline.hpp"
 
-#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+
+#include "runtime/platform/streaming_copy.hpp"
 
 namespace hk::bench {
 namespace {
@@ -14,36 +15,6 @@ namespace {
 constexpr std::size_t line = 64;
 // Below this many bytes per thread, starting another thread costs more than it saves.
 constexpr std::size_t min_bytes_per_thread = 256 * 1024;
-
-using LineCopy = void (*)(std::byte* dst, const std::byte* src, std::size_t lines);
-
-__attribute__((target("avx512f"))) void stream_lines_avx512(std::byte* dst, const std::byte* src,
-                                                             std::size_t lines) {
-  for (std::size_t i = 0; i < lines; ++i)
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i * line),
-                        _mm512_loadu_si512(src + i * line));
-}
-
-__attribute__((target("avx"))) void stream_lines_avx(std::byte* dst, const std::byte* src,
-                                                     std::size_t lines) {
-  for (std::size_t i = 0; i < lines; ++i)
-    for (std::size_t h = 0; h < line; h += 32)
-      _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i * line + h),
-                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i * line + h)));
-}
-
-void stream_lines_sse2(std::byte* dst, const std::byte* src, std::size_t lines) {
-  for (std::size_t i = 0; i < lines; ++i)
-    for (std::size_t h = 0; h < line; h += 16)
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i * line + h),
-                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i * line + h)));
-}
-
-LineCopy widest_stream_lines() {
-  if (__builtin_cpu_supports("avx512f")) return stream_lines_avx512;
-  if (__builtin_cpu_supports("avx")) return stream_lines_avx;
-  return stream_lines_sse2;
-}
 
 int useful_threads(std::size_t bytes, int threads) {
   return int(std::clamp<std::size_t>(bytes / min_bytes_per_thread, 1, std::size_t(threads)));
@@ -63,16 +34,15 @@ void split_lines(std::size_t lines, int threads, const Piece& piece) {
 }  // namespace
 
 void streaming_copy(void* dst, const void* src, std::size_t bytes, int threads) {
-  static const LineCopy stream_lines = widest_stream_lines();
   auto* d = static_cast<std::byte*>(dst);
   const auto* s = static_cast<const std::byte*>(src);
   const std::size_t head = std::min(bytes, (line - reinterpret_cast<std::uintptr_t>(d) % line) % line);
   const std::size_t lines = (bytes - head) / line;
   const std::size_t tail = bytes - head - lines * line;
   std::memcpy(d, s, head);
+  // Each thread's whole lines, fenced before the join.
   split_lines(lines, useful_threads(bytes, threads), [&](std::size_t begin, std::size_t end) {
-    stream_lines(d + head + begin * line, s + head + begin * line, end - begin);
-    _mm_sfence();  // streaming stores are weakly ordered: publish them before the join
+    detail::streaming_copy(d + head + begin * line, s + head + begin * line, (end - begin) * line);
   });
   std::memcpy(d + head + lines * line, s + head + lines * line, tail);
 }

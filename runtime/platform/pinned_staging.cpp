@@ -4,18 +4,16 @@
 // anybody but the owner of the slot or chunk it needs, so the link never idles behind a barrier.
 #include "runtime/platform/pinned_staging.hpp"
 
-#include "runtime/platform/staging_pipeline.hpp"
-
-#include <emmintrin.h>
 #include <omp.h>
 
 #include <algorithm>
-#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <vector>
 
 #include "hetkern/error.hpp"
+#include "runtime/platform/staging_pipeline.hpp"
+#include "runtime/platform/streaming_copy.hpp"
 
 // LLVM's offload runtime: page-locked host memory that `device` reaches directly (cuMemAllocHost).
 extern "C" void* llvm_omp_target_alloc_host(std::size_t bytes, int device);
@@ -79,20 +77,6 @@ class RingLease {
   Ring ring_;
 };
 
-// Copies with streaming stores: the destination's lines are written without being read first.
-void stream_copy(std::byte* dst, const std::byte* src, std::size_t n) {
-  const std::size_t head = std::min(n, (16 - reinterpret_cast<std::uintptr_t>(dst) % 16) % 16);
-  std::memcpy(dst, src, head);
-  std::size_t i = head;
-  for (; i + 64 <= n; i += 64)
-    for (std::size_t v = 0; v < 64; v += 16)
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + v), _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + v)));
-  for (; i + 16 <= n; i += 16)
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
-  std::memcpy(dst + i, src + i, n - i);
-  _mm_sfence();
-}
-
 }  // namespace
 
 bool staged_copy_to_device(void* device_dst, std::size_t dst_offset, const void* host_src,
@@ -129,7 +113,7 @@ bool staged_copy_to_host(void* host_dst, const void* device_src, std::size_t src
       },
       [&](std::size_t offset, std::size_t s, std::size_t within, std::size_t length) {
         if (streaming)
-          stream_copy(dst + offset, ring.slot(s) + within, length);
+          streaming_copy(dst + offset, ring.slot(s) + within, length);
         else
           std::memcpy(dst + offset, ring.slot(s) + within, length);
       });

@@ -160,9 +160,10 @@ void measure_host_tensor_call(MachineRates& rates, const CalibrationSizes& z) {
 }
 
 // scan.split with every line on every GPU, on page-locked host tensors: its rate holds the copies
-// over all the host's links at once, which bound it (docs/gpu.md). Pageable tensors gain nothing
-// reliable from more GPUs (their staging already takes the host's memory) and get no rate. The
-// lines are cut one part per GPU, as a long line is.
+// over all the host's links at once, which bound it (docs/gpu.md). Pageable tensors get no rate:
+// their staging reads and writes each byte on the host before the link reads it, so the GPUs
+// share the host's memory, and the host's own scan beat them on every machine measured
+// (docs/tuning.md). The lines are cut one part per GPU, as a long line is.
 void measure_spread_scan(MachineRates& rates, const CalibrationSizes& z) {
   const std::size_t bytes = std::size_t(z.copy_bytes);
   const PageLockedHost in(bytes), out(bytes);
