@@ -1,16 +1,20 @@
 // The staged copy's pipeline (runtime/platform/staging_pipeline.hpp) driven by a link that copies
 // between host buffers: every byte arrives whatever the size, the thread count and the order in
 // which the link's copies end, no slot is refilled before the link has moved it, and a failed
-// link copy ends the copy.
+// link copy ends the copy; copies of several segments land each one once and whole, and copy none
+// back before it is ready.
 #include <gtest/gtest.h>
 
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -152,6 +156,97 @@ TEST_P(StagingPipeline, AFailedLinkCopyEndsTheCopy) {
   std::vector<std::byte> back(n, std::byte{0xa5});
   EXPECT_FALSE(copy.run(StagingDirection::to_host, back, device, fail_at));
   EXPECT_TRUE(untouched(back, std::byte{0xa5}));
+}
+
+// Segments of one staged copy: empty ones, one byte, sizes that end mid-piece and mid-chunk, one
+// over several rounds of the ring, each at its own place on the "device".
+struct SegmentCase {
+  std::vector<std::size_t> sizes = {0, 1, (std::size_t(1) << 20) + 3, 0, 777, 3 * (std::size_t(1) << 20) + 17,
+                                    70 * (std::size_t(1) << 20) + 5, 4096};
+  std::vector<std::vector<std::byte>> host, device;
+  std::vector<hk::detail::CopySegment> segments;
+  explicit SegmentCase(unsigned seed) {
+    for (const std::size_t n : sizes) {
+      host.push_back(random_bytes(n, seed++));
+      device.push_back(random_bytes(n + 9, seed++));
+    }
+    for (std::size_t i = 0; i < sizes.size(); ++i)
+      segments.push_back({host[i].data(), device[i].data(), i % 3 == 0 ? std::size_t(0) : std::size_t(9) - i, sizes[i]});
+  }
+  bool arrived(std::size_t i) const {
+    const auto* at = static_cast<const std::byte*>(segments[i].device) + segments[i].device_offset;
+    return sizes[i] == 0 || std::memcmp(at, host[i].data(), sizes[i]) == 0;
+  }
+};
+
+bool run_segments(SegmentCase& t, StagingDirection direction, const std::function<bool(std::size_t)>& ready,
+                  const std::function<void(std::size_t)>& landed) {
+  std::vector<std::byte> slots(staging_ring_slots * staging_slot_bytes);
+  const bool to_device = direction == StagingDirection::to_device;
+  return hk::detail::run_staged_segments(
+      hk::detail::StagedSegments(t.segments), direction,
+      [&](std::size_t i, std::size_t at, std::size_t s, std::size_t within, std::size_t length) {
+        std::byte* slot = slots.data() + s * staging_slot_bytes + within;
+        std::byte* dev = static_cast<std::byte*>(t.segments[i].device) + t.segments[i].device_offset + at;
+        if (at % 5 == 1) std::this_thread::sleep_for(std::chrono::microseconds(300));
+        if (to_device)
+          std::memcpy(dev, slot, length);
+        else
+          std::memcpy(slot, dev, length);
+        return true;
+      },
+      [&](std::size_t i, std::size_t at, std::size_t s, std::size_t within, std::size_t length) {
+        std::byte* slot = slots.data() + s * staging_slot_bytes + within;
+        std::byte* h = static_cast<std::byte*>(t.segments[i].host) + at;
+        if (to_device)
+          std::memcpy(slot, h, length);
+        else
+          std::memcpy(h, slot, length);
+      },
+      ready, landed);
+}
+
+TEST_P(StagingPipeline, SegmentsLandOnceAndWholeInTheirPlaces) {
+  SegmentCase t(40);
+  std::vector<std::atomic<int>> landings(t.sizes.size());
+  std::vector<std::atomic<bool>> whole(t.sizes.size());
+  ASSERT_TRUE(run_segments(t, StagingDirection::to_device, [](std::size_t) { return true; }, [&](std::size_t i) {
+    ++landings[i];
+    whole[i] = t.arrived(i);
+  }));
+  for (std::size_t i = 0; i < t.sizes.size(); ++i) {
+    EXPECT_EQ(landings[i], 1) << "segment " << i;
+    EXPECT_TRUE(whole[i]) << "segment " << i << " landed before all its bytes had";
+  }
+}
+
+TEST_P(StagingPipeline, SegmentsBackWaitUntilTheyAreReady) {
+  // Each segment's device bytes are written only when ready(i) is asked: a copy that moved any of
+  // them sooner brings back the stale bytes.
+  SegmentCase t(50);
+  std::vector<std::vector<std::byte>> expected(t.sizes.size());
+  std::mutex mutex;
+  std::vector<bool> made(t.sizes.size(), false);
+  const auto ready = [&](std::size_t i) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (!made[i]) {
+      expected[i] = random_bytes(t.sizes[i], 60u + unsigned(i));  // never empty: empty segments move no byte
+      std::memcpy(static_cast<std::byte*>(t.segments[i].device) + t.segments[i].device_offset, expected[i].data(),
+                  t.sizes[i]);
+      made[i] = true;
+    }
+    return true;
+  };
+  ASSERT_TRUE(run_segments(t, StagingDirection::to_host, ready, [](std::size_t) {}));
+  for (std::size_t i = 0; i < t.sizes.size(); ++i) EXPECT_TRUE(t.host[i] == expected[i]) << "segment " << i;
+}
+
+TEST_P(StagingPipeline, SegmentsBackStopWhenOneIsNeverReady) {
+  SegmentCase t(70);
+  const std::size_t never = 6;  // the segment over several rounds of the ring
+  const std::vector<std::byte> before = t.host[never + 1];
+  EXPECT_FALSE(run_segments(t, StagingDirection::to_host, [&](std::size_t i) { return i < never; }, [](std::size_t) {}));
+  EXPECT_TRUE(t.host[never + 1] == before) << "the segment after the one never ready was copied";
 }
 
 INSTANTIATE_TEST_SUITE_P(Threads, StagingPipeline, ::testing::Values(1, 2, 3, 9),

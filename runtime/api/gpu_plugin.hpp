@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "hetkern/device.hpp"
@@ -95,6 +96,14 @@
   F(copy_to_host, void, hk::detail::copy_to_host,                                                          \
     (void* host_dst, const void* device_src, std::size_t src_offset, std::size_t bytes, int device),      \
     (host_dst, device_src, src_offset, bytes, device), required, )                                         \
+  F(copy_segments_to_device, void, hk::detail::copy_segments_to_device,                                    \
+    (const std::vector<hk::detail::CopySegment>& segments, int device,                                     \
+     const std::function<void(std::size_t)>& landed),                                                      \
+    (segments, device, landed), required, )                                                                \
+  F(copy_segments_to_host, void, hk::detail::copy_segments_to_host,                                        \
+    (const std::vector<hk::detail::CopySegment>& segments, int device,                                     \
+     const std::function<bool(std::size_t)>& ready),                                                       \
+    (segments, device, ready), required, )                                                                 \
   F(copy_between_devices, void, hk::detail::copy_between_devices,                                          \
     (void* dst, int dst_device, const void* src, int src_device, std::size_t bytes),                       \
     (dst, dst_device, src, src_device, bytes), required, )                                                 \
@@ -136,7 +145,7 @@ namespace hk::detail {
 
 /// Changes whenever the list above or a type it passes changes; with the version and the table's
 /// size, it keeps a plugin of another build from being used.
-inline constexpr std::uint32_t gpu_plugin_abi = 8;
+inline constexpr std::uint32_t gpu_plugin_abi = 9;
 
 struct GpuPluginTable {
   std::uint32_t abi;

@@ -88,10 +88,17 @@ std::size_t release_cached_device_memory() {
 namespace detail {
 namespace {
 
-// Whether a copy between host memory and `device` goes through the staging buffers: a large one to
-// a GPU, unless the host memory is page-locked already and the GPU reads or writes it directly.
-bool staged_copy(const void* host, std::size_t bytes, int device) {
-  return bytes >= staged_copy_min_bytes && device != omp_get_initial_device() && !host_range_page_locked(host, bytes);
+// Whether a copy of segments between host memory and `device` goes through the staging buffers: a
+// large one to a GPU, unless its host memory is page-locked already and the GPU reads or writes it
+// directly.
+bool staged_copy(const std::vector<CopySegment>& segments, int device) {
+  std::size_t bytes = 0;
+  bool page_locked = true;
+  for (const CopySegment& g : segments) {
+    bytes += g.bytes;
+    page_locked = page_locked && (g.bytes == 0 || host_range_page_locked(g.host, g.bytes));
+  }
+  return bytes >= staged_copy_min_bytes && device != omp_get_initial_device() && !page_locked;
 }
 
 }  // namespace
@@ -107,26 +114,52 @@ void* device_alloc(std::size_t bytes, int device, const char* what) {
 
 void copy_to_device(void* device_dst, std::size_t dst_offset, const void* host_src,
                     std::size_t bytes, int device) {
-  if (bytes == 0) return;
-  const bool staged = staged_copy(host_src, bytes, device) &&
-                      staged_copy_to_device(device_dst, dst_offset, host_src, bytes, device);
-  if (!staged &&
-      omp_target_memcpy(device_dst, host_src, bytes, dst_offset, 0, device, omp_get_initial_device()) != 0)
-    throw Error(Errc::invalid_parameter, "device", "upload", "the copy to the device failed");
-  counters().to_device_bytes += std::int64_t(bytes);
-  ++counters().to_device_copies;
+  copy_segments_to_device({{const_cast<void*>(host_src), device_dst, dst_offset, bytes}}, device);
 }
 
 void copy_to_host(void* host_dst, const void* device_src, std::size_t src_offset,
                   std::size_t bytes, int device) {
-  if (bytes == 0) return;
-  const bool staged = staged_copy(host_dst, bytes, device) &&
-                      staged_copy_to_host(host_dst, device_src, src_offset, bytes, device);
-  if (!staged &&
-      omp_target_memcpy(host_dst, device_src, bytes, 0, src_offset, omp_get_initial_device(), device) != 0)
-    throw Error(Errc::invalid_parameter, "device", "download", "the copy from the device failed");
-  counters().to_host_bytes += std::int64_t(bytes);
-  ++counters().to_host_copies;
+  copy_segments_to_host({{host_dst, const_cast<void*>(device_src), src_offset, bytes}}, device);
+}
+
+void copy_segments_to_device(const std::vector<CopySegment>& segments, int device,
+                             const std::function<void(std::size_t)>& landed) {
+  if (!(staged_copy(segments, device) && staged_segments_to_device(segments, device, landed)))
+    for (std::size_t i = 0; i < segments.size(); ++i) {
+      const CopySegment& g = segments[i];
+      if (g.bytes > 0 &&
+          omp_target_memcpy(g.device, g.host, g.bytes, g.device_offset, 0, device, omp_get_initial_device()) != 0)
+        throw Error(Errc::invalid_parameter, "device", "upload", "the copy to the device failed");
+      if (landed) landed(i);
+    }
+  for (const CopySegment& g : segments)
+    if (g.bytes > 0) {
+      counters().to_device_bytes += std::int64_t(g.bytes);
+      ++counters().to_device_copies;
+    }
+}
+
+void copy_segments_to_host(const std::vector<CopySegment>& segments, int device,
+                           const std::function<bool(std::size_t)>& ready) {
+  bool stopped = false;
+  const std::function<bool(std::size_t)> go_on = [&](std::size_t i) {
+    if (!ready || ready(i)) return true;
+    stopped = true;
+    return false;
+  };
+  if (!(staged_copy(segments, device) && staged_segments_to_host(segments, device, go_on)))
+    for (std::size_t i = 0; i < segments.size() && go_on(i); ++i) {
+      const CopySegment& g = segments[i];
+      if (g.bytes > 0 &&
+          omp_target_memcpy(g.host, g.device, g.bytes, 0, g.device_offset, omp_get_initial_device(), device) != 0)
+        throw Error(Errc::invalid_parameter, "device", "download", "the copy from the device failed");
+    }
+  if (stopped) return;
+  for (const CopySegment& g : segments)
+    if (g.bytes > 0) {
+      counters().to_host_bytes += std::int64_t(g.bytes);
+      ++counters().to_host_copies;
+    }
 }
 
 void copy_between_devices(void* dst, int dst_device, const void* src, int src_device, std::size_t bytes) {

@@ -4,6 +4,10 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <vector>
+
+#include "runtime/platform/copy_segment.hpp"
 
 namespace hk::detail {
 
@@ -33,6 +37,16 @@ void copy_to_device(void* device_dst, std::size_t dst_offset, const void* host_s
 /// `bytes` from device memory on `device` to host memory, counted, staged as above.
 void copy_to_host(void* host_dst, const void* device_src, std::size_t src_offset,
                   std::size_t bytes, int device);
+
+/// The segments from host memory to device memory on `device`, one after another, as one staged
+/// copy where they are staged (so that the link stays busy from one to the next), counted as a
+/// copy each; landed(i), when set, runs once segment i is all on the device (on any thread).
+void copy_segments_to_device(const std::vector<CopySegment>& segments, int device,
+                             const std::function<void(std::size_t)>& landed = {});
+/// The segments from device memory on `device` to host memory, as above. No byte of segment i
+/// moves before ready(i), when set, returned true; when it returns false, the copy stops there.
+void copy_segments_to_host(const std::vector<CopySegment>& segments, int device,
+                           const std::function<bool(std::size_t)>& ready = {});
 
 /// `bytes` from device memory on `src_device` to device memory on `dst_device`, peer to peer
 /// where the offload runtime can (else staged through the host), counted.

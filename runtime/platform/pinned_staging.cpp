@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -79,45 +80,56 @@ class RingLease {
 
 }  // namespace
 
-bool staged_copy_to_device(void* device_dst, std::size_t dst_offset, const void* host_src,
-                           std::size_t bytes, int device) {
+bool staged_segments_to_device(const std::vector<CopySegment>& segments, int device,
+                               const std::function<void(std::size_t)>& landed) {
   const RingLease ring(device);
   if (!ring) return false;
-  const StagingLayout c(bytes);
-  const auto* src = static_cast<const std::byte*>(host_src);
   const int host = omp_get_initial_device();
-  const bool ok = run_staged_copy(
-      c, StagingDirection::to_device,
-      [&](std::size_t k, std::size_t s) {
-        return omp_target_memcpy(device_dst, ring.slot(s), c.chunk_length(k), dst_offset + k * c.chunk, 0, device, host) == 0;
+  const bool ok = run_staged_segments(
+      StagedSegments(segments), StagingDirection::to_device,
+      [&](std::size_t i, std::size_t at, std::size_t s, std::size_t within, std::size_t length) {
+        const CopySegment& g = segments[i];
+        return omp_target_memcpy(g.device, ring.slot(s) + within, length, g.device_offset + at, 0, device, host) == 0;
       },
-      [&](std::size_t offset, std::size_t s, std::size_t within, std::size_t length) {
-        std::memcpy(ring.slot(s) + within, src + offset, length);
+      [&](std::size_t i, std::size_t at, std::size_t s, std::size_t within, std::size_t length) {
+        std::memcpy(ring.slot(s) + within, static_cast<const std::byte*>(segments[i].host) + at, length);
+      },
+      [](std::size_t) { return true; },
+      [&](std::size_t i) {
+        if (landed) landed(i);
       });
   if (!ok) throw Error(Errc::invalid_parameter, "device", "upload", "the copy to the device failed");
   return true;
 }
 
-bool staged_copy_to_host(void* host_dst, const void* device_src, std::size_t src_offset,
-                         std::size_t bytes, int device) {
+bool staged_segments_to_host(const std::vector<CopySegment>& segments, int device,
+                             const std::function<bool(std::size_t)>& ready) {
   const RingLease ring(device);
   if (!ring) return false;
-  const StagingLayout c(bytes);
-  auto* dst = static_cast<std::byte*>(host_dst);
   const int host = omp_get_initial_device();
-  const bool streaming = bytes >= streaming_store_min_bytes;
-  const bool ok = run_staged_copy(
-      c, StagingDirection::to_host,
-      [&](std::size_t k, std::size_t s) {
-        return omp_target_memcpy(ring.slot(s), device_src, c.chunk_length(k), 0, src_offset + k * c.chunk, host, device) == 0;
+  const StagedSegments staged(segments);
+  const bool streaming = staged.bytes() >= streaming_store_min_bytes;
+  std::atomic<bool> stopped{false};
+  const bool ok = run_staged_segments(
+      staged, StagingDirection::to_host,
+      [&](std::size_t i, std::size_t at, std::size_t s, std::size_t within, std::size_t length) {
+        const CopySegment& g = segments[i];
+        return omp_target_memcpy(ring.slot(s) + within, g.device, length, 0, g.device_offset + at, host, device) == 0;
       },
-      [&](std::size_t offset, std::size_t s, std::size_t within, std::size_t length) {
+      [&](std::size_t i, std::size_t at, std::size_t s, std::size_t within, std::size_t length) {
+        std::byte* const dst = static_cast<std::byte*>(segments[i].host) + at;
         if (streaming)
-          streaming_copy(dst + offset, ring.slot(s) + within, length);
+          streaming_copy(dst, ring.slot(s) + within, length);
         else
-          std::memcpy(dst + offset, ring.slot(s) + within, length);
-      });
-  if (!ok) throw Error(Errc::invalid_parameter, "device", "download", "the copy from the device failed");
+          std::memcpy(dst, ring.slot(s) + within, length);
+      },
+      [&](std::size_t i) {
+        if (!ready || ready(i)) return true;
+        stopped = true;
+        return false;
+      },
+      [](std::size_t) {});
+  if (!ok && !stopped) throw Error(Errc::invalid_parameter, "device", "download", "the copy from the device failed");
   return true;
 }
 

@@ -5,21 +5,28 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <vector>
+
+#include "runtime/platform/copy_segment.hpp"
 
 namespace hk::detail {
 
 /// Copies at least this many bytes through the staging buffers; smaller copies go directly.
 inline constexpr std::size_t staged_copy_min_bytes = std::size_t(1) << 20;
 
-/// `bytes` from host memory to device memory on `device` (a GPU, not the initial device), through
-/// the staging buffers. False when no page-locked memory could be had: the caller copies directly.
-/// Throws hk::Error(Errc::invalid_parameter) when a copy fails.
-bool staged_copy_to_device(void* device_dst, std::size_t dst_offset, const void* host_src,
-                           std::size_t bytes, int device);
+/// The segments from host memory to device memory on `device` (a GPU, not the initial device),
+/// one after another through one ring of staging buffers; landed(i), when set, runs once segment i
+/// is all on the device, on one of the copy's threads. False when no page-locked memory could be
+/// had: the caller copies directly. Throws hk::Error(Errc::invalid_parameter) when a copy fails.
+bool staged_segments_to_device(const std::vector<CopySegment>& segments, int device,
+                               const std::function<void(std::size_t)>& landed = {});
 
-/// `bytes` from device memory on `device` to host memory, through the staging buffers; as above.
-bool staged_copy_to_host(void* host_dst, const void* device_src, std::size_t src_offset,
-                         std::size_t bytes, int device);
+/// The segments from device memory on `device` to host memory, as above; no byte of segment i
+/// moves before ready(i), when set, returned true. When it returns false the copy stops (some
+/// earlier bytes may have moved) and the call returns true.
+bool staged_segments_to_host(const std::vector<CopySegment>& segments, int device,
+                             const std::function<bool(std::size_t)>& ready = {});
 
 /// Frees the staging buffers not in use; returns their bytes.
 std::size_t release_staging_buffers();

@@ -11,7 +11,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <memory>
 #include <thread>
+#include <vector>
+
+#include "runtime/platform/copy_segment.hpp"
 
 namespace hk::detail {
 
@@ -128,6 +132,89 @@ bool run_staged_copy(const StagingLayout& c, StagingDirection direction, Link li
     }
   }
   return !failed;
+}
+
+// Several host <-> device ranges moved one after another by one staged copy, so that the ring
+// stays full from one to the next: the copy's bytes are the segments' in order, a chunk or a piece
+// may hold the end of one segment and the start of the next.
+class StagedSegments {
+ public:
+  explicit StagedSegments(const std::vector<CopySegment>& segments) : segments_(segments), starts_(segments.size() + 1, 0) {
+    for (std::size_t i = 0; i < segments.size(); ++i) starts_[i + 1] = starts_[i] + segments[i].bytes;
+  }
+  std::size_t bytes() const { return starts_.back(); }
+  const CopySegment& operator[](std::size_t i) const { return segments_[i]; }
+  std::size_t size() const { return segments_.size(); }
+  // Calls part(i, at, length) for each segment i that bytes [offset, offset + length) of the copy
+  // touch, in order, with the `length` bytes at `at` within segment i; stops at the first false.
+  template <class Part> bool for_each_part(std::size_t offset, std::size_t length, Part part) const {
+    std::size_t i = std::size_t(std::upper_bound(starts_.begin(), starts_.end(), offset) - starts_.begin()) - 1;
+    for (const std::size_t end = offset + length; offset < end; ++i) {
+      if (segments_[i].bytes == 0) continue;
+      const std::size_t n = std::min(end, starts_[i + 1]) - offset;
+      if (!part(i, offset - starts_[i], n)) return false;
+      offset += n;
+    }
+    return true;
+  }
+
+ private:
+  const std::vector<CopySegment>& segments_;
+  std::vector<std::size_t> starts_;
+};
+
+// Runs a staged copy of `segments`. `link(i, at, slot, within, length)` moves `length` bytes of
+// segment i at `at` between slot `slot` at `within` and the device; `host(i, at, slot, within,
+// length)` copies them between the segment's host memory and the slot. To the device, landed(i)
+// runs once segment i is all there (at once for an empty one), on the thread that moved its last
+// chunk. To the host, no byte of segment i moves before ready(i) returned true; ready(i) returning
+// false ends the copy as a failed link copy does. False when the copy ended so.
+template <class Link, class Host, class Ready, class Landed>
+bool run_staged_segments(const StagedSegments& segments, StagingDirection direction, Link link, Host host, Ready ready,
+                         Landed landed) {
+  const bool to_device = direction == StagingDirection::to_device;
+  if (segments.bytes() == 0) {
+    if (to_device)
+      for (std::size_t i = 0; i < segments.size(); ++i) landed(i);
+    return true;
+  }
+  const StagingLayout c(segments.bytes());
+  // Per segment, its chunks not yet moved.
+  const std::unique_ptr<std::atomic<std::size_t>[]> chunks_left(new std::atomic<std::size_t>[segments.size()]);
+  for (std::size_t i = 0; i < segments.size(); ++i) chunks_left[i] = 0;
+  for (std::size_t k = 0; k < c.chunks; ++k)
+    segments.for_each_part(k * c.chunk, c.chunk_length(k), [&](std::size_t i, std::size_t, std::size_t) {
+      ++chunks_left[i];
+      return true;
+    });
+  if (to_device)
+    for (std::size_t i = 0; i < segments.size(); ++i)
+      if (segments[i].bytes == 0) landed(i);
+  return run_staged_copy(
+      c, direction,
+      [&](std::size_t k, std::size_t s) {
+        std::size_t within = 0;
+        const auto move = [&](std::size_t i, std::size_t at, std::size_t n) {
+          if (!to_device && !ready(i)) return false;
+          if (!link(i, at, s, within, n)) return false;
+          within += n;
+          return true;
+        };
+        if (!segments.for_each_part(k * c.chunk, c.chunk_length(k), move)) return false;
+        if (to_device)
+          segments.for_each_part(k * c.chunk, c.chunk_length(k), [&](std::size_t i, std::size_t, std::size_t) {
+            if (chunks_left[i].fetch_sub(1, std::memory_order_acq_rel) == 1) landed(i);
+            return true;
+          });
+        return true;
+      },
+      [&](std::size_t offset, std::size_t s, std::size_t within, std::size_t length) {
+        segments.for_each_part(offset, length, [&](std::size_t i, std::size_t at, std::size_t n) {
+          host(i, at, s, within, n);
+          within += n;
+          return true;
+        });
+      });
 }
 
 }  // namespace hk::detail

@@ -14,6 +14,7 @@
 #include "schedules/qmm_offload.hpp"
 #include "schedules/qmm_strategies.hpp"
 #include "schedules/strategies/offload_common.hpp"
+#include "schedules/strategies/qmm_host_bands.hpp"
 
 namespace hk::detail {
 
@@ -49,7 +50,7 @@ QmmStrategy offload_qmm_record(const char* name, const char* meaning, const char
         return plan;
       },
       .run = [](const QmmProblem& problem, const QmmStrategyPlan& plan) {
-        run_qmm_offload(problem, std::get<Plan>(plan).launch(), offload_device());
+        run_qmm_offload_host(problem, std::get<Plan>(plan).launch(), offload_device());
       },
       .schedule = [](const QmmStrategyPlan& plan) {
         const auto& o = std::get<Plan>(plan);

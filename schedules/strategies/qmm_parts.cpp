@@ -12,6 +12,7 @@
 #include "runtime/platform/environment.hpp"
 #include "schedules/qmm_offload.hpp"
 #include "schedules/qmm_strategies.hpp"
+#include "schedules/strategies/qmm_host_bands.hpp"
 
 namespace hk::detail {
 namespace {
@@ -94,7 +95,7 @@ void multiply_host_rows_on_device(const QmmProblem& problem, SplitRange r, const
   QmmProblem part = rows_of(problem, r);
   // One matrix whose rows do not interleave: the span of the part's outputs holds only its own.
   if (problem.batch[0] * problem.batch[1] == 1 && (problem.N - 1) * problem.out_col_stride < problem.out_row_stride) {
-    run_qmm_offload(part, plan, device);
+    run_qmm_offload_host(part, plan, device);
     return;
   }
   const std::int64_t batches = problem.batch[0] * problem.batch[1], count = r.size(), N = problem.N;
@@ -105,7 +106,7 @@ void multiply_host_rows_on_device(const QmmProblem& problem, SplitRange r, const
   part.out_batch_stride[1] = count * N;
   part.out_row_stride = N;
   part.out_col_stride = 1;
-  run_qmm_offload(part, plan, device);
+  run_qmm_offload_host(part, plan, device);
   for (std::int64_t t = 0; t < batches; ++t) {
     const std::int64_t batch_offset =
         (t / problem.batch[1]) * problem.out_batch_stride[0] + (t % problem.batch[1]) * problem.out_batch_stride[1];

@@ -1,0 +1,101 @@
+// Host-tensor matmuls on a GPU in bands of rows (schedules/strategies/qmm_host_bands.hpp): which
+// calls take them, and their outputs against the oracle, a copy back per band (offload builds).
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "hetkern/device.hpp"
+#include "qmm_test_util.hpp"
+#include "schedules/strategies/qmm_host_bands.hpp"
+
+namespace {
+
+using qmmt::Buffer;
+using qmmt::DataType;
+using qmmt::Problem;
+using qmmt::i64;
+
+struct Shape {
+  i64 M, N, K;
+  std::vector<i64> batch = {};
+  std::vector<i64> a_strides = {}, y_strides = {};  // empty: packed
+};
+
+Problem make(const Shape& s, DataType ta, DataType tb, DataType ty, std::mt19937_64& rng) {
+  Problem p;
+  p.M = s.M, p.N = s.N, p.K = s.K;
+  p.batch = s.batch;
+  const auto with = [&](std::vector<i64> tail) {
+    std::vector<i64> sizes = s.batch;
+    sizes.insert(sizes.end(), tail.begin(), tail.end());
+    return sizes;
+  };
+  p.a = Buffer(ta, with({s.M, s.K}), s.a_strides, rng);
+  p.b = Buffer(tb, with({s.K, s.N}), {}, rng);
+  p.y = Buffer(ty, with({s.M, s.N}), s.y_strides, rng);
+  p.a_zero = qmmt::literal_q(ta, {s.M, 1}, {3, -7, 100, 0, 1}, rng);
+  p.b_zero = qmmt::literal_q(tb, {1, s.N}, {1, 9, -128, 127}, rng);
+  p.y_zero = qmmt::literal_q(ty, {s.M, 1}, {ty == DataType::int8 ? -5 : 120, 7}, rng);
+  p.a_scale = qmmt::literal_f({s.M, 1}, {0.05f, 0.03f}, rng);
+  p.b_scale = qmmt::literal_f({1, s.N}, {0.01f, 0.02f, 0.004f}, rng);
+  p.y_scale = qmmt::literal_f({s.M, 1}, {0.6f, 1.1f, 2.0f}, rng);
+  return p;
+}
+
+bool in_bands(Problem& p) { return hk::detail::qmm_host_bands_apply(hk::detail::validate(p.args(), p.y.view())); }
+
+// 8000 x 1000 outputs of depth 128: 9 MiB of tensors, 63 x 8 tiles in four bands of 16 tile rows.
+const Shape banded{8000, 1000, 128};
+
+TEST(QmmHostBands, OnlyCallsWhoseBandsOwnTheirOutputs) {
+  std::mt19937_64 rng(8000);
+  const DataType u8 = DataType::uint8, s8 = DataType::int8;
+  Problem yes = make(banded, u8, s8, u8, rng);
+  EXPECT_TRUE(in_bands(yes));
+  // A by columns still goes in bands (all of A first).
+  Problem a_by_columns = make({8000, 1000, 128, {}, {1, 8000}}, s8, u8, s8, rng);
+  EXPECT_TRUE(in_bands(a_by_columns));
+  const std::pair<const char*, Shape> no[] = {
+      {"two matrices", {4000, 1000, 128, {2}}},
+      {"K not a whole number of 128-deep slices", {8000, 1000, 100}},
+      {"under 8 MiB", {4000, 1000, 128}},
+      {"one band of 128 tiles", {2048, 1000, 4096}},
+      {"an output by columns", {8000, 1000, 128, {}, {}, {1, 8000}}},
+      {"gaps between output rows", {8000, 1000, 128, {}, {}, {1024, 1}}},
+  };
+  for (const auto& [why, shape] : no) {
+    Problem p = make(shape, u8, s8, u8, rng);
+    EXPECT_FALSE(in_bands(p)) << why;
+  }
+}
+
+TEST(QmmHostBands, MatchTheOracleWithACopyBackPerBand) {
+  if (hk::offload_on_host()) GTEST_SKIP() << "bands run on a GPU only; on the host fallback the call runs in place";
+  std::mt19937_64 rng(4100);
+  struct Case {
+    const char* name;
+    Shape shape;
+    DataType a, b, y;
+    std::int64_t bands;
+  };
+  const Case cases[] = {
+      {"u8 x s8 -> u8, A by rows", banded, DataType::uint8, DataType::int8, DataType::uint8, 4},
+      // 33 x 16 tiles: bands of 8 tile rows, the last a single row cut at 4 of 128.
+      {"s8 x u8 -> s8, A by columns", {4100, 2048, 128, {}, {1, 4100}}, DataType::int8, DataType::uint8,
+       DataType::int8, 5},
+  };
+  for (const Case& c : cases) {
+    Problem p = make(c.shape, c.a, c.b, c.y, rng);
+    ASSERT_TRUE(in_bands(p)) << c.name;
+    const qmmt::Expected e = qmmt::oracle(p, true);
+    for (const char* schedule : {"qmm.offload_mma", "qmm.offload", "qmm.offload_mma(tensor_cores=wgmma)"}) {
+      hk::reset_transfer_counters();
+      qmmt::run_and_check(p, hk::Schedule::parse(schedule), e, c.name);
+      EXPECT_EQ(hk::transfer_counters().to_host_copies, c.bands) << c.name << "; " << schedule;
+    }
+  }
+}
+
+}  // namespace
