@@ -40,11 +40,13 @@ void copy_to_host(void* host_dst, const void* device_src, std::size_t src_offset
 
 /// The segments from host memory to device memory on `device`, one after another, as one staged
 /// copy where they are staged (so that the link stays busy from one to the next), counted as a
-/// copy each; landed(i), when set, runs once segment i is all on the device (on any thread).
+/// copy each; landed(i), when set, runs once segment i is all on the device (on any of the copy's
+/// threads, inside a parallel region: it must not throw).
 void copy_segments_to_device(const std::vector<CopySegment>& segments, int device,
                              const std::function<void(std::size_t)>& landed = {});
 /// The segments from device memory on `device` to host memory, as above. No byte of segment i
 /// moves before ready(i), when set, returned true; when it returns false, the copy stops there.
+/// ready may run on several of the copy's threads at once and must not throw.
 void copy_segments_to_host(const std::vector<CopySegment>& segments, int device,
                            const std::function<bool(std::size_t)>& ready = {});
 

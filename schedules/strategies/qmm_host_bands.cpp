@@ -1,10 +1,12 @@
-// A host-tensor matmul on a GPU in bands of rows (qmm_host_bands.hpp): B and the bands of A cross
-// the link one after another through one staged copy, each band's product starts as soon as its
-// rows of A are there, and its outputs go back while later bands still arrive and multiply.
+// A host-tensor matmul on a GPU as one launch fed and drained while it runs (qmm_host_bands.hpp):
+// B and then A, a group of tile rows at a time, cross the link in one staged copy; the product's
+// tiles wait on the device for their rows of A where A is read in place (else the launch waits
+// for all of A), and each band of outputs goes back as soon as the launch counts it finished.
 #include "schedules/strategies/qmm_host_bands.hpp"
 
 #include <algorithm>
 #include <condition_variable>
+#include <exception>
 #include <mutex>
 
 #include "hetkern/device.hpp"
@@ -20,18 +22,17 @@ using i64 = std::int64_t;
 constexpr i64 tile = qmm_offload_tile;
 // Below this many bytes (A, B and the output together) the copies are too short to overlap.
 constexpr std::size_t least_bytes = std::size_t(8) << 20;
-// More bands shorten what cannot overlap (B with the first band's rows of A in, the last band's
-// outputs back) and add a launch each.
-constexpr i64 most_bands = 8;
-// A band has at least this many output tiles, so that its launch alone fills a large GPU.
-constexpr i64 least_band_tiles = 128;
+// A crosses in this many groups of whole tile rows at most: the first tiles start after B and the
+// first group only.
+constexpr i64 most_a_groups = 8;
 
-std::vector<SplitRange> host_bands(const QmmProblem& p) {
-  const i64 tiles_m = (p.M + tile - 1) / tile, tiles_n = (p.N + tile - 1) / tile;
-  const i64 band_tiles = std::max((tiles_m + most_bands - 1) / most_bands, (least_band_tiles + tiles_n - 1) / tiles_n);
-  std::vector<SplitRange> bands;
-  for (i64 r = 0; r < tiles_m; r += band_tiles) bands.push_back({r * tile, std::min(p.M, (r + band_tiles) * tile)});
-  return bands;
+i64 tiles_of(i64 lines) { return (lines + tile - 1) / tile; }
+
+std::vector<SplitRange> a_row_groups(i64 M) {
+  const i64 tiles = tiles_of(M), per_group = (tiles + most_a_groups - 1) / most_a_groups;
+  std::vector<SplitRange> groups;
+  for (i64 t = 0; t < tiles; t += per_group) groups.push_back({t * tile, std::min(M, (t + per_group) * tile)});
+  return groups;
 }
 
 // Bytes from `from` to `to` (both within one host tensor's span).
@@ -39,45 +40,47 @@ std::size_t offset_of(const void* to, const void* from) {
   return std::size_t(static_cast<const char*>(to) - static_cast<const char*>(from));
 }
 
-}  // namespace
-
-bool qmm_host_bands_apply(const QmmProblem& p) {
-  if (p.packed_b || p.batch[0] * p.batch[1] != 1 || p.M == 0 || p.N == 0 || !qmm_b_columns_fit(p)) return false;
-  const QmmSpans spans = qmm_spans(p);
-  if (spans.out_has_gaps() || spans.a + spans.b + spans.out < least_bytes) return false;
-  const std::vector<SplitRange> bands = host_bands(p);
-  return bands.size() > 1 && qmm_parts_own_their_spans(p, {-1, p.M}, bands);
-}
-
-namespace {
-
 void run_in_bands(const QmmProblem& p, const QmmPlan& plan, int device) {
-  const std::vector<SplitRange> bands = host_bands(p);
   const QmmCut rows{-1, p.M};
+  const std::vector<SplitRange> bands = qmm_arrival_bands(p.M);
   const QmmSpans spans = qmm_spans(p);
-  ScratchLease a(device, spans.a), b(device, spans.b), columns(device, qmm_b_columns_bytes(p)), out(device, spans.out);
+  const i64 tiles_m = tiles_of(p.M), tiles_n = tiles_of(p.N);
+  ScratchLease a(device, spans.a), b(device, spans.b), out(device, spans.out);
+  ScratchLease flags(device, std::size_t(tiles_m + i64(bands.size())) * sizeof(std::int32_t));
   QmmProblem there = p;
   there.a.data = a.data();
   there.b.data = b.data();
   there.out = out.data();
+  auto* const a_ready = static_cast<std::int32_t*>(flags.data());
+  auto* const bands_done = a_ready + tiles_m;
+  const std::vector<std::int32_t> zeros(std::size_t(tiles_m) + bands.size(), 0), ones(std::size_t(tiles_m), 1);
+  copy_to_device(flags.data(), 0, zeros.data(), zeros.size() * sizeof(std::int32_t), device);
+  const auto mark_ready = [&](i64 first, i64 count) {
+    copy_to_device(a_ready, std::size_t(first) * sizeof(std::int32_t), ones.data(), std::size_t(count) * sizeof(std::int32_t),
+                   device);
+  };
 
-  // In: B, then A a band at a time where the bands' rows of A lie apart (A by rows), else all of A.
-  const bool a_by_bands = p.a.row_stride >= p.K * p.a.col_stride;
+  // In: B, then A a group of tile rows at a time where the groups' rows lie apart (A by rows),
+  // else all of A. The launch waits on the device for A's rows only where it reads A in place.
+  const bool a_by_rows = p.a.row_stride >= p.K * p.a.col_stride;
+  const bool a_arriving = a_by_rows && qmm_offload_streamable(there, plan.kernel).a;
+  const std::vector<SplitRange> a_groups = a_by_rows ? a_row_groups(p.M) : std::vector<SplitRange>{{0, p.M}};
   std::vector<CopySegment> in{{const_cast<void*>(p.b.data), b.data(), 0, spans.b}};
+  for (const SplitRange& r : a_groups) {
+    const QmmProblem part = qmm_part(p, rows, r);
+    in.push_back({const_cast<void*>(part.a.data), a.data(), offset_of(part.a.data, p.a.data), qmm_spans(part).a});
+  }
   std::vector<CopySegment> back;
   for (const SplitRange& r : bands) {
     const QmmProblem part = qmm_part(p, rows, r);
-    if (a_by_bands) in.push_back({const_cast<void*>(part.a.data), a.data(), offset_of(part.a.data, p.a.data), qmm_spans(part).a});
     back.push_back({part.out, out.data(), offset_of(part.out, p.out), qmm_spans(part).out});
   }
-  if (!a_by_bands) in.push_back({const_cast<void*>(p.a.data), a.data(), 0, spans.a});
 
   std::mutex mutex;
   std::condition_variable changed;
-  std::vector<bool> landed(in.size(), false);
-  std::size_t bands_done = 0;
-  bool failed = false;
-  // Waits until `ready` holds; false once any side failed (run_parts rethrows its error).
+  std::size_t landed = 0;  // segments of `in` all there
+  std::size_t bands_back = 0;  // bands counted finished
+  bool launched = false, finished = false, failed = false;
   const auto wait = [&](auto ready) {
     std::unique_lock<std::mutex> lock(mutex);
     changed.wait(lock, [&] { return failed || ready(); });
@@ -88,37 +91,76 @@ void run_in_bands(const QmmProblem& p, const QmmPlan& plan, int device) {
     change();
     changed.notify_all();
   };
+  const auto is = [&](const bool& flag) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    return flag;
+  };
+  // On any failure a launch that waits for A's rows is released (every row marked there), so that
+  // it ends; `launched` and `failed` change under one lock, so that no launch starts unreleased.
   const auto failing = [&](auto side) {
     return [&, side] {
       try {
         side();
       } catch (...) {
-        update([&] { failed = true; });
+        bool release = false;
+        update([&] { failed = true, release = a_arriving && launched; });
+        if (release) try {
+            mark_ready(0, tiles_m);
+          } catch (...) {
+          }
         throw;
       }
     };
   };
-  const auto copy_in = failing([&] { copy_segments_to_device(in, device, [&](std::size_t i) { update([&] { landed[i] = true; }); }); });
+  const auto copy_in = failing([&] {
+    // landed runs inside the copy's threads, which must not throw: a failure is kept for here.
+    std::exception_ptr marking;
+    copy_segments_to_device(in, device, [&](std::size_t i) {
+      if (a_arriving && i > 0) try {
+          const SplitRange& r = a_groups[i - 1];
+          mark_ready(r.begin / tile, tiles_of(r.end) - r.begin / tile);
+        } catch (...) {
+          const std::lock_guard<std::mutex> lock(mutex);
+          if (!marking) marking = std::current_exception();
+        }
+      update([&] { ++landed; });
+    });
+    if (marking) std::rethrow_exception(marking);
+  });
   const auto multiply = failing([&] {
-    if (!wait([&] { return bool(landed[0]); })) return;
-    qmm_offload_pack_b_columns(there, columns.data(), device);
-    const QmmProblem with_columns = with_b_columns(there, columns.data());
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      changed.wait(lock, [&] { return failed || landed >= (a_arriving ? 1 : in.size()); });
+      if (failed) return;
+      launched = true;
+    }
+    run_qmm_offload_arriving(there, plan, device, {a_arriving ? a_ready : nullptr, nullptr, bands_done, true});
+    update([&] { finished = true; });
+  });
+  const auto watch = failing([&] {
     for (std::size_t i = 0; i < bands.size(); ++i) {
-      const std::size_t rows_of_a = a_by_bands ? 1 + i : 1;
-      if (!wait([&] { return bool(landed[rows_of_a]); })) return;
-      run_qmm_offload_on_device(qmm_part(with_columns, rows, bands[i]), plan, device);
-      update([&] { bands_done = i + 1; });
+      if (!wait_for_band(device, bands_done, i, std::int32_t(tiles_of(bands[i].size()) * tiles_n), [&] { return is(failed); },
+                         [&] { return is(finished); }))
+        return;
+      update([&] { bands_back = i + 1; });
     }
   });
   const auto copy_back = failing([&] {
     // The copy's host threads wait from its start: begin it once there is something to copy.
-    if (!wait([&] { return bands_done > 0; })) return;
-    copy_segments_to_host(back, device, [&](std::size_t i) { return wait([&] { return bands_done > i; }); });
+    if (!wait([&] { return bands_back > 0; })) return;
+    copy_segments_to_host(back, device, [&](std::size_t i) { return wait([&] { return bands_back > i; }); });
   });
-  run_parts({copy_in, multiply, copy_back});
+  run_parts({copy_in, multiply, watch, copy_back});
 }
 
 }  // namespace
+
+bool qmm_host_bands_apply(const QmmProblem& p) {
+  if (p.packed_b || p.batch[0] * p.batch[1] != 1 || p.M <= tile || p.N == 0 || p.K == 0) return false;
+  const QmmSpans spans = qmm_spans(p);
+  return !spans.out_has_gaps() && spans.a + spans.b + spans.out >= least_bytes &&
+         qmm_parts_own_their_spans(p, {-1, p.M}, qmm_arrival_bands(p.M));
+}
 
 void run_qmm_offload_host(const QmmProblem& problem, const QmmPlan& plan, int device) {
   if (offload_on_host() || !qmm_host_bands_apply(problem))

@@ -7,7 +7,10 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
+#include <thread>
 
+#include "hetkern/error.hpp"
 #include "runtime/platform/device_memory.hpp"
 #include "runtime/platform/environment.hpp"
 #include "schedules/qmm_offload.hpp"
@@ -75,6 +78,30 @@ QmmProblem qmm_columns(const QmmProblem& p, SplitRange r) {
 
 QmmProblem qmm_part(const QmmProblem& p, const QmmCut& cut, SplitRange r) {
   return cut.by_batch() ? batches_of(p, cut.batch_dim, r) : rows_of(p, r);
+}
+
+std::vector<SplitRange> qmm_arrival_bands(std::int64_t M) {
+  constexpr std::int64_t tile = qmm_offload_tile, band = qmm_offload_tile * qmm_offload_band_rows;
+  const std::int64_t last_row = (M + tile - 1) / tile * tile - tile;
+  std::vector<SplitRange> bands;
+  for (std::int64_t r = 0; r < last_row; r += band) bands.push_back({r, std::min(last_row, r + band)});
+  bands.push_back({last_row, M});
+  return bands;
+}
+
+bool wait_for_band(int device, const std::int32_t* bands_done, std::size_t band, std::int32_t expected,
+                   const std::function<bool()>& stop, const std::function<bool()>& launch_ended) {
+  for (std::int32_t done = 0; done < expected;) {
+    if (stop()) return false;
+    const bool ended = launch_ended();
+    copy_to_host(&done, bands_done, band * sizeof(std::int32_t), sizeof(done), device);
+    if (done < expected && ended)
+      throw Error(Errc::unavailable, "quantized_linear_matmul", "GPU " + std::to_string(device),
+                  "its launch ended with " + std::to_string(done) + " of band " + std::to_string(band) + "'s " +
+                      std::to_string(expected) + " tiles counted");
+    if (done < expected) std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  return true;
 }
 
 bool qmm_parts_own_their_spans(const QmmProblem& p, const QmmCut& cut, const std::vector<SplitRange>& ranges) {

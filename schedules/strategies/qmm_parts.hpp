@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -37,6 +38,16 @@ QmmProblem qmm_part(const QmmProblem& problem, const QmmCut& cut, SplitRange r);
 
 /// Columns [r.begin, r.end) of B and of the output: the problem on those columns only.
 QmmProblem qmm_columns(const QmmProblem& problem, SplitRange r);
+
+/// The product kernels' bands of rows with OffloadQmmArrivals::last_row_alone, in the order their
+/// tiles run: qmm_offload_band_rows tile rows each, the last one tile row.
+std::vector<SplitRange> qmm_arrival_bands(std::int64_t M);
+
+/// Waits until a launch with OffloadQmmArrivals::bands_done on `device` has counted `expected`
+/// tiles in band `band`, reading the count every 20 us; false as soon as stop() holds. Throws
+/// hk::Error(Errc::unavailable) when launch_ended() held before a read that still came short.
+bool wait_for_band(int device, const std::int32_t* bands_done, std::size_t band, std::int32_t expected,
+                   const std::function<bool()>& stop, const std::function<bool()>& launch_ended);
 
 /// Whether each range's output span (from its first output to its last, what a copy of it takes)
 /// holds no output of another range.

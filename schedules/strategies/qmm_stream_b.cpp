@@ -3,10 +3,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
-#include <string>
-#include <thread>
 
-#include "hetkern/error.hpp"
 #include "runtime/platform/device_memory.hpp"
 #include "schedules/qmm_offload.hpp"
 #include "schedules/strategies/qmm_parts.hpp"
@@ -14,7 +11,7 @@
 namespace hk::detail {
 namespace {
 
-constexpr std::int64_t tile = qmm_offload_tile, band = qmm_offload_tile * qmm_offload_band_rows;
+constexpr std::int64_t tile = qmm_offload_tile;
 
 double since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -31,16 +28,6 @@ std::vector<SplitRange> column_groups(std::int64_t N, std::int64_t K) {
   std::vector<SplitRange> groups;
   for (std::int64_t c = 0; c < N; c += width) groups.push_back({c, std::min(N, c + width)});
   return groups;
-}
-
-// The product kernels' bands of rows, in the order their tiles run, the last one tile row
-// (OffloadQmmArrivals::last_row_alone).
-std::vector<SplitRange> row_bands(std::int64_t M) {
-  const std::int64_t last_row = (tiles_of(M) - 1) * tile;
-  std::vector<SplitRange> bands;
-  for (std::int64_t r = 0; r < last_row; r += band) bands.push_back({r, std::min(last_row, r + band)});
-  bands.push_back({last_row, M});
-  return bands;
 }
 
 }  // namespace
@@ -103,7 +90,7 @@ void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& rel
   times.rows = part.M;
   const QmmSpans spans = qmm_spans(part);
   const std::int64_t tiles_m = tiles_of(part.M), tiles_n = tiles_of(part.N);
-  const std::vector<SplitRange> bands = row_bands(part.M);
+  const std::vector<SplitRange> bands = qmm_arrival_bands(part.M);
   ScratchLease a(device, spans.a), out(device, spans.out);
   ScratchLease flags(device, std::size_t(tiles_m + tiles_n + std::int64_t(bands.size())) * sizeof(std::int32_t));
   char* const b = relay.columns(link);
@@ -233,17 +220,9 @@ void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& rel
         if (wait(finished)) send_back({0, part.M});
       } else
         for (std::size_t i = 0; i < bands.size(); ++i) {
-          const std::int32_t expected = std::int32_t(tiles_of(bands[i].size()) * tiles_n);
-          for (std::int32_t done = 0; done < expected;) {
-            if (has_failed()) return;
-            const bool launch_ended = is_set(finished);
-            copy_to_host(&done, bands_done, i * sizeof(std::int32_t), sizeof(done), device);
-            if (done < expected && launch_ended)
-              throw Error(Errc::unavailable, "quantized_linear_matmul", "GPU " + std::to_string(device),
-                          "its launch ended with " + std::to_string(done) + " of band " + std::to_string(i) + "'s " +
-                              std::to_string(expected) + " tiles counted");
-            if (done < expected) std::this_thread::sleep_for(std::chrono::microseconds(20));
-          }
+          if (!wait_for_band(device, bands_done, i, std::int32_t(tiles_of(bands[i].size()) * tiles_n), has_failed,
+                             [&] { return is_set(finished); }))
+            return;
           send_back(bands[i]);
         }
       times.done = since(start);
