@@ -29,9 +29,10 @@ namespace hk::detail {
 /// A part of a spread call whose operands are still arriving on the device while its product runs:
 /// each tile waits until the int32 flag of its row tile in a_ready and of its column tile in
 /// b_ready is non-zero (a null array: that operand is all there), and once its outputs are written
-/// adds one to bands_done[its band], a band being qmm_offload_band_rows tile rows (null: nobody
-/// counts). With last_row_alone the last tile row is a band of its own, whose tiles run after all
-/// the others: the outputs that go back after the launch ends are then one tile row's. Only
+/// adds one to bands_done[its band], a band being band_rows tile rows (0: qmm_offload_band_rows;
+/// null bands_done: nobody counts). With last_row_alone the last tile row is a band of its own,
+/// whose tiles run after all the others: the outputs that go back after the launch ends are then
+/// one tile row's. Only
 /// operands that qmm_offload_streamable names may still be arriving; with any array set or
 /// last_row_alone the product runs in one launch (no split-K).
 struct OffloadQmmArrivals {
@@ -39,6 +40,7 @@ struct OffloadQmmArrivals {
   const std::int32_t* b_ready = nullptr;
   std::int32_t* bands_done = nullptr;
   bool last_row_alone = false;
+  std::int64_t band_rows = 0;
   bool any() const { return a_ready || b_ready || bands_done || last_row_alone; }
 };
 

@@ -51,8 +51,8 @@ Problem make(const Shape& s, DataType ta, DataType tb, DataType ty, std::mt19937
 hk::detail::QmmProblem problem_of(Problem& p) { return hk::detail::validate(p.args(), p.y.view()); }
 bool in_bands(Problem& p) { return hk::detail::qmm_host_bands_apply(problem_of(p)); }
 
-// 8000 x 1000 outputs of depth 128: 9 MiB of tensors, 63 tile rows in four bands of 16 and the
-// last row alone.
+// 8000 x 1000 outputs of depth 128: 9 MiB of tensors, 63 tile rows: A in groups of 8 tile rows,
+// the outputs back in bands of as many (the eighth of 6, the last row alone).
 const Shape banded{8000, 1000, 128};
 
 TEST(QmmHostBands, OnlyCallsWhoseBandsOwnTheirOutputs) {
@@ -90,12 +90,12 @@ TEST(QmmHostBands, MatchTheOracleWithTheOutputsBackByBands) {
     bool arriving;       // A read in place while it arrives
   };
   const Case cases[] = {
-      {"u8 x s8 -> u8, A by rows", banded, DataType::uint8, DataType::int8, DataType::uint8, 5, false},
-      {"u8 x s8 -> u8, A arriving", {8064, 1000, 256}, DataType::uint8, DataType::int8, DataType::uint8, 5, true},
-      // 33 tile rows: two bands of 16, then the last row, cut at 4 of 128.
+      {"u8 x s8 -> u8, A by rows", banded, DataType::uint8, DataType::int8, DataType::uint8, 9, false},
+      {"u8 x s8 -> u8, A arriving", {8064, 1000, 256}, DataType::uint8, DataType::int8, DataType::uint8, 9, true},
+      // 33 tile rows: bands of 5, the seventh of 2, then the last row, cut at 4 of 128.
       {"s8 x u8 -> s8, A by columns", {4100, 2048, 128, {}, {1, 4100}}, DataType::int8, DataType::uint8,
-       DataType::int8, 3, false},
-      {"u8 x s8 -> u8, depth 100", {8000, 1000, 100}, DataType::uint8, DataType::int8, DataType::uint8, 5, false},
+       DataType::int8, 8, false},
+      {"u8 x s8 -> u8, depth 100", {8000, 1000, 100}, DataType::uint8, DataType::int8, DataType::uint8, 9, false},
   };
   for (const Case& c : cases) {
     Problem p = make(c.shape, c.a, c.b, c.y, rng, c.arriving);

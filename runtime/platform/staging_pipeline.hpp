@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <thread>
@@ -56,14 +57,18 @@ struct StagingLayout {
   std::size_t slot_pieces_through(std::size_t k) const { return k / staging_ring_slots * pieces_per_chunk + chunk_pieces(k); }
 };
 
-// Waits until `counter` reaches `target` or the copy failed; false on failure.
+// Waits until `counter` reaches `target` or the copy failed; false on failure. A short wait spins;
+// a long one (a copy back whose data is not computed yet, a copy beside another) sleeps, so that
+// the threads with work keep their cores.
 inline bool staging_wait_for(const std::atomic<std::size_t>& counter, std::size_t target, const std::atomic<bool>& failed) {
   for (unsigned spins = 0; counter.load(std::memory_order_acquire) < target; ++spins) {
     if (failed.load(std::memory_order_relaxed)) return false;
     if (spins < 256)
       _mm_pause();
-    else
+    else if (spins < 320)
       std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(10));
   }
   return !failed.load(std::memory_order_relaxed);
 }
@@ -119,6 +124,11 @@ bool run_staged_copy(const StagingLayout& c, StagingDirection direction, Link li
     alone();
     return !failed;
   }
+  // The team sleeps as soon as the copy ends, rather than spin for the runtime's block time (200 ms
+  // by default): copies run beside other work (the call's copies the other way, its kernels' host
+  // threads, the calls that follow), which idle spinning threads would starve of cores.
+  const int block_time = kmp_get_blocktime();
+  kmp_set_blocktime(0);
 #pragma omp parallel num_threads(team)
   {
     const int t = omp_get_thread_num(), threads = omp_get_num_threads();
@@ -131,6 +141,7 @@ bool run_staged_copy(const StagingLayout& c, StagingDirection direction, Link li
       for (std::size_t i; (i = next_piece.fetch_add(1, std::memory_order_relaxed)) < c.pieces && !failed;) host_piece(i);
     }
   }
+  kmp_set_blocktime(block_time);
   return !failed;
 }
 

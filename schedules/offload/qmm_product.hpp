@@ -272,7 +272,7 @@ template <Family F, bool Deep>
 #endif
   // With last_row_alone, the last tile row is a band of its own, after the others.
   const i64 banded = k.last_row_alone ? k.tiles_m - 1 : k.tiles_m;
-  const i64 bands = (banded + band_rows - 1) / band_rows + (k.last_row_alone ? 1 : 0);
+  const i64 bands = (banded + k.band_rows - 1) / k.band_rows + (k.last_row_alone ? 1 : 0);
   for (i64 item = team; item < items; item += team_count) {
     const i64 tile = item % tiles, part = item / tiles;
     const i64 t = tile / per_batch, in_batch = tile % per_batch;
@@ -280,9 +280,9 @@ template <Family F, bool Deep>
     if (in_batch >= banded * k.tiles_n) {
       band = bands - 1, i0 = banded * tile_rows, j0 = (in_batch - banded * k.tiles_n) * tile_cols;
     } else {
-      band = in_batch / (band_rows * k.tiles_n);
-      const i64 band_first = band * band_rows, rows_left = banded - band_first;
-      const i64 band_height = rows_left < band_rows ? rows_left : band_rows;
+      band = in_batch / (k.band_rows * k.tiles_n);
+      const i64 band_first = band * k.band_rows, rows_left = banded - band_first;
+      const i64 band_height = rows_left < k.band_rows ? rows_left : k.band_rows;
       const i64 in_band = in_batch - band_first * k.tiles_n;
       i0 = (band_first + in_band % band_height) * tile_rows, j0 = (in_band / band_height) * tile_cols;
     }

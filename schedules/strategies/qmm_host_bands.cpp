@@ -5,12 +5,15 @@
 #include "schedules/strategies/qmm_host_bands.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
 
 #include "hetkern/device.hpp"
 #include "runtime/platform/device_memory.hpp"
+#include "runtime/platform/environment.hpp"
 #include "schedules/qmm_offload.hpp"
 #include "schedules/strategies/qmm_parts.hpp"
 #include "schedules/strategies/split_common.hpp"
@@ -22,14 +25,18 @@ using i64 = std::int64_t;
 constexpr i64 tile = qmm_offload_tile;
 // Below this many bytes (A, B and the output together) the copies are too short to overlap.
 constexpr std::size_t least_bytes = std::size_t(8) << 20;
-// A crosses in this many groups of whole tile rows at most: the first tiles start after B and the
-// first group only.
-constexpr i64 most_a_groups = 8;
+// A crosses in groups of whole tile rows, this many at most, and its outputs come back in bands of
+// as many rows (and the last tile row alone): the first tiles start after B and the first group
+// only, and what goes back after the last group lands is one group's outputs.
+constexpr i64 most_groups = 8;
 
 i64 tiles_of(i64 lines) { return (lines + tile - 1) / tile; }
 
+// Tile rows per group of A and per band of outputs.
+i64 group_rows(i64 M) { return (tiles_of(M) + most_groups - 1) / most_groups; }
+
 std::vector<SplitRange> a_row_groups(i64 M) {
-  const i64 tiles = tiles_of(M), per_group = (tiles + most_a_groups - 1) / most_a_groups;
+  const i64 tiles = tiles_of(M), per_group = group_rows(M);
   std::vector<SplitRange> groups;
   for (i64 t = 0; t < tiles; t += per_group) groups.push_back({t * tile, std::min(M, (t + per_group) * tile)});
   return groups;
@@ -42,7 +49,7 @@ std::size_t offset_of(const void* to, const void* from) {
 
 void run_in_bands(const QmmProblem& p, const QmmPlan& plan, int device) {
   const QmmCut rows{-1, p.M};
-  const std::vector<SplitRange> bands = qmm_arrival_bands(p.M);
+  const std::vector<SplitRange> bands = qmm_arrival_bands(p.M, group_rows(p.M));
   const QmmSpans spans = qmm_spans(p);
   const i64 tiles_m = tiles_of(p.M), tiles_n = tiles_of(p.N);
   ScratchLease a(device, spans.a), b(device, spans.b), out(device, spans.out);
@@ -76,6 +83,10 @@ void run_in_bands(const QmmProblem& p, const QmmPlan& plan, int device) {
     back.push_back({part.out, out.data(), offset_of(part.out, p.out), qmm_spans(part).out});
   }
 
+  // HETKERN_LOG=devices: when each step ended, in ms from the start.
+  const auto start = std::chrono::steady_clock::now();
+  const auto now = [&] { return 1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  double b_there = 0, a_there = 0, launched_at = 0, computed_at = 0, first_back = 0, all_back = 0;
   std::mutex mutex;
   std::condition_variable changed;
   std::size_t landed = 0;  // segments of `in` all there
@@ -123,7 +134,11 @@ void run_in_bands(const QmmProblem& p, const QmmPlan& plan, int device) {
           const std::lock_guard<std::mutex> lock(mutex);
           if (!marking) marking = std::current_exception();
         }
-      update([&] { ++landed; });
+      update([&] {
+        ++landed;
+        if (i == 0) b_there = now();
+        if (landed == in.size()) a_there = now();
+      });
     });
     if (marking) std::rethrow_exception(marking);
   });
@@ -133,9 +148,13 @@ void run_in_bands(const QmmProblem& p, const QmmPlan& plan, int device) {
       changed.wait(lock, [&] { return failed || landed >= (a_arriving ? 1 : in.size()); });
       if (failed) return;
       launched = true;
+      launched_at = now();
     }
-    run_qmm_offload_arriving(there, plan, device, {a_arriving ? a_ready : nullptr, nullptr, bands_done, true});
-    update([&] { finished = true; });
+    run_qmm_offload_arriving(there, plan, device, {a_arriving ? a_ready : nullptr, nullptr, bands_done, true, group_rows(p.M)});
+    update([&] {
+      finished = true;
+      computed_at = now();
+    });
   });
   const auto watch = failing([&] {
     for (std::size_t i = 0; i < bands.size(); ++i) {
@@ -148,9 +167,18 @@ void run_in_bands(const QmmProblem& p, const QmmPlan& plan, int device) {
   const auto copy_back = failing([&] {
     // The copy's host threads wait from its start: begin it once there is something to copy.
     if (!wait([&] { return bands_back > 0; })) return;
+    first_back = now();
     copy_segments_to_host(back, device, [&](std::size_t i) { return wait([&] { return bands_back > i; }); });
+    all_back = now();
   });
   run_parts({copy_in, multiply, watch, copy_back});
+  if (log_requested("devices"))
+    std::fprintf(stderr,
+                 "hetkern: devices GPU %d: host tensors in bands (%zu of A in, %zu of outputs back, A %s): B there "
+                 "at %.3f ms, A at %.3f ms, launched at %.3f ms, products done at %.3f ms, first band back from "
+                 "%.3f ms, all back at %.3f ms\n",
+                 device, a_groups.size(), bands.size(), a_arriving ? "read as it arrives" : "whole before the launch",
+                 b_there, a_there, launched_at, computed_at, first_back, all_back);
 }
 
 }  // namespace
@@ -159,7 +187,7 @@ bool qmm_host_bands_apply(const QmmProblem& p) {
   if (p.packed_b || p.batch[0] * p.batch[1] != 1 || p.M <= tile || p.N == 0 || p.K == 0) return false;
   const QmmSpans spans = qmm_spans(p);
   return !spans.out_has_gaps() && spans.a + spans.b + spans.out >= least_bytes &&
-         qmm_parts_own_their_spans(p, {-1, p.M}, qmm_arrival_bands(p.M));
+         qmm_parts_own_their_spans(p, {-1, p.M}, qmm_arrival_bands(p.M, group_rows(p.M)));
 }
 
 void run_qmm_offload_host(const QmmProblem& problem, const QmmPlan& plan, int device) {

@@ -1,7 +1,8 @@
-// A host-tensor QuantizedLinearMatMul on a GPU in bands of rows, so that its copies overlap each
-// other and the products: B and each band's rows of A go to the GPU one after another through one
-// staged copy, a band's product starts once its rows are there, and its outputs come back while
-// later bands still arrive. Offload builds only.
+// A host-tensor QuantizedLinearMatMul on a GPU as one launch fed and drained while it runs, so
+// that its copies overlap each other and the product: B and then A, in groups of tile rows, go to
+// the GPU in one staged copy; the product's tiles wait on the device for their rows of A where it
+// reads A in place (else the launch waits for all of A); each band of outputs comes back as soon
+// as the launch counts it finished. Offload builds only.
 #pragma once
 
 #include "algorithms/quantized_matmul.hpp"
@@ -9,9 +10,8 @@
 
 namespace hk::detail {
 
-/// Whether a host-tensor call runs in bands: no packed B, one matrix, K a whole number of the kernels' slices
-/// (B' packed once serves every band), an output without gaps whose bands' spans do not overlap,
-/// at least two bands of 128 output tiles and 8 MiB of tensors in all.
+/// Whether a host-tensor call runs so: no packed B, one matrix of more than one tile row, an output
+/// without gaps whose bands' spans do not overlap, and 8 MiB of tensors in all.
 bool qmm_host_bands_apply(const QmmProblem& problem);
 
 /// The host-tensor entry of the offload strategies: the call in bands on a GPU where

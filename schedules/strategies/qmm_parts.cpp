@@ -80,8 +80,9 @@ QmmProblem qmm_part(const QmmProblem& p, const QmmCut& cut, SplitRange r) {
   return cut.by_batch() ? batches_of(p, cut.batch_dim, r) : rows_of(p, r);
 }
 
-std::vector<SplitRange> qmm_arrival_bands(std::int64_t M) {
-  constexpr std::int64_t tile = qmm_offload_tile, band = qmm_offload_tile * qmm_offload_band_rows;
+std::vector<SplitRange> qmm_arrival_bands(std::int64_t M, std::int64_t band_rows) {
+  constexpr std::int64_t tile = qmm_offload_tile;
+  const std::int64_t band = tile * band_rows;
   const std::int64_t last_row = (M + tile - 1) / tile * tile - tile;
   std::vector<SplitRange> bands;
   for (std::int64_t r = 0; r < last_row; r += band) bands.push_back({r, std::min(last_row, r + band)});

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "algorithms/quantized_matmul.hpp"
+#include "schedules/qmm_offload.hpp"
 #include "schedules/qmm_offload_plan.hpp"
 #include "schedules/strategies/qmm_device_b.hpp"
 #include "schedules/strategies/split_common.hpp"
@@ -40,8 +41,8 @@ QmmProblem qmm_part(const QmmProblem& problem, const QmmCut& cut, SplitRange r);
 QmmProblem qmm_columns(const QmmProblem& problem, SplitRange r);
 
 /// The product kernels' bands of rows with OffloadQmmArrivals::last_row_alone, in the order their
-/// tiles run: qmm_offload_band_rows tile rows each, the last one tile row.
-std::vector<SplitRange> qmm_arrival_bands(std::int64_t M);
+/// tiles run: band_rows tile rows each (OffloadQmmArrivals::band_rows), the last one tile row.
+std::vector<SplitRange> qmm_arrival_bands(std::int64_t M, std::int64_t band_rows = qmm_offload_band_rows);
 
 /// Waits until a launch with OffloadQmmArrivals::bands_done on `device` has counted `expected`
 /// tiles in band `band`, reading the count every 20 us; false as soon as stop() holds. Throws
