@@ -89,7 +89,9 @@ void run_in_bands(const QmmProblem& p, const QmmPlan& plan, int device) {
   double b_there = 0, a_there = 0, launched_at = 0, computed_at = 0, first_back = 0, all_back = 0;
   std::mutex mutex;
   std::condition_variable changed;
-  std::size_t landed = 0;  // segments of `in` all there
+  // Segments of `in` all there: with two threads on the link a later segment may land first.
+  std::vector<bool> there_in(in.size(), false);
+  std::size_t landed = 0;
   std::size_t bands_back = 0;  // bands counted finished
   bool launched = false, finished = false, failed = false;
   const auto wait = [&](auto ready) {
@@ -135,6 +137,7 @@ void run_in_bands(const QmmProblem& p, const QmmPlan& plan, int device) {
           if (!marking) marking = std::current_exception();
         }
       update([&] {
+        there_in[i] = true;
         ++landed;
         if (i == 0) b_there = now();
         if (landed == in.size()) a_there = now();
@@ -145,7 +148,8 @@ void run_in_bands(const QmmProblem& p, const QmmPlan& plan, int device) {
   const auto multiply = failing([&] {
     {
       std::unique_lock<std::mutex> lock(mutex);
-      changed.wait(lock, [&] { return failed || landed >= (a_arriving ? 1 : in.size()); });
+      // B, and A too unless the launch waits for its rows on the device.
+      changed.wait(lock, [&] { return failed || (a_arriving ? bool(there_in[0]) : landed == in.size()); });
       if (failed) return;
       launched = true;
       launched_at = now();
