@@ -55,9 +55,10 @@ Problem make(const Shape& s, DataType ta, DataType tb, DataType ty, std::mt19937
 hk::detail::QmmProblem problem_of(Problem& p) { return hk::detail::validate(p.args(), p.y.view()); }
 bool in_bands(Problem& p) { return hk::detail::qmm_host_bands_apply(problem_of(p)); }
 
-// 8000 x 1000 outputs of depth 128: 9 MiB of tensors, 63 tile rows: A in groups of 8 tile rows,
-// the outputs back in bands of as many (the eighth of 6, the last row alone).
-const Shape banded{8000, 1000, 128};
+// 240000 x 16 outputs of depth 128: 33 MiB of tensors (few products for the oracle), 1875 tile
+// rows: A in groups of 235 tile rows, the outputs back in bands of as many (the eighth of 229,
+// the last row alone).
+const Shape banded{240000, 16, 128};
 
 TEST(QmmHostBands, OnlyCallsWhoseBandsOwnTheirOutputs) {
   std::mt19937_64 rng(8000);
@@ -66,16 +67,16 @@ TEST(QmmHostBands, OnlyCallsWhoseBandsOwnTheirOutputs) {
   EXPECT_TRUE(in_bands(yes));
   // A by columns, or of a depth that keeps it from being read in place, still goes in bands (all of
   // A before the launch).
-  Problem a_by_columns = make({8000, 1000, 128, {}, {1, 8000}}, s8, u8, s8, rng);
+  Problem a_by_columns = make({240000, 16, 128, {}, {1, 240000}}, s8, u8, s8, rng);
   EXPECT_TRUE(in_bands(a_by_columns));
-  Problem odd_depth = make({8000, 1000, 100}, u8, s8, u8, rng);
+  Problem odd_depth = make({300000, 16, 100}, u8, s8, u8, rng);
   EXPECT_TRUE(in_bands(odd_depth));
   const std::pair<const char*, Shape> no[] = {
-      {"two matrices", {4000, 1000, 128, {2}}},
-      {"under 8 MiB", {4000, 1000, 128}},
+      {"two matrices", {120000, 16, 128, {2}}},
+      {"under 32 MiB", {200000, 16, 128}},
       {"one tile row", {128, 4096, 8192}},
-      {"an output by columns", {8000, 1000, 128, {}, {}, {1, 8000}}},
-      {"gaps between output rows", {8000, 1000, 128, {}, {}, {1024, 1}}},
+      {"an output by columns", {240000, 16, 128, {}, {}, {1, 240000}}},
+      {"gaps between output rows", {240000, 16, 128, {}, {}, {32, 1}}},
   };
   for (const auto& [why, shape] : no) {
     Problem p = make(shape, u8, s8, u8, rng);
@@ -95,11 +96,13 @@ TEST(QmmHostBands, MatchTheOracleWithTheOutputsBackByBands) {
   };
   const Case cases[] = {
       {"u8 x s8 -> u8, A by rows", banded, DataType::uint8, DataType::int8, DataType::uint8, 9, false},
-      {"u8 x s8 -> u8, A arriving", {8064, 1000, 256}, DataType::uint8, DataType::int8, DataType::uint8, 9, true},
-      // 33 tile rows: bands of 5, the seventh of 2, then the last row, cut at 4 of 128.
-      {"s8 x u8 -> s8, A by columns", {4100, 2048, 128, {}, {1, 4100}}, DataType::int8, DataType::uint8,
-       DataType::int8, 8, false},
-      {"u8 x s8 -> u8, depth 100", {8000, 1000, 100}, DataType::uint8, DataType::int8, DataType::uint8, 9, false},
+      // 1824 tile rows, 228 per band: 32 MiB and 64 KiB.
+      {"u8 x s8 -> u8, A arriving", {233472, 16, 128}, DataType::uint8, DataType::int8, DataType::uint8, 9, true},
+      // 1813 tile rows: bands of 227, the eighth of 223, then the last row, cut at 64 of 128; 17
+      // columns of one tile's 128.
+      {"s8 x u8 -> s8, A by columns", {232000, 17, 128, {}, {1, 232000}}, DataType::int8, DataType::uint8,
+       DataType::int8, 9, false},
+      {"u8 x s8 -> u8, depth 100", {300000, 16, 100}, DataType::uint8, DataType::int8, DataType::uint8, 9, false},
   };
   for (const Case& c : cases) {
     Problem p = make(c.shape, c.a, c.b, c.y, rng, c.arriving);

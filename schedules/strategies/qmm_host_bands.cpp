@@ -23,8 +23,10 @@ namespace {
 
 using i64 = std::int64_t;
 constexpr i64 tile = qmm_offload_tile;
-// Below this many bytes (A, B and the output together) the copies are too short to overlap.
-constexpr std::size_t least_bytes = std::size_t(8) << 20;
+// Below this many bytes (A, B and the output together) the plain copies win: on the H100
+// machine 12 and 17 MiB calls (2048^3, 8192 x 1024 x 1024) took 1.04-1.5 ms in bands against
+// 0.94-1.21 ms copied whole, and from 48 MiB on the bands win (docs/performance.md).
+constexpr std::size_t least_bytes = std::size_t(32) << 20;
 // A crosses in groups of whole tile rows, this many at most, and its outputs come back in bands of
 // as many rows (and the last tile row alone): the first tiles start after B and the first group
 // only, and what goes back after the last group lands is one group's outputs.

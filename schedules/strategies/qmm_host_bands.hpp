@@ -11,7 +11,7 @@
 namespace hk::detail {
 
 /// Whether a host-tensor call runs so: no packed B, one matrix of more than one tile row, an output
-/// without gaps whose bands' spans do not overlap, and 8 MiB of tensors in all.
+/// without gaps whose bands' spans do not overlap, and 32 MiB of tensors in all.
 bool qmm_host_bands_apply(const QmmProblem& problem);
 
 /// The host-tensor entry of the offload strategies: the call in bands on a GPU where
