@@ -93,12 +93,11 @@ namespace {
 // directly.
 bool staged_copy(const std::vector<CopySegment>& segments, int device) {
   std::size_t bytes = 0;
-  bool page_locked = true;
-  for (const CopySegment& g : segments) {
-    bytes += g.bytes;
-    page_locked = page_locked && (g.bytes == 0 || host_range_page_locked(g.host, g.bytes));
-  }
-  return bytes >= staged_copy_min_bytes && device != omp_get_initial_device() && !page_locked;
+  for (const CopySegment& g : segments) bytes += g.bytes;
+  // Only then ask the driver: small copies (parameters, flags, counts) are many.
+  if (bytes < staged_copy_min_bytes || device == omp_get_initial_device()) return false;
+  return std::any_of(segments.begin(), segments.end(),
+                     [](const CopySegment& g) { return g.bytes > 0 && !host_range_page_locked(g.host, g.bytes); });
 }
 
 }  // namespace
@@ -141,7 +140,7 @@ void copy_segments_to_device(const std::vector<CopySegment>& segments, int devic
 
 void copy_segments_to_host(const std::vector<CopySegment>& segments, int device,
                            const std::function<bool(std::size_t)>& ready) {
-  bool stopped = false;
+  std::atomic<bool> stopped{false};  // ready runs on the copy's link threads
   const std::function<bool(std::size_t)> go_on = [&](std::size_t i) {
     if (!ready || ready(i)) return true;
     stopped = true;
