@@ -117,9 +117,10 @@ TEST(QmmHostBands, MatchTheOracleWithTheOutputsBackByBands) {
       EXPECT_GE(hk::transfer_counters().to_host_copies, 2 * c.bands) << c.name << "; " << schedule;
     }
     if (!c.arriving) continue;
-    // With every core busy the link's two threads drift apart, and a later group of A can land
-    // before the end of B: the launch must still wait for B (it once started on the count of
-    // segments landed, and on the GPU machine one call in three or four then went wrong).
+    // With every core busy the copies' threads run late and out of step with the launch, which
+    // waits on the device for A's rows: the results must not change. (A launch that once started
+    // on the count of segments landed, before B had, went wrong in one call of three or four of a
+    // split with the host busy; here B is in the first chunk, so that order cannot arise.)
     std::atomic<bool> stop{false};
     std::vector<std::thread> busy;
     for (unsigned t = 0; t < std::max(2u, std::thread::hardware_concurrency()); ++t)
