@@ -32,9 +32,8 @@ namespace hk::detail {
 /// adds one to bands_done[its band], a band being band_rows tile rows (0: qmm_offload_band_rows;
 /// null bands_done: nobody counts). With last_row_alone the last tile row is a band of its own,
 /// whose tiles run after all the others: the outputs that go back after the launch ends are then
-/// one tile row's. Only
-/// operands that qmm_offload_streamable names may still be arriving; with any array set or
-/// last_row_alone the product runs in one launch (no split-K).
+/// one tile row's. Only operands that qmm_offload_streamable names may still be arriving; with any
+/// array set or last_row_alone the product runs in one launch (no split-K).
 struct OffloadQmmArrivals {
   const std::int32_t* a_ready = nullptr;
   const std::int32_t* b_ready = nullptr;
