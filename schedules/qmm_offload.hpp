@@ -85,6 +85,8 @@ void qmm_offload_product(const QmmProblem& problem, const OffloadQmmLaunch& laun
 /// The product kernels' output tile, rows and columns: a part of whole tiles computes no partial
 /// tile and reads its rows of A (or columns of B') in place.
 inline constexpr std::int64_t qmm_offload_tile = 128;
+/// Tiles (rows or columns of them) that `lines` rows or columns take, the last one possibly cut.
+inline constexpr std::int64_t qmm_offload_tiles_of(std::int64_t lines) { return (lines + qmm_offload_tile - 1) / qmm_offload_tile; }
 /// Tile rows per band: the product kernels take a band's tiles before the next band's.
 inline constexpr std::int64_t qmm_offload_band_rows = 16;
 /// The packed depth's multiple, and the deepest slice whose products add up in int32.
@@ -94,7 +96,7 @@ inline constexpr std::int64_t qmm_offload_depth_align = 128, qmm_offload_int32_d
 /// than 128) is cut in depth into parts of at least eight 64-deep slices, up to about 256 work
 /// items, within one int32 slice only (the parts then add up in int32 exactly). 1: no split.
 inline std::int64_t qmm_offload_split_parts(const QmmProblem& x, OffloadQmmKernel kernel) {
-  const std::int64_t tiles = (x.M + qmm_offload_tile - 1) / qmm_offload_tile * ((x.N + qmm_offload_tile - 1) / qmm_offload_tile);
+  const std::int64_t tiles = qmm_offload_tiles_of(x.M) * qmm_offload_tiles_of(x.N);
   const std::int64_t kp = (x.K + qmm_offload_depth_align - 1) / qmm_offload_depth_align * qmm_offload_depth_align;
   if (kernel != OffloadQmmKernel::mma || x.batch[0] * x.batch[1] != 1 || kp > qmm_offload_int32_depth || tiles >= 128 || tiles == 0)
     return 1;

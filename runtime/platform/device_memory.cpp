@@ -100,6 +100,15 @@ bool staged_copy(const std::vector<CopySegment>& segments, int device) {
                      [](const CopySegment& g) { return g.bytes > 0 && !host_range_page_locked(g.host, g.bytes); });
 }
 
+// Counts a copy of `segments`: their bytes, and a copy per segment that holds any.
+void count(const std::vector<CopySegment>& segments, std::atomic<std::int64_t>& bytes, std::atomic<std::int64_t>& copies) {
+  for (const CopySegment& g : segments)
+    if (g.bytes > 0) {
+      bytes += std::int64_t(g.bytes);
+      ++copies;
+    }
+}
+
 }  // namespace
 
 void* device_alloc(std::size_t bytes, int device, const char* what) {
@@ -131,11 +140,7 @@ void copy_segments_to_device(const std::vector<CopySegment>& segments, int devic
         throw Error(Errc::invalid_parameter, "device", "upload", "the copy to the device failed");
       if (landed) landed(i);
     }
-  for (const CopySegment& g : segments)
-    if (g.bytes > 0) {
-      counters().to_device_bytes += std::int64_t(g.bytes);
-      ++counters().to_device_copies;
-    }
+  count(segments, counters().to_device_bytes, counters().to_device_copies);
 }
 
 void copy_segments_to_host(const std::vector<CopySegment>& segments, int device,
@@ -153,12 +158,7 @@ void copy_segments_to_host(const std::vector<CopySegment>& segments, int device,
           omp_target_memcpy(g.host, g.device, g.bytes, 0, g.device_offset, omp_get_initial_device(), device) != 0)
         throw Error(Errc::invalid_parameter, "device", "download", "the copy from the device failed");
     }
-  if (stopped) return;
-  for (const CopySegment& g : segments)
-    if (g.bytes > 0) {
-      counters().to_host_bytes += std::int64_t(g.bytes);
-      ++counters().to_host_copies;
-    }
+  if (!stopped) count(segments, counters().to_host_bytes, counters().to_host_copies);
 }
 
 void copy_between_devices(void* dst, int dst_device, const void* src, int src_device, std::size_t bytes) {

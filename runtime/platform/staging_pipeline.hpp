@@ -205,19 +205,14 @@ bool run_staged_segments(const StagedSegments& segments, StagingDirection direct
       c, direction,
       [&](std::size_t k, std::size_t s) {
         std::size_t within = 0;
-        const auto move = [&](std::size_t i, std::size_t at, std::size_t n) {
+        // Each part's link copy has ended when `link` returns: its segment may land at once.
+        return segments.for_each_part(k * c.chunk, c.chunk_length(k), [&](std::size_t i, std::size_t at, std::size_t n) {
           if (!to_device && !ready(i)) return false;
           if (!link(i, at, s, within, n)) return false;
           within += n;
+          if (to_device && chunks_left[i].fetch_sub(1, std::memory_order_acq_rel) == 1) landed(i);
           return true;
-        };
-        if (!segments.for_each_part(k * c.chunk, c.chunk_length(k), move)) return false;
-        if (to_device)
-          segments.for_each_part(k * c.chunk, c.chunk_length(k), [&](std::size_t i, std::size_t, std::size_t) {
-            if (chunks_left[i].fetch_sub(1, std::memory_order_acq_rel) == 1) landed(i);
-            return true;
-          });
-        return true;
+        });
       },
       [&](std::size_t offset, std::size_t s, std::size_t within, std::size_t length) {
         segments.for_each_part(offset, length, [&](std::size_t i, std::size_t at, std::size_t n) {

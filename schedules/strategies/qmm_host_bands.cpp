@@ -32,13 +32,11 @@ constexpr std::size_t least_bytes = std::size_t(32) << 20;
 // only, and what goes back after the last group lands is one group's outputs.
 constexpr i64 most_groups = 8;
 
-i64 tiles_of(i64 lines) { return (lines + tile - 1) / tile; }
-
 // Tile rows per group of A and per band of outputs.
-i64 group_rows(i64 M) { return (tiles_of(M) + most_groups - 1) / most_groups; }
+i64 group_rows(i64 M) { return (qmm_offload_tiles_of(M) + most_groups - 1) / most_groups; }
 
 std::vector<SplitRange> a_row_groups(i64 M) {
-  const i64 tiles = tiles_of(M), per_group = group_rows(M);
+  const i64 tiles = qmm_offload_tiles_of(M), per_group = group_rows(M);
   std::vector<SplitRange> groups;
   for (i64 t = 0; t < tiles; t += per_group) groups.push_back({t * tile, std::min(M, (t + per_group) * tile)});
   return groups;
@@ -53,7 +51,7 @@ void run_in_bands(const QmmProblem& p, const QmmPlan& plan, int device) {
   const QmmCut rows{-1, p.M};
   const std::vector<SplitRange> bands = qmm_arrival_bands(p.M, group_rows(p.M));
   const QmmSpans spans = qmm_spans(p);
-  const i64 tiles_m = tiles_of(p.M), tiles_n = tiles_of(p.N);
+  const i64 tiles_m = qmm_offload_tiles_of(p.M), tiles_n = qmm_offload_tiles_of(p.N);
   ScratchLease a(device, spans.a), b(device, spans.b), out(device, spans.out);
   ScratchLease flags(device, std::size_t(tiles_m + i64(bands.size())) * sizeof(std::int32_t));
   QmmProblem there = p;
@@ -133,7 +131,7 @@ void run_in_bands(const QmmProblem& p, const QmmPlan& plan, int device) {
     copy_segments_to_device(in, device, [&](std::size_t i) {
       if (a_arriving && i > 0) try {
           const SplitRange& r = a_groups[i - 1];
-          mark_ready(r.begin / tile, tiles_of(r.end) - r.begin / tile);
+          mark_ready(r.begin / tile, qmm_offload_tiles_of(r.end) - r.begin / tile);
         } catch (...) {
           const std::lock_guard<std::mutex> lock(mutex);
           if (!marking) marking = std::current_exception();
@@ -164,7 +162,7 @@ void run_in_bands(const QmmProblem& p, const QmmPlan& plan, int device) {
   });
   const auto watch = failing([&] {
     for (std::size_t i = 0; i < bands.size(); ++i) {
-      if (!wait_for_band(device, bands_done, i, std::int32_t(tiles_of(bands[i].size()) * tiles_n), [&] { return is(failed); },
+      if (!wait_for_band(device, bands_done, i, std::int32_t(qmm_offload_tiles_of(bands[i].size()) * tiles_n), [&] { return is(failed); },
                          [&] { return is(finished); }))
         return;
       update([&] { bands_back = i + 1; });

@@ -4,8 +4,7 @@
 namespace hk::detail {
 
 std::int64_t qmm_offload_work_items(const QmmProblem& p, OffloadQmmKernel kernel) {
-  const std::int64_t tile = qmm_offload_tile;
-  return p.batch[0] * p.batch[1] * ((p.M + tile - 1) / tile) * ((p.N + tile - 1) / tile) * qmm_offload_split_parts(p, kernel);
+  return p.batch[0] * p.batch[1] * qmm_offload_tiles_of(p.M) * qmm_offload_tiles_of(p.N) * qmm_offload_split_parts(p, kernel);
 }
 
 }  // namespace hk::detail

@@ -61,7 +61,7 @@ QmmCut qmm_cut(const QmmProblem& p, int parts) {
 std::vector<SplitRange> qmm_spread_ranges(const QmmCut& cut, int devices, int home_share) {
   if (cut.by_batch()) return spread_ranges(cut.units, devices, home_share);
   constexpr std::int64_t tile = qmm_offload_tile;
-  std::vector<SplitRange> ranges = spread_ranges((cut.units + tile - 1) / tile, devices, home_share);
+  std::vector<SplitRange> ranges = spread_ranges(qmm_offload_tiles_of(cut.units), devices, home_share);
   for (SplitRange& r : ranges) r = {std::min(r.begin * tile, cut.units), std::min(r.end * tile, cut.units)};
   return ranges;
 }
@@ -83,7 +83,7 @@ QmmProblem qmm_part(const QmmProblem& p, const QmmCut& cut, SplitRange r) {
 std::vector<SplitRange> qmm_arrival_bands(std::int64_t M, std::int64_t band_rows) {
   constexpr std::int64_t tile = qmm_offload_tile;
   const std::int64_t band = tile * band_rows;
-  const std::int64_t last_row = (M + tile - 1) / tile * tile - tile;
+  const std::int64_t last_row = (qmm_offload_tiles_of(M) - 1) * tile;
   std::vector<SplitRange> bands;
   for (std::int64_t r = 0; r < last_row; r += band) bands.push_back({r, std::min(last_row, r + band)});
   bands.push_back({last_row, M});

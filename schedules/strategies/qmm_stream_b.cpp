@@ -17,8 +17,6 @@ double since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-std::int64_t tiles_of(std::int64_t lines) { return (lines + tile - 1) / tile; }
-
 // Groups of whole tiles, equal but for the last: a sixteenth of the columns, at most 16 MiB of B',
 // so that each link passes a group on soon after it lands (its copy takes 0.04 ms at 390 GB/s)
 // and B' keeps ahead of the products, which need a sixteenth of the columns about every 0.1 ms.
@@ -89,7 +87,7 @@ void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& rel
   times.device = device;
   times.rows = part.M;
   const QmmSpans spans = qmm_spans(part);
-  const std::int64_t tiles_m = tiles_of(part.M), tiles_n = tiles_of(part.N);
+  const std::int64_t tiles_m = qmm_offload_tiles_of(part.M), tiles_n = qmm_offload_tiles_of(part.N);
   const std::vector<SplitRange> bands = qmm_arrival_bands(part.M);
   ScratchLease a(device, spans.a), out(device, spans.out);
   ScratchLease flags(device, std::size_t(tiles_m + tiles_n + std::int64_t(bands.size())) * sizeof(std::int32_t));
@@ -161,7 +159,7 @@ void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& rel
         const QmmProblem p = qmm_part(part, {-1, part.M}, rows);
         const std::size_t offset = std::size_t(static_cast<const char*>(p.a.data) - static_cast<const char*>(part.a.data));
         copy_between_devices(static_cast<char*>(a.data()) + offset, device, p.a.data, home, qmm_spans(p).a);
-        mark(a_ready, rows.begin / tile, tiles_of(rows.end) - rows.begin / tile);
+        mark(a_ready, rows.begin / tile, qmm_offload_tiles_of(rows.end) - rows.begin / tile);
         times.a_there = since(start);  // the pieces go in order: the last one's time is all of A's
       };
       // A band at a time where the bands' rows of A lie apart (A by rows); else (A by columns,
@@ -174,7 +172,7 @@ void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& rel
         const SplitRange columns = relay.group(g);
         const std::size_t offset = std::size_t(columns.begin * part.K);
         copy_between_devices(b + offset, device, from->columns + offset, from->device, std::size_t(columns.size() * part.K));
-        mark(b_ready, columns.begin / tile, tiles_of(columns.end) - columns.begin / tile);
+        mark(b_ready, columns.begin / tile, qmm_offload_tiles_of(columns.end) - columns.begin / tile);
         relay.landed(link, g);
         return true;
       };
@@ -220,7 +218,7 @@ void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& rel
         if (wait(finished)) send_back({0, part.M});
       } else
         for (std::size_t i = 0; i < bands.size(); ++i) {
-          if (!wait_for_band(device, bands_done, i, std::int32_t(tiles_of(bands[i].size()) * tiles_n), has_failed,
+          if (!wait_for_band(device, bands_done, i, std::int32_t(qmm_offload_tiles_of(bands[i].size()) * tiles_n), has_failed,
                              [&] { return is_set(finished); }))
             return;
           send_back(bands[i]);
