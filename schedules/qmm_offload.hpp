@@ -30,17 +30,17 @@ namespace hk::detail {
 /// each tile waits until the int32 flag of its row tile in a_ready and of its column tile in
 /// b_ready is non-zero (a null array: that operand is all there), and once its outputs are written
 /// adds one to bands_done[its band], a band being band_rows tile rows (0: qmm_offload_band_rows;
-/// null bands_done: nobody counts). With last_row_alone the last tile row is a band of its own,
-/// whose tiles run after all the others: the outputs that go back after the launch ends are then
-/// one tile row's. Only operands that qmm_offload_streamable names may still be arriving; with any
-/// array set or last_row_alone the product runs in one launch (no split-K).
+/// null bands_done: nobody counts). The last last_rows tile rows (at most all) are a band of their
+/// own, whose tiles run after all the others, column by column: the outputs that go back after
+/// the launch ends are then those rows' alone. Only operands that qmm_offload_streamable names may
+/// still be arriving; with any array set or last_rows the product runs in one launch (no split-K).
 struct OffloadQmmArrivals {
   const std::int32_t* a_ready = nullptr;
   const std::int32_t* b_ready = nullptr;
   std::int32_t* bands_done = nullptr;
-  bool last_row_alone = false;
+  std::int64_t last_rows = 0;
   std::int64_t band_rows = 0;
-  bool any() const { return a_ready || b_ready || bands_done || last_row_alone; }
+  bool any() const { return a_ready || b_ready || bands_done || last_rows > 0; }
 };
 
 /// How the kernels run one problem (a QmmProblem whose A, B and output hold device pointers and

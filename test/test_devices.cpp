@@ -161,15 +161,12 @@ hk::detail::QmmProblem problem_on_device(const Problem& p, const OnDevice& a, co
 }
 
 // What a part whose B' is streamed moves between devices: its rows of A a band of the kernels' at
-// a time (each band's span; the last tile row is a band of its own) where A is by rows, else its
+// a time (each band's span, as qmm_arrival_bands lists them) where A is by rows, else its
 // span once, the N columns of B' (K bytes each), its outputs there first where they have gaps,
 // and back a band at a time where it has several bands (each band's span), else whole.
 i64 streamed_part_bytes(const hk::detail::QmmProblem& part) {
-  constexpr i64 tile = hk::detail::qmm_offload_tile, band = tile * hk::detail::qmm_offload_band_rows;
-  const i64 last_row = (part.M + tile - 1) / tile * tile - tile;
-  std::vector<SplitRange> bands;
-  for (i64 r = 0; r < last_row; r += band) bands.push_back({r, std::min(last_row, r + band)});
-  bands.push_back({last_row, part.M});
+  const std::vector<SplitRange> bands =
+      hk::detail::qmm_arrival_bands(part.M, hk::detail::qmm_offload_band_rows, hk::detail::qmm_stream_last_rows);
   const hk::detail::QmmSpans s = hk::detail::qmm_spans(part);
   i64 bytes = part.N * part.K + i64(s.out_has_gaps() ? s.out : 0);
   const bool a_by_rows = part.a.row_stride >= part.K * part.a.col_stride;
@@ -225,11 +222,11 @@ TEST(QmmDevices, PartsOnOtherDevicesMatchTheOracle) {
 // a band at a time, and all of B' a column group at a time (2200 columns: 17 groups of 128 and
 // one of 24, the first from the home device, the others from the device before it, by two
 // threads), while its one launch runs, and gives back each band's outputs as soon as it is done
-// (the last tile row is a band of its own; a part of 2200 rows has three bands). Zero points that
-// need sums of A' or B' (so that the product waits for all of them before it starts) and zero
-// points that need neither (so that its tiles wait for their own lines). The other devices are
-// the home device standing in for two or three, and on a machine with several GPUs every other
-// case runs over the real ones.
+// (the last two tile rows are a band of their own: a part of 2200 rows has a band of 2048 rows
+// and one of 152). Zero points that need sums of A' or B' (so that the product waits for all of
+// them before it starts) and zero points that need neither (so that its tiles wait for their own
+// lines). The other devices are the home device standing in for two or three, and on a machine
+// with several GPUs every other case runs over the real ones.
 TEST(QmmDevices, StreamedBPartsMatchTheOracle) {
   std::mt19937_64 rng(0x5b);
   const int home = hk::offload_device();
@@ -353,40 +350,43 @@ TEST(QmmDevices, ColumnRelayPassesGroupsOnAndFailsEveryWaiter) {
 
 // The streamed parts' launch on its own (OffloadQmmArrivals): with every row and column tile
 // marked there, each band's counter ends at its tiles (a batch's bands after the one before it;
-// the last tile row a band of its own or not), and every output matches the oracle, for each
-// product kernel (wgmma runs as mma.sync where it cannot run).
+// the last 0, 1 or 3 tile rows a band of their own, as qmm_arrival_bands lists them), and every
+// output matches the oracle, for each product kernel (wgmma runs as mma.sync where it cannot run).
 TEST(QmmDevices, ArrivingLaunchCountsEveryTileOfItsBand) {
   using hk::detail::OffloadQmmKernel;
   std::mt19937_64 rng(0xba4d);
   const int home = hk::offload_device();
   int round = 0;
   for (const i64 M : {i64(1), i64(129), i64(2048), i64(2049), i64(2200)})
-    for (const bool last_row_alone : {false, true})
+    for (const i64 last_rows : {i64(0), i64(1), i64(3)})
       for (const OffloadQmmKernel kernel : {OffloadQmmKernel::dp4a, OffloadQmmKernel::mma, OffloadQmmKernel::wgmma}) {
         const i64 matrices = round++ % 2 ? 2 : 1;
         const Problem p = random_problem(rng, matrices > 1 ? std::vector<i64>{2} : std::vector<i64>{}, M);
-        const std::string where = "M=" + std::to_string(M) + (last_row_alone ? ", last row alone, kernel " : ", kernel ") +
+        const std::string where = "M=" + std::to_string(M) + ", last rows " + std::to_string(last_rows) + ", kernel " +
                                   std::to_string(int(kernel)) + ", " + p.describe();
         Problem run = p;
         OnDevice a(run.a), b(run.b), y(run.y);
         const hk::detail::QmmProblem problem = problem_on_device(run, a, b, y);
         const i64 tiles_m = (M + 127) / 128, tiles_n = (p.N + 127) / 128;
-        const i64 banded = last_row_alone ? tiles_m - 1 : tiles_m;
-        const i64 bands = (banded + 15) / 16 + (last_row_alone ? 1 : 0);
+        const std::vector<hk::detail::SplitRange> bands = hk::detail::qmm_arrival_bands(M, 16, last_rows);
+        ASSERT_EQ(bands.front().begin, 0) << where;
+        ASSERT_EQ(bands.back().end, M) << where;
+        const i64 counters = matrices * i64(bands.size());
         std::vector<std::int32_t> flags(std::size_t(tiles_m + tiles_n), 1);
-        flags.resize(std::size_t(tiles_m + tiles_n + matrices * bands), 0);
+        flags.resize(std::size_t(tiles_m + tiles_n + counters), 0);
         const std::size_t bytes = flags.size() * sizeof(std::int32_t);
         hk::DeviceBuffer on_device(bytes);
         on_device.upload(flags.data(), bytes);
         auto* const f = static_cast<std::int32_t*>(on_device.data());
         hk::detail::run_qmm_offload_arriving(problem, {kernel, 128, 0}, home,
-                                             {f, f + tiles_m, f + tiles_m + tiles_n, last_row_alone});
+                                             {f, f + tiles_m, f + tiles_m + tiles_n, last_rows});
         on_device.download(flags.data(), bytes);
         for (i64 t = 0; t < matrices; ++t)
-          for (i64 band = 0; band < bands; ++band) {
-            const bool alone = last_row_alone && band == bands - 1;
-            const i64 rows = alone ? 1 : std::min<i64>(16, banded - band * 16);
-            EXPECT_EQ(flags[std::size_t(tiles_m + tiles_n + t * bands + band)], rows * tiles_n)
+          for (std::size_t band = 0; band < bands.size(); ++band) {
+            if (band > 0) EXPECT_EQ(bands[band].begin, bands[band - 1].end) << where;
+            const i64 rows = (bands[band].end + 127) / 128 - bands[band].begin / 128;
+            if (last_rows > 0 && band + 1 == bands.size()) EXPECT_EQ(rows, std::min(last_rows, tiles_m)) << where;
+            EXPECT_EQ(flags[std::size_t(tiles_m + tiles_n + t * i64(bands.size()) + i64(band))], rows * tiles_n)
                 << where << ", batch " << t << ", band " << band;
           }
         expect_matches_oracle(p, y.download(), where);

@@ -14,6 +14,7 @@
 
 #include "hetkern/error.hpp"
 #include "runtime/platform/device_memory.hpp"
+#include "runtime/platform/environment.hpp"
 #include "runtime/platform/nvptx_backend.hpp"
 
 // Names hetkern's device image in the PTX the offload runtime compiles from it: the GPU kernel
@@ -62,16 +63,6 @@ void wait_for_gpus_by_spinning() {
   dlclose(cuda);
 }
 
-// HETKERN_GPU_WAIT: spin (the default) or block (the offload runtime's sleeping wait, for hosts
-// whose cores are all busy with other work).
-bool spin_requested() {
-  const char* text = std::getenv("HETKERN_GPU_WAIT");
-  if (!text || !*text || std::strcmp(text, "spin") == 0) return true;
-  if (std::strcmp(text, "block") == 0) return false;
-  std::fprintf(stderr, "hetkern: warning: HETKERN_GPU_WAIT=%s ignored: expected spin or block\n", text);
-  return true;
-}
-
 // OMP_TARGET_OFFLOAD=DISABLED: LLVM's runtime then runs every target region on the host, yet
 // still counts its devices and allocates on them, so its device count alone would send calls to
 // memory that the host-run kernels cannot read.
@@ -85,7 +76,7 @@ bool offload_disabled() {
 int offload_device() {
   static const bool disabled = offload_disabled();
   const int devices = disabled ? 0 : omp_get_num_devices();
-  [[maybe_unused]] static const bool spinning = spin_requested() && (wait_for_gpus_by_spinning(), true);
+  [[maybe_unused]] static const bool spinning = detail::gpu_waits_spin() && (wait_for_gpus_by_spinning(), true);
   return devices > 0 ? omp_get_default_device() : omp_get_initial_device();
 }
 

@@ -42,4 +42,18 @@ inline bool log_requested(const char* value, std::string_view channel) {
 /// Whether HETKERN_LOG asks for `channel`.
 inline bool log_requested(std::string_view channel) { return log_requested(std::getenv("HETKERN_LOG"), channel); }
 
+/// HETKERN_GPU_WAIT: spin (the default) or block, read once. Whether the host's threads that wait
+/// for GPUs may spin (the CUDA driver's wait, and the kept threads of a call spread over GPUs
+/// between calls) rather than sleep, for hosts whose cores are all busy with other work.
+inline bool gpu_waits_spin() {
+  static const bool spin = [] {
+    const char* text = std::getenv("HETKERN_GPU_WAIT");
+    if (!text || !*text || std::string_view(text) == "spin") return true;
+    if (std::string_view(text) == "block") return false;
+    std::fprintf(stderr, "hetkern: warning: HETKERN_GPU_WAIT=%s ignored: expected spin or block\n", text);
+    return true;
+  }();
+  return spin;
+}
+
 }  // namespace hk::detail

@@ -71,13 +71,13 @@ struct Kernel {
   // A part whose operands are still arriving (OffloadQmmArrivals): a tile first waits for its row
   // tile's a_ready and its column tile's b_ready to turn non-zero (null: there already), and once
   // its outputs are written counts itself in bands_done[its band] (null: nobody waits for them);
-  // last_row_alone makes the last tile row a band of its own, after the others. Bands are
-  // band_rows tile rows.
+  // The last last_rows tile rows (at most tiles_m) are a band of their own, after the others.
+  // Bands are band_rows tile rows.
   i64 band_rows = qmm::band_rows;
   const i32* a_ready = nullptr;
   const i32* b_ready = nullptr;
   i32* bands_done = nullptr;
-  bool last_row_alone = false;
+  i64 last_rows = 0;
   // The caller's matrices.
   const u8* a = nullptr;
   const u8* b = nullptr;

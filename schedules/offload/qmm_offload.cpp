@@ -108,7 +108,7 @@ Kernel make_kernel(const QmmProblem& x, const OffloadQmmLaunch& launch, const Wo
   k.a_ready = launch.arrivals.a_ready;
   k.b_ready = launch.arrivals.b_ready;
   k.bands_done = launch.arrivals.bands_done;
-  k.last_row_alone = launch.arrivals.last_row_alone;
+  k.last_rows = std::min<i64>(launch.arrivals.last_rows, k.tiles_m);
   if (launch.arrivals.band_rows > 0) k.band_rows = launch.arrivals.band_rows;
   k.a_shared = w.a_batches == 1, k.b_shared = w.b_batches == 1;
   k.a = static_cast<const u8*>(x.a.data), k.b = static_cast<const u8*>(x.b.data);

@@ -270,15 +270,16 @@ template <Family F, bool Deep>
     if (memory) memory += (wgmma_alignment - team_address(memory) % wgmma_alignment) % wgmma_alignment;
   const bool staged = memory && evenly_staged(nth) && (F != Family::wgmma || nth == wgmma_team_threads);
 #endif
-  // With last_row_alone, the last tile row is a band of its own, after the others.
-  const i64 banded = k.last_row_alone ? k.tiles_m - 1 : k.tiles_m;
-  const i64 bands = (banded + k.band_rows - 1) / k.band_rows + (k.last_row_alone ? 1 : 0);
+  // The last last_rows tile rows are a band of their own, after the others.
+  const i64 banded = k.tiles_m - k.last_rows;
+  const i64 bands = (banded + k.band_rows - 1) / k.band_rows + (k.last_rows > 0 ? 1 : 0);
   for (i64 item = team; item < items; item += team_count) {
     const i64 tile = item % tiles, part = item / tiles;
     const i64 t = tile / per_batch, in_batch = tile % per_batch;
     i64 band, i0, j0;
     if (in_batch >= banded * k.tiles_n) {
-      band = bands - 1, i0 = banded * tile_rows, j0 = (in_batch - banded * k.tiles_n) * tile_cols;
+      const i64 in_band = in_batch - banded * k.tiles_n;
+      band = bands - 1, i0 = (banded + in_band % k.last_rows) * tile_rows, j0 = (in_band / k.last_rows) * tile_cols;
     } else {
       band = in_batch / (k.band_rows * k.tiles_n);
       const i64 band_first = band * k.band_rows, rows_left = banded - band_first;

@@ -154,7 +154,7 @@ void run_in_bands(const QmmProblem& p, const QmmPlan& plan, int device) {
       launched = true;
       launched_at = now();
     }
-    run_qmm_offload_arriving(there, plan, device, {a_arriving ? a_ready : nullptr, nullptr, bands_done, true, group_rows(p.M)});
+    run_qmm_offload_arriving(there, plan, device, {a_arriving ? a_ready : nullptr, nullptr, bands_done, 1, group_rows(p.M)});
     update([&] {
       finished = true;
       computed_at = now();

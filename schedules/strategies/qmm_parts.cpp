@@ -80,13 +80,13 @@ QmmProblem qmm_part(const QmmProblem& p, const QmmCut& cut, SplitRange r) {
   return cut.by_batch() ? batches_of(p, cut.batch_dim, r) : rows_of(p, r);
 }
 
-std::vector<SplitRange> qmm_arrival_bands(std::int64_t M, std::int64_t band_rows) {
+std::vector<SplitRange> qmm_arrival_bands(std::int64_t M, std::int64_t band_rows, std::int64_t last_rows) {
   constexpr std::int64_t tile = qmm_offload_tile;
   const std::int64_t band = tile * band_rows;
-  const std::int64_t last_row = (qmm_offload_tiles_of(M) - 1) * tile;
+  const std::int64_t last = std::min(M, std::max<std::int64_t>(0, qmm_offload_tiles_of(M) - last_rows) * tile);
   std::vector<SplitRange> bands;
-  for (std::int64_t r = 0; r < last_row; r += band) bands.push_back({r, std::min(last_row, r + band)});
-  bands.push_back({last_row, M});
+  for (std::int64_t r = 0; r < last; r += band) bands.push_back({r, std::min(last, r + band)});
+  if (last < M || bands.empty()) bands.push_back({last, M});
   return bands;
 }
 
@@ -217,9 +217,11 @@ void spread_qmm(const QmmProblem& problem, const QmmPlan& launch, const std::vec
       run_qmm_offload_on_device(part, launch, home);
       t.products = t.computed = t.done = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     });
-  run_parts(parts, [&] {
-    if (relay) relay->fail();
-  });
+  run_parts(
+      parts, [&] {
+        if (relay) relay->fail();
+      },
+      AfterPart::linger);
   if (streams_b && log_requested("devices"))
     for (const PartTimes& t : times)
       if (t.rows > 0)

@@ -40,9 +40,11 @@ QmmProblem qmm_part(const QmmProblem& problem, const QmmCut& cut, SplitRange r);
 /// Columns [r.begin, r.end) of B and of the output: the problem on those columns only.
 QmmProblem qmm_columns(const QmmProblem& problem, SplitRange r);
 
-/// The product kernels' bands of rows with OffloadQmmArrivals::last_row_alone, in the order their
-/// tiles run: band_rows tile rows each (OffloadQmmArrivals::band_rows), the last one tile row.
-std::vector<SplitRange> qmm_arrival_bands(std::int64_t M, std::int64_t band_rows = qmm_offload_band_rows);
+/// The product kernels' bands of rows with OffloadQmmArrivals::last_rows, in the order their
+/// tiles run: band_rows tile rows each (OffloadQmmArrivals::band_rows), then the last last_rows
+/// tile rows (all of them where there are fewer).
+std::vector<SplitRange> qmm_arrival_bands(std::int64_t M, std::int64_t band_rows = qmm_offload_band_rows,
+                                          std::int64_t last_rows = 1);
 
 /// Waits until a launch with OffloadQmmArrivals::bands_done on `device` has counted `expected`
 /// tiles in band `band`, reading the count every 20 us; false as soon as stop() holds. Throws
@@ -132,9 +134,16 @@ class ColumnRelay {
   bool failed_ = false;
 };
 
+/// The last tile rows of a streamed part that are a band of their own, after the others. Their
+/// tiles, about a wave of an H200's teams, run while the band before them goes back: with one tile
+/// row alone, the three other devices of four sent that band (30 MiB each) to the home device
+/// together once their products had nearly ended, and their outputs were back 0.1-0.25 ms later.
+inline constexpr std::int64_t qmm_stream_last_rows = 2;
+
 /// A part of a one-matrix call whose B is B' columns (a column-major int8 B with columns of K
 /// bytes), run on relay link `link`'s device in one launch whose tiles wait for their operands
-/// (OffloadQmmArrivals): the calling thread copies A's rows a band at a time from the home device
+/// (OffloadQmmArrivals), in the bands qmm_arrival_bands(part.M, qmm_offload_band_rows,
+/// qmm_stream_last_rows) lists: the calling thread copies A's rows a band at a time from the home device
 /// and B' a group at a time as the relay says (the rest of B' by two threads), marks each as
 /// there, then brings the outputs back, each band's as soon as its tiles are done; a kept thread
 /// launches meanwhile, at once, or once an operand that the product packs or sums first

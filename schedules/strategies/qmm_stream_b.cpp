@@ -88,7 +88,7 @@ void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& rel
   times.rows = part.M;
   const QmmSpans spans = qmm_spans(part);
   const std::int64_t tiles_m = qmm_offload_tiles_of(part.M), tiles_n = qmm_offload_tiles_of(part.N);
-  const std::vector<SplitRange> bands = qmm_arrival_bands(part.M);
+  const std::vector<SplitRange> bands = qmm_arrival_bands(part.M, qmm_offload_band_rows, qmm_stream_last_rows);
   ScratchLease a(device, spans.a), out(device, spans.out);
   ScratchLease flags(device, std::size_t(tiles_m + tiles_n + std::int64_t(bands.size())) * sizeof(std::int32_t));
   char* const b = relay.columns(link);
@@ -115,7 +115,7 @@ void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& rel
   const bool by_bands = bands.size() > 1 && qmm_parts_own_their_spans(part, {-1, part.M}, bands);
   const bool a_rows_apart = part.a.row_stride >= part.K * part.a.col_stride;
   const OffloadQmmArrivals arrivals{streamable.a ? a_ready : nullptr, streamable.b ? b_ready : nullptr,
-                                    by_bands ? bands_done : nullptr, true};
+                                    by_bands ? bands_done : nullptr, qmm_stream_last_rows};
 
   std::mutex mutex;
   std::condition_variable changed;
@@ -203,7 +203,7 @@ void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& rel
             }
         };
       };
-      if (!b_kept) run_parts({every_other_group(1), every_other_group(2)});
+      if (!b_kept) run_parts({every_other_group(1), every_other_group(2)}, {}, AfterPart::linger);
       if (!all_copied) return release();
       times.b_there = since(start);
       set(launchable);
@@ -244,7 +244,7 @@ void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& rel
     }
   };
   // The copies on this thread, which starts them at once; the launch can wait for a kept thread.
-  run_parts({copy, multiply});
+  run_parts({copy, multiply}, {}, AfterPart::linger);
 }
 
 }  // namespace

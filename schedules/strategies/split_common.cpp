@@ -4,6 +4,8 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -14,6 +16,7 @@
 #include "hetkern/device.hpp"
 #include "hetkern/error.hpp"
 #include "hetkern/info.hpp"
+#include "runtime/platform/environment.hpp"
 
 namespace hk::detail {
 namespace {
@@ -25,6 +28,10 @@ constexpr int max_split_devices = 64;
 // late, with kept threads 0.1 to 0.5 ms (docs/gpu.md). Never destroyed: idle threads wait for
 // work until the process ends. A child of fork() has none of its parent's threads, so it starts
 // a set of its own.
+// How long a kept thread stays awake after a part that asks it to (AfterPart::linger): the other
+// devices' copy threads of a 16384^3 matmul over four GPUs wait about 3 ms for the next call.
+constexpr std::chrono::milliseconds linger_time{5};
+
 class PartThreads {
  public:
   static PartThreads& get() {
@@ -37,15 +44,18 @@ class PartThreads {
     return *current();
   }
 
-  // Runs `task` on an idle kept thread, or on a new one when none is idle.
-  void run(std::function<void()> task) {
+  // Runs `task` on an idle kept thread, or on a new one when none is idle. With `linger` the
+  // thread then stays awake a while (AfterPart::linger).
+  void run(std::function<void()> task, bool linger) {
     const std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(std::move(task));
+    queue_.push_back({std::move(task), linger});
+    queued_.store(queue_.size(), std::memory_order_release);
     if (std::ptrdiff_t(queue_.size()) > idle_) {
       try {
         std::thread([this] { serve(); }).detach();
       } catch (...) {
         queue_.pop_back();
+        queued_.store(queue_.size(), std::memory_order_release);
         throw;
       }
     } else {
@@ -54,18 +64,37 @@ class PartThreads {
   }
 
  private:
+  struct Task {
+    std::function<void()> run;
+    bool linger;
+  };
+
   void serve() {
     std::unique_lock<std::mutex> lock(mutex_);
-    for (;;) {
+    for (bool linger = false;;) {
       ++idle_;
+      if (linger && queue_.empty()) {
+        lock.unlock();
+        stay_awake();
+        lock.lock();
+      }
       wake_.wait(lock, [this] { return !queue_.empty(); });
       --idle_;
-      std::function<void()> task = std::move(queue_.front());
+      Task task = std::move(queue_.front());
       queue_.pop_front();
+      queued_.store(queue_.size(), std::memory_order_release);
       lock.unlock();
-      task();
+      task.run();
+      linger = task.linger && gpu_waits_spin();
       lock.lock();
     }
+  }
+
+  // Polls for a task for up to linger_time, yielding the core to any other thread that wants it.
+  void stay_awake() const {
+    const auto until = std::chrono::steady_clock::now() + linger_time;
+    while (queued_.load(std::memory_order_acquire) == 0 && std::chrono::steady_clock::now() < until)
+      std::this_thread::yield();
   }
 
   static PartThreads*& current() {
@@ -75,7 +104,8 @@ class PartThreads {
 
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::deque<std::function<void()>> queue_;
+  std::deque<Task> queue_;
+  std::atomic<std::size_t> queued_{0};  // queue_.size(), for threads that stay awake without the lock
   std::ptrdiff_t idle_ = 0;  // threads waiting for a task; a new one starts when tasks outnumber them
 };
 
@@ -150,7 +180,8 @@ std::vector<SplitRange> split_ranges(std::int64_t units, const SplitPlan& plan) 
   return ranges;
 }
 
-void run_parts(const std::vector<std::function<void()>>& parts, const std::function<void()>& if_not_started) {
+void run_parts(const std::vector<std::function<void()>>& parts, const std::function<void()>& if_not_started,
+               AfterPart after) {
   std::mutex mutex;
   std::exception_ptr first;
   const auto guarded = [&](const std::function<void()>& part) {
@@ -175,7 +206,7 @@ void run_parts(const std::vector<std::function<void()>>& parts, const std::funct
         const std::lock_guard<std::mutex> lock(mutex);
         --running;
         finished.notify_all();
-      });
+      }, after == AfterPart::linger);
     } catch (...) {
       const std::lock_guard<std::mutex> lock(mutex);
       --running;
