@@ -62,6 +62,9 @@
     (const void* host, std::size_t bytes, std::size_t offset), (host, bytes, offset), , required, )        \
   M(buffer_download, hk::DeviceBuffer, void, download, (void* host, std::size_t bytes, std::size_t offset), \
     (host, bytes, offset), const, required, )                                                              \
+  F(run_scan_offload, void, hk::detail::run_scan_offload,                                                  \
+    (const hk::detail::CumulativeCall& call, const hk::detail::ScanPlan& plan, int device, const void* carry), \
+    (call, plan, device, carry), required, )                                                               \
   F(run_scan_offload_host, void, hk::detail::run_scan_offload_host,                                        \
     (const hk::detail::CumulativeCall& call, const hk::detail::ScanPlan& plan, int device),               \
     (call, plan, device), required, )                                                                      \
@@ -145,7 +148,7 @@ namespace hk::detail {
 
 /// Changes whenever the list above or a type it passes changes; with the version and the table's
 /// size, it keeps a plugin of another build from being used.
-inline constexpr std::uint32_t gpu_plugin_abi = 9;
+inline constexpr std::uint32_t gpu_plugin_abi = 10;
 
 struct GpuPluginTable {
   std::uint32_t abi;

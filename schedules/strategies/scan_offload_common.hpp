@@ -12,6 +12,7 @@
 #include "schedules/scan_offload.hpp"
 #include "schedules/scan_strategies.hpp"
 #include "schedules/strategies/offload_common.hpp"
+#include "schedules/strategies/scan_host_chunks.hpp"
 #include "schedules/strategy.hpp"
 
 namespace hk::detail {
@@ -31,7 +32,7 @@ int check_offload_item_bytes(const CumulativeCall& call, const BoundParams& para
 
 /// The record of the offload strategy whose plan is `Plan` (its launch() and schedule()): the
 /// fields particular to it, and what every offload strategy shares (run on host tensors through
-/// run_scan_offload_host, the team-size space, available where there is a GPU).
+/// run_scan_offload_host_chunked, the team-size space, available where there is a GPU).
 template <class Plan>
 ScanStrategy offload_scan_record(const char* name, const char* meaning, std::vector<ParamSpec> params,
                                  ScanStrategyPlan (*plan)(const CumulativeCall&, const BoundParams&)) {
@@ -41,7 +42,7 @@ ScanStrategy offload_scan_record(const char* name, const char* meaning, std::vec
       .params = std::move(params),
       .plan = plan,
       .run = [](const CumulativeCall& call, const ScanStrategyPlan& p) {
-        run_scan_offload_host(call, std::get<Plan>(p).launch(), offload_device());
+        run_scan_offload_host_chunked(call, std::get<Plan>(p).launch(), offload_device());
       },
       .schedule = [](const ScanStrategyPlan& p) { return std::get<Plan>(p).schedule(); },
       .space = offload_space<CumulativeCall>,

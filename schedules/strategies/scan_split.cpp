@@ -14,9 +14,11 @@
 #include "schedules/scan_host.hpp"
 #include "schedules/scan_kernels.hpp"
 #include "schedules/scan_layout.hpp"
+#include "schedules/scan_line_parts.hpp"
 #include "schedules/scan_offload.hpp"
 #include "schedules/scan_strategies.hpp"
 #include "schedules/strategies/offload_common.hpp"
+#include "schedules/strategies/scan_host_chunks.hpp"
 #include "schedules/strategies/scan_host_common.hpp"
 #include "schedules/strategies/split_common.hpp"
 
@@ -31,64 +33,9 @@ constexpr std::int64_t device_round_bytes = std::int64_t(1) << 30;
 // spans (a device copies a part's whole span); otherwise the largest one, for finer shares.
 constexpr std::int64_t min_cut_lines = 16;
 
-// `desc` with dimension `dim` of size `size`.
-TensorDesc with_size(const TensorDesc& desc, int dim, std::int64_t size) {
-  std::array<std::int64_t, max_rank> sizes{};
-  std::copy(desc.sizes().begin(), desc.sizes().end(), sizes.begin());
-  sizes[std::size_t(dim)] = size;
-  return TensorDesc(desc.dtype(), std::span(sizes.data(), std::size_t(desc.rank())), desc.strides());
-}
-
-// The call's lines as tensors of the layout's line dimensions, then the scanned axis: the same
-// elements, with every independent line dimension that can be merged merged, so that the lines
-// along any one dimension can be cut into contiguous groups.
-CumulativeCall lines_call(const CumulativeCall& call, const ScanLayout& s) {
-  std::array<std::int64_t, max_rank> sizes{}, in_strides{}, out_strides{};
-  for (int d = 0; d < s.rank; ++d) {
-    sizes[std::size_t(d)] = s.sizes[d];
-    in_strides[std::size_t(d)] = s.in_strides[d];
-    out_strides[std::size_t(d)] = s.out_strides[d];
-  }
-  const int axis = call.options.axis;
-  sizes[std::size_t(s.rank)] = s.length;
-  in_strides[std::size_t(s.rank)] = call.input.desc.stride(axis);
-  out_strides[std::size_t(s.rank)] = call.output.desc.stride(axis);
-  const auto rank = std::size_t(s.rank + 1);
-  CumulativeCall lines = call;
-  lines.input.desc = TensorDesc(call.input.desc.dtype(), std::span(sizes.data(), rank), std::span(in_strides.data(), rank));
-  lines.output.desc = TensorDesc(call.output.desc.dtype(), std::span(sizes.data(), rank), std::span(out_strides.data(), rank));
-  lines.options.axis = s.rank;
-  return lines;
-}
-
-// Elements [begin, begin + size) of dimension `dim` of a tensor.
-template <class T> T slice(T t, int dim, std::int64_t begin, std::int64_t size) {
-  using Byte = std::conditional_t<std::is_const_v<std::remove_pointer_t<decltype(t.data)>>, const char, char>;
-  t.data = static_cast<Byte*>(t.data) + begin * t.desc.stride(dim) * std::int64_t(size_of(t.desc.dtype()));
-  t.desc = with_size(t.desc, dim, size);
-  return t;
-}
-
-// Lines [r.begin, r.end) of dimension `dim` of a lines_call.
-CumulativeCall part_of(const CumulativeCall& lines, int dim, SplitRange r) {
-  CumulativeCall part = lines;
-  part.input = slice(lines.input, dim, r.begin, r.size());
-  part.output = slice(lines.output, dim, r.begin, r.size());
-  return part;
-}
-
 int cut_dimension(const ScanLayout& s) {
   if (s.sizes[0] >= min_cut_lines) return 0;
   return int(std::max_element(s.sizes, s.sizes + s.rank) - s.sizes);
-}
-
-// Whether every part's span (what a device copies, and copies back whole) holds no other part's
-// element: the other dimensions reach less far than one step along the cut one.
-bool parts_own_their_spans(const TensorDesc& desc, int dim) {
-  std::int64_t reach = 0;
-  for (int d = 0; d < desc.rank(); ++d)
-    if (d != dim) reach += (desc.size(d) - 1) * desc.stride(d);
-  return desc.size(dim) == 1 || reach < desc.stride(dim);
 }
 
 // Copies every element of `from` to the same index of `to` (same sizes and type; none for a part
@@ -136,14 +83,14 @@ void scan_on_device(const CumulativeCall& lines, int dim, SplitRange r, int devi
     const SplitRange round{b, std::min(r.end, b + per_round)};
     CumulativeCall part = part_of(lines, dim, round);
     if (!staged) {
-      run_scan_offload_host(part, default_offload_scan_plan(part), device);
+      run_scan_offload_host_chunked(part, default_offload_scan_plan(part), device);
       continue;
     }
     if (gathered) part.input = slice(*gathered, dim, round.begin - r.begin, round.size());
     PackedCopy out(part.output.desc);
     const Tensor destination = part.output;
     part.output = out.tensor;
-    run_scan_offload_host(part, default_offload_scan_plan(part), device);
+    run_scan_offload_host_chunked(part, default_offload_scan_plan(part), device);
     copy_elements(out.tensor, destination);
   }
 }

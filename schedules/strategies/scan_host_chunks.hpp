@@ -1,0 +1,22 @@
+// A host-tensor scan on a GPU whose lines cross in chunks: each chunk is scanned as soon as it has
+// landed and goes back while the next ones cross, so that the copies to the GPU and back run at
+// once (the link carries both directions at full speed) instead of one after the other. Offload
+// builds only.
+#pragma once
+
+#include "algorithms/cumulative.hpp"
+#include "schedules/scan_offload_plan.hpp"
+
+namespace hk::detail {
+
+/// Whether a host-tensor call runs so: 32 MiB of input and output together, at least four chunks
+/// of lines along the outermost line dimension, each chunk's spans holding no other chunk's
+/// elements in the input and the output.
+bool scan_host_chunks_apply(const CumulativeCall& call);
+
+/// The host-tensor entry of the offload scan strategies: the call in chunks on a GPU where
+/// scan_host_chunks_apply, else run_scan_offload_host. On failure (hk::Error as
+/// run_scan_offload_host) the output may hold some chunks' results and the rest unchanged.
+void run_scan_offload_host_chunked(const CumulativeCall& call, const ScanPlan& plan, int device);
+
+}  // namespace hk::detail
