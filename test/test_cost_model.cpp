@@ -78,6 +78,16 @@ TEST(CostModel, PageLockedHostTensorsPayThePageLockedRates) {
   EXPECT_DOUBLE_EQ(detail::predict(r, c)->transfer_seconds, 3.0);
 }
 
+// Copies in and back at once in chunks: the slower direction, plus one chunk of the other.
+TEST(CostModel, ChunkedCopiesPayTheSlowerDirectionAndOneChunk) {
+  const MachineRates r = example_rates();
+  CandidateWork c{"scan.offload_rows", Executor::gpu, 2e9, 20e9, 40e9};
+  c.copy_chunks = 4;
+  EXPECT_DOUBLE_EQ(detail::predict(r, c)->transfer_seconds, 2.0 + 1.0 / 4);
+  c.copy_chunks = 0;
+  EXPECT_DOUBLE_EQ(detail::predict(r, c)->transfer_seconds, 3.0);
+}
+
 TEST(CostModel, RanksFastestFirstAndDropsWhatItCannotPrice) {
   const MachineRates r = example_rates();
   const std::vector<CandidateWork> c = {{"qmm.parallel", Executor::host, 1e12, 0, 0},

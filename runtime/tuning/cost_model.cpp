@@ -30,10 +30,11 @@ std::optional<Cost> predict(const MachineRates& rates, const CandidateWork& c) {
     // A strategy measured without its own fixed cost pays the generic GPU call's.
     if (fixed == rates.strategy_fixed_seconds.end()) cost.fixed_seconds = rates.gpu_call_seconds;
     const bool unstaged = c.host_page_locked && has_page_locked_rates(rates);
-    cost.transfer_seconds =
-        unstaged ? c.bytes_to_device / rates.page_locked_to_device_bytes_per_s +
-                       c.bytes_to_host / rates.page_locked_to_host_bytes_per_s
-                 : c.bytes_to_device / rates.to_device_bytes_per_s + c.bytes_to_host / rates.to_host_bytes_per_s;
+    const double in = c.bytes_to_device / (unstaged ? rates.page_locked_to_device_bytes_per_s : rates.to_device_bytes_per_s);
+    const double back = c.bytes_to_host / (unstaged ? rates.page_locked_to_host_bytes_per_s : rates.to_host_bytes_per_s);
+    // In chunks, the slower direction bounds the copies, plus one chunk of the other that
+    // overlaps nothing.
+    cost.transfer_seconds = c.copy_chunks > 0 ? std::max(in, back) + std::min(in, back) / double(c.copy_chunks) : in + back;
     // Host tensors: the copies' own cost, which a small call's bytes do not show.
     if (c.bytes_to_device > 0 || c.bytes_to_host > 0) cost.transfer_seconds += rates.host_tensor_call_seconds;
   }

@@ -22,6 +22,7 @@ struct CandidateWork {
   double bytes_to_device = 0;     // a GPU candidate on host tensors: the inputs copied in
   double bytes_to_host = 0;       //   and the output copied back
   bool host_page_locked = false;  //   all of them in page-locked memory (copied unstaged)
+  std::int64_t copy_chunks = 0;   //   copies in and back at once in this many chunks (0: one after the other)
 };
 
 /// A predicted time in parts, for the dispatch log.

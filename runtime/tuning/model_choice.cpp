@@ -11,6 +11,7 @@
 #include "hetkern/device.hpp"
 #include "runtime/platform/page_locked.hpp"
 #include "schedules/qmm_offload.hpp"
+#include "schedules/strategies/scan_host_chunks.hpp"
 #endif
 #include "runtime/tuning/cost_model.hpp"
 #include "runtime/tuning/heuristic.hpp"
@@ -96,9 +97,12 @@ std::optional<ModelDecision<ScanStrategyPlan>> model_scan_plan(const CumulativeC
   c.add(default_scan_plan(call, home), 2 * bytes, 0, 0);
 #ifdef HETKERN_OFFLOAD
   c.host_page_locked = home == DataHome::host && has_page_locked_rates(rates) && host_tensors_page_locked(call);
-  if (home == DataHome::host)
+  if (home == DataHome::host) {
+    const std::size_t before = c.work.size();
     c.add_named(default_offload_scan_strategy(call), [&](const Schedule& s) { return plan_scan(call, s); }, 2 * bytes,
                 bytes, bytes);
+    if (c.work.size() > before) c.work.back().copy_chunks = scan_host_chunks(call);
+  }
   // Every line over every GPU, from page-locked tensors only: its calibrated rate holds the copies
   // over all the links at once, so it moves nothing more here.
   if (home == DataHome::host && c.host_page_locked && offload_device_count() > 1)

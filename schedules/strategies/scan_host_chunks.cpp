@@ -143,7 +143,7 @@ void run_in_chunks(const CumulativeCall& call, const ScanPlan& plan, int device,
 
 }  // namespace
 
-bool scan_host_chunks_apply(const CumulativeCall& call) { return !chunks_of(call).ranges.empty(); }
+std::int64_t scan_host_chunks(const CumulativeCall& call) { return std::int64_t(chunks_of(call).ranges.size()); }
 
 void run_scan_offload_host_chunked(const CumulativeCall& call, const ScanPlan& plan, int device) {
   if (offload_on_host()) {

@@ -4,18 +4,21 @@
 // builds only.
 #pragma once
 
+#include <cstdint>
+
 #include "algorithms/cumulative.hpp"
 #include "schedules/scan_offload_plan.hpp"
 
 namespace hk::detail {
 
-/// Whether a host-tensor call runs so: 32 MiB of input and output together, at least four chunks
-/// of lines along the outermost line dimension, each chunk's spans holding no other chunk's
-/// elements in the input and the output.
-bool scan_host_chunks_apply(const CumulativeCall& call);
+/// The chunks a host-tensor call runs in on a GPU, 0 where it is copied whole: it runs so with 32
+/// MiB of input and output together, in at least four chunks of lines (about 16 MiB of input each)
+/// along the outermost line dimension, each chunk's spans holding no other chunk's elements in the
+/// input and the output.
+std::int64_t scan_host_chunks(const CumulativeCall& call);
 
 /// The host-tensor entry of the offload scan strategies: the call in chunks on a GPU where
-/// scan_host_chunks_apply, else run_scan_offload_host. On failure (hk::Error as
+/// scan_host_chunks is not 0, else run_scan_offload_host. On failure (hk::Error as
 /// run_scan_offload_host) the output may hold some chunks' results and the rest unchanged.
 void run_scan_offload_host_chunked(const CumulativeCall& call, const ScanPlan& plan, int device);
 
