@@ -82,7 +82,10 @@ void run_in_chunks(const CumulativeCall& call, const ScanPlan& plan, int device,
   const auto now = [&] { return 1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   std::mutex mutex;
   std::condition_variable changed;
-  std::size_t landed = 0, scanned = 0;
+  // Segments landed per chunk: with two threads on the link, a chunk can land before the one
+  // before it has.
+  std::vector<std::size_t> landed(c.ranges.size(), 0);
+  std::size_t chunks_landed = 0, scanned = 0;
   bool failed = false;
   double first_in = 0, all_in = 0, all_scanned = 0, all_back = 0;
   const auto update = [&](auto change) {
@@ -108,18 +111,16 @@ void run_in_chunks(const CumulativeCall& call, const ScanPlan& plan, int device,
   };
   const auto copy_in = failing([&] {
     copy_segments_to_device(to_device, device, [&](std::size_t i) {
-      // A chunk has landed with its last segment; segments land in order.
-      if ((i + 1) % per == 0)
-        update([&] {
-          landed = (i + 1) / per;
-          if (landed == 1) first_in = now();
-          if (landed == c.ranges.size()) all_in = now();
-        });
+      update([&] {
+        if (++landed[i / per] < per) return;
+        if (++chunks_landed == 1) first_in = now();
+        if (chunks_landed == c.ranges.size()) all_in = now();
+      });
     });
   });
   const auto scan = failing([&] {
     for (std::size_t k = 0; k < c.ranges.size(); ++k) {
-      if (!wait([&] { return landed > k; })) return;
+      if (!wait([&] { return landed[k] == per; })) return;
       run_scan_offload(part_of(there, 0, c.ranges[k]), plan, device);
       update([&] {
         scanned = k + 1;
@@ -136,7 +137,7 @@ void run_in_chunks(const CumulativeCall& call, const ScanPlan& plan, int device,
   run_parts({copy_in, scan, copy_back});
   if (log_requested("devices"))
     std::fprintf(stderr,
-                 "hetkern: devices GPU %d: host tensors in %zu chunks of lines: first chunk there at %.3f ms, all "
+                 "hetkern: devices GPU %d: host tensors in %zu chunks of lines: a first chunk there at %.3f ms, all "
                  "at %.3f ms, all scanned at %.3f ms, all back at %.3f ms\n",
                  device, c.ranges.size(), first_in, all_in, all_scanned, all_back);
 }
