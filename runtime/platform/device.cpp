@@ -6,9 +6,7 @@
 #include <omp.h>
 
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <strings.h>
 #include <utility>
 

@@ -71,7 +71,7 @@ struct Kernel {
   // A part whose operands are still arriving (OffloadQmmArrivals): a tile first waits for its row
   // tile's a_ready and its column tile's b_ready to turn non-zero (null: there already), and once
   // its outputs are written counts itself in bands_done[its band] (null: nobody waits for them);
-  // The last last_rows tile rows (at most tiles_m) are a band of their own, after the others.
+  // the last last_rows tile rows (at most tiles_m) are a band of their own, after the others.
   // Bands are band_rows tile rows.
   i64 band_rows = qmm::band_rows;
   const i32* a_ready = nullptr;

@@ -137,7 +137,8 @@ class ColumnRelay {
 /// The last tile rows of a streamed part that are a band of their own, after the others. Their
 /// tiles, about a wave of an H200's teams, run while the band before them goes back: with one tile
 /// row alone, the three other devices of four sent that band (30 MiB each) to the home device
-/// together once their products had nearly ended, and their outputs were back 0.1-0.25 ms later.
+/// together once their products had nearly ended, and their outputs were back 0.1-0.25 ms later
+/// (0.03-0.1 ms with two rows; docs/gpu.md).
 inline constexpr std::int64_t qmm_stream_last_rows = 2;
 
 /// A part of a one-matrix call whose B is B' columns (a column-major int8 B with columns of K

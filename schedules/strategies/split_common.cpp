@@ -23,15 +23,15 @@ namespace {
 
 constexpr int max_split_devices = 64;
 
+// How long a kept thread stays awake after a part that asks it to (AfterPart::linger): the other
+// devices' copy threads of a 16384^3 matmul over four GPUs wait about 3 ms for the next call.
+constexpr std::chrono::milliseconds linger_time{5};
+
 // Threads kept for the parts of later calls, started as parts need them: on four GPUs, when every
 // call started threads of its own, each call's first copy between devices began 0.2 to 0.9 ms
 // late, with kept threads 0.1 to 0.5 ms (docs/gpu.md). Never destroyed: idle threads wait for
 // work until the process ends. A child of fork() has none of its parent's threads, so it starts
 // a set of its own.
-// How long a kept thread stays awake after a part that asks it to (AfterPart::linger): the other
-// devices' copy threads of a 16384^3 matmul over four GPUs wait about 3 ms for the next call.
-constexpr std::chrono::milliseconds linger_time{5};
-
 class PartThreads {
  public:
   static PartThreads& get() {
