@@ -56,6 +56,13 @@ inline std::vector<i64> packed_strides(const std::vector<i64>& sizes) {
   return s;
 }
 
+/// Elements from a tensor's first to its last (non-negative strides), both included.
+inline i64 element_reach(const std::vector<i64>& sizes, const std::vector<i64>& strides) {
+  i64 reach = 1;
+  for (std::size_t d = 0; d < sizes.size(); ++d) reach += (sizes[d] - 1) * strides[d];
+  return reach;
+}
+
 /// Calls fn(idx) for every index of `sizes`, last dimension fastest.
 template <class F>
 void for_each_index(const std::vector<i64>& sizes, F&& fn) {
@@ -85,9 +92,7 @@ struct Buffer {
   Buffer() = default;
   Buffer(DataType t, std::vector<i64> sz, std::vector<i64> st, std::mt19937_64& rng)
       : dtype(t), sizes(std::move(sz)), strides(st.empty() ? packed_strides(sizes) : std::move(st)) {
-    i64 reach = 0;
-    for (std::size_t d = 0; d < sizes.size(); ++d) reach += (sizes[d] - 1) * strides[d];
-    bytes.resize(std::size_t(2 * guard + (reach + 1) * elem()));
+    bytes.resize(std::size_t(2 * guard + element_reach(sizes, strides) * elem()));
     for (auto& c : bytes) c = static_cast<unsigned char>(rng());
   }
 

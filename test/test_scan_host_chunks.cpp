@@ -11,6 +11,7 @@
 #include "algorithms/cumulative.hpp"
 #include "hetkern/device.hpp"
 #include "hetkern/hetkern.hpp"
+#include "qmm_test_util.hpp"
 #include "schedules/strategies/scan_host_chunks.hpp"
 
 namespace {
@@ -27,20 +28,8 @@ struct Case {
   bool in_place = false, product = false, exclusive = false, decreasing = false;
 };
 
-std::vector<i64> packed(const std::vector<i64>& sizes) {
-  std::vector<i64> strides(sizes.size(), 1);
-  for (std::size_t d = sizes.size() - 1; d > 0; --d) strides[d - 1] = strides[d] * sizes[d];
-  return strides;
-}
-
-i64 reach(const std::vector<i64>& sizes, const std::vector<i64>& strides) {
-  i64 r = 1;
-  for (std::size_t d = 0; d < sizes.size(); ++d) r += (sizes[d] - 1) * strides[d];
-  return r;
-}
-
 std::vector<i64> or_packed(const std::vector<i64>& strides, const std::vector<i64>& sizes) {
-  return strides.empty() ? packed(sizes) : strides;
+  return strides.empty() ? qmmt::packed_strides(sizes) : strides;
 }
 
 // A case's storage: input and output (the same when in place), the output's gaps 0x5a; the values
@@ -52,8 +41,8 @@ struct Storage {
   Storage(const Case& c, std::mt19937_64& rng, bool fill = true)
       : in(c.type, c.sizes, or_packed(c.in_strides, c.sizes)), out(c.type, c.sizes, or_packed(c.out_strides, c.sizes)) {
     const std::size_t element = hk::size_of(c.type);
-    y.assign(std::size_t(reach(c.sizes, or_packed(c.out_strides, c.sizes))) * element, 0x5a);
-    if (!c.in_place) x.resize(std::size_t(reach(c.sizes, or_packed(c.in_strides, c.sizes))) * element);
+    y.assign(std::size_t(qmmt::element_reach(c.sizes, or_packed(c.out_strides, c.sizes))) * element, 0x5a);
+    if (!c.in_place) x.resize(std::size_t(qmmt::element_reach(c.sizes, or_packed(c.in_strides, c.sizes))) * element);
     std::vector<unsigned char>& values = c.in_place ? y : x;
     // Small integers (never 0 in products): every prefix is exact whatever the order of additions.
     for (std::size_t i = 0; fill && i < values.size() / element; ++i) {

@@ -138,12 +138,6 @@ struct ScanCase {
   }
 };
 
-i64 reach(const std::vector<i64>& sizes, const std::vector<i64>& strides) {
-  i64 r = 1;
-  for (std::size_t d = 0; d < sizes.size(); ++d) r += (sizes[d] - 1) * strides[d];
-  return r;
-}
-
 ScanCase random_scan(std::mt19937_64& rng) {
   static constexpr DataType types[] = {DataType::int32, DataType::int64, DataType::uint32, DataType::float32,
                                        DataType::float16};
@@ -200,7 +194,7 @@ std::vector<unsigned char> scan_values(DataType type, i64 n, bool product, std::
 std::vector<unsigned char> run_scan(const ScanCase& c, const std::vector<unsigned char>& input,
                                     const Schedule& schedule) {
   const hk::TensorDesc in_desc(c.type, c.sizes, c.in_strides), out_desc(c.type, c.sizes, c.out_strides);
-  std::vector<unsigned char> out(std::size_t(reach(c.sizes, c.out_strides)) * hk::size_of(c.type), 0x5a);
+  std::vector<unsigned char> out(std::size_t(qmmt::element_reach(c.sizes, c.out_strides)) * hk::size_of(c.type), 0x5a);
   const void* x = input.data();
   if (c.in_place) {
     out = input;
@@ -222,7 +216,7 @@ TEST(ScanSplit, RandomCallsEqualTheReferenceBitForBit) {
     const ScanCase c = random_scan(rng);
     SCOPED_TRACE(c.describe());
     const std::vector<unsigned char> input =
-        scan_values(c.type, reach(c.sizes, c.in_strides), c.product, rng);
+        scan_values(c.type, qmmt::element_reach(c.sizes, c.in_strides), c.product, rng);
     const std::vector<unsigned char> want = run_scan(c, input, Schedule("reference"));
     for (const char* text : schedules) {
       SCOPED_TRACE(text);
@@ -242,7 +236,7 @@ TEST(ScanSplit, OneLinePrimeLinesAndColumns) {
     c.in_strides = c.out_strides = qmmt::packed_strides(sizes);
     c.options.axis = axis;
     SCOPED_TRACE(c.describe());
-    const std::vector<unsigned char> input = scan_values(c.type, reach(c.sizes, c.in_strides), false, rng);
+    const std::vector<unsigned char> input = scan_values(c.type, qmmt::element_reach(c.sizes, c.in_strides), false, rng);
     const std::vector<unsigned char> want = run_scan(c, input, Schedule("reference"));
     for (const int share : {0, 1, 333, 500, 900, 1000}) {
       SCOPED_TRACE(share);

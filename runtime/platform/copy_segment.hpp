@@ -13,4 +13,10 @@ struct CopySegment {
   std::size_t bytes = 0;
 };
 
+/// Bytes from `base` to `at`, both within one tensor's span: where a part of the tensor lies in a
+/// device copy of the whole span.
+inline std::size_t byte_offset(const void* at, const void* base) {
+  return std::size_t(static_cast<const char*>(at) - static_cast<const char*>(base));
+}
+
 }  // namespace hk::detail

@@ -42,11 +42,6 @@ std::vector<SplitRange> a_row_groups(i64 M) {
   return groups;
 }
 
-// Bytes from `from` to `to` (both within one host tensor's span).
-std::size_t offset_of(const void* to, const void* from) {
-  return std::size_t(static_cast<const char*>(to) - static_cast<const char*>(from));
-}
-
 void run_in_bands(const QmmProblem& p, const QmmPlan& plan, int device) {
   const QmmCut rows{-1, p.M};
   const std::vector<SplitRange> bands = qmm_arrival_bands(p.M, group_rows(p.M));
@@ -75,12 +70,12 @@ void run_in_bands(const QmmProblem& p, const QmmPlan& plan, int device) {
   std::vector<CopySegment> in{{const_cast<void*>(p.b.data), b.data(), 0, spans.b}};
   for (const SplitRange& r : a_groups) {
     const QmmProblem part = qmm_part(p, rows, r);
-    in.push_back({const_cast<void*>(part.a.data), a.data(), offset_of(part.a.data, p.a.data), qmm_spans(part).a});
+    in.push_back({const_cast<void*>(part.a.data), a.data(), byte_offset(part.a.data, p.a.data), qmm_spans(part).a});
   }
   std::vector<CopySegment> back;
   for (const SplitRange& r : bands) {
     const QmmProblem part = qmm_part(p, rows, r);
-    back.push_back({part.out, out.data(), offset_of(part.out, p.out), qmm_spans(part).out});
+    back.push_back({part.out, out.data(), byte_offset(part.out, p.out), qmm_spans(part).out});
   }
 
   // HETKERN_LOG=devices: when each step ended, in ms from the start.

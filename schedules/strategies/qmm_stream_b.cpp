@@ -157,7 +157,7 @@ void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& rel
       if (spans.out_has_gaps()) copy_between_devices(out.data(), device, part.out, home, spans.out);
       const auto copy_a = [&](const SplitRange& rows) {
         const QmmProblem p = qmm_part(part, {-1, part.M}, rows);
-        const std::size_t offset = std::size_t(static_cast<const char*>(p.a.data) - static_cast<const char*>(part.a.data));
+        const std::size_t offset = byte_offset(p.a.data, part.a.data);
         copy_between_devices(static_cast<char*>(a.data()) + offset, device, p.a.data, home, qmm_spans(p).a);
         mark(a_ready, rows.begin / tile, qmm_offload_tiles_of(rows.end) - rows.begin / tile);
         times.a_there = since(start);  // the pieces go in order: the last one's time is all of A's
@@ -211,7 +211,7 @@ void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& rel
       // The outputs back, a band at a time as its tiles are counted, or all once the launch is done.
       const auto send_back = [&](const SplitRange& rows) {
         const QmmProblem p = qmm_part(part, {-1, part.M}, rows);
-        const std::size_t offset = std::size_t(static_cast<char*>(p.out) - static_cast<char*>(part.out));
+        const std::size_t offset = byte_offset(p.out, part.out);
         copy_between_devices(p.out, home, static_cast<char*>(out.data()) + offset, device, qmm_spans(p).out);
       };
       if (!by_bands) {

@@ -51,10 +51,6 @@ Chunks chunks_of(const CumulativeCall& call) {
   return c;
 }
 
-std::size_t offset_of(const void* at, const void* base) {
-  return std::size_t(static_cast<const char*>(at) - static_cast<const char*>(base));
-}
-
 void run_in_chunks(const CumulativeCall& call, const ScanPlan& plan, int device, const Chunks& c) {
   const std::size_t out_bytes = std::size_t(byte_span(call.output.desc).hi);
   ScratchLease out(device, out_bytes);
@@ -70,7 +66,7 @@ void run_in_chunks(const CumulativeCall& call, const ScanPlan& plan, int device,
   std::vector<CopySegment> to_device, to_host;
   for (const SplitRange& r : c.ranges) {
     const CumulativeCall part = part_of(c.lines, 0, r);
-    const std::size_t in_at = offset_of(part.input.data, call.input.data), out_at = offset_of(part.output.data, call.output.data);
+    const std::size_t in_at = byte_offset(part.input.data, call.input.data), out_at = byte_offset(part.output.data, call.output.data);
     const std::size_t part_out = std::size_t(byte_span(part.output.desc).hi);
     to_device.push_back({const_cast<void*>(part.input.data), in ? in->data() : out.data(), in_at,
                          std::size_t(byte_span(part.input.desc).hi)});

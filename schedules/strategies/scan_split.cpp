@@ -6,7 +6,6 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
-#include <type_traits>
 #include <vector>
 
 #include "algorithms/scan_types.hpp"
