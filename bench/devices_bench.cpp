@@ -1,7 +1,10 @@
 // hetkern-devices-bench: one call spread over every GPU of the machine against one GPU (offload
 // builds, on a machine with a GPU; with one GPU it measures the one-GPU side only).
 //
-//   hetkern-devices-bench [--n N] [--reps R] [--lines L] [--length X] [--line Y]
+//   hetkern-devices-bench [--n N] [--reps R] [--lines L] [--length X] [--line Y] [--only WHAT]
+//
+// WHAT: a comma-separated list of the sections below to run (links, matmul, host, scans); all
+// of them without it.
 //
 // 1. The links: 256 MiB copied from GPU 0 to each other GPU and back (omp_target_memcpy between
 //    device numbers, peer to peer where the runtime enables it); between GPU 0 and GPU 1 alone
@@ -13,7 +16,8 @@
 //    Then B packed once on GPU 0 (hk::pack_b, constant weights), which each other GPU copies once.
 //    Median of R calls (default 5) after a warm-up; every output is compared with GPU 0's alone.
 // 3. The host's links: 256 MiB from page-locked host memory to 1, 2, ... GPUs at once and back, a
-//    thread per GPU, the rate of all together: what bounds the scans below on page-locked tensors.
+//    thread per GPU, then 128 MiB each way at once, a thread per GPU and direction: the rate of all
+//    together, what bounds the scans below on page-locked tensors (which copy both ways at once).
 // 4. A batch of L long scans (default 64 lines of 2^22 float32, 1 GiB each way) on host tensors,
 //    pageable (std::vector, which each GPU stages through hetkern's page-locked buffers) and
 //    page-locked (the GPUs read and write them directly): scan.split with every line on the GPUs
@@ -204,10 +208,25 @@ void host_links(int devices, int reps) {
       for (std::thread& t : threads) t.join();
     });
   };
+  // Both ways at once, as a chunked scan copies: a buffer to each GPU while another comes back.
+  const auto both_ways = [&](int count) {
+    return median_after_warm_up(reps, [&] {
+      std::vector<std::thread> threads;
+      for (int d = 0; d < count; ++d) {
+        char* const h = static_cast<char*>(on_host[std::size_t(d)]);
+        char* const g = static_cast<char*>(on_gpu[std::size_t(d)]);
+        threads.emplace_back([=] { omp_target_memcpy(g, h, bytes / 2, 0, 0, d, host); });
+        threads.emplace_back([=] { omp_target_memcpy(h + bytes / 2, g + bytes / 2, bytes / 2, 0, 0, host, d); });
+      }
+      for (std::thread& t : threads) t.join();
+    });
+  };
   for (int count = 1; count <= devices; ++count)
-    std::printf("page-locked host -> %d GPU(s) at once %.1f GB/s, back %.1f GB/s (256 MiB each)\n", count,
-                double(count) * double(bytes) / at_once(count, true) / 1e9,
-                double(count) * double(bytes) / at_once(count, false) / 1e9);
+    std::printf("page-locked host -> %d GPU(s) at once %.1f GB/s, back %.1f GB/s (256 MiB each), both ways at once "
+                "%.1f GB/s (128 MiB each way each)\n",
+                count, double(count) * double(bytes) / at_once(count, true) / 1e9,
+                double(count) * double(bytes) / at_once(count, false) / 1e9,
+                double(count) * double(bytes) / both_ways(count) / 1e9);
   for (int d = 0; d < devices; ++d) {
     llvm_omp_target_free_host(on_host[std::size_t(d)], d);
     omp_target_free(on_gpu[std::size_t(d)], d);
@@ -256,21 +275,36 @@ void scans(std::int64_t lines, std::int64_t length, int devices, int reps, bool 
 int main(int argc, char** argv) {
   std::int64_t n = 16384, lines = 64, length = std::int64_t(1) << 22, line = std::int64_t(1) << 28;
   int reps = 5;
+  std::string only = "links,matmul,host,scans";
+  const auto usage = [] {
+    std::fprintf(stderr,
+                 "usage: hetkern-devices-bench [--n N] [--reps R] [--lines L] [--length X] [--line Y] "
+                 "[--only links,matmul,host,scans]\n");
+    return 2;
+  };
   for (int i = 1; i < argc; i += 2) {
+    if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+      only = argv[i + 1];
+      continue;
+    }
     const long long value = i + 1 < argc ? std::atoll(argv[i + 1]) : 0;
     std::int64_t* target = std::strcmp(argv[i], "--n") == 0        ? &n
                            : std::strcmp(argv[i], "--lines") == 0  ? &lines
                            : std::strcmp(argv[i], "--length") == 0 ? &length
                            : std::strcmp(argv[i], "--line") == 0   ? &line
                                                                    : nullptr;
-    if (value < 1 || (!target && std::strcmp(argv[i], "--reps") != 0)) {
-      std::fprintf(stderr, "usage: hetkern-devices-bench [--n N] [--reps R] [--lines L] [--length X] [--line Y]\n");
-      return 2;
-    }
+    if (value < 1 || (!target && std::strcmp(argv[i], "--reps") != 0)) return usage();
     if (target)
       *target = value;
     else
       reps = int(value);
+  }
+  const auto runs = [&](const char* section) { return ("," + only + ",").find("," + std::string(section) + ",") != std::string::npos; };
+  for (std::size_t at = 0; at <= only.size();) {
+    const std::size_t end = std::min(only.find(',', at), only.size());
+    const std::string section = only.substr(at, end - at);
+    if (section != "links" && section != "matmul" && section != "host" && section != "scans") return usage();
+    at = end + 1;
   }
   if (hk::offload_on_host()) {
     std::fprintf(stderr, "hetkern-devices-bench: no GPU\n");
@@ -279,15 +313,21 @@ int main(int argc, char** argv) {
   hk::warm_up_offload();
   const int devices = hk::offload_device_count();
   std::printf("%d GPU(s) visible\n", devices);
-  peer_links(devices, reps);
-  if (devices > 1) links_under_load(n);
-  matmul(n, false, false, devices, reps);
-  matmul(n, true, false, devices, reps);
-  matmul(n, false, true, devices, reps);
-  host_links(devices, reps);
-  scans(lines, length, devices, reps, false);
-  scans(lines, length, devices, reps, true);
-  scans(1, line, devices, reps, true);
+  if (runs("links")) {
+    peer_links(devices, reps);
+    if (devices > 1) links_under_load(n);
+  }
+  if (runs("matmul")) {
+    matmul(n, false, false, devices, reps);
+    matmul(n, true, false, devices, reps);
+    matmul(n, false, true, devices, reps);
+  }
+  if (runs("host")) host_links(devices, reps);
+  if (runs("scans")) {
+    scans(lines, length, devices, reps, false);
+    scans(lines, length, devices, reps, true);
+    scans(1, line, devices, reps, true);
+  }
   std::printf("\n| case | schedule | time | speed-up | same output |\n|---|---|---|---|---|\n");
   for (const Row& r : rows)
     std::printf("| %s | %s | %.3f ms | %.2f | %s |\n", r.what.c_str(), r.schedule.c_str(), 1e3 * r.seconds,

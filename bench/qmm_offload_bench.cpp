@@ -122,11 +122,11 @@ void run_shape(std::int64_t M, std::int64_t N, std::int64_t K, int reps, int dev
   x.q.a_zero = {zero}, x.q.b_zero = {0}, x.q.out_zero = {zero};
   const std::vector<std::byte> params = hk::detail::qmm_parameter_block(x.q);
   DeviceCopy d_params(params.data(), params.size(), device);
-  // The workspace of the variant that needs the most (dp4a and wgmma sum B's columns, mma.sync may
-  // split the depth).
+  // The workspace of the variant that needs the most (dp4a and wgmma sum B's columns, the tensor
+  // cores may split the depth).
   std::int64_t workspace_bytes = 0;
   for (const OffloadQmmKernel kernel : {OffloadQmmKernel::dp4a, OffloadQmmKernel::mma, OffloadQmmKernel::wgmma})
-    workspace_bytes = std::max(workspace_bytes, hk::detail::qmm_offload_workspace_bytes(x, kernel));
+    workspace_bytes = std::max(workspace_bytes, hk::detail::qmm_offload_workspace_bytes(x, kernel, device));
   DeviceCopy workspace(nullptr, std::size_t(workspace_bytes), device);
   OffloadQmmLaunch launch;
   launch.device = device;

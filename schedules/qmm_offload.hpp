@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "algorithms/quantized_matmul.hpp"
+#include "runtime/platform/gpu_arch.hpp"
 #include "schedules/qmm_offload_plan.hpp"
 
 namespace hk::detail {
@@ -32,8 +33,8 @@ namespace hk::detail {
 /// adds one to bands_done[its band], a band being band_rows tile rows (0: qmm_offload_band_rows;
 /// null bands_done: nobody counts). The last last_rows tile rows (at most all) are a band of their
 /// own, whose tiles run after all the others, column by column: the outputs that go back after
-/// the launch ends are then those rows' alone. Only operands that qmm_offload_streamable names may
-/// still be arriving; with any array set or last_rows the product runs in one launch (no split-K).
+/// the launch ends are then those rows' alone (a split tile is counted once its parts are added
+/// up). Only operands that qmm_offload_streamable names may still be arriving.
 struct OffloadQmmArrivals {
   const std::int32_t* a_ready = nullptr;
   const std::int32_t* b_ready = nullptr;
@@ -49,10 +50,10 @@ struct OffloadQmmArrivals {
 struct OffloadQmmLaunch {
   int device = 0;  // an OpenMP device number, or omp_get_initial_device() for the host
   OffloadQmmKernel kernel = OffloadQmmKernel::dp4a;
-  int teams = 0;    // 0: one team per work item (an output tile, or a split-K part of one)
+  int teams = 0;    // 0: one team per work item (qmm_offload_work_items)
   int team_threads = 0;  // rounded down to a power of two (at least 32); 0: the kernel's default
   const void* parameters = nullptr;  // device copy of qmm_parameter_block(problem.q)
-  void* workspace = nullptr;         // device memory of qmm_offload_workspace_bytes(problem, kernel) bytes
+  void* workspace = nullptr;         // device memory of qmm_offload_workspace_bytes(problem, kernel, device) bytes
   OffloadQmmArrivals arrivals;
 };
 
@@ -70,8 +71,9 @@ struct OffloadQmmSums {
 };
 OffloadQmmSums qmm_sums_needed(const QmmProblem& problem);
 
-/// Bytes of device workspace a problem needs (A and B packed, unless read in place, and their sums).
-std::int64_t qmm_offload_workspace_bytes(const QmmProblem& problem, OffloadQmmKernel kernel);
+/// Bytes of device workspace a problem needs on `device` (A and B packed, unless read in place,
+/// their sums, and the split tiles' partial products).
+std::int64_t qmm_offload_workspace_bytes(const QmmProblem& problem, OffloadQmmKernel kernel, int device);
 
 /// Runs the problem on launch.device: qmm_offload_pack, then qmm_offload_product. Every pointer
 /// must be valid there.
@@ -92,15 +94,36 @@ inline constexpr std::int64_t qmm_offload_band_rows = 16;
 /// The packed depth's multiple, and the deepest slice whose products add up in int32.
 inline constexpr std::int64_t qmm_offload_depth_align = 128, qmm_offload_int32_depth = 65536;
 
-/// Split-K: one matrix for mma.sync whose output tiles would leave most of a large GPU idle (fewer
-/// than 128) is cut in depth into parts of at least eight 64-deep slices, up to about 256 work
-/// items, within one int32 slice only (the parts then add up in int32 exactly). 1: no split.
-inline std::int64_t qmm_offload_split_parts(const QmmProblem& x, OffloadQmmKernel kernel) {
-  const std::int64_t tiles = qmm_offload_tiles_of(x.M) * qmm_offload_tiles_of(x.N);
+/// Teams of the product kernels that run at once on `device`, a wave of tiles: two per
+/// multiprocessor of a GPU (their occupancy at the default team sizes); 8 on the host fallback,
+/// so that small calls there cut their last wave as large ones do on a GPU (its tests).
+inline std::int64_t qmm_offload_wave(int device) {
+  const int multiprocessors = cuda_multiprocessors(device);
+  return multiprocessors > 0 ? 2 * std::int64_t(multiprocessors) : 8;
+}
+
+/// Split-K on tensor cores (mma, wgmma), depth within one int32 slice (the parts then add up in
+/// int32 exactly): the tiles of the last wave, all of them when there are fewer than a wave, are
+/// cut in depth into as many parts as fill the wave, each of at least eight 64-deep slices, where
+/// that makes two parts or more (the tiles would leave at least half of the wave idle). The split
+/// tiles are the last `tiles` in the teams' order; parts 1: no split.
+struct OffloadQmmSplit {
+  std::int64_t tiles = 0, parts = 1;
+};
+inline OffloadQmmSplit qmm_offload_split(const QmmProblem& x, OffloadQmmKernel kernel, std::int64_t wave) {
+  const std::int64_t tiles = x.batch[0] * x.batch[1] * qmm_offload_tiles_of(x.M) * qmm_offload_tiles_of(x.N);
   const std::int64_t kp = (x.K + qmm_offload_depth_align - 1) / qmm_offload_depth_align * qmm_offload_depth_align;
-  if (kernel != OffloadQmmKernel::mma || x.batch[0] * x.batch[1] != 1 || kp > qmm_offload_int32_depth || tiles >= 128 || tiles == 0)
-    return 1;
-  return std::max<std::int64_t>(1, std::min((256 + tiles - 1) / tiles, kp / (8 * 64)));
+  if (kernel == OffloadQmmKernel::dp4a || kp > qmm_offload_int32_depth || tiles == 0 || wave < 2) return {};
+  const std::int64_t last = tiles % wave == 0 ? wave : tiles % wave;
+  const std::int64_t parts = std::min(wave / last, kp / (8 * 64));
+  if (parts < 2) return {};
+  return {last, parts};
+}
+
+/// The product's work items: its tiles, a split tile counting once per part.
+inline std::int64_t qmm_offload_work_items(const QmmProblem& x, OffloadQmmKernel kernel, std::int64_t wave) {
+  const OffloadQmmSplit split = qmm_offload_split(x, kernel, wave);
+  return x.batch[0] * x.batch[1] * qmm_offload_tiles_of(x.M) * qmm_offload_tiles_of(x.N) + split.tiles * (split.parts - 1);
 }
 
 /// Which operands the product reads where they lie, neither packed nor summed before it starts

@@ -6,6 +6,7 @@
 // split neighbouring outputs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -375,7 +376,7 @@ TEST(QmmOffload, WorkspaceHoldsOnlyWhatPackingWrites) {
   x.a = hk::detail::matrix_view(a_u8.cview());
   const auto bytes = [&](std::vector<std::int32_t> a_zero, std::vector<std::int32_t> b_zero, OffloadQmmKernel kernel) {
     x.q.a_zero = std::move(a_zero), x.q.b_zero = std::move(b_zero);
-    return hk::detail::qmm_offload_workspace_bytes(x, kernel);
+    return hk::detail::qmm_offload_workspace_bytes(x, kernel, hk::offload_device());
   };
   // u8 A at 5 and int8 B at 1: both operands read in place, both sums needed.
   EXPECT_EQ(bytes({5}, {1}, OffloadQmmKernel::dp4a), round_up_256(M * 8) + round_up_256(N * 8));
@@ -405,21 +406,27 @@ TEST(QmmOffload, WorkspaceHoldsOnlyWhatPackingWrites) {
   EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::dp4a), round_up_256(N * 8));
   // The mma kernel folds alpha into its product: no column sums.
   EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::mma), 0);
-  // Two tiles 4096 deep: mma.sync splits the depth in 8 (int32 partials of M x Np each); wgmma
-  // does not split, and sums B's columns.
+  // Two tiles 4096 deep: both tensor-core kernels split the depth (int32 partials of a tile each
+  // per part); wgmma also sums B's columns.
   const i64 deep = 4096;
   const Buffer a_deep(DataType::uint8, {M, deep}, {}, rng), b_deep(DataType::int8, {deep, N}, {1, deep}, rng);
   x.K = deep;
   x.a = hk::detail::matrix_view(a_deep.cview());
   x.b = hk::detail::matrix_view(b_deep.cview());
-  EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::mma), round_up_256(8 * M * N * 4));
-  EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::wgmma), round_up_256(N * 8));
+  const auto split = hk::detail::qmm_offload_split(x, OffloadQmmKernel::mma, hk::detail::qmm_offload_wave(hk::offload_device()));
+  EXPECT_EQ(split.tiles, 2);
+  EXPECT_GE(split.parts, 2);
+  const i64 partials = round_up_256(split.parts * 2 * 128 * 128 * 4);
+  EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::mma), partials);
+  EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::wgmma), round_up_256(N * 8) + partials);
+  // dp4a never splits.
+  EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::dp4a), round_up_256(N * 8));
 }
 
-// Split-K: calls of few tiles cut their depth into parts (mma.sync, one int32 slice deep), whose
-// int32 products a last launch adds up: parts of unequal sizes (K = 1600: 26 slices of 64 in
-// parts of 8 and 9) and equal ones (4096: 8 parts of 8), more work items than teams, centred and
-// plain A, B in both layouts, parameters per row and column or one each.
+// Split-K: calls of fewer tiles than a wave cut their depth into parts (tensor cores, one int32
+// slice deep), whose int32 products a last launch adds up: parts of unequal sizes (K = 1600: 26
+// slices of 64) and equal ones (4096), more work items than teams, centred and plain A, B in both
+// layouts, parameters per row and column or one each.
 TEST(QmmOffload, SplitDepthForFewTiles) {
   std::mt19937_64 rng(4096);
   int round = 0;
@@ -442,29 +449,113 @@ TEST(QmmOffload, SplitDepthForFewTiles) {
         p.b_scale = per_line ? qmmt::literal_f({1, p.N}, {0.01f, 0.0125f}, rng) : qmmt::literal_f({1}, {0.015f}, rng);
         p.y_scale = qmmt::literal_f({1}, {3.0f}, rng);
         const qmmt::Expected e = qmmt::oracle(p, true);
-        for (const char* s : {"qmm.offload_mma", "qmm.offload_mma(teams=3)", "qmm.offload_mma(threads=64)"})
+        for (const char* s : {"qmm.offload_mma", "qmm.offload_mma(teams=3)", "qmm.offload_mma(threads=64)",
+                              "qmm.offload_mma(tensor_cores=wgmma)", "qmm.offload_mma(teams=5, tensor_cores=wgmma)"})
           qmmt::run_and_check(p, hk::Schedule::parse(s), e, "M=" + std::to_string(M) + " K=" + std::to_string(K));
       }
 }
 
-// A plan's default team count is one per work item, split-K parts included: a default capped at
+// The last wave's tiles split in depth beside whole tiles: two tiles past whole waves of this
+// device (so their parts run in the last wave), in one matrix of two tile rows (the split tiles
+// the last of the second row's columns) and in two batch matrices of one row each (the split tiles
+// in the second); unequal parts (1600 deep), centred and plain A, parameters per row and column.
+TEST(QmmOffload, SplitTheLastWaveBesideWholeTiles) {
+  const i64 wave = hk::detail::qmm_offload_wave(hk::offload_device());
+  std::mt19937_64 rng(wave);
+  int round = 0;
+  for (const i64 batch : {1, 2})
+    for (const DataType at : {DataType::uint8, DataType::int8}) {
+      const bool per_line = round++ % 2 == 0;
+      Problem p;
+      const i64 columns = (wave + 2) / 2;  // tile columns: wave + 2 tiles in all
+      p.M = batch == 1 ? 2 * 128 - 3 : 100, p.N = columns * 128 - 7, p.K = batch == 1 ? 1024 : 1600;
+      const std::vector<i64> lead = batch == 1 ? std::vector<i64>{} : std::vector<i64>{batch};
+      const auto dims = [&](i64 rows, i64 cols) {
+        std::vector<i64> d = lead;
+        d.insert(d.end(), {rows, cols});
+        return d;
+      };
+      p.a = Buffer(at, dims(p.M, p.K), {}, rng);
+      p.b = Buffer(DataType::int8, dims(p.K, p.N), {}, rng);
+      p.y = Buffer(DataType::uint8, dims(p.M, p.N), {}, rng);
+      const int centred = at == DataType::uint8 ? 128 : 0;
+      p.a_zero = per_line ? qmmt::literal_q(at, {p.M, 1}, {3, centred, 7}, rng) : qmmt::literal_q(at, {1}, {centred}, rng);
+      p.b_zero = per_line ? qmmt::literal_q(DataType::int8, {1, p.N}, {0, -5, 100}, rng)
+                          : qmmt::literal_q(DataType::int8, {1}, {0}, rng);
+      p.y_zero = qmmt::literal_q(DataType::uint8, {1}, {120}, rng);
+      p.a_scale = per_line ? qmmt::literal_f({p.M, 1}, {0.02f, 0.03f}, rng) : qmmt::literal_f({1}, {0.025f}, rng);
+      p.b_scale = per_line ? qmmt::literal_f({1, p.N}, {0.01f, 0.0125f}, rng) : qmmt::literal_f({1}, {0.015f}, rng);
+      p.y_scale = qmmt::literal_f({1}, {3.0f}, rng);
+      hk::detail::QmmProblem x;
+      x.M = p.M, x.N = p.N, x.K = p.K;
+      x.batch[0] = batch;
+      const auto split = hk::detail::qmm_offload_split(x, hk::detail::OffloadQmmKernel::mma, wave);
+      ASSERT_EQ(split.tiles, 2);
+      ASSERT_GE(split.parts, 2);
+      const qmmt::Expected e = qmmt::oracle(p, true);
+      for (const char* s : {"qmm.offload_mma", "qmm.offload_mma(teams=5)", "qmm.offload_mma(tensor_cores=wgmma)"})
+        qmmt::run_and_check(p, hk::Schedule::parse(s), e, "batch " + std::to_string(batch) + " round " + std::to_string(round));
+    }
+}
+
+// The split follows the wave: on an H100 or H200 (264 teams at once) 16384^3 has a last wave of 16
+// tiles, cut in 16 parts; 8192^3's last wave of 136 tiles would fill no more in 2 parts; 16 x
+// 4096 x 4096 has 32 tiles, cut in 8; parts keep eight 64-deep slices (1024 deep: 2 parts of 64
+// tiles); whole waves, depths past one int32 slice and dp4a are not split; batches count all
+// their tiles.
+TEST(QmmOffload, SplitTheLastWave) {
+  using hk::detail::OffloadQmmKernel;
+  const auto split = [](i64 M, i64 N, i64 K, i64 wave, OffloadQmmKernel kernel = OffloadQmmKernel::wgmma,
+                        i64 batch = 1) {
+    hk::detail::QmmProblem x;
+    x.M = M, x.N = N, x.K = K;
+    x.batch[0] = batch;
+    const auto s = hk::detail::qmm_offload_split(x, kernel, wave);
+    return std::pair<i64, i64>(s.tiles, s.parts);
+  };
+  using Split = std::pair<i64, i64>;
+  EXPECT_EQ(split(16384, 16384, 16384, 264), Split(16, 16));
+  EXPECT_EQ(split(16384, 16384, 16384, 264, OffloadQmmKernel::mma), Split(16, 16));
+  EXPECT_EQ(split(16384, 16384, 16384, 264, OffloadQmmKernel::dp4a), Split(0, 1));
+  EXPECT_EQ(split(8192, 8192, 8192, 264), Split(0, 1));
+  EXPECT_EQ(split(16, 4096, 4096, 264), Split(32, 8));
+  EXPECT_EQ(split(1024, 1024, 1024, 264), Split(64, 2));
+  EXPECT_EQ(split(200, 100, 700, 264), Split(0, 1));        // 768 deep: one part of eight slices
+  EXPECT_EQ(split(128, 128 * 528, 4096, 264), Split(0, 1));  // two whole waves
+  EXPECT_EQ(split(128, 128 * 265, 65536, 264), Split(1, 128));
+  EXPECT_EQ(split(128, 128 * 265, 65536 + 128, 264), Split(0, 1));
+  EXPECT_EQ(split(100, 300, 2048, 8, OffloadQmmKernel::mma, 3), Split(1, 4));  // 9 tiles in 3 matrices
+  EXPECT_EQ(split(300, 300, 2048, 8), Split(1, 4));
+  EXPECT_EQ(split(300, 300, 2048, 2), Split(1, 2));
+  EXPECT_EQ(split(300, 300, 2048, 12), Split(0, 1));  // 9 tiles leave a quarter of 12 idle
+}
+
+// A plan's default team count is one per work item, split parts included: a default capped at
 // the output tiles ran a split call's parts a tile's worth of teams at a time.
 TEST(QmmOffload, DefaultTeamsTakeEverySplitKPart) {
+  const i64 wave = hk::detail::qmm_offload_wave(hk::offload_device());
   const auto teams = [](std::vector<i64> mnk, const char* schedule) {
     const std::vector<hk::DataType> types = {hk::DataType::uint8, hk::DataType::int8, hk::DataType::uint8};
     const hk::detail::TuneWorkload w({hk::Operator::quantized_linear_matmul, types, std::move(mnk), {}}, false);
     const auto plan = hk::detail::plan_qmm(w.qmm_problem(), hk::Schedule::parse(schedule));
     return std::get<hk::detail::OffloadMmaQmmPlan>(plan).teams;
   };
-  // 1 x 32 tiles, depth 4096 in 8 parts of eight 64-deep slices.
-  EXPECT_EQ(teams({16, 4096, 4096}, "qmm.offload_mma"), 32 * 8);
-  EXPECT_EQ(teams({16, 4096, 4096}, "qmm.offload_mma(teams=40)"), 40);
-  EXPECT_EQ(teams({16, 4096, 4096}, "qmm.offload_mma(tensor_cores=wgmma)"), 32);
-  // 8 x 8 tiles, depth 1024 in 2 parts; 2 x 1 tiles, depth 700 (768 packed) in one part.
-  EXPECT_EQ(teams({1024, 1024, 1024}, "qmm.offload_mma"), 64 * 2);
+  const auto items = [&](i64 M, i64 N, i64 K) {
+    hk::detail::QmmProblem x;
+    x.M = M, x.N = N, x.K = K;
+    const auto s = hk::detail::qmm_offload_split(x, hk::detail::OffloadQmmKernel::mma, wave);
+    EXPECT_GE(s.parts, 2) << M << " x " << N << " x " << K;  // the shapes below are split on every device
+    return hk::detail::qmm_offload_tiles_of(M) * hk::detail::qmm_offload_tiles_of(N) + s.tiles * (s.parts - 1);
+  };
+  // 1 x 33 tiles 4096 deep, 1 x 34 tiles 2048 deep: fewer than half a wave on a GPU, one or two
+  // tiles past whole waves on the host fallback.
+  const i64 a = items(16, 33 * 128 - 5, 4096), b = items(16, 34 * 128, 2048);
+  EXPECT_EQ(teams({16, 33 * 128 - 5, 4096}, "qmm.offload_mma"), a);
+  EXPECT_EQ(teams({16, 33 * 128 - 5, 4096}, "qmm.offload_mma(teams=40)"), std::min<i64>(a, 40));
+  EXPECT_EQ(teams({16, 33 * 128 - 5, 4096}, "qmm.offload_mma(tensor_cores=wgmma)"), a);
+  EXPECT_EQ(teams({16, 34 * 128, 2048}, "qmm.offload_mma"), b);
+  // 768 deep: one part of eight slices, no split.
   EXPECT_EQ(teams({200, 100, 700}, "qmm.offload_mma"), 2);
-  // 128 tiles or more: no split.
-  EXPECT_EQ(teams({2048, 1024, 4096}, "qmm.offload_mma"), 128);
 }
 
 }  // namespace

@@ -79,8 +79,8 @@
   F(qmm_sums_needed, hk::detail::OffloadQmmSums, hk::detail::qmm_sums_needed,                             \
     (const hk::detail::QmmProblem& problem), (problem), required, )                                        \
   F(qmm_offload_workspace_bytes, std::int64_t, hk::detail::qmm_offload_workspace_bytes,                    \
-    (const hk::detail::QmmProblem& problem, hk::detail::OffloadQmmKernel kernel), (problem, kernel),       \
-    required, )                                                                                            \
+    (const hk::detail::QmmProblem& problem, hk::detail::OffloadQmmKernel kernel, int device),              \
+    (problem, kernel, device), required, )                                                                 \
   F(qmm_offload, void, hk::detail::qmm_offload,                                                            \
     (const hk::detail::QmmProblem& problem, const hk::detail::OffloadQmmLaunch& launch), (problem, launch), \
     required, )                                                                                            \
@@ -148,7 +148,7 @@ namespace hk::detail {
 
 /// Changes whenever the list above or a type it passes changes; with the version and the table's
 /// size, it keeps a plugin of another build from being used.
-inline constexpr std::uint32_t gpu_plugin_abi = 10;
+inline constexpr std::uint32_t gpu_plugin_abi = 11;
 
 struct GpuPluginTable {
   std::uint32_t abi;

@@ -1,4 +1,4 @@
-// The architecture of the machine's NVIDIA GPUs, asked of the CUDA driver itself: the offload
+// The architecture and size of the machine's NVIDIA GPUs, asked of the CUDA driver itself: the offload
 // runtime does not tell it, and kernels built for one architecture only (wgmma) must know it.
 #pragma once
 
@@ -9,6 +9,8 @@ namespace hk::detail {
 /// it does not answer. Asked once per process.
 int cuda_device_count();
 int cuda_compute_capability(int ordinal);
+/// Its streaming multiprocessors, 0 when there is no such device or it does not answer.
+int cuda_multiprocessors(int ordinal);
 
 /// Whether CUDA device `ordinal` has Hopper's warpgroup MMA (compute capability 9.0 exactly: code
 /// for sm_90a runs nowhere else). OpenMP numbers the GPUs as CUDA does, so an OpenMP device number

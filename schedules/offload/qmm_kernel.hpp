@@ -63,10 +63,11 @@ struct Kernel {
   // slots the dp4a need (docs/gpu-measurements.md, matmul mma).
   bool a_centred = false;
   bool a_shared = false, b_shared = false;
-  // Split-K (one matrix of few tiles, mma.sync, depth within one int32 slice): `split` parts of the
-  // depth, in whole slices, each a team's work item; a part's int32 products go to partials,
-  // [split][M][Np], which a last launch adds up and requantizes.
-  i64 split = 1;
+  // Split-K (tensor cores, depth within one int32 slice: qmm_offload_split): the last split_tiles
+  // tiles in the teams' order are each cut in depth into `split` parts of whole slices, work items
+  // after the whole tiles; a part's int32 products go to its tile's slot of partials,
+  // [split][split_tiles][partial_rows][tile_cols], which a last launch adds up and requantizes.
+  i64 split = 1, split_tiles = 0, partial_rows = 0;
   i32* partials = nullptr;
   // A part whose operands are still arriving (OffloadQmmArrivals): a tile first waits for its row
   // tile's a_ready and its column tile's b_ready to turn non-zero (null: there already), and once
@@ -94,9 +95,43 @@ struct Kernel {
   i64 a_batch(i64 t) const { return a_shared ? 0 : t; }
   i64 b_batch(i64 t) const { return b_shared ? 0 : t; }
   const u8* a_rows(i64 t, i64 r) const { return ap + (a_batch(t) * Mp + r) * kp; }
-  // Where depth part `part` of `split` begins, in whole `slice`-byte slices.
-  i64 part_begin(i64 part, i64 slice) const { return kp / slice * part / split * slice; }
+  // Where depth part `part` of `parts` begins, in whole `slice`-byte slices.
+  i64 depth_begin(i64 part, i64 parts, i64 slice) const { return kp / slice * part / parts * slice; }
   const std::int8_t* b_cols(i64 t, i64 c) const { return bp + (b_batch(t) * Np + c) * kp; }
+
+  // The teams' order: matrix by matrix, each in bands of band_rows tile rows (the last last_rows
+  // tile rows a band of their own, last), column by column within a band.
+  i64 tiles() const { return batches * tiles_m * tiles_n; }
+  i64 bands() const { return (tiles_m - last_rows + band_rows - 1) / band_rows + (last_rows > 0 ? 1 : 0); }
+  struct Place {
+    i64 t, band, i0, j0;  // matrix, band, first row and column
+  };
+  Place place(i64 tile) const {
+    const i64 per_batch = tiles_m * tiles_n, t = tile / per_batch, in_batch = tile % per_batch;
+    const i64 banded = tiles_m - last_rows;
+    if (in_batch >= banded * tiles_n) {
+      const i64 in_band = in_batch - banded * tiles_n;
+      return {t, bands() - 1, (banded + in_band % last_rows) * tile_rows, (in_band / last_rows) * tile_cols};
+    }
+    const i64 band = in_batch / (band_rows * tiles_n), band_first = band * band_rows, rows_left = banded - band_first;
+    const i64 band_height = rows_left < band_rows ? rows_left : band_rows;
+    const i64 in_band = in_batch - band_first * tiles_n;
+    return {t, band, (band_first + in_band % band_height) * tile_rows, (in_band / band_height) * tile_cols};
+  }
+  // A team's work item: a whole tile, or a split tile's depth part `part` of `parts`, whose
+  // products go to `partial` (its slot in partials; null for a whole tile).
+  struct Item {
+    Place at;
+    i64 part, parts;
+    i32* partial;
+  };
+  i64 items() const { return tiles() + split_tiles * (split - 1); }
+  Item item(i64 index) const {
+    const i64 whole = tiles() - split_tiles;
+    if (index < whole) return {place(index), 0, 1, nullptr};
+    const i64 slot = (index - whole) % split_tiles, part = (index - whole) / split_tiles;
+    return {place(whole + slot), part, split, partials + (part * split_tiles + slot) * partial_rows * tile_cols};
+  }
 
   // The epilogue's terms, gathered once per tile, per output row and per output column, so that
   // an output costs a few multiplications: acc = dot - beta * row sum - alpha * (column sum -

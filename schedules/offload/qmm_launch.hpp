@@ -16,7 +16,8 @@ void launch_dp4a(const Kernel& k, int device, int teams, int threads);
 /// accumulators (teams of one warpgroup; `threads` unused), otherwise mma.sync.
 void launch_mma(const Kernel& k, int device, int teams, int threads, bool warpgroups);
 
-/// After a split-K product (k.split > 1): each output from the sum of its parts' products.
+/// After a split-K product (k.split > 1): each output of the split tiles from the sum of its
+/// parts' products, a team per split tile.
 void launch_split_sum(const Kernel k, int device);
 
 }  // namespace hk::detail::offload::qmm

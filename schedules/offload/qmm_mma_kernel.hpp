@@ -41,10 +41,11 @@ inline void ldmatrix_x4(u32 (&d)[4], u32 address) {
 // evenly_staged). The epilogue's row and column terms are gathered once per tile into team memory
 // past the stages, a row or column per thread, while the first slices are being copied in.
 template <bool Deep, bool Centred>
-inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, i64 part, void* memory, int tid, int nth) {
+inline void tile_mma(const Kernel& k, const Kernel::Item& item, void* memory, int tid, int nth) {
   constexpr int Slice = mma_slice, Stages = mma_stages;
+  const i64 t = item.at.t, i0 = item.at.i0, j0 = item.at.j0;
   const u32 shared = team_address(memory);
-  const Staging source = staging<Slice>(k, t, i0, j0, tid, nth, part);
+  const Staging source = staging<Slice>(k, t, i0, j0, tid, nth, item.part, item.parts);
   Kernel::Row* rows = reinterpret_cast<Kernel::Row*>(static_cast<u8*>(memory) + mma_stage_bytes);
   Kernel::Col* cols = reinterpret_cast<Kernel::Col*>(rows + tile_rows);
   const int warps = nth / 32, warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
@@ -62,7 +63,7 @@ inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, i64 part, void* mem
       b_at[ks] = u32(int(tile_rows) * Slice + swizzled<Slice>(wc + 8 * (lane / 16) + lane % 8, 2 * ks + (lane / 8) % 2));
     }
     first_slices<Slice, Stages>(source, shared);
-    if (first == 0 && k.split == 1) gather_terms(k, t, i0, j0, rows, cols, tid, nth);
+    if (first == 0 && !item.partial) gather_terms(k, t, i0, j0, rows, cols, tid, nth);
     for (i64 k0 = source.begin, s = 0; k0 < source.end; k0 += Slice, ++s) {
       const u32 stage = next_slice<Slice, Stages>(source, k0, s, shared);
       if (active) {
@@ -90,23 +91,23 @@ inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, i64 part, void* mem
         if (fold_after<Slice>(source.end, k0)) fold_wide(wide, c);
     }
     team_barrier();  // every warp is done with the stages
-    // A split-K part stores its int32 products, as the m16n8 fragments hold them, into the
-    // partials (Np columns a row: the pairs never pass a row's end). Otherwise the epilogue stages
+    // A split tile's part stores its int32 products, as the m16n8 fragments hold them, into its
+    // partial (a row of the tile's columns each). Otherwise the epilogue stages
     // 16 rows of the warp's block at a time in team memory (constant register indices: indexing
     // the accumulators in a loop would move them to local memory); then lane l finishes the four
     // neighbouring columns 4 * (l % 16) .. + 3 of rows l / 16, l / 16 + 2, .., and stores them as
     // one 4-byte word where they are contiguous and aligned. The lane's column terms and the
     // kernel's scalars are read once, before any output store.
-    if (active && k.split > 1) {
-      i32* partial = k.partials + part * k.M * k.Np + j0 + wc + 2 * q;
+    if (active && item.partial) {
+      i32* partial = item.partial + wc + 2 * q;
 #pragma unroll
       for (int m = 0; m < 4; ++m)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const i64 r = i0 + wr + 16 * m + g + 8 * h;
-          if (r < k.M)
+          const i64 r = wr + 16 * m + g + 8 * h;
+          if (i0 + r < k.M)
 #pragma unroll
-            for (int n = 0; n < 8; ++n) stage_pair(partial + r * k.Np + 8 * n, c[m][n][2 * h], c[m][n][2 * h + 1]);
+            for (int n = 0; n < 8; ++n) stage_pair(partial + r * tile_cols + 8 * n, c[m][n][2 * h], c[m][n][2 * h + 1]);
         }
     } else if (active) {
       using Acc = std::conditional_t<Deep, i64, i32>;

@@ -5,7 +5,7 @@
 // Workspace: A' = A (^ 0x80 when int8) as u8 rows of kp bytes, B' = B (^ 0x80 when uint8) as s8
 // columns of kp bytes (k contiguous in both), zero-padded to whole 128 x 128 output tiles and to
 // kp = K rounded up to 128, plus the int64 row sums of A' and column sums of B' where the zero
-// points need them. An operand whose memory already is its packed form (packed_in_place) is read
+// points need them, and the split tiles' int32 partial products (qmm_offload_split). An operand whose memory already is its packed form (packed_in_place) is read
 // where it is, and only summed where needed; with nothing to pack or sum no packing kernel runs.
 // Every product kernel computes int32 dot(A', B') over depth slices of at most 65536 (|a'b'| <=
 // 255 * 128, so a slice cannot overflow), adds the slices in int64 when the depth is larger, and
@@ -34,7 +34,8 @@ i64 align_up(i64 v) { return round_up(v, workspace_align); }
 
 struct WorkspaceLayout {
   i64 a_batches, b_batches, Mp, Np, kp, ap, bp, row_sums, col_sums, partials, bytes;
-  i64 split;  // Kernel::split
+  OffloadQmmSplit split;  // Kernel::split_tiles and split
+  i64 partial_rows;       // Kernel::partial_rows
   bool a_in_place, b_in_place;
   bool row_sums_stored, col_sums_stored;  // needed, so in the workspace
   bool a_centred;                         // Kernel::a_centred
@@ -59,7 +60,7 @@ bool packed_in_place(const MatrixView& v, bool is_a, i64 lines, i64 K, const i64
          reinterpret_cast<std::uintptr_t>(v.data) % 16 == 0;
 }
 
-WorkspaceLayout workspace_layout(const QmmProblem& x, OffloadQmmKernel kernel) {
+WorkspaceLayout workspace_layout(const QmmProblem& x, OffloadQmmKernel kernel, int device) {
   const OffloadQmmSums sums = qmm_sums_needed(x);
   WorkspaceLayout w;
   const i64 batches = x.batch[0] * x.batch[1];
@@ -78,8 +79,10 @@ WorkspaceLayout workspace_layout(const QmmProblem& x, OffloadQmmKernel kernel) {
   w.row_sums = align_up(w.bp + (w.b_in_place ? 0 : w.b_batches * w.Np * w.kp));
   w.col_sums = align_up(w.row_sums + (w.row_sums_stored ? w.a_batches * x.M * i64(sizeof(i64)) : 0));
   w.partials = align_up(w.col_sums + (w.col_sums_stored ? w.b_batches * x.N * i64(sizeof(i64)) : 0));
-  w.split = qmm_offload_split_parts(x, kernel);
-  w.bytes = align_up(w.partials + (w.split > 1 ? w.split * x.M * w.Np * i64(sizeof(i32)) : 0));
+  w.split = qmm_offload_split(x, kernel, qmm_offload_wave(device));
+  w.partial_rows = std::min(x.M, tile_rows);
+  const i64 partials = w.split.parts > 1 ? w.split.parts * w.split.tiles * w.partial_rows * tile_cols : 0;
+  w.bytes = align_up(w.partials + partials * i64(sizeof(i32)));
   return w;
 }
 
@@ -102,8 +105,9 @@ Kernel make_kernel(const QmmProblem& x, const OffloadQmmLaunch& launch, const Wo
   k.row_sums = w.row_sums_stored ? reinterpret_cast<i64*>(base + w.row_sums) : nullptr;
   k.col_sums = w.col_sums_stored ? reinterpret_cast<i64*>(base + w.col_sums) : nullptr;
   k.a_centred = w.a_centred;
-  // A streamed part's tiles wait for their operands and are counted as they finish: whole tiles.
-  k.split = launch.arrivals.any() ? 1 : w.split;
+  k.split = w.split.parts;
+  k.split_tiles = w.split.parts > 1 ? w.split.tiles : 0;
+  k.partial_rows = w.partial_rows;
   k.partials = k.split > 1 ? reinterpret_cast<i32*>(base + w.partials) : nullptr;
   k.a_ready = launch.arrivals.a_ready;
   k.b_ready = launch.arrivals.b_ready;
@@ -158,23 +162,23 @@ OffloadQmmSums qmm_sums_needed(const QmmProblem& problem) {
 }
 
 OffloadQmmStreamable qmm_offload_streamable(const QmmProblem& problem, OffloadQmmKernel kernel) {
-  const WorkspaceLayout w = workspace_layout(problem, kernel);
+  const WorkspaceLayout w = workspace_layout(problem, kernel, 0);  // its operands' part is the same on every device
   return {w.a_in_place && !w.row_sums_stored, w.b_in_place && !w.col_sums_stored};
 }
 
-std::int64_t qmm_offload_workspace_bytes(const QmmProblem& problem, OffloadQmmKernel kernel) {
-  return workspace_layout(problem, kernel).bytes;
+std::int64_t qmm_offload_workspace_bytes(const QmmProblem& problem, OffloadQmmKernel kernel, int device) {
+  return workspace_layout(problem, kernel, device).bytes;
 }
 
 void qmm_offload_pack(const QmmProblem& x, const OffloadQmmLaunch& launch) {
   if (x.M == 0 || x.N == 0 || x.batch[0] * x.batch[1] == 0) return;
-  launch_pack(make_kernel(x, launch, workspace_layout(x, launch.kernel)), launch.device);
+  launch_pack(make_kernel(x, launch, workspace_layout(x, launch.kernel, launch.device)), launch.device);
 }
 
 void qmm_offload_product(const QmmProblem& x, const OffloadQmmLaunch& launch) {
   if (x.M == 0 || x.N == 0 || x.batch[0] * x.batch[1] == 0) return;
-  const Kernel k = make_kernel(x, launch, workspace_layout(x, launch.kernel));
-  const i64 items = k.batches * k.tiles_m * k.tiles_n * k.split;
+  const Kernel k = make_kernel(x, launch, workspace_layout(x, launch.kernel, launch.device));
+  const i64 items = k.items();
   const int teams = int(std::min<i64>(launch.teams > 0 ? launch.teams : items, items));
   if (launch.kernel != OffloadQmmKernel::dp4a)
     launch_mma(k, launch.device, teams, launch.team_threads, launch.kernel == OffloadQmmKernel::wgmma);

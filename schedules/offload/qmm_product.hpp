@@ -79,8 +79,8 @@ template <class F> void with_depth(const Kernel& k, F&& launch) {
 template <bool Deep>
 inline void tile_dp4a(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int tid, int nth);
 template <bool Deep, bool Centred>
-inline void tile_mma(const Kernel& k, i64 t, i64 i0, i64 j0, i64 part, void* memory, int tid, int nth);
-[[gnu::always_inline]] inline void tile_wgmma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int tid, int nth);
+inline void tile_mma(const Kernel& k, const Kernel::Item& w, void* memory, int tid, int nth);
+[[gnu::always_inline]] inline void tile_wgmma(const Kernel& k, const Kernel::Item& w, void* memory, int tid, int nth);
 
 template <int Slice> inline int swizzled(int r, int c) {
   constexpr int chunks = Slice / 16;
@@ -115,14 +115,14 @@ struct Staging {
   }
 };
 
-// Depth part `part` of the kernel's split (0: the whole depth).
+// Depth part `part` of `parts` (the whole depth by default).
 template <int Slice>
-inline Staging staging(const Kernel& k, i64 t, i64 i0, i64 j0, int tid, int nth, i64 part = 0) {
+inline Staging staging(const Kernel& k, i64 t, i64 i0, i64 j0, int tid, int nth, i64 part = 0, i64 parts = 1) {
   constexpr int chunks = Slice / 16;
   const int line = tid / chunks, c = tid % chunks, apart = nth / chunks;
   const u8* b = reinterpret_cast<const u8*>(k.b_cols(t, j0));
-  return {k.a_rows(t, i0) + line * k.kp + 16 * c, b + line * k.kp + 16 * c, k.part_begin(part, Slice),
-          k.part_begin(part + 1, Slice), apart * k.kp, u32(swizzled<Slice>(line, c)), u32(apart * Slice)};
+  return {k.a_rows(t, i0) + line * k.kp + 16 * c, b + line * k.kp + 16 * c, k.depth_begin(part, parts, Slice),
+          k.depth_begin(part + 1, parts, Slice), apart * k.kp, u32(swizzled<Slice>(line, c)), u32(apart * Slice)};
 }
 
 // Slice s's stage.
@@ -196,12 +196,13 @@ template <class W, class A, std::size_t N> inline void fold_wide(W (&wide)[N], A
 }
 #endif
 
-// A 64 x 32 block of a tile computed by one worker without team memory or warp instructions: the
-// host fallback, and a device team without the staged kernels' conditions.
-// With split-K, depth part `part`'s products go to the partials.
+// The 64 x 32 block at (r0, c0) of work item w's tile computed by one worker without team memory
+// or warp instructions: the host fallback, and a device team without the staged kernels'
+// conditions. A split tile's part puts its products in its partial.
 template <bool Deep>
-[[gnu::always_inline]] inline void block_scalar(const Kernel& k, i64 t, i64 r0, i64 c0, i64 part) {
-  const i64 first = k.part_begin(part, 4) / 4, last = k.part_begin(part + 1, 4) / 4;
+[[gnu::always_inline]] inline void block_scalar(const Kernel& k, const Kernel::Item& w, i64 r0, i64 c0) {
+  const i64 t = w.at.t;
+  const i64 first = k.depth_begin(w.part, w.parts, 4) / 4, last = k.depth_begin(w.part + 1, w.parts, 4) / 4;
   const Kernel::Tile tl = k.tile(t);
   for (i64 r = r0; r < r0 + 64 && r < k.M; ++r) {
     const Kernel::Row rw = k.row(tl, r);
@@ -210,11 +211,11 @@ template <bool Deep>
       const u32* y = reinterpret_cast<const u32*>(k.b_cols(t, c));
       i64 dot = 0;
       if (k.a_centred)
-        for (i64 w = first; w < last; ++w) dot += dot4_centred(x[w], y[w], 0);
+        for (i64 word = first; word < last; ++word) dot += dot4_centred(x[word], y[word], 0);
       else
-        for (i64 w = first; w < last; ++w) dot += dot4(x[w], y[w], 0);
-      if (k.split > 1)
-        k.partials[(part * k.M + r) * k.Np + c] = i32(dot);
+        for (i64 word = first; word < last; ++word) dot += dot4(x[word], y[word], 0);
+      if (w.partial)
+        w.partial[(r - w.at.i0) * tile_cols + c - w.at.j0] = i32(dot);
       else
         k.template finish<Deep>(rw, k.col(tl, c), dot);
     }
@@ -254,15 +255,14 @@ template <bool Deep>
 }
 
 // The body of the product kernels (SPMD: warp-collective instructions need one): teams take
-// 128 x 128 tiles in turn, in bands; on a GPU with team memory and a team the staging splits
-// evenly (staged_team_threads; one warpgroup for wgmma), the staged tile kernel of the family,
-// otherwise (the host fallback) 64 x 32 blocks thread by thread.
-// Inlined into its kernel, which then calls no function: ptxas serializes wgmma whose pipeline
-// crosses a call.
+// their work items in turn (Kernel::item: 128 x 128 tiles in bands, then the split tiles' depth
+// parts); on a GPU with team memory and a team the staging splits evenly (staged_team_threads; one
+// warpgroup for wgmma), the staged tile kernel of the family, otherwise (the host fallback) 64 x 32
+// blocks thread by thread. Inlined into its kernel, which then calls no function: ptxas serializes
+// wgmma whose pipeline crosses a call.
 template <Family F, bool Deep>
 [[gnu::always_inline]] inline void product_team(const Kernel& k) {
-  const i64 per_batch = k.tiles_m * k.tiles_n, tiles = k.batches * per_batch, items = tiles * k.split;
-  const i64 team = omp_get_team_num(), team_count = omp_get_num_teams();
+  const i64 items = k.items(), team = omp_get_team_num(), team_count = omp_get_num_teams();
   const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
 #ifdef __NVPTX__
   u8* memory = static_cast<u8*>(llvm_omp_target_dynamic_shared_alloc());
@@ -270,41 +270,49 @@ template <Family F, bool Deep>
     if (memory) memory += (wgmma_alignment - team_address(memory) % wgmma_alignment) % wgmma_alignment;
   const bool staged = memory && evenly_staged(nth) && (F != Family::wgmma || nth == wgmma_team_threads);
 #endif
-  // The last last_rows tile rows are a band of their own, after the others.
-  const i64 banded = k.tiles_m - k.last_rows;
-  const i64 bands = (banded + k.band_rows - 1) / k.band_rows + (k.last_rows > 0 ? 1 : 0);
-  for (i64 item = team; item < items; item += team_count) {
-    const i64 tile = item % tiles, part = item / tiles;
-    const i64 t = tile / per_batch, in_batch = tile % per_batch;
-    i64 band, i0, j0;
-    if (in_batch >= banded * k.tiles_n) {
-      const i64 in_band = in_batch - banded * k.tiles_n;
-      band = bands - 1, i0 = (banded + in_band % k.last_rows) * tile_rows, j0 = (in_band / k.last_rows) * tile_cols;
-    } else {
-      band = in_batch / (k.band_rows * k.tiles_n);
-      const i64 band_first = band * k.band_rows, rows_left = banded - band_first;
-      const i64 band_height = rows_left < k.band_rows ? rows_left : k.band_rows;
-      const i64 in_band = in_batch - band_first * k.tiles_n;
-      i0 = (band_first + in_band % band_height) * tile_rows, j0 = (in_band / band_height) * tile_cols;
-    }
-    await_ready(k.a_ready, i0 / tile_rows);
-    await_ready(k.b_ready, j0 / tile_cols);
+  for (i64 index = team; index < items; index += team_count) {
+    const Kernel::Item w = k.item(index);
+    const Kernel::Place& at = w.at;
+    await_ready(k.a_ready, at.i0 / tile_rows);
+    await_ready(k.b_ready, at.j0 / tile_cols);
 #ifdef __NVPTX__
     if (staged) {
       if constexpr (F == Family::wgmma) {
         static_assert(!Deep, "the wgmma kernel keeps int32 accumulators: deeper products run on mma.sync");
-        tile_wgmma(k, t, i0, j0, memory, tid, nth);
+        tile_wgmma(k, w, memory, tid, nth);
       } else if constexpr (F == Family::mma) {
         if (k.a_centred)
-          tile_mma<Deep, true>(k, t, i0, j0, part, memory, tid, nth);
+          tile_mma<Deep, true>(k, w, memory, tid, nth);
         else
-          tile_mma<Deep, false>(k, t, i0, j0, part, memory, tid, nth);
+          tile_mma<Deep, false>(k, w, memory, tid, nth);
       } else
-        tile_dp4a<Deep>(k, t, i0, j0, memory, tid, nth);
+        tile_dp4a<Deep>(k, at.t, at.i0, at.j0, memory, tid, nth);
     } else
 #endif
-      for (int w = tid; w < 8; w += nth) block_scalar<Deep>(k, t, i0 + (w / 4) * 64, j0 + (w % 4) * 32, part);
-    if (k.bands_done) count_tile_done(k.bands_done + t * bands + band, tid);
+      for (int b = tid; b < 8; b += nth) block_scalar<Deep>(k, w, at.i0 + (b / 4) * 64, at.j0 + (b % 4) * 32);
+    // A split tile is counted once its parts are added up (split_sum_team).
+    if (k.bands_done && !w.partial) count_tile_done(k.bands_done + at.t * k.bands() + at.band, tid);
+  }
+}
+
+// Split-K's last launch: teams take the split tiles in turn, add up each output's parts and
+// requantize it, then count the tile where its band is waited for.
+[[gnu::always_inline]] inline void split_sum_team(const Kernel& k) {
+  const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+  const i64 whole = k.tiles() - k.split_tiles, slot_size = k.partial_rows * tile_cols;
+  for (i64 slot = omp_get_team_num(); slot < k.split_tiles; slot += omp_get_num_teams()) {
+    const Kernel::Place at = k.place(whole + slot);
+    const Kernel::Tile tl = k.tile(at.t);
+    const i64 rows = k.M - at.i0 < tile_rows ? k.M - at.i0 : tile_rows;
+    const i64 cols = k.N - at.j0 < tile_cols ? k.N - at.j0 : tile_cols;
+    const i32* first = k.partials + slot * slot_size;
+    for (i64 e = tid; e < rows * tile_cols; e += nth) {
+      if (e % tile_cols >= cols) continue;
+      i64 dot = 0;
+      for (i64 part = 0; part < k.split; ++part) dot += first[part * k.split_tiles * slot_size + e];
+      k.template finish<false>(k.row(tl, at.i0 + e / tile_cols), k.col(tl, at.j0 + e % tile_cols), dot);
+    }
+    if (k.bands_done) count_tile_done(k.bands_done + at.t * k.bands() + at.band, tid);
   }
 }
 

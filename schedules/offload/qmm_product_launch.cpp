@@ -11,7 +11,7 @@
 namespace hk::detail::offload::qmm {
 namespace {
 
-constexpr int default_dp4a_threads = 256, default_mma_threads = 128;
+constexpr int default_dp4a_threads = 256, default_mma_threads = 128, split_sum_threads = 256;
 // The launch bounds. dp4a: 512 caps ptxas at 128 registers, so that two 256-thread teams share an
 // SM, which beats one team with all the registers it wants. (A target region per kernel rather
 // than one template over the kernel: clang 19 crashes on a launch bound that depends on a template
@@ -47,14 +47,9 @@ void launch_dp4a(const Kernel& k, int device, int teams, int threads) {
 }
 
 void launch_split_sum(const Kernel k, int device) {
-#pragma omp target teams distribute parallel for collapse(2) device(device) firstprivate(k)
-  for (i64 r = 0; r < k.M; ++r)
-    for (i64 c = 0; c < k.N; ++c) {
-      i64 dot = 0;
-      for (i64 part = 0; part < k.split; ++part) dot += k.partials[(part * k.M + r) * k.Np + c];
-      const Kernel::Tile tl = k.tile(0);
-      k.template finish<false>(k.row(tl, r), k.col(tl, c), dot);
-    }
+#pragma omp target teams num_teams(int(k.split_tiles)) thread_limit(split_sum_threads) device(device) firstprivate(k)
+#pragma omp parallel
+  split_sum_team(k);
 }
 
 void launch_mma(const Kernel& k, int device, int teams, int threads, bool warpgroups) {

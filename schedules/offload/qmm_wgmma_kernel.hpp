@@ -62,10 +62,11 @@ inline void wgmma_hold(i32 (&d)[64]) {
 // condition: ptxas serializes wgmma whose pipeline crosses a call or a divergent path (even one
 // the whole warpgroup takes alike), so a tile's second half is multiplied even when no row of it
 // lies in the matrix.
-[[gnu::always_inline]] inline void tile_wgmma(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int tid, int nth) {
+[[gnu::always_inline]] inline void tile_wgmma(const Kernel& k, const Kernel::Item& item, void* memory, int tid, int nth) {
   constexpr int Slice = wgmma_slice, Stages = wgmma_stages;
+  const i64 t = item.at.t, i0 = item.at.i0, j0 = item.at.j0;
   const u32 shared = team_address(memory);
-  const Staging source = staging<Slice>(k, t, i0, j0, tid, nth);
+  const Staging source = staging<Slice>(k, t, i0, j0, tid, nth, item.part, item.parts);
   Kernel::Row* rows = static_cast<Kernel::Row*>(memory);
   Kernel::Col* cols = reinterpret_cast<Kernel::Col*>(rows + tile_rows);
   const int warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
@@ -88,6 +89,20 @@ inline void wgmma_hold(i32 (&d)[64]) {
   wgmma_wait_all();
   wgmma_hold(d[0]);
   wgmma_hold(d[1]);
+  if (item.partial) {
+    // A split tile's part: its int32 products into its partial, rows in the matrix only.
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        const i64 r = 64 * h + 16 * warp + g;
+        i32* at = item.partial + r * tile_cols + 8 * j + 2 * q;
+        if (i0 + r < k.M) stage_pair(at, d[h][4 * j], d[h][4 * j + 1]);
+        if (i0 + r + 8 < k.M) stage_pair(at + 8 * tile_cols, d[h][4 * j + 2], d[h][4 * j + 3]);
+      }
+    team_barrier();  // the next tile stages into the memory the products read
+    return;
+  }
   team_barrier();  // every warp is done with the stages, where the tile's terms go
   gather_terms(k, t, i0, j0, rows, cols, tid, nth);
   team_barrier();

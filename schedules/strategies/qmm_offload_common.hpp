@@ -18,10 +18,6 @@
 
 namespace hk::detail {
 
-/// The product's work items with `kernel`: 128 x 128 output tiles, each cut into its split-K parts
-/// (qmm_offload_split_parts); more teams than work items would idle.
-std::int64_t qmm_offload_work_items(const QmmProblem& problem, OffloadQmmKernel kernel);
-
 /// qmm.offload_mma's `tensor_cores`, in the order of its choices.
 inline constexpr OffloadQmmKernel tensor_core_kernels[] = {OffloadQmmKernel::mma, OffloadQmmKernel::wgmma};
 
@@ -31,7 +27,7 @@ template <class Plan, int default_team_threads>
 QmmStrategy offload_qmm_record(const char* name, const char* meaning, const char* threads_help) {
   constexpr bool tensor_cores = std::is_same_v<Plan, OffloadMmaQmmPlan>;
   std::vector<ParamSpec> params = {
-      {"teams", 1, 65536, "teams at most (default: one per work item: a tile, or with split-K a tile's depth part)"},
+      {"teams", 1, 65536, "teams at most (default: one per work item: a tile, or a split-K part of one)"},
       {"threads", 32, 1024, threads_help}};
   if constexpr (tensor_cores)
     params.push_back({"tensor_cores", 0, 1,
@@ -45,7 +41,9 @@ QmmStrategy offload_qmm_record(const char* name, const char* meaning, const char
       .plan = [](const QmmProblem& problem, const BoundParams& p) -> QmmStrategyPlan {
         Plan plan{0, int(p.get("threads", default_team_threads))};
         if constexpr (tensor_cores) plan.tensor_cores = tensor_core_kernels[p.get("tensor_cores", 0)];
-        const std::int64_t items = qmm_offload_work_items(problem, plan.launch().kernel);
+        // More teams than work items would idle.
+        const std::int64_t items =
+            qmm_offload_work_items(problem, plan.launch().kernel, qmm_offload_wave(offload_device()));
         plan.teams = int(std::min(p.get("teams", items), items));
         return plan;
       },
