@@ -167,9 +167,11 @@ void matmul(std::int64_t n, bool column_major_b, bool packed, int devices, int r
   rows.push_back({what, one.to_string(), base, 1.0, true});
   for (int d = 2; d <= devices; ++d) {
     const int even = (1000 + d / 2) / d;
-    // With two: also the home device alone and the other alone, through the spreading path.
-    std::vector<int> shares = packed ? std::vector<int>{even - 50, even - 25, even, even + 25, even + 50}
-                                     : std::vector<int>{even - 25, even, even + 25, even + 50, even + 75};
+    // Home shares around the even one, the home device starting first, in steps of 10 per mille (a
+    // tile row of 16384 is 7.8). With two: also the home device alone and the other alone,
+    // through the spreading path.
+    std::vector<int> shares;
+    for (int share = even - (packed ? 40 : 20); share <= even + (packed ? 50 : 70); share += 10) shares.push_back(share);
     if (d == 2) shares.insert(shares.end(), {0, 1000});
     for (const int share : shares) {
       const hk::Schedule s = hk::Schedule("qmm.devices").set("devices", d).set("home_share", share);

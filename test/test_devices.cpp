@@ -90,10 +90,10 @@ TEST(SpreadRanges, QmmRowsInWholeTiles) {
 
 // A random problem: batched or not, B broadcast or not, padded or column-major layouts, per-row
 // and per-column parameters with non-power-of-two scales (the oracle's bounds then apply).
-Problem random_problem(std::mt19937_64& rng, std::vector<i64> batch, i64 M) {
+Problem random_problem(std::mt19937_64& rng, std::vector<i64> batch, i64 M, i64 K = 0) {
   Problem p;
   p.batch = std::move(batch);
-  p.M = M, p.N = i64(1 + rng() % 150), p.K = i64(1 + rng() % 200);
+  p.M = M, p.N = i64(1 + rng() % 150), p.K = K > 0 ? K : i64(1 + rng() % 200);
   auto with = [&](std::vector<i64> tail) {
     std::vector<i64> s = p.batch;
     s.insert(s.end(), tail.begin(), tail.end());
@@ -352,21 +352,25 @@ TEST(QmmDevices, ColumnRelayPassesGroupsOnAndFailsEveryWaiter) {
 // marked there, each band's counter ends at its tiles (a batch's bands after the one before it;
 // the last 0, 1 or 3 tile rows a band of their own, as qmm_arrival_bands lists them), and every
 // output matches the oracle, for each product kernel (wgmma runs as mma.sync where it cannot run).
+// Every third call is 1100 deep, which the tensor cores split in depth where their last wave of
+// tiles leaves most of it idle (its tiles counted once their parts are added up).
 TEST(QmmDevices, ArrivingLaunchCountsEveryTileOfItsBand) {
   using hk::detail::OffloadQmmKernel;
   std::mt19937_64 rng(0xba4d);
   const int home = hk::offload_device();
-  int round = 0;
+  int round = 0, split_calls = 0;
   for (const i64 M : {i64(1), i64(129), i64(2048), i64(2049), i64(2200)})
     for (const i64 last_rows : {i64(0), i64(1), i64(3)})
       for (const OffloadQmmKernel kernel : {OffloadQmmKernel::dp4a, OffloadQmmKernel::mma, OffloadQmmKernel::wgmma}) {
         const i64 matrices = round++ % 2 ? 2 : 1;
-        const Problem p = random_problem(rng, matrices > 1 ? std::vector<i64>{2} : std::vector<i64>{}, M);
+        const i64 K = round % 3 == 0 ? 1100 : 0;
+        const Problem p = random_problem(rng, matrices > 1 ? std::vector<i64>{2} : std::vector<i64>{}, M, K);
         const std::string where = "M=" + std::to_string(M) + ", last rows " + std::to_string(last_rows) + ", kernel " +
                                   std::to_string(int(kernel)) + ", " + p.describe();
         Problem run = p;
         OnDevice a(run.a), b(run.b), y(run.y);
         const hk::detail::QmmProblem problem = problem_on_device(run, a, b, y);
+        split_calls += hk::detail::qmm_offload_split(problem, kernel, hk::detail::qmm_offload_wave(home)).parts > 1;
         const i64 tiles_m = (M + 127) / 128, tiles_n = (p.N + 127) / 128;
         const std::vector<hk::detail::SplitRange> bands = hk::detail::qmm_arrival_bands(M, 16, last_rows);
         ASSERT_EQ(bands.front().begin, 0) << where;
@@ -391,6 +395,7 @@ TEST(QmmDevices, ArrivingLaunchCountsEveryTileOfItsBand) {
           }
         expect_matches_oracle(p, y.download(), where);
       }
+  EXPECT_GT(split_calls, 0);
 }
 
 TEST(QmmDevices, InterleavedOutputsAreNotSpread) {

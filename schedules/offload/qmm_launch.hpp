@@ -17,7 +17,7 @@ void launch_dp4a(const Kernel& k, int device, int teams, int threads);
 void launch_mma(const Kernel& k, int device, int teams, int threads, bool warpgroups);
 
 /// After a split-K product (k.split > 1): each output of the split tiles from the sum of its
-/// parts' products, a team per split tile.
+/// parts' products; then, where bands are waited for, the split tiles counted in theirs.
 void launch_split_sum(const Kernel k, int device);
 
 }  // namespace hk::detail::offload::qmm

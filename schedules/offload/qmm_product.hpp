@@ -290,30 +290,36 @@ template <Family F, bool Deep>
     } else
 #endif
       for (int b = tid; b < 8; b += nth) block_scalar<Deep>(k, w, at.i0 + (b / 4) * 64, at.j0 + (b % 4) * 32);
-    // A split tile is counted once its parts are added up (split_sum_team).
+    // A split tile is counted once its parts are added up (count_split_tile).
     if (k.bands_done && !w.partial) count_tile_done(k.bands_done + at.t * k.bands() + at.band, tid);
   }
 }
 
-// Split-K's last launch: teams take the split tiles in turn, add up each output's parts and
-// requantize it, then count the tile where its band is waited for.
-[[gnu::always_inline]] inline void split_sum_team(const Kernel& k) {
-  const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-  const i64 whole = k.tiles() - k.split_tiles, slot_size = k.partial_rows * tile_cols;
-  for (i64 slot = omp_get_team_num(); slot < k.split_tiles; slot += omp_get_num_teams()) {
-    const Kernel::Place at = k.place(whole + slot);
-    const Kernel::Tile tl = k.tile(at.t);
-    const i64 rows = k.M - at.i0 < tile_rows ? k.M - at.i0 : tile_rows;
-    const i64 cols = k.N - at.j0 < tile_cols ? k.N - at.j0 : tile_cols;
-    const i32* first = k.partials + slot * slot_size;
-    for (i64 e = tid; e < rows * tile_cols; e += nth) {
-      if (e % tile_cols >= cols) continue;
-      i64 dot = 0;
-      for (i64 part = 0; part < k.split; ++part) dot += first[part * k.split_tiles * slot_size + e];
-      k.template finish<false>(k.row(tl, at.i0 + e / tile_cols), k.col(tl, at.j0 + e % tile_cols), dot);
-    }
-    if (k.bands_done) count_tile_done(k.bands_done + at.t * k.bands() + at.band, tid);
-  }
+// Split-K's last launch: output e (row e / tile_cols, column e % tile_cols) of split tile `slot`
+// from the sum of its parts' products, requantized; outputs past the matrix are skipped.
+inline void split_sum_output(const Kernel& k, i64 slot, i64 e) {
+  const Kernel::Place at = k.place(k.tiles() - k.split_tiles + slot);
+  const i64 r = at.i0 + e / tile_cols, c = at.j0 + e % tile_cols;
+  if (r >= k.M || c >= k.N) return;
+  const i64 slot_size = k.partial_rows * tile_cols;
+  const i32* first = k.partials + slot * slot_size + e;
+  i64 dot = 0;
+  for (i64 part = 0; part < k.split; ++part) dot += first[part * k.split_tiles * slot_size];
+  const Kernel::Tile tl = k.tile(at.t);
+  k.template finish<false>(k.row(tl, r), k.col(tl, c), dot);
+}
+
+// Once that launch has ended, split tile `slot` counted where its band is waited for, its outputs
+// first made visible beyond the GPU (as count_tile_done does).
+inline void count_split_tile(const Kernel& k, i64 slot) {
+  const Kernel::Place at = k.place(k.tiles() - k.split_tiles + slot);
+  i32* counter = k.bands_done + at.t * k.bands() + at.band;
+#ifdef __NVPTX__
+  asm volatile("fence.acq_rel.sys;" ::: "memory");
+  __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+#else
+  __atomic_fetch_add(counter, 1, __ATOMIC_RELEASE);
+#endif
 }
 
 }  // namespace hk::detail::offload::qmm
