@@ -105,7 +105,8 @@ inline std::int64_t qmm_offload_wave(int device) {
 /// Split-K on tensor cores (mma, wgmma), depth within one int32 slice (the parts then add up in
 /// int32 exactly): the tiles of the last wave, all of them when there are fewer than a wave, are
 /// cut in depth into as many parts as fill the wave, each of at least eight 64-deep slices, where
-/// that makes two parts or more (the tiles would leave at least half of the wave idle). The split
+/// that makes four parts or more (the tiles would leave at least three quarters of the wave idle;
+/// with fewer parts the last launch that adds them up costs about what they save). The split
 /// tiles are the last `tiles` in the teams' order; parts 1: no split.
 struct OffloadQmmSplit {
   std::int64_t tiles = 0, parts = 1;
@@ -116,7 +117,7 @@ inline OffloadQmmSplit qmm_offload_split(const QmmProblem& x, OffloadQmmKernel k
   if (kernel == OffloadQmmKernel::dp4a || kp > qmm_offload_int32_depth || tiles == 0 || wave < 2) return {};
   const std::int64_t last = tiles % wave == 0 ? wave : tiles % wave;
   const std::int64_t parts = std::min(wave / last, kp / (8 * 64));
-  if (parts < 2) return {};
+  if (parts < 4) return {};
   return {last, parts};
 }
 

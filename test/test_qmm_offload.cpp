@@ -423,15 +423,15 @@ TEST(QmmOffload, WorkspaceHoldsOnlyWhatPackingWrites) {
   EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::dp4a), round_up_256(N * 8));
 }
 
-// Split-K: calls of fewer tiles than a wave cut their depth into parts (tensor cores, one int32
-// slice deep), whose int32 products a last launch adds up: parts of unequal sizes (K = 1600: 26
-// slices of 64) and equal ones (4096), more work items than teams, centred and plain A, B in both
-// layouts, parameters per row and column or one each.
+// Split-K: calls of few tiles cut their depth into parts (tensor cores, one int32 slice deep),
+// whose int32 products a last launch adds up: parts of unequal sizes (K = 2176: 34 slices of 64)
+// and equal ones (4096), more work items than teams, centred and plain A, B in both layouts,
+// parameters per row and column or one each.
 TEST(QmmOffload, SplitDepthForFewTiles) {
   std::mt19937_64 rng(4096);
   int round = 0;
   for (const i64 M : {1, 16, 100})
-    for (const i64 K : {1600, 4096})
+    for (const i64 K : {2176, 4096})
       for (const DataType at : {DataType::uint8, DataType::int8}) {
         const bool per_line = round++ % 2 == 1;
         Problem p;
@@ -458,7 +458,7 @@ TEST(QmmOffload, SplitDepthForFewTiles) {
 // The last wave's tiles split in depth beside whole tiles: two tiles past whole waves of this
 // device (so their parts run in the last wave), in one matrix of two tile rows (the split tiles
 // the last of the second row's columns) and in two batch matrices of one row each (the split tiles
-// in the second); unequal parts (1600 deep), centred and plain A, parameters per row and column.
+// in the second); unequal parts (2176 deep), centred and plain A, parameters per row and column.
 TEST(QmmOffload, SplitTheLastWaveBesideWholeTiles) {
   const i64 wave = hk::detail::qmm_offload_wave(hk::offload_device());
   std::mt19937_64 rng(wave);
@@ -468,7 +468,7 @@ TEST(QmmOffload, SplitTheLastWaveBesideWholeTiles) {
       const bool per_line = round++ % 2 == 0;
       Problem p;
       const i64 columns = (wave + 2) / 2;  // tile columns: wave + 2 tiles in all
-      p.M = batch == 1 ? 2 * 128 - 3 : 100, p.N = columns * 128 - 7, p.K = batch == 1 ? 1024 : 1600;
+      p.M = batch == 1 ? 128 + 3 : 5, p.N = columns * 128 - 7, p.K = batch == 1 ? 2048 : 2176;
       const std::vector<i64> lead = batch == 1 ? std::vector<i64>{} : std::vector<i64>{batch};
       const auto dims = [&](i64 rows, i64 cols) {
         std::vector<i64> d = lead;
@@ -500,9 +500,9 @@ TEST(QmmOffload, SplitTheLastWaveBesideWholeTiles) {
 
 // The split follows the wave: on an H100 or H200 (264 teams at once) 16384^3 has a last wave of 16
 // tiles, cut in 16 parts; 8192^3's last wave of 136 tiles would fill no more in 2 parts; 16 x
-// 4096 x 4096 has 32 tiles, cut in 8; parts keep eight 64-deep slices (1024 deep: 2 parts of 64
-// tiles); whole waves, depths past one int32 slice and dp4a are not split; batches count all
-// their tiles.
+// 4096 x 4096 has 32 tiles, cut in 8; parts keep eight 64-deep slices, and fewer than four parts
+// are not worth their sum (1024^3: 2 parts of 64 tiles); whole waves, depths past one int32 slice
+// and dp4a are not split; batches count all their tiles.
 TEST(QmmOffload, SplitTheLastWave) {
   using hk::detail::OffloadQmmKernel;
   const auto split = [](i64 M, i64 N, i64 K, i64 wave, OffloadQmmKernel kernel = OffloadQmmKernel::wgmma,
@@ -519,15 +519,17 @@ TEST(QmmOffload, SplitTheLastWave) {
   EXPECT_EQ(split(16384, 16384, 16384, 264, OffloadQmmKernel::dp4a), Split(0, 1));
   EXPECT_EQ(split(8192, 8192, 8192, 264), Split(0, 1));
   EXPECT_EQ(split(16, 4096, 4096, 264), Split(32, 8));
-  EXPECT_EQ(split(1024, 1024, 1024, 264), Split(64, 2));
+  EXPECT_EQ(split(1024, 1024, 1024, 264), Split(0, 1));
+  EXPECT_EQ(split(1024, 1024, 2048, 264), Split(64, 4));
   EXPECT_EQ(split(200, 100, 700, 264), Split(0, 1));        // 768 deep: one part of eight slices
   EXPECT_EQ(split(128, 128 * 528, 4096, 264), Split(0, 1));  // two whole waves
   EXPECT_EQ(split(128, 128 * 265, 65536, 264), Split(1, 128));
   EXPECT_EQ(split(128, 128 * 265, 65536 + 128, 264), Split(0, 1));
   EXPECT_EQ(split(100, 300, 2048, 8, OffloadQmmKernel::mma, 3), Split(1, 4));  // 9 tiles in 3 matrices
   EXPECT_EQ(split(300, 300, 2048, 8), Split(1, 4));
-  EXPECT_EQ(split(300, 300, 2048, 2), Split(1, 2));
-  EXPECT_EQ(split(300, 300, 2048, 12), Split(0, 1));  // 9 tiles leave a quarter of 12 idle
+  EXPECT_EQ(split(300, 300, 2048, 2), Split(0, 1));   // 2 parts
+  EXPECT_EQ(split(300, 300, 2048, 36), Split(9, 4));
+  EXPECT_EQ(split(300, 300, 2048, 35), Split(0, 1));  // 9 tiles leave under three quarters of 35 idle
 }
 
 // A plan's default team count is one per work item, split parts included: a default capped at

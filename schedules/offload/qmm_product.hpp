@@ -295,18 +295,26 @@ template <Family F, bool Deep>
   }
 }
 
-// Split-K's last launch: output e (row e / tile_cols, column e % tile_cols) of split tile `slot`
-// from the sum of its parts' products, requantized; outputs past the matrix are skipped.
-inline void split_sum_output(const Kernel& k, i64 slot, i64 e) {
-  const Kernel::Place at = k.place(k.tiles() - k.split_tiles + slot);
-  const i64 r = at.i0 + e / tile_cols, c = at.j0 + e % tile_cols;
-  if (r >= k.M || c >= k.N) return;
-  const i64 slot_size = k.partial_rows * tile_cols;
-  const i32* first = k.partials + slot * slot_size + e;
-  i64 dot = 0;
-  for (i64 part = 0; part < k.split; ++part) dot += first[part * k.split_tiles * slot_size];
-  const Kernel::Tile tl = k.tile(at.t);
-  k.template finish<false>(k.row(tl, r), k.col(tl, c), dot);
+// Split-K's last launch: teams take a split tile's rows sum_rows at a time, its place worked out
+// once; each output of them from the sum of its parts' products, requantized (outputs past the
+// matrix skipped).
+inline constexpr i64 sum_rows = 16;
+[[gnu::always_inline]] inline void split_sum_team(const Kernel& k) {
+  const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+  const i64 chunks = (k.partial_rows + sum_rows - 1) / sum_rows, slot_size = k.partial_rows * tile_cols;
+  for (i64 unit = omp_get_team_num(); unit < k.split_tiles * chunks; unit += omp_get_num_teams()) {
+    const i64 slot = unit / chunks, first_row = unit % chunks * sum_rows;
+    const Kernel::Place at = k.place(k.tiles() - k.split_tiles + slot);
+    const Kernel::Tile tl = k.tile(at.t);
+    const i32* partial = k.partials + slot * slot_size;
+    for (i64 e = first_row * tile_cols + tid; e < (first_row + sum_rows) * tile_cols; e += nth) {
+      const i64 r = at.i0 + e / tile_cols, c = at.j0 + e % tile_cols;
+      if (r >= k.M || c >= k.N) continue;
+      i64 dot = 0;
+      for (i64 part = 0; part < k.split; ++part) dot += partial[part * k.split_tiles * slot_size + e];
+      k.template finish<false>(k.row(tl, r), k.col(tl, c), dot);
+    }
+  }
 }
 
 // Once that launch has ended, split tile `slot` counted where its band is waited for, its outputs

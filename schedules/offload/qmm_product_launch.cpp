@@ -11,7 +11,7 @@
 namespace hk::detail::offload::qmm {
 namespace {
 
-constexpr int default_dp4a_threads = 256, default_mma_threads = 128;
+constexpr int default_dp4a_threads = 256, default_mma_threads = 128, split_sum_threads = 256;
 // The launch bounds. dp4a: 512 caps ptxas at 128 registers, so that two 256-thread teams share an
 // SM, which beats one team with all the registers it wants. (A target region per kernel rather
 // than one template over the kernel: clang 19 crashes on a launch bound that depends on a template
@@ -47,10 +47,10 @@ void launch_dp4a(const Kernel& k, int device, int teams, int threads) {
 }
 
 void launch_split_sum(const Kernel k, int device) {
-  const i64 outputs = k.partial_rows * tile_cols;
-#pragma omp target teams distribute parallel for collapse(2) device(device) firstprivate(k)
-  for (i64 slot = 0; slot < k.split_tiles; ++slot)
-    for (i64 e = 0; e < outputs; ++e) split_sum_output(k, slot, e);
+  const int units = int(k.split_tiles * ((k.partial_rows + sum_rows - 1) / sum_rows));
+#pragma omp target teams num_teams(units) thread_limit(split_sum_threads) device(device) firstprivate(k)
+#pragma omp parallel
+  split_sum_team(k);
   if (!k.bands_done) return;
 #pragma omp target teams distribute parallel for device(device) firstprivate(k)
   for (i64 slot = 0; slot < k.split_tiles; ++slot) count_split_tile(k, slot);
