@@ -124,7 +124,8 @@ inline OffloadQmmSplit qmm_offload_split(const QmmProblem& x, OffloadQmmKernel k
 /// The product's work items: its tiles, a split tile counting once per part.
 inline std::int64_t qmm_offload_work_items(const QmmProblem& x, OffloadQmmKernel kernel, std::int64_t wave) {
   const OffloadQmmSplit split = qmm_offload_split(x, kernel, wave);
-  return x.batch[0] * x.batch[1] * qmm_offload_tiles_of(x.M) * qmm_offload_tiles_of(x.N) + split.tiles * (split.parts - 1);
+  const std::int64_t tiles = x.batch[0] * x.batch[1] * qmm_offload_tiles_of(x.M) * qmm_offload_tiles_of(x.N);
+  return tiles + split.tiles * (split.parts - 1);
 }
 
 /// Which operands the product reads where they lie, neither packed nor summed before it starts

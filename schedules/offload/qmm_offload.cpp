@@ -5,8 +5,9 @@
 // Workspace: A' = A (^ 0x80 when int8) as u8 rows of kp bytes, B' = B (^ 0x80 when uint8) as s8
 // columns of kp bytes (k contiguous in both), zero-padded to whole 128 x 128 output tiles and to
 // kp = K rounded up to 128, plus the int64 row sums of A' and column sums of B' where the zero
-// points need them, and the split tiles' int32 partial products (qmm_offload_split). An operand whose memory already is its packed form (packed_in_place) is read
-// where it is, and only summed where needed; with nothing to pack or sum no packing kernel runs.
+// points need them, and the split tiles' int32 partial products (qmm_offload_split). An operand
+// whose memory already is its packed form (packed_in_place) is read where it is, and only summed
+// where needed; with nothing to pack or sum no packing kernel runs.
 // Every product kernel computes int32 dot(A', B') over depth slices of at most 65536 (|a'b'| <=
 // 255 * 128, so a slice cannot overflow), adds the slices in int64 when the depth is larger, and
 // its epilogue folds the zero points back exactly (qmm_pack.hpp) and requantizes with
@@ -162,7 +163,8 @@ OffloadQmmSums qmm_sums_needed(const QmmProblem& problem) {
 }
 
 OffloadQmmStreamable qmm_offload_streamable(const QmmProblem& problem, OffloadQmmKernel kernel) {
-  const WorkspaceLayout w = workspace_layout(problem, kernel, 0);  // its operands' part is the same on every device
+  // The operands' part of the layout is the same on every device.
+  const WorkspaceLayout w = workspace_layout(problem, kernel, 0);
   return {w.a_in_place && !w.row_sums_stored, w.b_in_place && !w.col_sums_stored};
 }
 

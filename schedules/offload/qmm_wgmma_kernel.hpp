@@ -58,11 +58,13 @@ inline void wgmma_hold(i32 (&d)[64]) {
 // their stage is refilled. The tile's terms are gathered after its last slice, into the stages.
 // In the epilogue, warp w holds rows 16 w .. + 15 of each half, as mma.sync's m16n8 blocks do
 // (lanes 4g + q: columns 8j + 2q, + 1 of rows g and g + 8), and finishes them as mma.sync's
-// epilogue does, 16 x 64 outputs at a time. Inlined, and calling no function, nor under a
-// condition: ptxas serializes wgmma whose pipeline crosses a call or a divergent path (even one
-// the whole warpgroup takes alike), so a tile's second half is multiplied even when no row of it
+// epilogue does, 16 x 64 outputs at a time; a split tile's part stores them as they are into its
+// partial instead. Inlined, and calling no function, nor under a condition: ptxas serializes
+// wgmma whose pipeline crosses a call or a divergent path (even one the whole warpgroup takes
+// alike), so a tile's second half is multiplied even when no row of it
 // lies in the matrix.
-[[gnu::always_inline]] inline void tile_wgmma(const Kernel& k, const Kernel::Item& item, void* memory, int tid, int nth) {
+[[gnu::always_inline]] inline void tile_wgmma(const Kernel& k, const Kernel::Item& item, void* memory, int tid,
+                                             int nth) {
   constexpr int Slice = wgmma_slice, Stages = wgmma_stages;
   const i64 t = item.at.t, i0 = item.at.i0, j0 = item.at.j0;
   const u32 shared = team_address(memory);
