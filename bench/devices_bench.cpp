@@ -301,7 +301,9 @@ int main(int argc, char** argv) {
     else
       reps = int(value);
   }
-  const auto runs = [&](const char* section) { return ("," + only + ",").find("," + std::string(section) + ",") != std::string::npos; };
+  const auto runs = [&](const char* section) {
+    return ("," + only + ",").find("," + std::string(section) + ",") != std::string::npos;
+  };
   for (std::size_t at = 0; at <= only.size();) {
     const std::size_t end = std::min(only.find(',', at), only.size());
     const std::string section = only.substr(at, end - at);
