@@ -10,7 +10,9 @@ const QmmStrategy& qmm_offload_mma() {
       "stages); each warp 64 x 64 outputs from ldmatrix fragments with mma.sync m16n8k32, or with "
       "tensor_cores=wgmma on Hopper GPUs one warpgroup per team the 128 x 128 outputs with "
       "wgmma.mma_async m64n128k32 from team memory; u8 x s8 in SPMD kernels, requantized exactly "
-      "in the epilogue",
+      "in the epilogue; the tiles of a last wave that would leave three quarters of the GPU idle "
+      "(all of them when there are few) are cut in depth into parts that fill it, added up by a "
+      "last launch",
       "threads per team for mma.sync, rounded down to a power of two (default 128: the tile's four "
       "warps; at most 256 used); wgmma teams are always one warpgroup (128)");
   return record;
