@@ -94,6 +94,11 @@ inline constexpr std::int64_t qmm_offload_band_rows = 16;
 /// The packed depth's multiple, and the deepest slice whose products add up in int32.
 inline constexpr std::int64_t qmm_offload_depth_align = 128, qmm_offload_int32_depth = 65536;
 
+/// Output tiles of all the problem's matrices.
+inline std::int64_t qmm_offload_tile_count(const QmmProblem& x) {
+  return x.batch[0] * x.batch[1] * qmm_offload_tiles_of(x.M) * qmm_offload_tiles_of(x.N);
+}
+
 /// Teams of the product kernels that run at once on `device`, a wave of tiles: two per
 /// multiprocessor of a GPU (their occupancy at the default team sizes); 8 on the host fallback,
 /// so that small calls there cut their last wave as large ones do on a GPU (its tests).
@@ -107,12 +112,12 @@ inline std::int64_t qmm_offload_wave(int device) {
 /// cut in depth into as many parts as fill the wave, each of at least eight 64-deep slices, where
 /// that makes four parts or more (the tiles would leave at least three quarters of the wave idle;
 /// with fewer parts the last launch that adds them up costs about what they save). The split
-/// tiles are the last `tiles` in the teams' order; parts 1: no split.
+/// tiles are the last `tiles` in the teams' order; no split: 0 tiles in 1 part.
 struct OffloadQmmSplit {
   std::int64_t tiles = 0, parts = 1;
 };
 inline OffloadQmmSplit qmm_offload_split(const QmmProblem& x, OffloadQmmKernel kernel, std::int64_t wave) {
-  const std::int64_t tiles = x.batch[0] * x.batch[1] * qmm_offload_tiles_of(x.M) * qmm_offload_tiles_of(x.N);
+  const std::int64_t tiles = qmm_offload_tile_count(x);
   const std::int64_t kp = (x.K + qmm_offload_depth_align - 1) / qmm_offload_depth_align * qmm_offload_depth_align;
   if (kernel == OffloadQmmKernel::dp4a || kp > qmm_offload_int32_depth || tiles == 0 || wave < 2) return {};
   const std::int64_t last = tiles % wave == 0 ? wave : tiles % wave;
@@ -124,8 +129,7 @@ inline OffloadQmmSplit qmm_offload_split(const QmmProblem& x, OffloadQmmKernel k
 /// The product's work items: its tiles, a split tile counting once per part.
 inline std::int64_t qmm_offload_work_items(const QmmProblem& x, OffloadQmmKernel kernel, std::int64_t wave) {
   const OffloadQmmSplit split = qmm_offload_split(x, kernel, wave);
-  const std::int64_t tiles = x.batch[0] * x.batch[1] * qmm_offload_tiles_of(x.M) * qmm_offload_tiles_of(x.N);
-  return tiles + split.tiles * (split.parts - 1);
+  return qmm_offload_tile_count(x) + split.tiles * (split.parts - 1);
 }
 
 /// Which operands the product reads where they lie, neither packed nor summed before it starts

@@ -28,11 +28,11 @@ std::vector<Facts> read_facts() {
   for (int ordinal = 0; ordinal < devices; ++ordinal) {
     int device = 0, major = 0, minor = 0, multiprocessors = 0;
     Facts f;
-    if (get(&device, ordinal) == 0 && attribute(&major, major_attribute, device) == 0 &&
-        attribute(&minor, minor_attribute, device) == 0)
-      f.capability = 10 * major + minor;
-    if (get(&device, ordinal) == 0 && attribute(&multiprocessors, multiprocessor_attribute, device) == 0)
-      f.multiprocessors = multiprocessors;
+    if (get(&device, ordinal) == 0) {
+      if (attribute(&major, major_attribute, device) == 0 && attribute(&minor, minor_attribute, device) == 0)
+        f.capability = 10 * major + minor;
+      if (attribute(&multiprocessors, multiprocessor_attribute, device) == 0) f.multiprocessors = multiprocessors;
+    }
     found.push_back(f);
   }
   return found;

@@ -126,11 +126,13 @@ struct Kernel {
     i32* partial;
   };
   i64 items() const { return tiles() + split_tiles * (split - 1); }
+  // Split tile `slot`'s place: the split tiles are the last in the teams' order.
+  Place split_place(i64 slot) const { return place(tiles() - split_tiles + slot); }
   Item item(i64 index) const {
     const i64 whole = tiles() - split_tiles;
     if (index < whole) return {place(index), 0, 1, nullptr};
     const i64 slot = (index - whole) % split_tiles, part = (index - whole) / split_tiles;
-    return {place(whole + slot), part, split, partials + (part * split_tiles + slot) * partial_rows * tile_cols};
+    return {split_place(slot), part, split, partials + (part * split_tiles + slot) * partial_rows * tile_cols};
   }
 
   // The epilogue's terms, gathered once per tile, per output row and per output column, so that

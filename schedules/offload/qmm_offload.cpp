@@ -82,8 +82,7 @@ WorkspaceLayout workspace_layout(const QmmProblem& x, OffloadQmmKernel kernel, i
   w.partials = align_up(w.col_sums + (w.col_sums_stored ? w.b_batches * x.N * i64(sizeof(i64)) : 0));
   w.split = qmm_offload_split(x, kernel, qmm_offload_wave(device));
   w.partial_rows = std::min(x.M, tile_rows);
-  const i64 partials = w.split.parts > 1 ? w.split.parts * w.split.tiles * w.partial_rows * tile_cols : 0;
-  w.bytes = align_up(w.partials + partials * i64(sizeof(i32)));
+  w.bytes = align_up(w.partials + w.split.parts * w.split.tiles * w.partial_rows * tile_cols * i64(sizeof(i32)));
   return w;
 }
 
@@ -107,7 +106,7 @@ Kernel make_kernel(const QmmProblem& x, const OffloadQmmLaunch& launch, const Wo
   k.col_sums = w.col_sums_stored ? reinterpret_cast<i64*>(base + w.col_sums) : nullptr;
   k.a_centred = w.a_centred;
   k.split = w.split.parts;
-  k.split_tiles = w.split.parts > 1 ? w.split.tiles : 0;
+  k.split_tiles = w.split.tiles;
   k.partial_rows = w.partial_rows;
   k.partials = k.split > 1 ? reinterpret_cast<i32*>(base + w.partials) : nullptr;
   k.a_ready = launch.arrivals.a_ready;

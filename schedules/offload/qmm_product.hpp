@@ -304,7 +304,7 @@ inline constexpr i64 sum_rows = 16;
   const i64 chunks = (k.partial_rows + sum_rows - 1) / sum_rows, slot_size = k.partial_rows * tile_cols;
   for (i64 unit = omp_get_team_num(); unit < k.split_tiles * chunks; unit += omp_get_num_teams()) {
     const i64 slot = unit / chunks, first_row = unit % chunks * sum_rows;
-    const Kernel::Place at = k.place(k.tiles() - k.split_tiles + slot);
+    const Kernel::Place at = k.split_place(slot);
     const Kernel::Tile tl = k.tile(at.t);
     const i32* partial = k.partials + slot * slot_size;
     for (i64 e = first_row * tile_cols + tid; e < (first_row + sum_rows) * tile_cols; e += nth) {
@@ -320,7 +320,7 @@ inline constexpr i64 sum_rows = 16;
 // Once that launch has ended, split tile `slot` counted where its band is waited for, its outputs
 // first made visible beyond the GPU (as count_tile_done does).
 inline void count_split_tile(const Kernel& k, i64 slot) {
-  const Kernel::Place at = k.place(k.tiles() - k.split_tiles + slot);
+  const Kernel::Place at = k.split_place(slot);
   i32* counter = k.bands_done + at.t * k.bands() + at.band;
 #ifdef __NVPTX__
   asm volatile("fence.acq_rel.sys;" ::: "memory");
