@@ -66,6 +66,22 @@ inline std::int32_t requantize_below_2_39(std::int64_t acc, float multiplier, st
   return std::int32_t(v < qmin ? qmin : v > qmax ? qmax : v);
 }
 
+/// 1.5 * 2^52: a double in [2^52, 2^53) has spacing 1, so adding this rounds to an integer, to
+/// nearest even, and leaves that integer in the sum's low bits.
+inline constexpr double round_bias = 0x1.8p52;
+
+/// requantize_exact for |acc| < 2^53 and the multiplier already widened to a double, plus
+/// round_bias, whose low byte is then the 8-bit output; low and high are round_bias + qmin and
+/// round_bias + qmax. One fused multiply-add rounds the exact product once: to RNE(acc *
+/// multiplier) + round_bias while |acc * multiplier| < 2^51, monotonically beyond, where the
+/// clamp decides. The zero point comes after the rounding (an odd one would move ties). Written
+/// for loops that vectorize: no conversion back to an integer.
+inline double requantize_biased(double acc, double multiplier, double zero_point, double low, double high) {
+  double v = __builtin_fma(acc, multiplier, round_bias) + zero_point;
+  v = v < low ? low : v;
+  return v > high ? high : v;
+}
+
 /// requantize_exact for |acc| < 2^29, with the multiplier already widened to a double: the product
 /// is exact (29 + 24 significant bits); it is clamped to +-2^20 first (an integer, so rounding a
 /// clamped value changes nothing), then rounded to nearest even by adding 1.5 * 2^52, whose
@@ -76,7 +92,7 @@ inline std::int32_t requantize_narrow(std::int32_t acc, double multiplier, std::
   constexpr double limit = 1 << 20;
   double x = double(acc) * multiplier;
   x = x < -limit ? -limit : x > limit ? limit : x;
-  const std::int32_t rounded = std::int32_t(std::uint32_t(std::bit_cast<std::uint64_t>(x + 0x1.8p52)));
+  const std::int32_t rounded = std::int32_t(std::uint32_t(std::bit_cast<std::uint64_t>(x + round_bias)));
   const std::int64_t v = std::int64_t(rounded) + zero_point;
   return std::int32_t(v < qmin ? qmin : v > qmax ? qmax : v);
 }

@@ -4,7 +4,10 @@
 #include "schedules/qmm_epilogue.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+
+#include "algorithms/requantize.hpp"
 
 namespace hk::detail {
 namespace {
@@ -49,18 +52,21 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) bool requantize_row
 // Every row of a block at once, for the common case: depths within bounded_max_k, every beta 0,
 // one multiplier per column for all rows, and a row-contiguous 8-bit output. `alpha` and
 // `zero_point` are per row. One call per block, where a call per row and step costs as much as
-// the arithmetic of a narrow block (64^3).
+// the arithmetic of a narrow block (64^3). Each output is one fused multiply-add, an add and a
+// clamp, stored as its low byte (requantize_biased): a third fewer vector operations than
+// rounding, converting and narrowing in turn, which took 8% of a 1024^3 call on one core.
 __attribute__((target_clones("avx512bw", "avx2", "default"))) void requantize_rows_bounded(
     const std::int32_t* dots, std::int64_t ld, std::int64_t rows, std::int64_t cols, const double* alpha,
-    const double* col_term, const double* multiplier, const double* zero_point, double lo, double hi,
-    std::int32_t* value, char* out, std::int64_t out_row_stride) {
+    const double* col_term, const double* multiplier, const double* zero_point, double lo, double hi, char* out,
+    std::int64_t out_row_stride) {
+  const double low = round_bias + lo, high = round_bias + hi;
   for (std::int64_t i = 0; i < rows; ++i) {
     const std::int32_t* d = dots + i * ld;
     const double a = alpha[i], z = zero_point[i];
-    for (std::int64_t j = 0; j < cols; ++j)
-      value[j] = requantized(double(d[j]) - a * col_term[j], multiplier[j], z, lo, hi);
     char* y = out + i * out_row_stride;
-    for (std::int64_t j = 0; j < cols; ++j) y[j] = char(value[j]);
+    for (std::int64_t j = 0; j < cols; ++j)
+      y[j] = char(std::bit_cast<std::uint64_t>(
+          requantize_biased(double(d[j]) - a * col_term[j], multiplier[j], z, low, high)));
   }
 }
 
@@ -117,10 +123,9 @@ void requantize_block(const QmmProblem& p, const QmmBlockResult& r, QmmEpilogueS
       s.zero_point[i] = double(QuantParams::at(q.out_zero, r.i0 + i));
     }
     // Both 8-bit types store the low byte of a value already within their range.
+    char* const out = static_cast<char*>(p.out) + r.out_offset + r.i0 * p.out_row_stride + r.j0;
     requantize_rows_bounded(r.dots, r.ld, r.rows, r.cols, s.alpha.data(), s.col_term.data(), s.multiplier.data(),
-                            s.zero_point.data(), lo, hi, s.value.data(),
-                            static_cast<char*>(p.out) + r.out_offset + r.i0 * p.out_row_stride + r.j0,
-                            p.out_row_stride);
+                            s.zero_point.data(), lo, hi, out, p.out_row_stride);
     return;
   }
   for (std::int64_t i = 0; i < r.rows; ++i) {

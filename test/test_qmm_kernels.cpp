@@ -1,6 +1,6 @@
 // The kernel paths of QuantizedLinearMatMul: the int16 pair bound that decides whether the AVX2
-// vpmaddubsw path may run, the GPU epilogue's shorter requantization, the reuse of a B packed by
-// hk::pack_b, and its validation.
+// vpmaddubsw path may run, the GPU and host epilogues' shorter requantizations, the reuse of a B
+// packed by hk::pack_b, and its validation.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -156,6 +156,31 @@ TEST(QmmKernels, NarrowRequantizationIsExact) {
     check(std::abs(acc) > edge ? edge : acc, m, int(rng() % 256) - (u8 ? 0 : 128), u8 ? 0 : -128, u8 ? 255 : 127);
   }
   for (float m : {0.0f, 0.5f, 1.0f, 3.0f, 8388608.0f, 3e38f, 1e-45f})
+    for (i64 acc = -300; acc <= 300; ++acc) check(acc * 1789, m, 3, 0, 255), check(acc, m, -7, -128, 127);
+}
+
+// requantize_biased (the host epilogue's fused form) against requantize_exact: accumulators of
+// every width up to 2^52 (products far past 2^51, where only the clamp decides), multipliers of
+// every finite non-negative bit pattern, ties, subnormals, odd and even zero points.
+TEST(QmmKernels, FusedRequantizationIsExact) {
+  std::mt19937_64 rng(52);
+  const auto check = [](i64 acc, float m, int zero, int qmin, int qmax) {
+    const double low = hk::detail::round_bias + qmin, high = hk::detail::round_bias + qmax;
+    const double biased = hk::detail::requantize_biased(double(acc), double(m), zero, low, high);
+    const auto got = std::int8_t(std::bit_cast<std::uint64_t>(biased));
+    const auto want = hk::detail::requantize_exact(acc, m, zero, qmin, qmax);
+    ASSERT_EQ(qmin == 0 ? int(std::uint8_t(got)) : int(got), want)
+        << "acc " << acc << " multiplier " << m << " zero point " << zero;
+  };
+  for (int i = 0; i < 2000000; ++i) {
+    const int bits = 1 + int(rng() % 52);
+    i64 acc = i64(rng() & ((std::uint64_t(1) << bits) - 1));
+    if (rng() & 1) acc = -acc;
+    const float m = random_multiplier(rng, 80, 60);
+    const bool u8 = rng() & 1;
+    check(acc, m, int(rng() % 256) - (u8 ? 0 : 128), u8 ? 0 : -128, u8 ? 255 : 127);
+  }
+  for (float m : {0.0f, 0.5f, 1.5f, 1.0f, 3.0f, 8388608.0f, 3e38f, 1e-45f})
     for (i64 acc = -300; acc <= 300; ++acc) check(acc * 1789, m, 3, 0, 255), check(acc, m, -7, -128, 127);
 }
 
