@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hetkern/error.hpp"
+#include "hetkern/info.hpp"
 
 namespace hk::detail {
 namespace {
@@ -205,15 +206,26 @@ bool pack_panels(PackedPanels& out, std::int64_t batch, const void* data, std::i
     std::memset(out.bytes.as<std::byte>() + batch * out.batch_bytes + p * out.panel_bytes + written, 0,
                 std::size_t(out.panel_bytes - written));
   if (col_stride == 1) {
-    // Full panels by the vector path; a partial last panel goes through the general loop below.
+    // Full panels by the vector paths, four at a time where the kernels' level has AVX-512; a
+    // partial last panel goes through the general loop below.
     const std::int64_t full_end = std::min(p1, out.N / qmm_panel_cols);
+    const std::uint8_t flip = out.source == DataType::uint8 ? 0x80 : 0x00;
+    const auto panel_at = [&](std::int64_t p) {
+      return reinterpret_cast<std::int8_t*>(out.bytes.as<std::byte>() + batch * out.batch_bytes + p * out.panel_bytes);
+    };
+    const auto source_at = [&](std::int64_t p) { return static_cast<const std::uint8_t*>(data) + p * qmm_panel_cols; };
+    if (full_end > p0) std::fill_n(sums + p0 * qmm_panel_cols, (full_end - p0) * qmm_panel_cols, 0);
+    const std::int64_t quads = active_isa() >= Isa::avx512 ? (full_end - p0) / 4 : 0;
+    if (quads > 0) {
+      fits = pack_panel_quads_avx512(panel_at(p0), out.panel_bytes, source_at(p0), out.K, row_stride, flip, quads,
+                                     with_sums ? sums + p0 * qmm_panel_cols : nullptr);
+      p0 += 4 * quads;
+    }
     if (full_end > p0) {
-      std::fill_n(sums + p0 * qmm_panel_cols, (full_end - p0) * qmm_panel_cols, 0);
       fits = (with_sums ? pack_full_panels_by_rows<true> : pack_full_panels_by_rows<false>)(
-          reinterpret_cast<std::int8_t*>(out.bytes.as<std::byte>() + batch * out.batch_bytes + p0 * out.panel_bytes),
-          out.panel_bytes, static_cast<const std::uint8_t*>(data) + p0 * qmm_panel_cols, out.K,
-          row_stride, out.source == DataType::uint8 ? 0x80 : 0x00, full_end - p0,
-          sums + p0 * qmm_panel_cols);
+                 panel_at(p0), out.panel_bytes, source_at(p0), out.K, row_stride, flip, full_end - p0,
+                 sums + p0 * qmm_panel_cols) &&
+             fits;
       p0 = full_end;
     }
   }

@@ -92,6 +92,13 @@ std::vector<std::uint8_t> unpack_panels(const PackedPanels& b);
 bool pack_panels(PackedPanels& out, std::int64_t batch, const void* data, std::int64_t row_stride,
                  std::int64_t col_stride, std::int64_t p0, std::int64_t p1, bool with_sums = true);
 
+/// Full panels [0, 4 * quads) of a B whose rows are contiguous (element (k, n) at src + k *
+/// row_stride + n), each flipped by `flip` into B', four panels at a time with AVX-512BW (the
+/// caller checks that the CPU has it); panel p lands at dst + p * panel_bytes. Adds the column
+/// sums into `sums` unless it is null. Returns whether every |B'| <= 64.
+bool pack_panel_quads_avx512(std::int8_t* dst, std::int64_t panel_bytes, const std::uint8_t* src, std::int64_t K,
+                             std::int64_t row_stride, std::uint8_t flip, std::int64_t quads, std::int64_t* sums);
+
 /// A' rows: row r at data + r*kp; row_sums[r] = sum_k A'[r][k] (int64). Rows are padded to a
 /// multiple of 16 and depths to kp; padding holds arbitrary bytes, which is harmless because the
 /// packed B' is zero over the depth padding and rows beyond M are never stored.

@@ -65,30 +65,38 @@ TEST(QmmKernels, PairBoundEitherSide) {
   for (const std::vector<int>& b : {std::vector<int>{64, 64}, std::vector<int>{-64, -64},
                                     std::vector<int>{65, 1}, std::vector<int>{-65, -1},
                                     std::vector<int>{127, 127}, std::vector<int>{-64, 63, 64, -64}}) {
-    SCOPED_TRACE("B pattern starts " + std::to_string(b[0]) + ", " + std::to_string(b[1]));
     // An odd N puts consecutive pattern values into one column's consecutive depths; 17 columns
-    // are one full panel (packed by the vector path) and one partial panel.
-    Problem p = make_problem(5, 17, 70, DataType::uint8, DataType::int8,
-                             random_values(5 * 70, 200, 255, rng), b, rng);
-    qmmt::check_all(p, schedules(), qmmt::oracle(p, false));
+    // are one full panel (packed by the 16-column path) and one partial panel, 81 columns four
+    // full panels (packed together with AVX-512), one more and a partial one. With 64 columns,
+    // only four panels packed together, each column repeats one value.
+    for (const i64 N : {17, 64, 81}) {
+      SCOPED_TRACE("B pattern starts " + std::to_string(b[0]) + ", " + std::to_string(b[1]) + ", N " +
+                   std::to_string(N));
+      Problem p = make_problem(5, N, 70, DataType::uint8, DataType::int8, random_values(5 * 70, 200, 255, rng), b,
+                               rng);
+      qmmt::check_all(p, schedules(), qmmt::oracle(p, false));
+    }
   }
 }
 
-// Weights in [-64, 63] (the fast path on AVX2) and the full range, every signedness of B.
+// Weights in [-64, 63] (the fast path on AVX2) and the full range, every signedness of B; 45
+// columns (two full panels and a partial one) and 109 (four full panels packed together with
+// AVX-512, two more and a partial one).
 TEST(QmmKernels, SmallAndFullRangeWeights) {
   std::mt19937_64 rng(3);
   for (DataType ta : {DataType::uint8, DataType::int8})
     for (DataType tb : {DataType::uint8, DataType::int8}) {
       const int lo = tb == DataType::int8 ? -64 : 64, hi = lo + 127;
-      for (bool full : {false, true}) {
-        const std::vector<int> a = random_values(37 * 200, ta == DataType::int8 ? -128 : 0,
-                                                 ta == DataType::int8 ? 127 : 255, rng);
-        const std::vector<int> b = full ? random_values(200 * 45, tb == DataType::int8 ? -128 : 0,
-                                                        tb == DataType::int8 ? 127 : 255, rng)
-                                        : random_values(200 * 45, lo, hi, rng);
-        Problem p = make_problem(37, 45, 200, ta, tb, a, b, rng);
-        qmmt::check_all(p, schedules(), qmmt::oracle(p, false));
-      }
+      for (bool full : {false, true})
+        for (const i64 N : {45, 109}) {
+          const std::vector<int> a = random_values(37 * 200, ta == DataType::int8 ? -128 : 0,
+                                                   ta == DataType::int8 ? 127 : 255, rng);
+          const std::vector<int> b = full ? random_values(std::size_t(200 * N), tb == DataType::int8 ? -128 : 0,
+                                                          tb == DataType::int8 ? 127 : 255, rng)
+                                          : random_values(std::size_t(200 * N), lo, hi, rng);
+          Problem p = make_problem(37, N, 200, ta, tb, a, b, rng);
+          qmmt::check_all(p, schedules(), qmmt::oracle(p, false));
+        }
     }
 }
 
