@@ -267,12 +267,13 @@ void pack_rows(PackedRows& out, const void* data, DataType type, std::int64_t K,
                std::int64_t row_stride, std::int64_t col_stride, std::int64_t r0, std::int64_t r1) {
   const std::uint8_t flip = type == DataType::int8 ? 0x80 : 0x00;
   const auto* src = static_cast<const std::uint8_t*>(data);
+  const auto copy_row = active_isa() >= Isa::avx512 ? copy_row_summed_avx512 : copy_row_summed;
   for (std::int64_t r = r0; r < r1; ++r) {
     std::uint8_t* dst = out.row(r);
     const std::uint8_t* s = src + r * row_stride;
     std::int64_t sum = 0;
     if (col_stride == 1) {
-      sum = copy_row_summed(dst, s, K, flip);
+      sum = copy_row(dst, s, K, flip);
     } else {
       for (std::int64_t k = 0; k < K; ++k) {
         dst[k] = s[k * col_stride] ^ flip;

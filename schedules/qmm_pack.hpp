@@ -99,6 +99,10 @@ bool pack_panels(PackedPanels& out, std::int64_t batch, const void* data, std::i
 bool pack_panel_quads_avx512(std::int8_t* dst, std::int64_t panel_bytes, const std::uint8_t* src, std::int64_t K,
                              std::int64_t row_stride, std::uint8_t flip, std::int64_t quads, std::int64_t* sums);
 
+/// Copies a contiguous row of K bytes flipped by `flip` (A' from A) with AVX-512BW (the caller
+/// checks that the CPU has it) and returns the sum of the copied bytes.
+std::int64_t copy_row_summed_avx512(std::uint8_t* dst, const std::uint8_t* src, std::int64_t K, std::uint8_t flip);
+
 /// A' rows: row r at data + r*kp; row_sums[r] = sum_k A'[r][k] (int64). Rows are padded to a
 /// multiple of 16 and depths to kp; padding holds arbitrary bytes, which is harmless because the
 /// packed B' is zero over the depth padding and rows beyond M are never stored.
