@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/peak.hpp"
 #include "bench/qmm_bench.hpp"
 #include "bench/scan_bench.hpp"
 #include "hetkern/hetkern.hpp"
@@ -105,8 +106,18 @@ void print(const CommonArgs& args, const bench::Record& r) {
   if (op == "qlinear-matmul") {
     print_table_header("GOPS");
     print_table_row("hetkern", r, "", "gops", text(r, "schedule"));
+    const auto roof = [&] {
+      const double peak = number(r, "peak_gops");
+      if (std::isnan(peak)) return;
+      std::printf("  roof %.1f GOPS (%s): hetkern at %.0f%%", peak, text(r, "peak_method").c_str(),
+                  100 * number(r, "gops") / peak);
+      if (const double onednn = number(r, "onednn_gops"); !std::isnan(onednn))
+        std::printf(", oneDNN at %.0f%%", 100 * onednn / peak);
+      std::printf("\n");
+    };
     if (std::isnan(number(r, "onednn_median_ns"))) {
       std::printf("  oneDNN   unavailable: %s\n", text(r, "onednn_reason").c_str());
+      roof();
       return;
     }
     print_table_row("oneDNN", r, "onednn_", "gops", text(r, "onednn_impl"));
@@ -114,6 +125,7 @@ void print(const CommonArgs& args, const bench::Record& r) {
                 "%lld of %lld outputs\n",
                 number(r, "time_vs_baseline"), static_cast<long long>(number(r, "onednn_mismatches")),
                 static_cast<long long>(shape[0] * shape[1]));
+    roof();
   } else {
     print_table_header("GB/s");
     print_table_row("hetkern", r, "", "gbps", text(r, "schedule"));
@@ -171,7 +183,15 @@ void add_qmm_bench(CLI::App& bench) {
     if (!common->schedule.empty()) c.schedule = Schedule::parse(common->schedule);
     c.threads = common->threads;
     c.packed_b = args->packed_b;
-    print(*common, bench::bench_qmm(c, common->timing));
+    bench::Record r = bench::bench_qmm(c, common->timing);
+    // The host kernels' compute roof, for a call that runs on the host alone.
+    const std::string schedule = text(r, "schedule");
+    if (schedule.rfind("qmm.tiled", 0) == 0 || schedule.rfind("qmm.parallel", 0) == 0) {
+      const bench::Peak peak = bench::measured_peak(active_isa(), int(number(r, "threads")));
+      r.set("peak_gops", peak.gops > 0 ? bench::Record::Value(peak.gops) : bench::Record::Value());
+      r.set("peak_method", peak.method);
+    }
+    print(*common, r);
   });
 }
 
