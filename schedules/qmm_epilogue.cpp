@@ -1,6 +1,7 @@
 // The QuantizedLinearMatMul epilogue. The accumulator dot - beta*rowsum - alpha*(colsum - K*beta)
-// is exact in double while K < 2^30 (every term stays below 2^53), and for |acc| < 2^29 so is
-// acc * multiplier; such rows take a vectorizable double path, any other row the exact int64 path.
+// is exact in double while K < 2^30 (every term stays below 2^53), and one fused multiply-add then
+// rounds acc * multiplier exactly (requantize_biased): blocks of int32 dot products take that
+// vectorizable path, blocks of int64 ones (deeper than an int32 block holds) the exact int64 path.
 #include "schedules/qmm_epilogue.hpp"
 
 #include <algorithm>
@@ -12,54 +13,32 @@
 namespace hk::detail {
 namespace {
 
-constexpr double exact_product_limit = 536870912.0;  // 2^29
-constexpr std::int64_t double_path_max_k = std::int64_t(1) << 30;
+constexpr double double_path_max_k = double(std::int64_t(1) << 30);
 
 std::int32_t a_shift(const QmmProblem& p) { return p.a.dtype == DataType::int8 ? 128 : 0; }
 std::int32_t b_shift(const QmmProblem& p) { return p.b.dtype == DataType::uint8 ? 128 : 0; }
 
-// Depths at which no |acc| can reach 2^29: |(a - za)(b - zb)| <= 255 * 255 for zero points of the
-// operands' own types, so such calls need no per-output check.
-constexpr std::int64_t bounded_max_k = exact_product_limit / (255 * 255);
-
-// RNE(acc * multiplier) + zero_point, saturated to [lo, hi]: exact for |acc| < 2^29 and a
-// float32 multiplier widened to double.
-inline std::int32_t requantized(double acc, double multiplier, double zero_point, double lo, double hi) {
-  return std::int32_t(std::clamp(std::nearbyint(acc * multiplier) + zero_point, lo, hi));
-}
-
-// One row through the double path; false (nothing stored) when some |acc| reaches 2^29. `beta` is
-// null when every column's beta is 0 (zb at B's shift, the common case), which saves a term.
-__attribute__((target_clones("avx512f", "avx2", "default"))) bool requantize_row_fast(
+// One row through the double path into int32 values (the low half of each biased double). `beta`
+// is null when every column's beta is 0 (zb at B's shift, the common case), which saves a term.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void requantize_row(
     const std::int32_t* dots, std::int64_t cols, double alpha, double row_sum, const double* beta,
-    const double* col_term, const double* multiplier, double zero_point, double lo, double hi,
-    bool bounded, std::int32_t* value) {
-  if (bounded && !beta) {
-    for (std::int64_t j = 0; j < cols; ++j) {
-      value[j] = requantized(double(dots[j]) - alpha * col_term[j], multiplier[j], zero_point, lo, hi);
-    }
-    return true;
-  }
-  bool exact = true;
+    const double* col_term, const double* multiplier, double zero_point, double low, double high,
+    std::int32_t* value) {
   for (std::int64_t j = 0; j < cols; ++j) {
     const double acc = double(dots[j]) - (beta ? beta[j] * row_sum : 0.0) - alpha * col_term[j];
-    exact &= std::fabs(acc) < exact_product_limit;
-    value[j] = requantized(acc, multiplier[j], zero_point, lo, hi);
+    value[j] = std::int32_t(std::uint32_t(std::bit_cast<std::uint64_t>(
+        requantize_biased(acc, multiplier[j], zero_point, low, high))));
   }
-  return exact;
 }
 
-// Every row of a block at once, for the common case: depths within bounded_max_k, every beta 0,
-// one multiplier per column for all rows, and a row-contiguous 8-bit output. `alpha` and
-// `zero_point` are per row. One call per block, where a call per row and step costs as much as
-// the arithmetic of a narrow block (64^3). Each output is one fused multiply-add, an add and a
-// clamp, stored as its low byte (requantize_biased): a third fewer vector operations than
-// rounding, converting and narrowing in turn, which took 8% of a 1024^3 call on one core.
-__attribute__((target_clones("avx512bw", "avx2", "default"))) void requantize_rows_bounded(
+// Every row of a block at once, for the common case: every beta 0, one multiplier per column for
+// all rows, and a row-contiguous 8-bit output. `alpha` and `zero_point` are per row. One call per
+// block, where a call per row and step costs as much as the arithmetic of a narrow block (64^3).
+// Each output is one fused multiply-add, an add and a clamp, stored as its low byte.
+__attribute__((target_clones("avx512bw", "avx2", "default"))) void requantize_rows_common(
     const std::int32_t* dots, std::int64_t ld, std::int64_t rows, std::int64_t cols, const double* alpha,
-    const double* col_term, const double* multiplier, const double* zero_point, double lo, double hi, char* out,
-    std::int64_t out_row_stride) {
-  const double low = round_bias + lo, high = round_bias + hi;
+    const double* col_term, const double* multiplier, const double* zero_point, double low, double high,
+    char* out, std::int64_t out_row_stride) {
   for (std::int64_t i = 0; i < rows; ++i) {
     const std::int32_t* d = dots + i * ld;
     const double a = alpha[i], z = zero_point[i];
@@ -102,8 +81,8 @@ void QmmEpilogueScratch::reserve(std::int64_t rows, std::int64_t cols) {
 void requantize_block(const QmmProblem& p, const QmmBlockResult& r, QmmEpilogueScratch& s) {
   const QuantParams& q = p.q;
   const std::int32_t ca = a_shift(p), cb = b_shift(p);
-  const double lo = p.out_type == DataType::uint8 ? 0.0 : -128.0;
-  const double hi = p.out_type == DataType::uint8 ? 255.0 : 127.0;
+  const double low = round_bias + (p.out_type == DataType::uint8 ? 0.0 : -128.0);
+  const double high = round_bias + (p.out_type == DataType::uint8 ? 255.0 : 127.0);
   bool betas_zero = true;
   for (std::int64_t j = 0; j < r.cols; ++j) {
     const std::int64_t beta = std::int64_t(QuantParams::at(q.b_zero, r.j0 + j)) - cb;
@@ -111,11 +90,9 @@ void requantize_block(const QmmProblem& p, const QmmBlockResult& r, QmmEpilogueS
     s.col_term[j] = double(r.col_sums[j] - p.K * beta);
     betas_zero &= beta == 0;
   }
-  const bool fast_possible = r.dots && p.K < double_path_max_k;
-  const bool bounded = p.K <= bounded_max_k;
+  const bool fast = r.dots && double(p.K) < double_path_max_k;
   const bool per_column_scale = q.b_scale.size() > 1;
-  if (fast_possible && bounded && betas_zero && q.a_scale.size() == 1 && q.out_scale.size() == 1 &&
-      p.out_col_stride == 1) {
+  if (fast && betas_zero && q.a_scale.size() == 1 && q.out_scale.size() == 1 && p.out_col_stride == 1) {
     for (std::int64_t j = 0; j < r.cols; ++j)
       s.multiplier[j] = requant_multiplier(q.a_scale[0], QuantParams::at(q.b_scale, r.j0 + j), q.out_scale[0]);
     for (std::int64_t i = 0; i < r.rows; ++i) {
@@ -124,8 +101,8 @@ void requantize_block(const QmmProblem& p, const QmmBlockResult& r, QmmEpilogueS
     }
     // Both 8-bit types store the low byte of a value already within their range.
     char* const out = static_cast<char*>(p.out) + r.out_offset + r.i0 * p.out_row_stride + r.j0;
-    requantize_rows_bounded(r.dots, r.ld, r.rows, r.cols, s.alpha.data(), s.col_term.data(), s.multiplier.data(),
-                            s.zero_point.data(), lo, hi, out, p.out_row_stride);
+    requantize_rows_common(r.dots, r.ld, r.rows, r.cols, s.alpha.data(), s.col_term.data(), s.multiplier.data(),
+                           s.zero_point.data(), low, high, out, p.out_row_stride);
     return;
   }
   for (std::int64_t i = 0; i < r.rows; ++i) {
@@ -140,10 +117,10 @@ void requantize_block(const QmmProblem& p, const QmmBlockResult& r, QmmEpilogueS
     const std::int64_t alpha = std::int64_t(ca) + QuantParams::at(q.a_zero, m);
     const std::int32_t zy = QuantParams::at(q.out_zero, m);
     const std::int64_t out_row = r.out_offset + m * p.out_row_stride + r.j0 * p.out_col_stride;
-    if (fast_possible &&
-        requantize_row_fast(r.dots + i * r.ld, r.cols, double(alpha), double(r.row_sums[i]),
-                            betas_zero ? nullptr : s.beta.data(), s.col_term.data(),
-                            s.multiplier.data(), double(zy), lo, hi, bounded, s.value.data())) {
+    if (fast) {
+      requantize_row(r.dots + i * r.ld, r.cols, double(alpha), double(r.row_sums[i]),
+                     betas_zero ? nullptr : s.beta.data(), s.col_term.data(), s.multiplier.data(), double(zy),
+                     low, high, s.value.data());
       store_row(p, out_row, s.value.data(), r.cols);
       continue;
     }

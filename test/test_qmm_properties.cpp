@@ -567,10 +567,11 @@ TEST(QmmProperties, DepthAtTheInt32Bound) {
   }
 }
 
-// K = 8256 is the deepest at which no accumulator can reach 2^29 (+-255*255 a term), where the host
-// epilogue skips its per-output check; 8257 is one past it. Both with B's zero point at its shift
-// (s8 B, zb 0: the epilogue's term in B's zero point vanishes) and away from it (u8 B, zb 0).
-TEST(QmmProperties, DepthAtTheUncheckedEpilogueBound) {
+// K = 8256 is the deepest at which no accumulator can reach 2^29 (+-255*255 a term), where a
+// product with a float32 multiplier stops being exact in a double; 8257 is one past it, where only
+// a fused multiply-add rounds it right. Both with B's zero point at its shift (s8 B, zb 0: the
+// epilogue's term in B's zero point vanishes) and away from it (u8 B, zb 0).
+TEST(QmmProperties, DepthWhereAccumulatorsPass2To29) {
   std::mt19937_64 rng(8256);
   for (i64 K : {8256, 8257})
     for (DataType tb : types8) {
