@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <cmath>
 
 #include "algorithms/requantize.hpp"
 
