@@ -22,6 +22,8 @@ QMM_FIELDS = COMMON_FIELDS + ["b_range", "packed_b", "a_scale", "a_zero_point", 
                               "out_zero_point", "ops", "gops", "onednn_median_ns", "onednn_min_ns",
                               "onednn_max_ns", "onednn_gops", "onednn_mismatches", "onednn_reason",
                               "onednn_isa", "onednn_impl", "onednn_version"]
+# Records of the host kernels (qmm.tiled, qmm.parallel) also carry the measured roof.
+PEAK_FIELDS = ["peak_gops", "peak_method"]
 SIZES = {"float16": 2, "float32": 4, "float64": 8, "bfloat16": 2, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8}
 
 
@@ -45,6 +47,13 @@ class Bench(unittest.TestCase):
         self.assertLessEqual(median, hi)
 
     def assert_common(self, r, fields):
+        if r["op"] == "qlinear-matmul" and r["schedule"].startswith(("qmm.tiled", "qmm.parallel")):
+            fields = fields + PEAK_FIELDS
+            self.assertIsInstance(r["peak_method"], str)
+            if r["isa"] == "portable":
+                self.assertIsNone(r["peak_gops"])
+            else:
+                self.assertGreater(r["peak_gops"], 0)
         self.assertEqual(sorted(fields), sorted(r.keys()))
         self.assert_timing(r)
         self.assertLessEqual(r["q1_ns"], r["median_ns"])
@@ -124,6 +133,17 @@ class Bench(unittest.TestCase):
                 self.assertEqual(r["onednn_mismatches"], 0)
                 self.assertAlmostEqual(r["time_vs_baseline"], r["median_ns"] / r["onednn_median_ns"])
 
+    def test_roof_only_for_the_host_kernels(self):
+        host = self.record("qlinear-matmul", "--shape", "16,16,16", "--schedule", "qmm.tiled")
+        self.assertGreater(host["peak_gops"], 0)
+        instruction = {"amx": "tdpbusd", "avx512_vnni": "vpdpbusd", "avx512": "vpmaddubsw", "avx2": "vpmaddubsw"}
+        self.assertIn(instruction[host["isa"]], host["peak_method"])
+        portable = self.record("qlinear-matmul", "--shape", "16,16,16", "--schedule", "qmm.tiled", "--isa", "portable")
+        self.assertIsNone(portable["peak_gops"])
+        other = self.record("qlinear-matmul", "--shape", "16,16,16", "--schedule", "reference")
+        self.assertNotIn("peak_gops", other)
+        self.assert_common(other, QMM_FIELDS)
+
     def test_case_onednn_cannot_run_is_null_with_a_reason(self):
         r = self.record("qlinear-matmul", "--shape", "8,8,8", "--types", "s8,u8,s8")
         self.assertEqual((r["dtype"], r["b_range"], r["a_zero_point"]), ("int8,uint8,int8", [0, 255], 0))
@@ -136,10 +156,11 @@ class Bench(unittest.TestCase):
         result = run("cumsum", "--shape", "100,100", "--dtype", "float32", "--axis", 1, *QUICK)
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("hetkern time / copy time:", result.stdout)
-        result = run("qlinear-matmul", "--shape", "20,20,20", *QUICK)
+        result = run("qlinear-matmul", "--shape", "20,20,20", "--schedule", "qmm.tiled", *QUICK)
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("hetkern", result.stdout)
         self.assertIn("oneDNN", result.stdout)
+        self.assertRegex(result.stdout, r"roof [0-9.]+ GOPS \(.+\): hetkern at [0-9]+%")
 
     def test_bad_input(self):
         scan = ["cumsum", "--shape", "4,5", "--dtype", "float32", "--axis", "1"]
