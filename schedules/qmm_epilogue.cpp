@@ -12,7 +12,7 @@
 namespace hk::detail {
 namespace {
 
-constexpr double double_path_max_k = double(std::int64_t(1) << 30);
+constexpr std::int64_t double_path_max_k = std::int64_t(1) << 30;
 
 std::int32_t a_shift(const QmmProblem& p) { return p.a.dtype == DataType::int8 ? 128 : 0; }
 std::int32_t b_shift(const QmmProblem& p) { return p.b.dtype == DataType::uint8 ? 128 : 0; }
@@ -89,7 +89,7 @@ void requantize_block(const QmmProblem& p, const QmmBlockResult& r, QmmEpilogueS
     s.col_term[j] = double(r.col_sums[j] - p.K * beta);
     betas_zero &= beta == 0;
   }
-  const bool fast = r.dots && double(p.K) < double_path_max_k;
+  const bool fast = r.dots && p.K < double_path_max_k;
   const bool per_column_scale = q.b_scale.size() > 1;
   if (fast && betas_zero && q.a_scale.size() == 1 && q.out_scale.size() == 1 && p.out_col_stride == 1) {
     for (std::int64_t j = 0; j < r.cols; ++j)
