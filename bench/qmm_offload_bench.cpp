@@ -64,6 +64,7 @@ struct Variant {
   OffloadQmmKernel kernel;
   int teams, threads;
   bool b_column_major;
+  int stages = 0;  // 0: the kernels' default; more than 2 where the GPU grants the team memory
 };
 
 constexpr Variant variants[] = {
@@ -74,9 +75,15 @@ constexpr Variant variants[] = {
     {"qmm.offload_mma, mma.sync, 128 threads, 264 teams", OffloadQmmKernel::mma, 264, 128, false},
     {"qmm.offload_mma, mma.sync, 256 threads", OffloadQmmKernel::mma, 0, 256, false},
     {"qmm.offload_mma, mma.sync, 128 threads, B column-major", OffloadQmmKernel::mma, 0, 128, true},
+    {"qmm.offload_mma, mma.sync, 3 stages", OffloadQmmKernel::mma, 0, 128, false, 3},
+    {"qmm.offload_mma, mma.sync, 4 stages", OffloadQmmKernel::mma, 0, 128, false, 4},
+    {"qmm.offload_mma, mma.sync, 4 stages, B column-major", OffloadQmmKernel::mma, 0, 128, true, 4},
     {"qmm.offload_mma, wgmma", OffloadQmmKernel::wgmma, 0, 0, false},
     {"qmm.offload_mma, wgmma, 264 teams", OffloadQmmKernel::wgmma, 264, 0, false},
     {"qmm.offload_mma, wgmma, B column-major", OffloadQmmKernel::wgmma, 0, 0, true},
+    {"qmm.offload_mma, wgmma, 3 stages", OffloadQmmKernel::wgmma, 0, 0, false, 3},
+    {"qmm.offload_mma, wgmma, 4 stages", OffloadQmmKernel::wgmma, 0, 0, false, 4},
+    {"qmm.offload_mma, wgmma, 4 stages, B column-major", OffloadQmmKernel::wgmma, 0, 0, true, 4},
 };
 
 // Every variant of one shape, appended to rows.
@@ -136,7 +143,7 @@ void run_shape(std::int64_t M, std::int64_t N, std::int64_t K, int reps, int dev
   const double ops = 2.0 * double(M) * double(N) * double(K);
   const std::vector<std::uint8_t> zeros(y_dev.size(), 0);
   for (const Variant& v : variants) {
-    launch.kernel = v.kernel, launch.teams = v.teams, launch.team_threads = v.threads;
+    launch.kernel = v.kernel, launch.teams = v.teams, launch.team_threads = v.threads, launch.stages = v.stages;
     x.b = v.b_column_major ? hk::detail::MatrixView{hk::DataType::int8, d_b_cols.data, {0, 0}, 1, K}
                            : hk::detail::MatrixView{hk::DataType::int8, d_b.data, {0, 0}, N, 1};
     // No earlier result can pass for this one.

@@ -13,6 +13,7 @@ struct QmmPlan {
   OffloadQmmKernel kernel = OffloadQmmKernel::dp4a;
   int team_threads = 0;  // threads per team
   int teams = 0;         // teams at most
+  int stages = 0;        // stages of team memory of the tensor-core kernels (0: two)
 };
 
 }  // namespace hk::detail

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "qmm_test_util.hpp"
+#include "runtime/platform/gpu_arch.hpp"
 #include "runtime/tuning/tuner_problem.hpp"
 #include "schedules/qmm_offload.hpp"
 #include "schedules/qmm_strategies.hpp"
@@ -34,7 +36,9 @@ std::vector<hk::Schedule> offload_schedules() {
                            "qmm.offload_mma(threads=128)", "qmm.offload_mma(teams=2, threads=128)",
                            "qmm.offload(threads=128)", "qmm.offload(teams=2)", "qmm.offload_mma(teams=3)",
                            "qmm.offload_mma(tensor_cores=wgmma)", "qmm.offload_mma(teams=1, tensor_cores=wgmma)",
-                           "qmm.offload_mma(teams=3, threads=64, tensor_cores=wgmma)"})
+                           "qmm.offload_mma(teams=3, threads=64, tensor_cores=wgmma)", "qmm.offload_mma(stages=3)",
+                           "qmm.offload_mma(teams=3, threads=64, stages=4)", "qmm.offload_mma(tensor_cores=wgmma, stages=3)",
+                           "qmm.offload_mma(teams=1, tensor_cores=wgmma, stages=4)"})
     s.push_back(hk::Schedule::parse(text));
   return s;
 }
@@ -450,7 +454,8 @@ TEST(QmmOffload, SplitDepthForFewTiles) {
         p.y_scale = qmmt::literal_f({1}, {3.0f}, rng);
         const qmmt::Expected e = qmmt::oracle(p, true);
         for (const char* s : {"qmm.offload_mma", "qmm.offload_mma(teams=3)", "qmm.offload_mma(threads=64)",
-                              "qmm.offload_mma(tensor_cores=wgmma)", "qmm.offload_mma(teams=5, tensor_cores=wgmma)"})
+                              "qmm.offload_mma(tensor_cores=wgmma)", "qmm.offload_mma(teams=5, tensor_cores=wgmma)",
+                              "qmm.offload_mma(stages=4)", "qmm.offload_mma(teams=5, tensor_cores=wgmma, stages=4)"})
           qmmt::run_and_check(p, hk::Schedule::parse(s), e, "M=" + std::to_string(M) + " K=" + std::to_string(K));
       }
 }
@@ -493,7 +498,8 @@ TEST(QmmOffload, SplitTheLastWaveBesideWholeTiles) {
       ASSERT_EQ(split.tiles, 2);
       ASSERT_GE(split.parts, 2);
       const qmmt::Expected e = qmmt::oracle(p, true);
-      for (const char* s : {"qmm.offload_mma", "qmm.offload_mma(teams=5)", "qmm.offload_mma(tensor_cores=wgmma)"})
+      for (const char* s : {"qmm.offload_mma", "qmm.offload_mma(teams=5)", "qmm.offload_mma(tensor_cores=wgmma)",
+                            "qmm.offload_mma(stages=3)", "qmm.offload_mma(tensor_cores=wgmma, stages=4)"})
         qmmt::run_and_check(p, hk::Schedule::parse(s), e, "batch " + std::to_string(batch) + " round " + std::to_string(round));
     }
 }
@@ -561,3 +567,12 @@ TEST(QmmOffload, DefaultTeamsTakeEverySplitKPart) {
 }
 
 }  // namespace
+
+// On a GPU the offload runtime's driver is hetkern's launch shim, so the tensor-core kernels may
+// have more than 48 KB of team memory: the stages the schedules above ask for are granted.
+TEST(QmmOffload, GpusGrantMoreTeamMemoryThroughTheLaunchShim) {
+  if (hk::offload_on_host()) GTEST_SKIP() << "no GPU";
+  if (const char* v = std::getenv("HETKERN_CUDA_SHIM"); v && std::string(v) == "off") GTEST_SKIP() << "shim off";
+  EXPECT_TRUE(hk::detail::cuda_launch_shim_in_use());
+  EXPECT_GT(hk::detail::cuda_team_memory_limit(hk::offload_device()), 4 * 16384 + 8192);
+}

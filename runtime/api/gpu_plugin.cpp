@@ -56,10 +56,24 @@ Plugin& plugin() {
 
 bool gpu_driver_present();
 
+// Opens the launch shim (runtime/platform/cuda_launch_shim.cpp), which must be loaded before the
+// offload runtime opens its CUDA driver, unless HETKERN_CUDA_SHIM=off. Where it cannot be opened
+// (no libcuda.so.1), the runtime finds no GPU either; kernels stay within 48 KB of team memory
+// wherever it is not the runtime's driver (gpu_arch.hpp).
+void open_launch_shim(const std::string& plugin_path) {
+  if (const char* v = std::getenv("HETKERN_CUDA_SHIM"); v && std::strcmp(v, "off") == 0) return;
+  const auto slash = plugin_path.rfind('/');
+  const std::string folder = slash == std::string::npos ? std::string() : plugin_path.substr(0, slash + 1);
+  dlopen((folder + "libhetkern_cuda.so").c_str(), RTLD_NOW | RTLD_LOCAL);  // kept for the process
+}
+
 // Opens the plugin and checks its table; the reason in words when that fails.
 std::string open_plugin(Plugin& p) {
   // The kernel cache's variables must be set before the offload runtime starts with the plugin.
-  if (gpu_driver_present()) prepare_gpu_jit_cache(p.path);
+  if (gpu_driver_present()) {
+    prepare_gpu_jit_cache(p.path);
+    open_launch_shim(p.path);
+  }
   void* handle = dlopen(p.path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) return dlerror();
   auto* entry = reinterpret_cast<HetkernGpuPluginEntry*>(dlsym(handle, HETKERN_GPU_PLUGIN_ENTRY));

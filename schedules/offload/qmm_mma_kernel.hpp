@@ -40,13 +40,13 @@ inline void ldmatrix_x4(u32 (&d)[4], u32 address) {
 // lane exactly the bytes the m16n8k32 fragment layout assigns to it (the team is whole warps: see
 // evenly_staged). The epilogue's row and column terms are gathered once per tile into team memory
 // past the stages, a row or column per thread, while the first slices are being copied in.
-template <bool Deep, bool Centred>
+template <bool Deep, bool Centred, int Stages>
 inline void tile_mma(const Kernel& k, const Kernel::Item& item, void* memory, int tid, int nth) {
-  constexpr int Slice = mma_slice, Stages = mma_stages;
+  constexpr int Slice = mma_slice;
   const i64 t = item.at.t, i0 = item.at.i0, j0 = item.at.j0;
   const u32 shared = team_address(memory);
   const Staging source = staging<Slice>(k, t, i0, j0, tid, nth, item.part, item.parts);
-  Kernel::Row* rows = reinterpret_cast<Kernel::Row*>(static_cast<u8*>(memory) + mma_stage_bytes);
+  Kernel::Row* rows = reinterpret_cast<Kernel::Row*>(static_cast<u8*>(memory) + mma_stage_bytes<Stages>);
   Kernel::Col* cols = reinterpret_cast<Kernel::Col*>(rows + tile_rows);
   const int warps = nth / 32, warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
   for (int first = 0; first < 4; first += warps) {

@@ -18,10 +18,12 @@ namespace hk::detail::offload::qmm {
 // of A' then of its 128 columns of B', Slice bytes per line. Chunk c (16 bytes) of line r lies at
 // chunk c ^ ((r / (8 / chunks)) % chunks) of the line, so that eight consecutive lines' chunk c fall
 // in eight distinct 16-byte bank groups (ldmatrix phases, 16-byte loads and the copies' stores are
-// all conflict-free). Slices 64 deep in two stages: fastest for both kernels
-// (docs/gpu-measurements.md, matmul dp4a and mma).
+// all conflict-free). Slices 64 deep in two stages: fastest for both kernels within 48 KB
+// (docs/gpu-measurements.md, matmul dp4a and mma); the tensor-core kernels take up to
+// max_tensor_stages where the GPU grants more team memory (cuda_team_memory_limit).
 inline constexpr int mma_slice = 64, mma_stages = 2;
 inline constexpr int dp4a_slice = 64, dp4a_stages = 2;
+inline constexpr int max_tensor_stages = 4;
 static_assert(mma_slice == dp4a_slice, "evenly_staged serves both kernels");
 
 // The team sizes whose threads split a slice's copies evenly in whole swizzle periods (Staging):
@@ -34,21 +36,20 @@ constexpr bool evenly_staged(int nth) {
 // 16 x 64 accumulators (int64 at most), then the tile's row and column terms, gathered as the tile
 // starts. The dp4a epilogue holds a tile's row and column terms where its stages were.
 inline constexpr int tile_terms_bytes = int(tile_rows * sizeof(Kernel::Row) + tile_cols * sizeof(Kernel::Col));
-inline constexpr int mma_stage_bytes = std::max(mma_slice * 256 * mma_stages, 4 * 16 * 64 * 8);
-inline constexpr int mma_memory_bytes = mma_stage_bytes + tile_terms_bytes;
+template <int Stages> inline constexpr int mma_stage_bytes = std::max(mma_slice * 256 * Stages, 4 * 16 * 64 * 8);
+template <int Stages> inline constexpr int mma_memory_bytes = mma_stage_bytes<Stages> + tile_terms_bytes;
 inline constexpr int dp4a_memory_bytes = std::max(dp4a_slice * 256 * dp4a_stages, tile_terms_bytes);
-// The wgmma kernel's: mma.sync's two 64-deep stages, which after a tile's last slice hold its
-// terms, then the epilogue's staged blocks (a third stage does not fit: the runtime keeps about
-// 1 KB of a team's 48 KB), from an address aligned to the swizzle's period within the block: the
+// The wgmma kernel's: its stages, which after a tile's last slice hold its terms, then the
+// epilogue's staged blocks, from an address aligned to the swizzle's period within the block: the
 // hardware swizzles by absolute team address bits, which match the staging's swizzle only from a
-// multiple of it.
+// multiple of it. Two stages fit 48 KB (a third does not: the runtime keeps about 1 KB of it).
 inline constexpr int wgmma_slice = 64, wgmma_stages = 2;
 inline constexpr int wgmma_alignment = 8 * wgmma_slice;
-inline constexpr int wgmma_stage_bytes = wgmma_slice * 256 * wgmma_stages;
-inline constexpr int wgmma_memory_bytes = wgmma_alignment + wgmma_stage_bytes;
-static_assert(mma_memory_bytes <= max_team_memory_bytes && dp4a_memory_bytes <= max_team_memory_bytes &&
-                  wgmma_memory_bytes <= max_team_memory_bytes,
-              "a team gets at most 48 KB of team memory, the runtime's share included");
+template <int Stages> inline constexpr int wgmma_stage_bytes = wgmma_slice * 256 * Stages;
+template <int Stages> inline constexpr int wgmma_memory_bytes = wgmma_alignment + wgmma_stage_bytes<Stages>;
+static_assert(mma_memory_bytes<mma_stages> <= max_team_memory_bytes && dp4a_memory_bytes <= max_team_memory_bytes &&
+                  wgmma_memory_bytes<wgmma_stages> <= max_team_memory_bytes,
+              "a team gets at most 48 KB of team memory without opting in, the runtime's share included");
 
 // The product kernels' families: dp4a, tensor cores through mma.sync (sm_80 and newer) or through
 // warpgroup MMA (wgmma, sm_90a), whose teams are one warpgroup.
@@ -78,8 +79,9 @@ template <class F> void with_depth(const Kernel& k, F&& launch) {
 // qmm_mma_kernel.hpp); product_team instantiates only the one its launch names.
 template <bool Deep>
 inline void tile_dp4a(const Kernel& k, i64 t, i64 i0, i64 j0, void* memory, int tid, int nth);
-template <bool Deep, bool Centred>
+template <bool Deep, bool Centred, int Stages>
 inline void tile_mma(const Kernel& k, const Kernel::Item& w, void* memory, int tid, int nth);
+template <int Stages>
 [[gnu::always_inline]] inline void tile_wgmma(const Kernel& k, const Kernel::Item& w, void* memory, int tid, int nth);
 
 template <int Slice> inline int swizzled(int r, int c) {
@@ -130,14 +132,16 @@ template <int Slice, int Stages> inline u32 stage_of(i64 s, u32 shared) {
   return shared + u32(s % Stages) * 2 * u32(tile_rows) * Slice;
 }
 
-// The staged pipeline, Stages - 1 slices ahead: first_slices requests slices 0 .. Stages - 2; before
-// slice s is used, next_slice waits for this thread's copies of it, then for the team's (after
-// which no thread still reads slice s - 1), and requests slice s + Stages - 1 into the stage slice
-// s - 1 used. Returns slice s's stage. A tile ends with team_barrier(), so that the next one may
-// refill every stage.
-template <int Slice, int Stages>
+// The staged pipeline, Ahead slices ahead (at most Stages - 1; fewer leave stages to products still
+// running, as wgmma's do): first_slices requests slices 0 .. Ahead - 1; before slice s is used,
+// next_slice waits for this thread's copies of it, then for the team's (after which no thread
+// still reads slice s + Ahead - Stages), and requests slice s + Ahead into the stage that slice
+// used. Returns slice s's stage. A tile ends with team_barrier(), so that the next one may refill
+// every stage.
+template <int Slice, int Stages, int Ahead = Stages - 1>
 inline void first_slices(const Staging& g, u32 shared) {
-  for (int s = 0; s < Stages - 1; ++s) {
+  static_assert(Ahead >= 1 && Ahead < Stages);
+  for (int s = 0; s < Ahead; ++s) {
     if (g.begin + s * Slice < g.end)
       g.template request<Slice>(g.begin + s * Slice, stage_of<Slice, Stages>(s, shared));
     else
@@ -147,15 +151,15 @@ inline void first_slices(const Staging& g, u32 shared) {
 
 // next_slice in its two steps, for kernels with work of their own between them (wgmma):
 // slice_copied waits for this thread's copies of the next slice; refill waits for the team's, then
-// requests slice s + Stages - 1 and returns slice s's stage.
-template <int Stages> inline void slice_copied() { copy_async_wait<Stages - 2>(); }
+// requests slice s + Ahead and returns slice s's stage.
+template <int Ahead> inline void slice_copied() { copy_async_wait<Ahead - 1>(); }
 
-template <int Slice, int Stages>
+template <int Slice, int Stages, int Ahead = Stages - 1>
 inline u32 refill(const Staging& g, i64 k0, i64 s, u32 shared) {
   team_barrier();
-  const i64 ahead = k0 + (Stages - 1) * Slice;
+  const i64 ahead = k0 + Ahead * Slice;
   if (ahead < g.end)
-    g.template request<Slice>(ahead, stage_of<Slice, Stages>(s + Stages - 1, shared));
+    g.template request<Slice>(ahead, stage_of<Slice, Stages>(s + Ahead, shared));
   else
     copy_async_commit();
   return stage_of<Slice, Stages>(s, shared);
@@ -163,7 +167,7 @@ inline u32 refill(const Staging& g, i64 k0, i64 s, u32 shared) {
 
 template <int Slice, int Stages>
 inline u32 next_slice(const Staging& g, i64 k0, i64 s, u32 shared) {
-  slice_copied<Stages>();
+  slice_copied<Stages - 1>();
   return refill<Slice, Stages>(g, k0, s, shared);
 }
 
@@ -260,7 +264,7 @@ template <bool Deep>
 // warpgroup for wgmma), the staged tile kernel of the family, otherwise (the host fallback) 64 x 32
 // blocks thread by thread. Inlined into its kernel, which then calls no function: ptxas serializes
 // wgmma whose pipeline crosses a call.
-template <Family F, bool Deep>
+template <Family F, bool Deep, int Stages>
 [[gnu::always_inline]] inline void product_team(const Kernel& k) {
   const i64 items = k.items(), team = omp_get_team_num(), team_count = omp_get_num_teams();
   const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
@@ -279,12 +283,12 @@ template <Family F, bool Deep>
     if (staged) {
       if constexpr (F == Family::wgmma) {
         static_assert(!Deep, "the wgmma kernel keeps int32 accumulators: deeper products run on mma.sync");
-        tile_wgmma(k, w, memory, tid, nth);
+        tile_wgmma<Stages>(k, w, memory, tid, nth);
       } else if constexpr (F == Family::mma) {
         if (k.a_centred)
-          tile_mma<Deep, true>(k, w, memory, tid, nth);
+          tile_mma<Deep, true, Stages>(k, w, memory, tid, nth);
         else
-          tile_mma<Deep, false>(k, w, memory, tid, nth);
+          tile_mma<Deep, false, Stages>(k, w, memory, tid, nth);
       } else
         tile_dp4a<Deep>(k, at.t, at.i0, at.j0, memory, tid, nth);
     } else

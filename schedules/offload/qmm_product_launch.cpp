@@ -2,6 +2,9 @@
 // through mma.sync or wgmma), their team shapes, and split-K's sum of the parts.
 #include <omp.h>
 
+#include <algorithm>
+#include <type_traits>
+
 #include "runtime/platform/gpu_arch.hpp"
 #include "schedules/offload/qmm_dp4a_kernel.hpp"
 #include "schedules/offload/qmm_launch.hpp"
@@ -22,21 +25,54 @@ template <bool Deep> void product_dp4a(const Kernel k, int device, int teams, in
 #pragma omp target teams num_teams(teams) thread_limit(threads) device(device) firstprivate(k) \
     ompx_dyn_cgroup_mem(dp4a_memory_bytes) ompx_attribute(__attribute__((launch_bounds(dp4a_bound))))
 #pragma omp parallel
-  product_team<Family::dp4a, Deep>(k);
+  product_team<Family::dp4a, Deep, dp4a_stages>(k);
 }
 
-template <bool Deep> void product_mma(const Kernel k, int device, int teams, int threads) {
+template <bool Deep, int Stages> void product_mma(const Kernel k, int device, int teams, int threads) {
+  const int memory = mma_memory_bytes<Stages>;
 #pragma omp target teams num_teams(teams) thread_limit(threads) device(device) firstprivate(k) \
-    ompx_dyn_cgroup_mem(mma_memory_bytes) ompx_attribute(__attribute__((launch_bounds(mma_bound))))
+    ompx_dyn_cgroup_mem(memory) ompx_attribute(__attribute__((launch_bounds(mma_bound))))
 #pragma omp parallel
-  product_team<Family::mma, Deep>(k);
+  product_team<Family::mma, Deep, Stages>(k);
 }
 
-void product_wgmma(const Kernel k, int device, int teams) {
+template <int Stages> void product_wgmma(const Kernel k, int device, int teams) {
+  const int memory = wgmma_memory_bytes<Stages>;
 #pragma omp target teams num_teams(teams) thread_limit(wgmma_team_threads) device(device) firstprivate(k) \
-    ompx_dyn_cgroup_mem(wgmma_memory_bytes) ompx_attribute(__attribute__((launch_bounds(wgmma_team_threads))))
+    ompx_dyn_cgroup_mem(memory) ompx_attribute(__attribute__((launch_bounds(wgmma_team_threads))))
 #pragma omp parallel
-  product_team<Family::wgmma, false>(k);
+  product_team<Family::wgmma, false, Stages>(k);
+}
+
+// Team memory the runtime keeps for itself out of a team's share.
+constexpr int runtime_team_memory = 1024;
+
+// The stages a tensor-core launch on `device` runs with: `requested` (0: two) where the GPU
+// grants a team the memory of that many (bytes_of), else the most that fit, at least two. Deep
+// products keep two.
+template <class BytesOf> int granted_stages(int requested, int device, BytesOf bytes_of) {
+  int stages = std::clamp(requested > 0 ? requested : mma_stages, mma_stages, max_tensor_stages);
+  const int limit = device == omp_get_initial_device() ? 0 : cuda_team_memory_limit(device);
+  while (stages > mma_stages && bytes_of(stages) + runtime_team_memory > limit) --stages;
+  return stages;
+}
+
+int mma_bytes(int stages) {
+  return stages == 4 ? mma_memory_bytes<4> : stages == 3 ? mma_memory_bytes<3> : mma_memory_bytes<2>;
+}
+int wgmma_bytes(int stages) {
+  return stages == 4 ? wgmma_memory_bytes<4> : stages == 3 ? wgmma_memory_bytes<3> : wgmma_memory_bytes<2>;
+}
+
+// Calls launch(std::integral_constant<int, stages>) for stages 2, 3 or 4.
+template <class F> void with_stages(int stages, F&& launch) {
+  static_assert(max_tensor_stages == 4);
+  if (stages == 4)
+    launch(std::integral_constant<int, 4>{});
+  else if (stages == 3)
+    launch(std::integral_constant<int, 3>{});
+  else
+    launch(std::integral_constant<int, 2>{});
 }
 
 }  // namespace
@@ -56,13 +92,19 @@ void launch_split_sum(const Kernel k, int device) {
   for (i64 slot = 0; slot < k.split_tiles; ++slot) count_split_tile(k, slot);
 }
 
-void launch_mma(const Kernel& k, int device, int teams, int threads, bool warpgroups) {
+void launch_mma(const Kernel& k, int device, int teams, int threads, bool warpgroups, int stages) {
   if (warpgroups && k.kp <= int32_depth && cuda_has_wgmma(device)) {
-    product_wgmma(k, device, teams);
+    with_stages(granted_stages(stages, device, wgmma_bytes),
+                [&](auto n) { product_wgmma<decltype(n)::value>(k, device, teams); });
     return;
   }
   const int team_threads = staged_team_threads(threads, default_mma_threads, mma_bound);
-  with_depth(k, [&](auto deep) { product_mma<decltype(deep)::value>(k, device, teams, team_threads); });
+  if (k.kp > int32_depth) {
+    product_mma<true, mma_stages>(k, device, teams, team_threads);
+    return;
+  }
+  with_stages(granted_stages(stages, device, mma_bytes),
+              [&](auto n) { product_mma<false, decltype(n)::value>(k, device, teams, team_threads); });
 }
 
 }  // namespace hk::detail::offload::qmm

@@ -26,7 +26,11 @@ template <int Slice> inline u64 wgmma_descriptor(u32 address) {
 
 inline void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 inline void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-inline void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
+// Waits until at most Pending of this warp's committed product groups are still running.
+template <int Pending> inline void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(Pending) : "memory");
+}
+inline void wgmma_wait_all() { wgmma_wait<0>(); }
 
 // d += a x b over 32 of the depth: a 64 x 32 bytes of A' (unsigned), b 128 columns x 32 bytes of
 // B' (signed). Asynchronous: d is not to be touched before wgmma_wait_all.
@@ -53,9 +57,12 @@ inline void wgmma_hold(i32 (&d)[64]) {
 
 // The team, one warpgroup, multiplies the tile's two halves of 64 rows by its 128 columns, two
 // m64n128k32 steps per half and 64-deep slice, the stages filled by the same cp.async pipeline as
-// mma.sync's (their layout is the 64-byte swizzle mode's). A slice's products run while the team
-// waits for the next slice's copies: they are waited for only before the barrier after which
-// their stage is refilled. The tile's terms are gathered after its last slice, into the stages.
+// mma.sync's (their layout is the 64-byte swizzle mode's). With two stages a slice's products run
+// while the team waits for the next slice's copies, and are waited for before the barrier after
+// which their stage is refilled. With more, the products of one slice stay in flight across that
+// barrier, so that the tensor cores always have the next slice's products queued: the copies run
+// Stages - 2 slices ahead, and a stage is refilled once the products two slices back are done.
+// The tile's terms are gathered after its last slice, into the stages.
 // In the epilogue, warp w holds rows 16 w .. + 15 of each half, as mma.sync's m16n8 blocks do
 // (lanes 4g + q: columns 8j + 2q, + 1 of rows g and g + 8), and finishes them as mma.sync's
 // epilogue does, 16 x 64 outputs at a time; a split tile's part stores them as they are into its
@@ -63,9 +70,10 @@ inline void wgmma_hold(i32 (&d)[64]) {
 // wgmma whose pipeline crosses a call or a divergent path (even one the whole warpgroup takes
 // alike), so a tile's second half is multiplied even when no row of it
 // lies in the matrix.
+template <int Stages>
 [[gnu::always_inline]] inline void tile_wgmma(const Kernel& k, const Kernel::Item& item, void* memory, int tid,
                                              int nth) {
-  constexpr int Slice = wgmma_slice, Stages = wgmma_stages;
+  constexpr int Slice = wgmma_slice, InFlight = Stages > 2 ? 1 : 0, Ahead = Stages - 1 - InFlight;
   const i64 t = item.at.t, i0 = item.at.i0, j0 = item.at.j0;
   const u32 shared = team_address(memory);
   const Staging source = staging<Slice>(k, t, i0, j0, tid, nth, item.part, item.parts);
@@ -73,12 +81,12 @@ inline void wgmma_hold(i32 (&d)[64]) {
   Kernel::Col* cols = reinterpret_cast<Kernel::Col*>(rows + tile_rows);
   const int warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
   i32 d[2][64] = {};
-  first_slices<Slice, Stages>(source, shared);
+  first_slices<Slice, Stages, Ahead>(source, shared);
   for (i64 k0 = source.begin, s = 0; k0 < source.end; k0 += Slice, ++s) {
-    slice_copied<Stages>();
+    slice_copied<Ahead>();
     fence_proxy_async();
-    wgmma_wait_all();
-    const u32 stage = refill<Slice, Stages>(source, k0, s, shared);
+    wgmma_wait<InFlight>();
+    const u32 stage = refill<Slice, Stages, Ahead>(source, k0, s, shared);
     wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < Slice / 32; ++ks)
@@ -109,7 +117,7 @@ inline void wgmma_hold(i32 (&d)[64]) {
   gather_terms(k, t, i0, j0, rows, cols, tid, nth);
   team_barrier();
   constexpr int pitch = 72;  // int32: 8-byte stores and 16-byte loads conflict-free
-  static_assert(tile_terms_bytes + wgmma_team_threads / 32 * 16 * pitch * int(sizeof(i32)) <= wgmma_stage_bytes);
+  static_assert(tile_terms_bytes + wgmma_team_threads / 32 * 16 * pitch * int(sizeof(i32)) <= wgmma_stage_bytes<Stages>);
   i32* staged = reinterpret_cast<i32*>(static_cast<u8*>(memory) + tile_terms_bytes) + warp * 16 * pitch;
   const EpilogueScalars scalars = epilogue_scalars<false>(k);
 #pragma unroll

@@ -34,13 +34,21 @@ QmmStrategy offload_qmm_record(const char* name, const char* meaning, const char
                       "mma: mma.sync (default); wgmma: warpgroup MMA on Hopper GPUs (sm_90) when "
                       "K <= 65536, mma.sync elsewhere",
                       {"mma", "wgmma"}});
+  if constexpr (tensor_cores)
+    params.push_back({"stages", 2, 4,
+                      "64-deep slices of A and B held in team memory at once (default 2); more than 2 "
+                      "need more than 48 KB a team, which the GPU grants through hetkern's launch shim "
+                      "(docs/gpu.md), else the most that fit run; products deeper than 65536 keep 2"});
   return {
       .name = name,
       .meaning = meaning,
       .params = std::move(params),
       .plan = [](const QmmProblem& problem, const BoundParams& p) -> QmmStrategyPlan {
         Plan plan{0, int(p.get("threads", default_team_threads))};
-        if constexpr (tensor_cores) plan.tensor_cores = tensor_core_kernels[p.get("tensor_cores", 0)];
+        if constexpr (tensor_cores) {
+          plan.tensor_cores = tensor_core_kernels[p.get("tensor_cores", 0)];
+          plan.stages = int(p.get("stages", 2));
+        }
         // More teams than work items would idle.
         const std::int64_t items =
             qmm_offload_work_items(problem, plan.launch().kernel, qmm_offload_wave(offload_device()));
@@ -54,13 +62,16 @@ QmmStrategy offload_qmm_record(const char* name, const char* meaning, const char
         const auto& o = std::get<Plan>(plan);
         Schedule s(strategy_of(plan).name);
         s.set("teams", o.teams).set("threads", o.team_threads);
-        if constexpr (tensor_cores) s.set("tensor_cores", o.tensor_cores == OffloadQmmKernel::wgmma ? "wgmma" : "mma");
+        if constexpr (tensor_cores)
+          s.set("tensor_cores", o.tensor_cores == OffloadQmmKernel::wgmma ? "wgmma" : "mma").set("stages", o.stages);
         return s;
       },
       .space = [](const QmmProblem&) -> SearchSpace {
         std::vector<SpaceAxis> space = offload_team_space();
-        if constexpr (tensor_cores)
+        if constexpr (tensor_cores) {
           if (cuda_has_wgmma(offload_device())) space.push_back({"tensor_cores", {"mma", "wgmma"}});
+          if (cuda_team_memory_limit(offload_device()) > 48 * 1024) space.push_back({"stages", {"2", "3", "4"}});
+        }
         return space;
       },
       .available = offload_available,
