@@ -7,7 +7,7 @@ const QmmStrategy& qmm_offload_mma() {
   static const QmmStrategy record = offload_qmm_record<OffloadMmaQmmPlan, 128>(
       "qmm.offload_mma",
       "qmm.offload with tensor cores: 64-deep slices staged in team-local memory (cp.async, two "
-      "stages); each warp 64 x 64 outputs from ldmatrix fragments with mma.sync m16n8k32, or with "
+      "to four stages); each warp 64 x 64 outputs from ldmatrix fragments with mma.sync m16n8k32, or with "
       "tensor_cores=wgmma on Hopper GPUs one warpgroup per team the 128 x 128 outputs with "
       "wgmma.mma_async m64n128k32 from team memory; u8 x s8 in SPMD kernels, requantized exactly "
       "in the epilogue; the tiles of a last wave that would leave three quarters of the GPU idle "
