@@ -65,7 +65,6 @@ struct Variant {
   int teams, threads;
   bool b_column_major;
   int stages = 0;  // 0: the kernels' default; more than 2 where the GPU grants the team memory
-  int team_rows = 0;
 };
 
 constexpr Variant variants[] = {
@@ -85,9 +84,6 @@ constexpr Variant variants[] = {
     {"qmm.offload_mma, wgmma, 3 stages", OffloadQmmKernel::wgmma, 0, 0, false, 3},
     {"qmm.offload_mma, wgmma, 4 stages", OffloadQmmKernel::wgmma, 0, 0, false, 4},
     {"qmm.offload_mma, wgmma, 4 stages, B column-major", OffloadQmmKernel::wgmma, 0, 0, true, 4},
-    {"qmm.offload_mma, wgmma, pairs, 3 stages", OffloadQmmKernel::wgmma, 0, 0, false, 3, 256},
-    {"qmm.offload_mma, wgmma, pairs, 4 stages", OffloadQmmKernel::wgmma, 0, 0, false, 4, 256},
-    {"qmm.offload_mma, wgmma, pairs, 4 stages, B column-major", OffloadQmmKernel::wgmma, 0, 0, true, 4, 256},
 };
 
 // Every variant of one shape, appended to rows.
@@ -148,7 +144,6 @@ void run_shape(std::int64_t M, std::int64_t N, std::int64_t K, int reps, int dev
   const std::vector<std::uint8_t> zeros(y_dev.size(), 0);
   for (const Variant& v : variants) {
     launch.kernel = v.kernel, launch.teams = v.teams, launch.team_threads = v.threads, launch.stages = v.stages;
-    launch.team_rows = v.team_rows;
     x.b = v.b_column_major ? hk::detail::MatrixView{hk::DataType::int8, d_b_cols.data, {0, 0}, 1, K}
                            : hk::detail::MatrixView{hk::DataType::int8, d_b.data, {0, 0}, N, 1};
     // No earlier result can pass for this one.

@@ -95,7 +95,6 @@ void run_qmm_offload_arriving(const QmmProblem& p, const QmmPlan& plan, int devi
   launch.teams = plan.teams;
   launch.team_threads = plan.team_threads;
   launch.stages = plan.stages;
-  launch.team_rows = plan.team_rows;
   launch.parameters = d_params.data();
   ScratchLease workspace(device, std::size_t(qmm_offload_workspace_bytes(p, launch.kernel, device)));
   launch.workspace = workspace.data();

@@ -53,7 +53,6 @@ struct OffloadQmmLaunch {
   int teams = 0;    // 0: one team per work item (qmm_offload_work_items)
   int team_threads = 0;  // rounded down to a power of two (at least 32); 0: the kernel's default
   int stages = 0;        // the tensor-core kernels' stages of team memory (launch_mma); 0: 2
-  int team_rows = 0;     // wgmma: 256 for teams of two warpgroups on pairs of tiles (launch_mma)
   const void* parameters = nullptr;  // device copy of qmm_parameter_block(problem.q)
   void* workspace = nullptr;         // device memory of qmm_offload_workspace_bytes(problem, kernel, device) bytes
   OffloadQmmArrivals arrivals;

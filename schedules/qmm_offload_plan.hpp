@@ -14,7 +14,6 @@ struct QmmPlan {
   int team_threads = 0;  // threads per team
   int teams = 0;         // teams at most
   int stages = 0;        // stages of team memory of the tensor-core kernels (0: two)
-  int team_rows = 0;     // output rows per wgmma team: 128, or 256 (pairs of tiles); 0: 128
 };
 
 }  // namespace hk::detail

@@ -43,8 +43,8 @@ using OffloadQmmPlan = OffloadQmmPlanOf<OffloadQmmKernel::dp4a>;
 struct OffloadMmaQmmPlan {
   int teams = 0, team_threads = 0;
   OffloadQmmKernel tensor_cores = OffloadQmmKernel::mma;
-  int stages = 0, team_rows = 0;
-  QmmPlan launch() const { return {tensor_cores, team_threads, teams, stages, team_rows}; }
+  int stages = 0;
+  QmmPlan launch() const { return {tensor_cores, team_threads, teams, stages}; }
 };
 
 // qmm.devices: the spread, and the settings each device's qmm.offload_mma runs with.

@@ -13,11 +13,10 @@ void launch_pack(const Kernel k, int device);
 /// `threads` threads (0: the kernel's default; rounded down to a team the staging splits evenly).
 void launch_dp4a(const Kernel& k, int device, int teams, int threads);
 /// Tensor cores: with `warpgroups`, wgmma where the device is a Hopper GPU and the depth fits int32
-/// accumulators (teams of one warpgroup; `threads` unused; with `team_rows` 256, teams of two
-/// warpgroups taking pairs of tiles where pairs_apply and the GPU grants three stages or more),
-/// otherwise mma.sync; `stages` of team memory (2 to 4, 0: 2, or 4 for pairs) where the GPU grants
-/// them, else the most it does (products deeper than one int32 slice keep 2).
-void launch_mma(const Kernel& k, int device, int teams, int threads, bool warpgroups, int stages, int team_rows);
+/// accumulators (teams of one warpgroup; `threads` unused), otherwise mma.sync; `stages` of team
+/// memory (2 to 4, 0: 2) where the GPU grants them, else the most it does (products deeper than
+/// one int32 slice keep 2).
+void launch_mma(const Kernel& k, int device, int teams, int threads, bool warpgroups, int stages);
 
 /// After a split-K product (k.split > 1): each output of the split tiles from the sum of its
 /// parts' products; then, where bands are waited for, the split tiles counted in theirs.

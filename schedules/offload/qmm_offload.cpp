@@ -183,7 +183,7 @@ void qmm_offload_product(const QmmProblem& x, const OffloadQmmLaunch& launch) {
   const int teams = int(std::min<i64>(launch.teams > 0 ? launch.teams : items, items));
   if (launch.kernel != OffloadQmmKernel::dp4a)
     launch_mma(k, launch.device, teams, launch.team_threads, launch.kernel == OffloadQmmKernel::wgmma,
-               launch.stages, launch.team_rows);
+               launch.stages);
   else
     launch_dp4a(k, launch.device, teams, launch.team_threads);
   if (k.split > 1) launch_split_sum(k, launch.device);

@@ -99,7 +99,6 @@ template <int Slice> inline int swizzled(int r, int c) {
 // every copy), instead of a loop over copies tid + r * nth whose index arithmetic took issue slots
 // the products need.
 struct Staging {
-  static constexpr int stage_lines = 2 * tile_rows;  // lines of a stage: A' rows, then B' columns
   const u8* a;       // this thread's first A' chunk at depth 0
   const u8* b;       // and B' chunk
   i64 begin, end;    // the depth the tile kernel multiplies: all of kp, or a split-K part of it
@@ -128,9 +127,9 @@ inline Staging staging(const Kernel& k, i64 t, i64 i0, i64 j0, int tid, int nth,
           k.depth_begin(part + 1, parts, Slice), apart * k.kp, u32(swizzled<Slice>(line, c)), u32(apart * Slice)};
 }
 
-// Slice s's stage, of Lines lines.
-template <int Slice, int Stages, int Lines = Staging::stage_lines> inline u32 stage_of(i64 s, u32 shared) {
-  return shared + u32(s % Stages) * u32(Lines) * Slice;
+// Slice s's stage.
+template <int Slice, int Stages> inline u32 stage_of(i64 s, u32 shared) {
+  return shared + u32(s % Stages) * 2 * u32(tile_rows) * Slice;
 }
 
 // The staged pipeline, Ahead slices ahead (at most Stages - 1; fewer leave stages to products still
@@ -138,14 +137,13 @@ template <int Slice, int Stages, int Lines = Staging::stage_lines> inline u32 st
 // next_slice waits for this thread's copies of it, then for the team's (after which no thread
 // still reads slice s + Ahead - Stages), and requests slice s + Ahead into the stage that slice
 // used. Returns slice s's stage. A tile ends with team_barrier(), so that the next one may refill
-// every stage. G: Staging, or a staging of its own with the same members (stage_lines, begin, end,
-// request).
-template <int Slice, int Stages, int Ahead = Stages - 1, class G>
-inline void first_slices(const G& g, u32 shared) {
+// every stage.
+template <int Slice, int Stages, int Ahead = Stages - 1>
+inline void first_slices(const Staging& g, u32 shared) {
   static_assert(Ahead >= 1 && Ahead < Stages);
   for (int s = 0; s < Ahead; ++s) {
     if (g.begin + s * Slice < g.end)
-      g.template request<Slice>(g.begin + s * Slice, stage_of<Slice, Stages, G::stage_lines>(s, shared));
+      g.template request<Slice>(g.begin + s * Slice, stage_of<Slice, Stages>(s, shared));
     else
       copy_async_commit();  // empty groups keep the wait counts exact
   }
@@ -156,15 +154,15 @@ inline void first_slices(const G& g, u32 shared) {
 // requests slice s + Ahead and returns slice s's stage.
 template <int Ahead> inline void slice_copied() { copy_async_wait<Ahead - 1>(); }
 
-template <int Slice, int Stages, int Ahead = Stages - 1, class G>
-inline u32 refill(const G& g, i64 k0, i64 s, u32 shared) {
+template <int Slice, int Stages, int Ahead = Stages - 1>
+inline u32 refill(const Staging& g, i64 k0, i64 s, u32 shared) {
   team_barrier();
   const i64 ahead = k0 + Ahead * Slice;
   if (ahead < g.end)
-    g.template request<Slice>(ahead, stage_of<Slice, Stages, G::stage_lines>(s + Ahead, shared));
+    g.template request<Slice>(ahead, stage_of<Slice, Stages>(s + Ahead, shared));
   else
     copy_async_commit();
-  return stage_of<Slice, Stages, G::stage_lines>(s, shared);
+  return stage_of<Slice, Stages>(s, shared);
 }
 
 template <int Slice, int Stages>

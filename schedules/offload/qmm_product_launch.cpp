@@ -10,7 +10,6 @@
 #include "schedules/offload/qmm_launch.hpp"
 #include "schedules/offload/qmm_mma_kernel.hpp"
 #include "schedules/offload/qmm_wgmma_kernel.hpp"
-#include "schedules/offload/qmm_wgmma_pair_kernel.hpp"
 
 namespace hk::detail::offload::qmm {
 namespace {
@@ -45,14 +44,6 @@ template <int Stages> void product_wgmma(const Kernel k, int device, int teams) 
   product_team<Family::wgmma, false, Stages>(k);
 }
 
-template <int Stages> void product_wgmma_pairs(const Kernel k, int device, int teams) {
-  const int memory = wgmma_pair_memory_bytes<Stages>;
-#pragma omp target teams num_teams(teams) thread_limit(pair_team_threads) device(device) firstprivate(k) \
-    ompx_dyn_cgroup_mem(memory) ompx_attribute(__attribute__((launch_bounds(pair_team_threads))))
-#pragma omp parallel
-  product_team_pairs<Stages>(k);
-}
-
 // Team memory the runtime keeps for itself out of a team's share.
 constexpr int runtime_team_memory = 1024;
 
@@ -71,14 +62,6 @@ int mma_bytes(int stages) {
 }
 int wgmma_bytes(int stages) {
   return stages == 4 ? wgmma_memory_bytes<4> : stages == 3 ? wgmma_memory_bytes<3> : wgmma_memory_bytes<2>;
-}
-int pair_bytes(int stages) { return stages == 4 ? wgmma_pair_memory_bytes<4> : wgmma_pair_memory_bytes<3>; }
-
-// Whether a product may run in pairs of tiles: whole tiles only (no split-K part), every operand
-// there and nobody counting bands (the pair kernel neither waits nor counts), and more than one
-// tile row (else half of every pair's products would be thrown away).
-bool pairs_apply(const Kernel& k) {
-  return k.split == 1 && !k.a_ready && !k.b_ready && !k.bands_done && k.last_rows == 0 && k.tiles_m > 1;
 }
 
 // Calls launch(std::integral_constant<int, stages>) for stages 2, 3 or 4.
@@ -109,14 +92,8 @@ void launch_split_sum(const Kernel k, int device) {
   for (i64 slot = 0; slot < k.split_tiles; ++slot) count_split_tile(k, slot);
 }
 
-void launch_mma(const Kernel& k, int device, int teams, int threads, bool warpgroups, int stages, int team_rows) {
+void launch_mma(const Kernel& k, int device, int teams, int threads, bool warpgroups, int stages) {
   if (warpgroups && k.kp <= int32_depth && cuda_has_wgmma(device)) {
-    if (team_rows == 2 * tile_rows && pairs_apply(k)) {
-      const int granted = granted_stages(stages > 0 ? stages : max_tensor_stages, device, pair_bytes);
-      const int pair_teams = int(std::min<i64>(teams, tile_pairs(k)));
-      if (granted == 4) return product_wgmma_pairs<4>(k, device, pair_teams);
-      if (granted == 3) return product_wgmma_pairs<3>(k, device, pair_teams);
-    }
     with_stages(granted_stages(stages, device, wgmma_bytes),
                 [&](auto n) { product_wgmma<decltype(n)::value>(k, device, teams); });
     return;

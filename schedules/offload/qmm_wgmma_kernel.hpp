@@ -55,44 +55,6 @@ inline void wgmma_hold(i32 (&d)[64]) {
   for (int i = 0; i < 64; ++i) asm volatile("" : "+r"(d[i])::"memory");
 }
 
-// Team memory of a warpgroup's epilogue: its tile's terms, then its warps' staged 16 x 64 blocks.
-inline constexpr int wgmma_epilogue_pitch = 72;  // int32: 8-byte stores and 16-byte loads conflict-free
-inline constexpr int wgmma_epilogue_bytes =
-    tile_terms_bytes + wgmma_team_threads / 32 * 16 * wgmma_epilogue_pitch * int(sizeof(i32));
-
-// The epilogue of a warpgroup's 128 x 128 tile at (i0, j0) of matrix t from its accumulators d,
-// through `region` of team memory (wgmma_epilogue_bytes): the tile's terms gathered by the
-// warpgroup's threads (wt: the thread's number in it), then warp w's rows 16 w .. + 15 of each
-// half, as mma.sync's m16n8 blocks hold them (lanes 4g + q: columns 8j + 2q, + 1 of rows g and
-// g + 8), finished as mma.sync's epilogue does, 16 x 64 outputs at a time. Every thread of the
-// team calls it at once (its barriers are the team's).
-[[gnu::always_inline]] inline void finish_wgmma_tile(const Kernel& k, i64 t, i64 i0, i64 j0, i32 (&d)[2][64],
-                                                    u8* region, int wt) {
-  Kernel::Row* rows = reinterpret_cast<Kernel::Row*>(region);
-  Kernel::Col* cols = reinterpret_cast<Kernel::Col*>(rows + tile_rows);
-  const int warp = wt / 32, lane = wt % 32, g = lane / 4, q = lane % 4;
-  constexpr int pitch = wgmma_epilogue_pitch;
-  team_barrier();  // every warp is done with the stages, where the tile's terms go
-  gather_terms(k, t, i0, j0, rows, cols, wt, wgmma_team_threads);
-  team_barrier();
-  i32* staged = reinterpret_cast<i32*>(region + tile_terms_bytes) + warp * 16 * pitch;
-  const EpilogueScalars scalars = epilogue_scalars<false>(k);
-#pragma unroll
-  for (int h = 0; h < 2; ++h)
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-#pragma unroll
-      for (int n = 0; n < 8; ++n) {
-        const int j = 8 * half + n;
-        stage_pair(staged + g * pitch + 8 * n + 2 * q, d[h][4 * j], d[h][4 * j + 1]);
-        stage_pair(staged + (g + 8) * pitch + 8 * n + 2 * q, d[h][4 * j + 2], d[h][4 * j + 3]);
-      }
-      finish_staged_block<false>(staged, pitch, rows + 64 * h + 16 * warp,
-                                 four_columns(cols + 64 * half + 4 * (lane % 16), scalars), scalars, lane);
-    }
-  team_barrier();  // the next tile stages into the memory read above, and gathers its terms
-}
-
 // The team, one warpgroup, multiplies the tile's two halves of 64 rows by its 128 columns, two
 // m64n128k32 steps per half and 64-deep slice, the stages filled by the same cp.async pipeline as
 // mma.sync's (their layout is the 64-byte swizzle mode's). With two stages a slice's products run
@@ -100,11 +62,14 @@ inline constexpr int wgmma_epilogue_bytes =
 // which their stage is refilled. With more, the products of one slice stay in flight across that
 // barrier, so that the tensor cores always have the next slice's products queued: the copies run
 // Stages - 2 slices ahead, and a stage is refilled once the products two slices back are done.
-// The tile's terms are gathered after its last slice, into the stages, for finish_wgmma_tile; a
-// split tile's part stores its products as they are into its partial instead. Inlined, and
-// calling no function, nor under a condition: ptxas serializes wgmma whose pipeline crosses a
-// call or a divergent path (even one the whole warpgroup takes alike), so a tile's second half is
-// multiplied even when no row of it lies in the matrix.
+// The tile's terms are gathered after its last slice, into the stages.
+// In the epilogue, warp w holds rows 16 w .. + 15 of each half, as mma.sync's m16n8 blocks do
+// (lanes 4g + q: columns 8j + 2q, + 1 of rows g and g + 8), and finishes them as mma.sync's
+// epilogue does, 16 x 64 outputs at a time; a split tile's part stores them as they are into its
+// partial instead. Inlined, and calling no function, nor under a condition: ptxas serializes
+// wgmma whose pipeline crosses a call or a divergent path (even one the whole warpgroup takes
+// alike), so a tile's second half is multiplied even when no row of it
+// lies in the matrix.
 template <int Stages>
 [[gnu::always_inline]] inline void tile_wgmma(const Kernel& k, const Kernel::Item& item, void* memory, int tid,
                                              int nth) {
@@ -112,8 +77,9 @@ template <int Stages>
   const i64 t = item.at.t, i0 = item.at.i0, j0 = item.at.j0;
   const u32 shared = team_address(memory);
   const Staging source = staging<Slice>(k, t, i0, j0, tid, nth, item.part, item.parts);
+  Kernel::Row* rows = static_cast<Kernel::Row*>(memory);
+  Kernel::Col* cols = reinterpret_cast<Kernel::Col*>(rows + tile_rows);
   const int warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
-  static_assert(wgmma_epilogue_bytes <= wgmma_stage_bytes<Stages>);
   i32 d[2][64] = {};
   first_slices<Slice, Stages, Ahead>(source, shared);
   for (i64 k0 = source.begin, s = 0; k0 < source.end; k0 += Slice, ++s) {
@@ -147,7 +113,27 @@ template <int Stages>
     team_barrier();  // the next tile stages into the memory the products read
     return;
   }
-  finish_wgmma_tile(k, t, i0, j0, d, static_cast<u8*>(memory), tid);
+  team_barrier();  // every warp is done with the stages, where the tile's terms go
+  gather_terms(k, t, i0, j0, rows, cols, tid, nth);
+  team_barrier();
+  constexpr int pitch = 72;  // int32: 8-byte stores and 16-byte loads conflict-free
+  static_assert(tile_terms_bytes + wgmma_team_threads / 32 * 16 * pitch * int(sizeof(i32)) <= wgmma_stage_bytes<Stages>);
+  i32* staged = reinterpret_cast<i32*>(static_cast<u8*>(memory) + tile_terms_bytes) + warp * 16 * pitch;
+  const EpilogueScalars scalars = epilogue_scalars<false>(k);
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+#pragma unroll
+      for (int n = 0; n < 8; ++n) {
+        const int j = 8 * half + n;
+        stage_pair(staged + g * pitch + 8 * n + 2 * q, d[h][4 * j], d[h][4 * j + 1]);
+        stage_pair(staged + (g + 8) * pitch + 8 * n + 2 * q, d[h][4 * j + 2], d[h][4 * j + 3]);
+      }
+      finish_staged_block<false>(staged, pitch, rows + 64 * h + 16 * warp,
+                                 four_columns(cols + 64 * half + 4 * (lane % 16), scalars), scalars, lane);
+    }
+  team_barrier();  // the next tile stages into the memory read above, and gathers its terms
 }
 #endif
 

@@ -36,16 +36,9 @@ QmmStrategy offload_qmm_record(const char* name, const char* meaning, const char
                       {"mma", "wgmma"}});
   if constexpr (tensor_cores)
     params.push_back({"stages", 2, 4,
-                      "64-deep slices of A and B held in team memory at once (default 2, 4 with team_rows=256); more than 2 "
+                      "64-deep slices of A and B held in team memory at once (default 2); more than 2 "
                       "need more than 48 KB a team, which the GPU grants through hetkern's launch shim "
                       "(docs/gpu.md), else the most that fit run; products deeper than 65536 keep 2"});
-  if constexpr (tensor_cores)
-    params.push_back({"team_rows", 0, 1,
-                      "wgmma only: 128 (default), or 256: teams of two warpgroups, each pair of "
-                      "vertically adjacent tiles sharing the staged slices of B (default stages 4, "
-                      "at least 3: where fewer are granted, or for split-K parts, streamed operands "
-                      "and one tile row, teams of one warpgroup)",
-                      {"128", "256"}});
   return {
       .name = name,
       .meaning = meaning,
@@ -54,8 +47,7 @@ QmmStrategy offload_qmm_record(const char* name, const char* meaning, const char
         Plan plan{0, int(p.get("threads", default_team_threads))};
         if constexpr (tensor_cores) {
           plan.tensor_cores = tensor_core_kernels[p.get("tensor_cores", 0)];
-          plan.team_rows = p.get("team_rows", 0) == 1 ? 256 : 128;
-          plan.stages = int(p.get("stages", plan.team_rows == 256 ? 4 : 2));
+          plan.stages = int(p.get("stages", 2));
         }
         // More teams than work items would idle.
         const std::int64_t items =
@@ -71,19 +63,14 @@ QmmStrategy offload_qmm_record(const char* name, const char* meaning, const char
         Schedule s(strategy_of(plan).name);
         s.set("teams", o.teams).set("threads", o.team_threads);
         if constexpr (tensor_cores)
-          s.set("tensor_cores", o.tensor_cores == OffloadQmmKernel::wgmma ? "wgmma" : "mma")
-              .set("stages", o.stages)
-              .set("team_rows", o.team_rows == 256 ? "256" : "128");
+          s.set("tensor_cores", o.tensor_cores == OffloadQmmKernel::wgmma ? "wgmma" : "mma").set("stages", o.stages);
         return s;
       },
       .space = [](const QmmProblem&) -> SearchSpace {
         std::vector<SpaceAxis> space = offload_team_space();
         if constexpr (tensor_cores) {
           if (cuda_has_wgmma(offload_device())) space.push_back({"tensor_cores", {"mma", "wgmma"}});
-          if (cuda_team_memory_limit(offload_device()) > 48 * 1024) {
-            space.push_back({"stages", {"2", "3", "4"}});
-            if (cuda_has_wgmma(offload_device())) space.push_back({"team_rows", {"128", "256"}});
-          }
+          if (cuda_team_memory_limit(offload_device()) > 48 * 1024) space.push_back({"stages", {"2", "3", "4"}});
         }
         return space;
       },
