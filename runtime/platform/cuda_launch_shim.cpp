@@ -45,7 +45,7 @@ const Driver& driver() {
 
 extern "C" {
 
-// Tells hetkern's GPU plugin that the runtime's driver is this library (cuda_launch_shim.hpp).
+// Tells hetkern that the runtime's driver is this library (cuda_launch_shim_in_use, gpu_arch.hpp).
 __attribute__((visibility("default"))) extern const int hetkern_cuda_launch_shim = 1;
 
 __attribute__((visibility("default"))) Result cuLaunchKernel(Function f, unsigned gx, unsigned gy, unsigned gz,
