@@ -50,11 +50,38 @@ struct FourColumns {
   return f;
 }
 
+// Stores the four output bytes of row rw in columns f that lie inside the matrix: one word where
+// they are contiguous and aligned.
+[[gnu::always_inline]] inline void store_four(const Kernel::Row& rw, const FourColumns& f, u32 bytes,
+                                             const EpilogueScalars& e) {
+  u8* at = rw.out + f.offset;
+  if (f.whole && reinterpret_cast<std::uintptr_t>(at) % 4 == 0)
+    *reinterpret_cast<u32*>(at) = bytes;
+  else
+    for (int i = 0; i < f.inside; ++i) at[i * e.column_step] = u8(bytes >> (8 * i));
+}
+
 // Requantizes the products v of row rw's four outputs in columns f and stores those inside.
 template <bool Deep>
 [[gnu::always_inline]] inline void finish_four(const Kernel::Row& rw, const FourColumns& f, const i64 (&v)[4],
                                                const EpilogueScalars& e) {
   if (!rw.inside) return;
+  u32 bytes = 0;
+  if (e.separable && !e.per_column_scales) {
+    // The common case in float64 alone: acc = v - (row part + column part), exact (integers below
+    // 2^53), requantized by one fused multiply-add (requantize_biased), whose low byte is the
+    // output. No int64 arithmetic and no test of the accumulator's width.
+    const double row_part = double(f.beta[0] * rw.sum), multiplier = rw.multiplier, zy = rw.zy;
+    const double low = round_bias + e.qmin, high = round_bias + e.qmax;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const double acc = double(v[i]) - (row_part + double(f.part[i]));
+      const double y = requantize_biased(acc, multiplier, zy, low, high);
+      bytes |= u32(u8(__builtin_bit_cast(std::uint64_t, y))) << (8 * i);
+    }
+    store_four(rw, f, bytes, e);
+    return;
+  }
   i64 acc[4];
   if (e.separable) {
     const i64 row_part = f.beta[0] * rw.sum;
@@ -64,7 +91,6 @@ template <bool Deep>
 #pragma unroll
     for (int i = 0; i < 4; ++i) acc[i] = v[i] - f.beta[i] * rw.sum - rw.alpha * f.term[i];
   }
-  u32 bytes = 0;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const float multiplier = e.per_column_scales ? float(double(float(rw.sa * f.col[i].sb)) / rw.sy) : rw.multiplier;
@@ -76,11 +102,7 @@ template <bool Deep>
                            : requantize_below_2_39(acc[i], multiplier, rw.zy, e.qmin, e.qmax);
     bytes |= u32(u8(out)) << (8 * i);
   }
-  u8* at = rw.out + f.offset;
-  if (f.whole && reinterpret_cast<std::uintptr_t>(at) % 4 == 0)
-    *reinterpret_cast<u32*>(at) = bytes;
-  else
-    for (int i = 0; i < f.inside; ++i) at[i * e.column_step] = u8(bytes >> (8 * i));
+  store_four(rw, f, bytes, e);
 }
 
 using i32x2 = i32 __attribute__((ext_vector_type(2)));
