@@ -114,6 +114,54 @@ template <int Pending> inline void copy_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(Pending) : "memory");
 }
 
+// Transaction barriers (mbarrier, 8 bytes of team memory at a team address): a phase completes
+// once `count` arrivals and every byte a bulk copy announced (expect_tx) have come; waiters name
+// the parity of the phase they wait for. A fresh barrier counts its phase before the first as
+// complete, so waiting for parity 1 passes at once.
+inline void mbarrier_init(u32 barrier, u32 count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(barrier), "r"(count) : "memory");
+}
+// Makes barriers initialized by this thread visible to the bulk copies (the async proxy).
+inline void fence_mbarrier_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+// One arrival where `arrive` holds, as a predicated instruction rather than a branch (ptxas
+// serializes wgmma across divergent branches).
+inline void mbarrier_arrive_if(u32 barrier, bool arrive) {
+  asm volatile("{ .reg .pred p; setp.ne.u32 p, %1, 0; @p mbarrier.arrive.shared::cta.b64 _, [%0]; }" ::"r"(barrier),
+               "r"(u32(arrive))
+               : "memory");
+}
+// One arrival, announcing `bytes` that bulk copies will deliver to this phase.
+inline void mbarrier_arrive_expect_tx(u32 barrier, u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(barrier), "r"(bytes) : "memory");
+}
+// The wait loop stays inside one asm block: ptxas serializes wgmma across branches it cannot see
+// through.
+inline void mbarrier_wait(u32 barrier, u32 parity) {
+  asm volatile(
+      "{ .reg .pred done;\n"
+      "retry: mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra retry; }" ::"r"(barrier),
+      "r"(parity)
+      : "memory");
+}
+
+// The tensor memory accelerator (sm_90): the box at (x, y) of the 2-D tensor that `map` (a
+// CUtensorMap in global memory) describes, into team memory at `team_dst`, laid out and swizzled as
+// the map says; its bytes complete `barrier`'s phase.
+inline void tensor_load_2d(u32 team_dst, const void* map, u32 barrier, int x, int y) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
+          team_dst),
+      "l"(map), "r"(x), "r"(y), "r"(barrier)
+      : "memory");
+}
+
+// Barrier `id` (1 to 15) of `threads` of the team, a multiple of 32: part of a team synchronizing
+// without the rest (barrier 0 is the whole team's, team_barrier).
+inline void named_barrier(u32 id, u32 threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
 // Asks the L2 to fetch the line holding p (no register, no wait): reading ahead of the loads.
 inline void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 #endif

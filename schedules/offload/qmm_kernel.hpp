@@ -17,6 +17,7 @@ inline constexpr std::int64_t int32_depth = 65536;                 // deepest in
 // tiles running at once share few A' rows and B' columns: at 8192^3 a wave of 264 teams then reads
 // 16 A' and 17 B' tiles' lines rather than 4 and all 64, which overflow the L2.
 inline constexpr std::int64_t band_rows = 16;
+inline constexpr int tensor_map_bytes = 128;  // a CUtensorMap (Kernel::tensor_maps)
 
 using u8 = std::uint8_t;
 using i32 = std::int32_t;
@@ -54,6 +55,10 @@ struct Kernel {
   const std::int8_t* bp = nullptr;  // B' columns, [b_batches][Np][kp]
   u8* a_pack = nullptr;             // where packing writes A' (ap), null when A is A' in place
   u8* b_pack = nullptr;             // the same for B' (bp)
+  // The tensor memory accelerator's maps of A' and of B' (in that order, 128 bytes each: lines of
+  // kp bytes, boxes of a slice of 128 lines) in device memory, for the warp-specialized wgmma
+  // kernel (qmm_wgmma_tma_kernel.hpp); null where the driver cannot make them.
+  const void* tensor_maps = nullptr;
   i64* row_sums = nullptr;  // [a_batches][M]; null when not needed
   i64* col_sums = nullptr;  // [b_batches][N]; the same
   // Every alpha is 128 and the kernel is mma: it multiplies A' - 128 (A' ^ 0x80 as int8: 16

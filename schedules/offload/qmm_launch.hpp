@@ -12,8 +12,13 @@ void launch_pack(const Kernel k, int device);
 /// The products and requantization from the workspace into the output, by `teams` teams of
 /// `threads` threads (0: the kernel's default; rounded down to a team the staging splits evenly).
 void launch_dp4a(const Kernel& k, int device, int teams, int threads);
+/// Where the warp-specialized wgmma kernel runs k on `device`: its tensor maps written to `maps`
+/// (device memory, 64-byte aligned, 256 bytes) and named in k. False (k unchanged) elsewhere.
+bool prepare_tensor_maps(Kernel& k, int device, void* maps);
+
 /// Tensor cores: with `warpgroups`, wgmma where the device is a Hopper GPU and the depth fits int32
-/// accumulators (teams of one warpgroup; `threads` unused), otherwise mma.sync; `stages` of team
+/// accumulators (teams of one warpgroup, or of three where k has tensor maps; `threads` unused),
+/// otherwise mma.sync; `stages` of team
 /// memory (2 to 4, 0: 2) where the GPU grants them, else the most it does (products deeper than
 /// one int32 slice keep 2).
 void launch_mma(const Kernel& k, int device, int teams, int threads, bool warpgroups, int stages);

@@ -34,7 +34,7 @@ static_assert(qmm_offload_tile == tile_rows && qmm_offload_tile == tile_cols && 
 i64 align_up(i64 v) { return round_up(v, workspace_align); }
 
 struct WorkspaceLayout {
-  i64 a_batches, b_batches, Mp, Np, kp, ap, bp, row_sums, col_sums, partials, bytes;
+  i64 a_batches, b_batches, Mp, Np, kp, ap, bp, row_sums, col_sums, partials, maps, bytes;
   OffloadQmmSplit split;  // Kernel::split_tiles and split
   i64 partial_rows;       // Kernel::partial_rows
   bool a_in_place, b_in_place;
@@ -82,7 +82,8 @@ WorkspaceLayout workspace_layout(const QmmProblem& x, OffloadQmmKernel kernel, i
   w.partials = align_up(w.col_sums + (w.col_sums_stored ? w.b_batches * x.N * i64(sizeof(i64)) : 0));
   w.split = qmm_offload_split(x, kernel, qmm_offload_wave(device));
   w.partial_rows = std::min(x.M, tile_rows);
-  w.bytes = align_up(w.partials + w.split.parts * w.split.tiles * w.partial_rows * tile_cols * i64(sizeof(i32)));
+  w.maps = align_up(w.partials + w.split.parts * w.split.tiles * w.partial_rows * tile_cols * i64(sizeof(i32)));
+  w.bytes = w.maps + (kernel == OffloadQmmKernel::wgmma ? 2 * tensor_map_bytes : 0);
   return w;
 }
 
@@ -178,7 +179,10 @@ void qmm_offload_pack(const QmmProblem& x, const OffloadQmmLaunch& launch) {
 
 void qmm_offload_product(const QmmProblem& x, const OffloadQmmLaunch& launch) {
   if (x.M == 0 || x.N == 0 || x.batch[0] * x.batch[1] == 0) return;
-  const Kernel k = make_kernel(x, launch, workspace_layout(x, launch.kernel, launch.device));
+  const WorkspaceLayout w = workspace_layout(x, launch.kernel, launch.device);
+  Kernel k = make_kernel(x, launch, w);
+  if (launch.kernel == OffloadQmmKernel::wgmma)
+    prepare_tensor_maps(k, launch.device, static_cast<u8*>(launch.workspace) + w.maps);
   const i64 items = k.items();
   const int teams = int(std::min<i64>(launch.teams > 0 ? launch.teams : items, items));
   if (launch.kernel != OffloadQmmKernel::dp4a)

@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "runtime/platform/cuda_tensor_map.hpp"
 #include "runtime/platform/gpu_arch.hpp"
 #include "schedules/offload/qmm_dp4a_kernel.hpp"
 #include "schedules/offload/qmm_launch.hpp"
 #include "schedules/offload/qmm_mma_kernel.hpp"
 #include "schedules/offload/qmm_wgmma_kernel.hpp"
+#include "schedules/offload/qmm_wgmma_tma_kernel.hpp"
 
 namespace hk::detail::offload::qmm {
 namespace {
@@ -44,6 +46,17 @@ template <int Stages> void product_wgmma(const Kernel k, int device, int teams) 
   product_team<Family::wgmma, false, Stages>(k);
 }
 
+// The warp-specialized kernel's slices: 128 deep, the widest swizzle.
+constexpr int tma_slice = 128;
+
+template <int Stages> void product_wgmma_tma(const Kernel k, int device, int teams) {
+  const int memory = tma_memory_bytes<tma_slice, Stages>;
+#pragma omp target teams num_teams(teams) thread_limit(tma_team_threads) device(device) firstprivate(k) \
+    ompx_dyn_cgroup_mem(memory) ompx_attribute(__attribute__((launch_bounds(tma_team_threads))))
+#pragma omp parallel
+  product_team_tma<tma_slice, Stages>(k);
+}
+
 // Team memory the runtime keeps for itself out of a team's share.
 constexpr int runtime_team_memory = 1024;
 
@@ -62,6 +75,19 @@ int mma_bytes(int stages) {
 }
 int wgmma_bytes(int stages) {
   return stages == 4 ? wgmma_memory_bytes<4> : stages == 3 ? wgmma_memory_bytes<3> : wgmma_memory_bytes<2>;
+}
+
+int tma_bytes(int stages) {
+  return stages == 4 ? tma_memory_bytes<tma_slice, 4>
+                     : stages == 3 ? tma_memory_bytes<tma_slice, 3> : tma_memory_bytes<tma_slice, 2>;
+}
+
+// Whether the warp-specialized wgmma kernel runs k on `device`: a Hopper GPU granting a team the
+// memory of two of its stages, a depth within int32 accumulators, lines the maps can number.
+bool tma_applies(const Kernel& k, int device) {
+  const i64 lines = std::max((k.a_shared ? 1 : k.batches) * k.Mp, (k.b_shared ? 1 : k.batches) * k.Np);
+  return device != omp_get_initial_device() && cuda_has_wgmma(device) && k.kp <= int32_depth &&
+         lines < (i64(1) << 31) && tma_bytes(2) + runtime_team_memory <= cuda_team_memory_limit(device);
 }
 
 // Calls launch(std::integral_constant<int, stages>) for stages 2, 3 or 4.
@@ -92,7 +118,29 @@ void launch_split_sum(const Kernel k, int device) {
   for (i64 slot = 0; slot < k.split_tiles; ++slot) count_split_tile(k, slot);
 }
 
+bool prepare_tensor_maps(Kernel& k, int device, void* maps) {
+  if (!tma_applies(k, device)) return false;
+  alignas(64) unsigned char host[2 * cuda_tensor_map_bytes];
+  static_assert(cuda_tensor_map_bytes == tensor_map_bytes);
+  const auto lines = [&](bool shared, i64 per_batch) { return std::uint64_t((shared ? 1 : k.batches) * per_batch); };
+  if (!cuda_byte_matrix_map(host, k.ap, k.kp, lines(k.a_shared, k.Mp), k.kp, tma_slice, tile_rows) ||
+      !cuda_byte_matrix_map(host + cuda_tensor_map_bytes, k.bp, k.kp, lines(k.b_shared, k.Np), k.kp, tma_slice,
+                            tile_cols) ||
+      omp_target_memcpy(maps, host, sizeof host, 0, 0, device, omp_get_initial_device()) != 0)
+    return false;
+  k.tensor_maps = maps;
+  return true;
+}
+
 void launch_mma(const Kernel& k, int device, int teams, int threads, bool warpgroups, int stages) {
+  if (warpgroups && k.tensor_maps) {
+    // Persistent teams, one an SM (each takes most of its team memory).
+    const int multiprocessors = cuda_multiprocessors(device);
+    const int team_count = multiprocessors > 0 ? std::min(teams, multiprocessors) : teams;
+    with_stages(granted_stages(stages, device, tma_bytes),
+                [&](auto n) { product_wgmma_tma<decltype(n)::value>(k, device, team_count); });
+    return;
+  }
   if (warpgroups && k.kp <= int32_depth && cuda_has_wgmma(device)) {
     with_stages(granted_stages(stages, device, wgmma_bytes),
                 [&](auto n) { product_wgmma<decltype(n)::value>(k, device, teams); });

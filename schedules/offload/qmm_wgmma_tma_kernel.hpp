@@ -1,0 +1,156 @@
+// The warp-specialized wgmma product kernel of qmm.offload_mma on sm_90 GPUs, for teams granted more
+// than 48 KB of team memory: a producer warpgroup whose one thread loads each depth slice of a tile
+// (128 rows of A', 128 columns of B') with the tensor memory accelerator, and two consumer
+// warpgroups, each multiplying 64 of the tile's rows by its 128 columns with wgmma.mma_async
+// m64n128k32 straight from team memory. Stages hand over through transaction barriers (full: the
+// slice has arrived; empty: both consumers' products have read it), never a team barrier, so the
+// producer runs up to Stages slices ahead, across tiles too: the next tile's first slices arrive
+// while the consumers finish the last one. Teams are persistent, taking work items in turn.
+#pragma once
+
+#include <cstdint>
+
+#include "schedules/offload/qmm_four_outputs.hpp"
+#include "schedules/offload/qmm_product.hpp"
+#include "schedules/offload/qmm_wgmma_kernel.hpp"
+
+namespace hk::detail::offload::qmm {
+
+inline constexpr int tma_team_threads = 3 * wgmma_team_threads;
+inline constexpr int tma_consumer_threads = 2 * wgmma_team_threads;
+inline constexpr int tma_consumer_warps = tma_consumer_threads / 32;
+inline constexpr int tma_epilogue_pitch = 72;  // int32: 8-byte stores and 16-byte loads conflict-free
+
+// Team memory, from an address aligned to the 128-byte swizzle's period: the stages (A' lines then B'
+// lines, Slice bytes each), the tile's terms, each consumer warp's staged 16 x 64 accumulators,
+// then the full and empty barriers of each stage.
+template <int Slice, int Stages> struct TmaLayout {
+  static constexpr int stage_bytes = 2 * int(tile_rows) * Slice;
+  static constexpr int terms = Stages * stage_bytes;
+  static constexpr int staged = terms + (tile_terms_bytes + 15) / 16 * 16;
+  static constexpr int barriers = staged + tma_consumer_warps * 16 * tma_epilogue_pitch * int(sizeof(i32));
+  static constexpr int bytes = barriers + 2 * Stages * 8;
+};
+inline constexpr int tma_alignment = 1024;
+template <int Slice, int Stages> inline constexpr int tma_memory_bytes = tma_alignment + TmaLayout<Slice, Stages>::bytes;
+
+#ifdef __NVPTX__
+// The producer: one thread requests every slice of every item of the team, in the consumers' order,
+// each into the next stage once both consumers have released it.
+template <int Slice, int Stages> [[gnu::always_inline]] inline void tma_produce(const Kernel& k, u32 shared) {
+  using L = TmaLayout<Slice, Stages>;
+  const u8* maps = static_cast<const u8*>(k.tensor_maps);
+  u32 n = 0;
+  for (i64 index = omp_get_team_num(); index < k.items(); index += omp_get_num_teams()) {
+    const Kernel::Item w = k.item(index);
+    await_ready(k.a_ready, w.at.i0 / tile_rows);
+    await_ready(k.b_ready, w.at.j0 / tile_cols);
+    const int a_line = int(k.a_batch(w.at.t) * k.Mp + w.at.i0), b_line = int(k.b_batch(w.at.t) * k.Np + w.at.j0);
+    for (i64 k0 = k.depth_begin(w.part, w.parts, Slice); k0 < k.depth_begin(w.part + 1, w.parts, Slice); k0 += Slice, ++n) {
+      const u32 stage = n % Stages, full = shared + L::barriers + 8 * stage, empty = full + 8 * Stages;
+      mbarrier_wait(empty, (n / Stages + 1) & 1);
+      mbarrier_arrive_expect_tx(full, L::stage_bytes);
+      const u32 to = shared + stage * L::stage_bytes;
+      tensor_load_2d(to, maps, full, int(k0), a_line);
+      tensor_load_2d(to + u32(tile_rows * Slice), maps + tensor_map_bytes, full, int(k0), b_line);
+    }
+  }
+}
+
+// Consumer `half` (0 or 1): rows 64 half .. + 63 of each tile, its warp w rows 16 w .. + 15 of them
+// (lanes 4g + q: columns 8j + 2q, + 1 of rows g and g + 8, as mma.sync's m16n8 blocks), finished as
+// the one-warpgroup kernel finishes them (tile_wgmma). ctid: the thread among the consumers.
+template <int Slice, int Stages>
+[[gnu::always_inline]] inline void tma_consume(const Kernel& k, u8* memory, u32 shared, int half, int ctid) {
+  using L = TmaLayout<Slice, Stages>;
+  constexpr u32 consumers = 1;  // named barrier of the two consumer warpgroups
+  Kernel::Row* rows = reinterpret_cast<Kernel::Row*>(memory + L::terms);
+  Kernel::Col* cols = reinterpret_cast<Kernel::Col*>(rows + tile_rows);
+  const int warp = ctid / 32 % 4, lane = ctid % 32, g = lane / 4, q = lane % 4;
+  i32* staged = reinterpret_cast<i32*>(memory + L::staged) + (ctid / 32) * 16 * tma_epilogue_pitch;
+  const EpilogueScalars scalars = epilogue_scalars<false>(k);
+  u32 n = 0;
+  for (i64 index = omp_get_team_num(); index < k.items(); index += omp_get_num_teams()) {
+    const Kernel::Item w = k.item(index);
+    const i64 t = w.at.t, i0 = w.at.i0, j0 = w.at.j0;
+    named_barrier(consumers, tma_consumer_threads);  // the last tile's epilogue is done with the terms
+    if (!w.partial) gather_terms(k, t, i0, j0, rows, cols, ctid, tma_consumer_threads);
+    i32 d[64] = {};
+    const i64 begin = k.depth_begin(w.part, w.parts, Slice), end = k.depth_begin(w.part + 1, w.parts, Slice);
+    for (i64 k0 = begin; k0 < end; k0 += Slice, ++n) {
+      const u32 stage = n % Stages, full = shared + L::barriers + 8 * stage;
+      const u32 a = shared + stage * L::stage_bytes + u32(64 * half * Slice), b = shared + stage * L::stage_bytes + u32(tile_rows * Slice);
+      mbarrier_wait(full, (n / Stages) & 1);
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < Slice / 32; ++ks)
+        wgmma_m64n128k32(d, wgmma_descriptor<Slice>(a + 32 * ks), wgmma_descriptor<Slice>(b + 32 * ks));
+      wgmma_commit();
+      // The products of the slice before are done: its stage is free.
+      wgmma_wait<1>();
+      mbarrier_arrive_if(shared + L::barriers + 8 * (Stages + (n - 1) % Stages), k0 != begin && lane == 0);
+    }
+    wgmma_wait_all();
+    wgmma_hold(d);
+    // And the last slice's (a part may have none).
+    mbarrier_arrive_if(shared + L::barriers + 8 * (Stages + (n - 1) % Stages), end != begin && lane == 0);
+    if (w.partial) {
+      // A split tile's part: its int32 products into its partial, rows in the matrix only.
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        const i64 r = 64 * half + 16 * warp + g;
+        i32* at = w.partial + r * tile_cols + 8 * j + 2 * q;
+        if (i0 + r < k.M) stage_pair(at, d[4 * j], d[4 * j + 1]);
+        if (i0 + r + 8 < k.M) stage_pair(at + 8 * tile_cols, d[4 * j + 2], d[4 * j + 3]);
+      }
+      continue;
+    }
+    named_barrier(consumers, tma_consumer_threads);  // the terms are gathered
+#pragma unroll
+    for (int cols_half = 0; cols_half < 2; ++cols_half) {
+#pragma unroll
+      for (int m = 0; m < 8; ++m) {
+        const int j = 8 * cols_half + m;
+        stage_pair(staged + g * tma_epilogue_pitch + 8 * m + 2 * q, d[4 * j], d[4 * j + 1]);
+        stage_pair(staged + (g + 8) * tma_epilogue_pitch + 8 * m + 2 * q, d[4 * j + 2], d[4 * j + 3]);
+      }
+      finish_staged_block<false>(staged, tma_epilogue_pitch, rows + 64 * half + 16 * warp,
+                                 four_columns(cols + 64 * cols_half + 4 * (lane % 16), scalars), scalars, lane);
+    }
+    if (k.bands_done) {
+      asm volatile("fence.acq_rel.sys;" ::: "memory");
+      named_barrier(consumers, tma_consumer_threads);
+      if (ctid == 0) __atomic_fetch_add(k.bands_done + t * k.bands() + w.at.band, 1, __ATOMIC_RELAXED);
+    }
+  }
+}
+#endif
+
+// The body of the kernel (SPMD, tma_team_threads a team). Warpgroup 0 produces, 1 and 2 consume;
+// the role is read through a shuffle so that ptxas sees it uniform across each warp.
+template <int Slice, int Stages> [[gnu::always_inline]] inline void product_team_tma(const Kernel& k) {
+#ifdef __NVPTX__
+  u8* memory = static_cast<u8*>(llvm_omp_target_dynamic_shared_alloc());
+  memory += (tma_alignment - team_address(memory) % tma_alignment) % tma_alignment;
+  const u32 shared = team_address(memory);
+  const int tid = omp_get_thread_num();
+  if (tid == 0) {
+    for (int s = 0; s < Stages; ++s) {
+      mbarrier_init(shared + TmaLayout<Slice, Stages>::barriers + 8 * s, 1);
+      mbarrier_init(shared + TmaLayout<Slice, Stages>::barriers + 8 * (Stages + s), tma_consumer_warps);
+    }
+    fence_mbarrier_init();
+  }
+  team_barrier();
+  const int role = int(shfl_idx_b32(u32(tid / wgmma_team_threads), 0, ~0u));
+  if (role == 0) {
+    if (tid == 0) tma_produce<Slice, Stages>(k, shared);
+  } else {
+    tma_consume<Slice, Stages>(k, memory, shared, role - 1, tid - wgmma_team_threads);
+  }
+#else
+  (void)k;
+#endif
+}
+
+}  // namespace hk::detail::offload::qmm
