@@ -94,6 +94,8 @@ inline constexpr std::int64_t qmm_offload_tiles_of(std::int64_t lines) { return 
 inline constexpr std::int64_t qmm_offload_band_rows = 16;
 /// The packed depth's multiple, and the deepest slice whose products add up in int32.
 inline constexpr std::int64_t qmm_offload_depth_align = 128, qmm_offload_int32_depth = 65536;
+/// The most stages of team memory the tensor-core kernels take (QmmPlan::stages).
+inline constexpr int qmm_offload_max_stages = 4;
 
 /// Output tiles of all the problem's matrices.
 inline std::int64_t qmm_offload_tile_count(const QmmProblem& x) {

@@ -31,14 +31,15 @@ using qmmt::i64;
 std::vector<hk::Schedule> offload_schedules() {
   std::vector<hk::Schedule> s;
   for (const char* text : {"qmm.offload", "qmm.offload(teams=1, threads=32)", "qmm.offload(threads=33)",
-                           "qmm.offload_mma", "qmm.offload_mma(teams=1, threads=32)",
-                           "qmm.offload_mma(threads=64)", "qmm.offload_mma(threads=40)",
-                           "qmm.offload_mma(threads=128)", "qmm.offload_mma(teams=2, threads=128)",
-                           "qmm.offload(threads=128)", "qmm.offload(teams=2)", "qmm.offload_mma(teams=3)",
-                           "qmm.offload_mma(tensor_cores=wgmma)", "qmm.offload_mma(teams=1, tensor_cores=wgmma)",
-                           "qmm.offload_mma(teams=3, threads=64, tensor_cores=wgmma)", "qmm.offload_mma(stages=3)",
-                           "qmm.offload_mma(teams=3, threads=64, stages=4)", "qmm.offload_mma(tensor_cores=wgmma, stages=3)",
-                           "qmm.offload_mma(teams=1, tensor_cores=wgmma, stages=4)"})
+                           "qmm.offload_mma", "qmm.offload_mma(teams=1, threads=32, tensor_cores=mma)",
+                           "qmm.offload_mma(threads=64, tensor_cores=mma)", "qmm.offload_mma(threads=40, tensor_cores=mma)",
+                           "qmm.offload_mma(threads=128, tensor_cores=mma)",
+                           "qmm.offload_mma(teams=2, threads=128, tensor_cores=mma)", "qmm.offload(threads=128)",
+                           "qmm.offload(teams=2)", "qmm.offload_mma(teams=3, tensor_cores=mma)",
+                           "qmm.offload_mma(teams=1)", "qmm.offload_mma(teams=3, threads=64)",
+                           "qmm.offload_mma(tensor_cores=mma, stages=3)", "qmm.offload_mma(tensor_cores=mma, stages=2)",
+                           "qmm.offload_mma(teams=3, threads=64, tensor_cores=mma, stages=4)", "qmm.offload_mma(stages=3)",
+                           "qmm.offload_mma(teams=1, stages=2)"})
     s.push_back(hk::Schedule::parse(text));
   return s;
 }
@@ -360,7 +361,7 @@ TEST(QmmOffload, TensorCoresOnFewRowsEverySignednessAndParameterLayout) {
         p.b_scale = per_line ? qmmt::literal_f({1, p.N}, {0.01f, 0.0125f}, rng) : qmmt::literal_f({1}, {0.015f}, rng);
         p.y_scale = qmmt::literal_f({1}, {0.75f}, rng);
         const qmmt::Expected e = qmmt::oracle(p, true);
-        for (const char* s : {"qmm.offload_mma", "qmm.offload_mma(tensor_cores=wgmma)"})
+        for (const char* s : {"qmm.offload_mma", "qmm.offload_mma(tensor_cores=mma)"})
           qmmt::run_and_check(p, hk::Schedule::parse(s), e,
                               "M=" + std::to_string(M) + " K=" + std::to_string(p.K) + " round " + std::to_string(round));
       }
@@ -411,7 +412,7 @@ TEST(QmmOffload, WorkspaceHoldsOnlyWhatPackingWrites) {
   // The mma kernel folds alpha into its product: no column sums.
   EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::mma), 0);
   // Two tiles 4096 deep: both tensor-core kernels split the depth (int32 partials of a tile each
-  // per part); wgmma also sums B's columns.
+  // per part); wgmma also sums B's columns, and keeps two tensor maps of 128 bytes.
   const i64 deep = 4096;
   const Buffer a_deep(DataType::uint8, {M, deep}, {}, rng), b_deep(DataType::int8, {deep, N}, {1, deep}, rng);
   x.K = deep;
@@ -422,7 +423,7 @@ TEST(QmmOffload, WorkspaceHoldsOnlyWhatPackingWrites) {
   EXPECT_GE(split.parts, 4);
   const i64 partials = round_up_256(split.parts * 2 * 128 * 128 * 4);
   EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::mma), partials);
-  EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::wgmma), round_up_256(N * 8) + partials);
+  EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::wgmma), round_up_256(N * 8) + partials + 2 * 128);
   // dp4a never splits.
   EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::dp4a), round_up_256(N * 8));
 }
@@ -453,9 +454,9 @@ TEST(QmmOffload, SplitDepthForFewTiles) {
         p.b_scale = per_line ? qmmt::literal_f({1, p.N}, {0.01f, 0.0125f}, rng) : qmmt::literal_f({1}, {0.015f}, rng);
         p.y_scale = qmmt::literal_f({1}, {3.0f}, rng);
         const qmmt::Expected e = qmmt::oracle(p, true);
-        for (const char* s : {"qmm.offload_mma", "qmm.offload_mma(teams=3)", "qmm.offload_mma(threads=64)",
-                              "qmm.offload_mma(tensor_cores=wgmma)", "qmm.offload_mma(teams=5, tensor_cores=wgmma)",
-                              "qmm.offload_mma(stages=4)", "qmm.offload_mma(teams=5, tensor_cores=wgmma, stages=4)"})
+        for (const char* s : {"qmm.offload_mma", "qmm.offload_mma(teams=3, tensor_cores=mma)",
+                              "qmm.offload_mma(threads=64, tensor_cores=mma)", "qmm.offload_mma(tensor_cores=mma)",
+                              "qmm.offload_mma(teams=5)", "qmm.offload_mma(stages=2)", "qmm.offload_mma(teams=5, stages=3)"})
           qmmt::run_and_check(p, hk::Schedule::parse(s), e, "M=" + std::to_string(M) + " K=" + std::to_string(K));
       }
 }
@@ -498,8 +499,8 @@ TEST(QmmOffload, SplitTheLastWaveBesideWholeTiles) {
       ASSERT_EQ(split.tiles, 2);
       ASSERT_GE(split.parts, 2);
       const qmmt::Expected e = qmmt::oracle(p, true);
-      for (const char* s : {"qmm.offload_mma", "qmm.offload_mma(teams=5)", "qmm.offload_mma(tensor_cores=wgmma)",
-                            "qmm.offload_mma(stages=3)", "qmm.offload_mma(tensor_cores=wgmma, stages=4)"})
+      for (const char* s : {"qmm.offload_mma", "qmm.offload_mma(teams=5)", "qmm.offload_mma(tensor_cores=mma)",
+                            "qmm.offload_mma(tensor_cores=mma, stages=3)", "qmm.offload_mma(stages=2)"})
         qmmt::run_and_check(p, hk::Schedule::parse(s), e, "batch " + std::to_string(batch) + " round " + std::to_string(round));
     }
 }

@@ -12,9 +12,12 @@
 #include "schedules/offload/qmm_mma_kernel.hpp"
 #include "schedules/offload/qmm_wgmma_kernel.hpp"
 #include "schedules/offload/qmm_wgmma_tma_kernel.hpp"
+#include "schedules/qmm_offload.hpp"
 
 namespace hk::detail::offload::qmm {
 namespace {
+
+static_assert(qmm_offload_max_stages == max_tensor_stages);
 
 constexpr int default_dp4a_threads = 256, default_mma_threads = 128, split_sum_threads = 256;
 // The launch bounds. dp4a: 512 caps ptxas at 128 registers, so that two 256-thread teams share an
@@ -70,16 +73,24 @@ template <class BytesOf> int granted_stages(int requested, int device, BytesOf b
   return stages;
 }
 
-int mma_bytes(int stages) {
-  return stages == 4 ? mma_memory_bytes<4> : stages == 3 ? mma_memory_bytes<3> : mma_memory_bytes<2>;
-}
-int wgmma_bytes(int stages) {
-  return stages == 4 ? wgmma_memory_bytes<4> : stages == 3 ? wgmma_memory_bytes<3> : wgmma_memory_bytes<2>;
+// Calls launch(std::integral_constant<int, stages>) for stages 2 to max_tensor_stages.
+template <class F> decltype(auto) with_stages(int stages, F&& launch) {
+  static_assert(max_tensor_stages == 4);
+  switch (stages) {
+    case 4: return launch(std::integral_constant<int, 4>{});
+    case 3: return launch(std::integral_constant<int, 3>{});
+    default: return launch(std::integral_constant<int, 2>{});
+  }
 }
 
+int mma_bytes(int stages) {
+  return with_stages(stages, [](auto n) { return mma_memory_bytes<decltype(n)::value>; });
+}
+int wgmma_bytes(int stages) {
+  return with_stages(stages, [](auto n) { return wgmma_memory_bytes<decltype(n)::value>; });
+}
 int tma_bytes(int stages) {
-  return stages == 4 ? tma_memory_bytes<tma_slice, 4>
-                     : stages == 3 ? tma_memory_bytes<tma_slice, 3> : tma_memory_bytes<tma_slice, 2>;
+  return with_stages(stages, [](auto n) { return tma_memory_bytes<tma_slice, decltype(n)::value>; });
 }
 
 // Whether the warp-specialized wgmma kernel runs k on `device`: a Hopper GPU granting a team the
@@ -88,17 +99,6 @@ bool tma_applies(const Kernel& k, int device) {
   const i64 lines = std::max((k.a_shared ? 1 : k.batches) * k.Mp, (k.b_shared ? 1 : k.batches) * k.Np);
   return device != omp_get_initial_device() && cuda_has_wgmma(device) && k.kp <= int32_depth &&
          lines < (i64(1) << 31) && tma_bytes(2) + runtime_team_memory <= cuda_team_memory_limit(device);
-}
-
-// Calls launch(std::integral_constant<int, stages>) for stages 2, 3 or 4.
-template <class F> void with_stages(int stages, F&& launch) {
-  static_assert(max_tensor_stages == 4);
-  if (stages == 4)
-    launch(std::integral_constant<int, 4>{});
-  else if (stages == 3)
-    launch(std::integral_constant<int, 3>{});
-  else
-    launch(std::integral_constant<int, 2>{});
 }
 
 }  // namespace

@@ -31,12 +31,12 @@ QmmStrategy offload_qmm_record(const char* name, const char* meaning, const char
       {"threads", 32, 1024, threads_help}};
   if constexpr (tensor_cores)
     params.push_back({"tensor_cores", 0, 1,
-                      "mma: mma.sync (default); wgmma: warpgroup MMA on Hopper GPUs (sm_90) when "
-                      "K <= 65536, mma.sync elsewhere",
+                      "wgmma (default): warpgroup MMA on Hopper GPUs (sm_90) when K <= 65536, "
+                      "mma.sync elsewhere; mma: mma.sync",
                       {"mma", "wgmma"}});
   if constexpr (tensor_cores)
-    params.push_back({"stages", 2, 4,
-                      "64-deep slices of A and B held in team memory at once (default 2); more than 2 "
+    params.push_back({"stages", 2, qmm_offload_max_stages,
+                      "depth slices of A and B held in team memory at once (default 4); more than 2 "
                       "need more than 48 KB a team, which the GPU grants through hetkern's launch shim "
                       "(docs/gpu.md), else the most that fit run; products deeper than 65536 keep 2"});
   return {
@@ -46,8 +46,8 @@ QmmStrategy offload_qmm_record(const char* name, const char* meaning, const char
       .plan = [](const QmmProblem& problem, const BoundParams& p) -> QmmStrategyPlan {
         Plan plan{0, int(p.get("threads", default_team_threads))};
         if constexpr (tensor_cores) {
-          plan.tensor_cores = tensor_core_kernels[p.get("tensor_cores", 0)];
-          plan.stages = int(p.get("stages", 2));
+          plan.tensor_cores = tensor_core_kernels[p.get("tensor_cores", 1)];
+          plan.stages = int(p.get("stages", qmm_offload_max_stages));
         }
         // More teams than work items would idle.
         const std::int64_t items =
@@ -70,7 +70,7 @@ QmmStrategy offload_qmm_record(const char* name, const char* meaning, const char
         std::vector<SpaceAxis> space = offload_team_space();
         if constexpr (tensor_cores) {
           if (cuda_has_wgmma(offload_device())) space.push_back({"tensor_cores", {"mma", "wgmma"}});
-          if (cuda_team_memory_limit(offload_device()) > 48 * 1024) space.push_back({"stages", {"2", "3", "4"}});
+          if (cuda_team_memory_limit(offload_device()) > 48 * 1024) space.push_back({"stages", {"2", "3", "4", "5"}});
         }
         return space;
       },
