@@ -14,11 +14,18 @@ using Encode = int (*)(void* map, int type, std::uint32_t rank, void* base, cons
                        const std::uint64_t* strides, const std::uint32_t* box, const std::uint32_t* element_strides,
                        int interleave, int swizzle, int l2_promotion, int fill);
 
+Encode encoder() {
+  static const auto encode = reinterpret_cast<Encode>(cuda_driver_function("cuTensorMapEncodeTiled"));
+  return encode;
+}
+
 }  // namespace
+
+bool cuda_tensor_maps_available() { return encoder() != nullptr; }
 
 bool cuda_byte_matrix_map(void* map, const void* base, std::uint64_t line_bytes, std::uint64_t lines,
                           std::uint64_t line_stride, std::uint32_t box_bytes, std::uint32_t box_lines) {
-  static const auto encode = reinterpret_cast<Encode>(cuda_driver_function("cuTensorMapEncodeTiled"));
+  const Encode encode = encoder();
   if (!encode || (box_bytes != 32 && box_bytes != 64 && box_bytes != 128)) return false;
   const std::uint64_t dims[2] = {line_bytes, lines}, strides[1] = {line_stride};
   const std::uint32_t box[2] = {box_bytes, box_lines}, element_strides[2] = {1, 1};

@@ -9,6 +9,9 @@ namespace hk::detail {
 /// The bytes of one map.
 inline constexpr int cuda_tensor_map_bytes = 128;
 
+/// Whether the driver makes tensor maps (cuTensorMapEncodeTiled, CUDA 12 and newer).
+bool cuda_tensor_maps_available();
+
 /// Fills `map` (cuda_tensor_map_bytes, 64-byte aligned, host memory) with the map of a byte matrix
 /// at device address `base`: `lines` lines of `line_bytes` bytes, `line_stride` bytes apart (a
 /// multiple of 16), loaded in boxes of `box_bytes` (32, 64 or 128) by `box_lines` (at most 256)

@@ -123,6 +123,9 @@ inline void mbarrier_init(u32 barrier, u32 count) {
 }
 // Makes barriers initialized by this thread visible to the bulk copies (the async proxy).
 inline void fence_mbarrier_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+inline void mbarrier_arrive(u32 barrier) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(barrier) : "memory");
+}
 // One arrival where `arrive` holds, as a predicated instruction rather than a branch (ptxas
 // serializes wgmma across divergent branches).
 inline void mbarrier_arrive_if(u32 barrier, bool arrive) {
@@ -154,6 +157,12 @@ inline void tensor_load_2d(u32 team_dst, const void* map, u32 barrier, int x, in
           team_dst),
       "l"(map), "r"(x), "r"(y), "r"(barrier)
       : "memory");
+}
+
+// Before the tensor memory accelerator reads a map in global memory that the host wrote: the
+// accelerator caches maps by address, and a later call may write a new one where an earlier was.
+inline void fence_tensor_map(const void* map) {
+  asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;" ::"l"(map) : "memory");
 }
 
 // Barrier `id` (1 to 15) of `threads` of the team, a multiple of 32: part of a team synchronizing

@@ -93,12 +93,16 @@ int tma_bytes(int stages) {
   return with_stages(stages, [](auto n) { return tma_memory_bytes<tma_slice, decltype(n)::value>; });
 }
 
+// The lines of A' (a) or of B' that the tensor maps span: every batch's.
+i64 map_lines(const Kernel& k, bool a) { return a ? (k.a_shared ? 1 : k.batches) * k.Mp : (k.b_shared ? 1 : k.batches) * k.Np; }
+
 // Whether the warp-specialized wgmma kernel runs k on `device`: a Hopper GPU granting a team the
-// memory of two of its stages, a depth within int32 accumulators, lines the maps can number.
+// memory of two of its stages, a driver that makes tensor maps, a depth within int32 accumulators,
+// lines the maps can number.
 bool tma_applies(const Kernel& k, int device) {
-  const i64 lines = std::max((k.a_shared ? 1 : k.batches) * k.Mp, (k.b_shared ? 1 : k.batches) * k.Np);
-  return device != omp_get_initial_device() && cuda_has_wgmma(device) && k.kp <= int32_depth &&
-         lines < (i64(1) << 31) && tma_bytes(2) + runtime_team_memory <= cuda_team_memory_limit(device);
+  return device != omp_get_initial_device() && cuda_has_wgmma(device) && cuda_tensor_maps_available() &&
+         k.kp <= int32_depth && std::max(map_lines(k, true), map_lines(k, false)) < (i64(1) << 31) &&
+         tma_bytes(2) + runtime_team_memory <= cuda_team_memory_limit(device);
 }
 
 }  // namespace
@@ -122,10 +126,8 @@ bool prepare_tensor_maps(Kernel& k, int device, void* maps) {
   if (!tma_applies(k, device)) return false;
   alignas(64) unsigned char host[2 * cuda_tensor_map_bytes];
   static_assert(cuda_tensor_map_bytes == tensor_map_bytes);
-  const auto lines = [&](bool shared, i64 per_batch) { return std::uint64_t((shared ? 1 : k.batches) * per_batch); };
-  if (!cuda_byte_matrix_map(host, k.ap, k.kp, lines(k.a_shared, k.Mp), k.kp, tma_slice, tile_rows) ||
-      !cuda_byte_matrix_map(host + cuda_tensor_map_bytes, k.bp, k.kp, lines(k.b_shared, k.Np), k.kp, tma_slice,
-                            tile_cols) ||
+  if (!cuda_byte_matrix_map(host, k.ap, k.kp, map_lines(k, true), k.kp, tma_slice, tile_rows) ||
+      !cuda_byte_matrix_map(host + cuda_tensor_map_bytes, k.bp, k.kp, map_lines(k, false), k.kp, tma_slice, tile_cols) ||
       omp_target_memcpy(maps, host, sizeof host, 0, 0, device, omp_get_initial_device()) != 0)
     return false;
   k.tensor_maps = maps;

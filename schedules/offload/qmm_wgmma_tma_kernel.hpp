@@ -40,6 +40,8 @@ template <int Slice, int Stages> inline constexpr int tma_memory_bytes = tma_ali
 template <int Slice, int Stages> [[gnu::always_inline]] inline void tma_produce(const Kernel& k, u32 shared) {
   using L = TmaLayout<Slice, Stages>;
   const u8* maps = static_cast<const u8*>(k.tensor_maps);
+  fence_tensor_map(maps);
+  fence_tensor_map(maps + tensor_map_bytes);
   u32 n = 0;
   for (i64 index = omp_get_team_num(); index < k.items(); index += omp_get_num_teams()) {
     const Kernel::Item w = k.item(index);
@@ -88,12 +90,12 @@ template <int Slice, int Stages>
       wgmma_commit();
       // The products of the slice before are done: its stage is free.
       wgmma_wait<1>();
-      mbarrier_arrive_if(shared + L::barriers + 8 * (Stages + (n - 1) % Stages), k0 != begin && lane == 0);
+      mbarrier_arrive_if(shared + L::barriers + 8 * (Stages + (n + Stages - 1) % Stages), k0 != begin && lane == 0);
     }
     wgmma_wait_all();
     wgmma_hold(d);
     // And the last slice's (a part may have none).
-    mbarrier_arrive_if(shared + L::barriers + 8 * (Stages + (n - 1) % Stages), end != begin && lane == 0);
+    mbarrier_arrive_if(shared + L::barriers + 8 * (Stages + (n + Stages - 1) % Stages), end != begin && lane == 0);
     if (w.partial) {
       // A split tile's part: its int32 products into its partial, rows in the matrix only.
 #pragma unroll

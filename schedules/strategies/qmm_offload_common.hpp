@@ -70,7 +70,7 @@ QmmStrategy offload_qmm_record(const char* name, const char* meaning, const char
         std::vector<SpaceAxis> space = offload_team_space();
         if constexpr (tensor_cores) {
           if (cuda_has_wgmma(offload_device())) space.push_back({"tensor_cores", {"mma", "wgmma"}});
-          if (cuda_team_memory_limit(offload_device()) > 48 * 1024) space.push_back({"stages", {"2", "3", "4", "5"}});
+          if (cuda_team_memory_limit(offload_device()) > 48 * 1024) space.push_back({"stages", {"2", "3", "4"}});
         }
         return space;
       },
