@@ -170,8 +170,6 @@ void run_shape(std::int64_t M, std::int64_t N, std::int64_t K, int reps, int dev
   rows.push_back({shape, "host, library's default schedule (one call)", 0, 0, host_s * 1e3, ops / host_s / 1e12, 0});
 }
 
-}  // namespace
-
 // This program links the offload runtime, which opens the CUDA driver as the program starts, before
 // the library can put its launch shim in the driver's place (docs/gpu.md): it runs again with the
 // shim preloaded, so that its kernels get the team memory they get in the library's own calls.
@@ -190,6 +188,8 @@ void open_launch_shim(char** argv) {
   setenv("LD_PRELOAD", preload && *preload ? (shim + ":" + preload).c_str() : shim.c_str(), 1);
   execv("/proc/self/exe", argv);
 }
+
+}  // namespace
 
 int main(int argc, char** argv) {
   open_launch_shim(argv);

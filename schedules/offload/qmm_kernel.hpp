@@ -57,7 +57,7 @@ struct Kernel {
   u8* b_pack = nullptr;             // the same for B' (bp)
   // The tensor memory accelerator's maps of A' and of B' (in that order, 128 bytes each: lines of
   // kp bytes, boxes of a slice of 128 lines) in device memory, for the warp-specialized wgmma
-  // kernel (qmm_wgmma_tma_kernel.hpp); null where the driver cannot make them.
+  // kernel (qmm_wgmma_tma_kernel.hpp); null where that kernel does not run.
   const void* tensor_maps = nullptr;
   i64* row_sums = nullptr;  // [a_batches][M]; null when not needed
   i64* col_sums = nullptr;  // [b_batches][N]; the same

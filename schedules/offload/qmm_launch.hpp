@@ -17,10 +17,9 @@ void launch_dp4a(const Kernel& k, int device, int teams, int threads);
 bool prepare_tensor_maps(Kernel& k, int device, void* maps);
 
 /// Tensor cores: with `warpgroups`, wgmma where the device is a Hopper GPU and the depth fits int32
-/// accumulators (teams of one warpgroup, or of three where k has tensor maps; `threads` unused),
-/// otherwise mma.sync; `stages` of team
-/// memory (2 to 4, 0: 2) where the GPU grants them, else the most it does (products deeper than
-/// one int32 slice keep 2).
+/// accumulators (teams of one warpgroup, or of three, one an SM, where k has tensor maps; `threads`
+/// unused), otherwise mma.sync; `stages` of team memory (2 to 4, 0: 2) where the GPU grants them,
+/// else the most it does (products deeper than one int32 slice keep 2).
 void launch_mma(const Kernel& k, int device, int teams, int threads, bool warpgroups, int stages);
 
 /// After a split-K product (k.split > 1): each output of the split tiles from the sum of its
