@@ -36,10 +36,11 @@ std::vector<hk::Schedule> offload_schedules() {
                            "qmm.offload_mma(threads=128, tensor_cores=mma)",
                            "qmm.offload_mma(teams=2, threads=128, tensor_cores=mma)", "qmm.offload(threads=128)",
                            "qmm.offload(teams=2)", "qmm.offload_mma(teams=3, tensor_cores=mma)",
-                           "qmm.offload_mma(teams=1)", "qmm.offload_mma(teams=3, threads=64)",
+                           "qmm.offload_mma(tensor_cores=wgmma)", "qmm.offload_mma(teams=1, tensor_cores=wgmma)",
+                           "qmm.offload_mma(teams=3, threads=64, tensor_cores=wgmma)",
                            "qmm.offload_mma(tensor_cores=mma, stages=3)", "qmm.offload_mma(tensor_cores=mma, stages=2)",
-                           "qmm.offload_mma(teams=3, threads=64, tensor_cores=mma, stages=4)", "qmm.offload_mma(stages=3)",
-                           "qmm.offload_mma(teams=1, stages=2)"})
+                           "qmm.offload_mma(teams=3, threads=64, tensor_cores=mma, stages=4)",
+                           "qmm.offload_mma(tensor_cores=wgmma, stages=3)", "qmm.offload_mma(teams=1, tensor_cores=wgmma, stages=2)"})
     s.push_back(hk::Schedule::parse(text));
   return s;
 }
@@ -361,7 +362,7 @@ TEST(QmmOffload, TensorCoresOnFewRowsEverySignednessAndParameterLayout) {
         p.b_scale = per_line ? qmmt::literal_f({1, p.N}, {0.01f, 0.0125f}, rng) : qmmt::literal_f({1}, {0.015f}, rng);
         p.y_scale = qmmt::literal_f({1}, {0.75f}, rng);
         const qmmt::Expected e = qmmt::oracle(p, true);
-        for (const char* s : {"qmm.offload_mma", "qmm.offload_mma(tensor_cores=mma)"})
+        for (const char* s : {"qmm.offload_mma(tensor_cores=wgmma)", "qmm.offload_mma(tensor_cores=mma)"})
           qmmt::run_and_check(p, hk::Schedule::parse(s), e,
                               "M=" + std::to_string(M) + " K=" + std::to_string(p.K) + " round " + std::to_string(round));
       }
@@ -455,8 +456,9 @@ TEST(QmmOffload, SplitDepthForFewTiles) {
         p.y_scale = qmmt::literal_f({1}, {3.0f}, rng);
         const qmmt::Expected e = qmmt::oracle(p, true);
         for (const char* s : {"qmm.offload_mma", "qmm.offload_mma(teams=3, tensor_cores=mma)",
-                              "qmm.offload_mma(threads=64, tensor_cores=mma)", "qmm.offload_mma(tensor_cores=mma)",
-                              "qmm.offload_mma(teams=5)", "qmm.offload_mma(stages=2)", "qmm.offload_mma(teams=5, stages=3)"})
+                              "qmm.offload_mma(threads=64, tensor_cores=mma)", "qmm.offload_mma(tensor_cores=wgmma)",
+                              "qmm.offload_mma(teams=5, tensor_cores=wgmma)", "qmm.offload_mma(tensor_cores=wgmma, stages=2)",
+                              "qmm.offload_mma(teams=5, tensor_cores=wgmma, stages=3)"})
           qmmt::run_and_check(p, hk::Schedule::parse(s), e, "M=" + std::to_string(M) + " K=" + std::to_string(K));
       }
 }
@@ -499,8 +501,9 @@ TEST(QmmOffload, SplitTheLastWaveBesideWholeTiles) {
       ASSERT_EQ(split.tiles, 2);
       ASSERT_GE(split.parts, 2);
       const qmmt::Expected e = qmmt::oracle(p, true);
-      for (const char* s : {"qmm.offload_mma", "qmm.offload_mma(teams=5)", "qmm.offload_mma(tensor_cores=mma)",
-                            "qmm.offload_mma(tensor_cores=mma, stages=3)", "qmm.offload_mma(stages=2)"})
+      for (const char* s : {"qmm.offload_mma", "qmm.offload_mma(teams=5, tensor_cores=wgmma)",
+                            "qmm.offload_mma(tensor_cores=mma)", "qmm.offload_mma(tensor_cores=mma, stages=3)",
+                            "qmm.offload_mma(tensor_cores=wgmma, stages=2)"})
         qmmt::run_and_check(p, hk::Schedule::parse(s), e, "batch " + std::to_string(batch) + " round " + std::to_string(round));
     }
 }

@@ -21,6 +21,14 @@ namespace hk::detail {
 /// qmm.offload_mma's `tensor_cores`, in the order of its choices.
 inline constexpr OffloadQmmKernel tensor_core_kernels[] = {OffloadQmmKernel::mma, OffloadQmmKernel::wgmma};
 
+/// qmm.offload_mma's default `tensor_cores` (an index into tensor_core_kernels): wgmma for calls of
+/// at least a tile per multiprocessor (half a wave), which its warp-specialized kernel runs
+/// fastest; mma.sync for fewer, cut in depth into parts, which it runs faster
+/// (docs/performance.md, the warp-specialized wgmma kernel).
+inline std::int64_t default_tensor_cores(const QmmProblem& problem) {
+  return 2 * qmm_offload_tile_count(problem) >= qmm_offload_wave(offload_device()) ? 1 : 0;
+}
+
 /// The record of an offload strategy whose plan is `Plan` (teams, team_threads, launch(); and
 /// tensor_cores for OffloadMmaQmmPlan).
 template <class Plan, int default_team_threads>
@@ -31,8 +39,9 @@ QmmStrategy offload_qmm_record(const char* name, const char* meaning, const char
       {"threads", 32, 1024, threads_help}};
   if constexpr (tensor_cores)
     params.push_back({"tensor_cores", 0, 1,
-                      "wgmma (default): warpgroup MMA on Hopper GPUs (sm_90) when K <= 65536, "
-                      "mma.sync elsewhere; mma: mma.sync",
+                      "wgmma: warpgroup MMA on Hopper GPUs (sm_90) when K <= 65536, mma.sync "
+                      "elsewhere; mma: mma.sync (default: wgmma for calls of at least a tile per "
+                      "multiprocessor, mma for fewer, whose depth is split)",
                       {"mma", "wgmma"}});
   if constexpr (tensor_cores)
     params.push_back({"stages", 2, qmm_offload_max_stages,
@@ -46,7 +55,7 @@ QmmStrategy offload_qmm_record(const char* name, const char* meaning, const char
       .plan = [](const QmmProblem& problem, const BoundParams& p) -> QmmStrategyPlan {
         Plan plan{0, int(p.get("threads", default_team_threads))};
         if constexpr (tensor_cores) {
-          plan.tensor_cores = tensor_core_kernels[p.get("tensor_cores", 1)];
+          plan.tensor_cores = tensor_core_kernels[p.get("tensor_cores", default_tensor_cores(problem))];
           plan.stages = int(p.get("stages", qmm_offload_max_stages));
         }
         // More teams than work items would idle.
