@@ -570,6 +570,28 @@ TEST(QmmOffload, DefaultTeamsTakeEverySplitKPart) {
   EXPECT_EQ(teams({200, 100, 700}, "qmm.offload_mma"), 2);
 }
 
+// qmm.offload_mma's default tensor cores: wgmma for calls of at least half a wave of tiles (a tile
+// per multiprocessor on a GPU), mma.sync for fewer; a named choice stands whatever the size, and
+// the default stages are the most the kernels take.
+TEST(QmmOffload, DefaultTensorCoresFollowTheTileCount) {
+  const i64 wave = hk::detail::qmm_offload_wave(hk::offload_device());
+  const auto plan = [](std::vector<i64> mnk, const char* schedule) {
+    const std::vector<hk::DataType> types = {hk::DataType::uint8, hk::DataType::int8, hk::DataType::uint8};
+    const hk::detail::TuneWorkload w({hk::Operator::quantized_linear_matmul, types, std::move(mnk), {}}, false);
+    return std::get<hk::detail::OffloadMmaQmmPlan>(hk::detail::plan_qmm(w.qmm_problem(), hk::Schedule::parse(schedule)));
+  };
+  const i64 half_wave = (wave + 1) / 2;
+  using hk::detail::OffloadQmmKernel;
+  EXPECT_EQ(plan({128 * half_wave, 128, 256}, "qmm.offload_mma").tensor_cores, OffloadQmmKernel::wgmma);
+  EXPECT_EQ(plan({128 * half_wave - 127, 100, 256}, "qmm.offload_mma").tensor_cores, OffloadQmmKernel::wgmma);
+  EXPECT_EQ(plan({128 * (half_wave - 1), 128, 256}, "qmm.offload_mma").tensor_cores, OffloadQmmKernel::mma);
+  EXPECT_EQ(plan({1, 1, 1}, "qmm.offload_mma").tensor_cores, OffloadQmmKernel::mma);
+  EXPECT_EQ(plan({1, 1, 1}, "qmm.offload_mma(tensor_cores=wgmma)").tensor_cores, OffloadQmmKernel::wgmma);
+  EXPECT_EQ(plan({128 * half_wave, 128, 256}, "qmm.offload_mma(tensor_cores=mma)").tensor_cores, OffloadQmmKernel::mma);
+  EXPECT_EQ(plan({1, 1, 1}, "qmm.offload_mma").stages, hk::detail::qmm_offload_max_stages);
+  EXPECT_EQ(plan({1, 1, 1}, "qmm.offload_mma(stages=2)").stages, 2);
+}
+
 }  // namespace
 
 // On a GPU the offload runtime's driver is hetkern's launch shim, so the tensor-core kernels may
