@@ -110,7 +110,8 @@ TEST(QmmHostBands, MatchTheOracleWithTheOutputsBackByBands) {
     for (const auto kernel : {hk::detail::OffloadQmmKernel::dp4a, hk::detail::OffloadQmmKernel::mma})
       ASSERT_EQ(hk::detail::qmm_offload_streamable(problem_of(p), kernel).a, c.arriving) << c.name;
     const qmmt::Expected e = qmmt::oracle(p, true);
-    for (const char* schedule : {"qmm.offload_mma(tensor_cores=wgmma)", "qmm.offload", "qmm.offload_mma(tensor_cores=mma)"}) {
+    for (const char* schedule :
+         {"qmm.offload_mma(tensor_cores=wgmma)", "qmm.offload", "qmm.offload_mma(tensor_cores=mma)"}) {
       hk::reset_transfer_counters();
       qmmt::run_and_check(p, hk::Schedule::parse(schedule), e, c.name);
       // At least one read of a band's count of finished tiles, then the band.

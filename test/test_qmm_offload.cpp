@@ -32,7 +32,8 @@ std::vector<hk::Schedule> offload_schedules() {
   std::vector<hk::Schedule> s;
   for (const char* text : {"qmm.offload", "qmm.offload(teams=1, threads=32)", "qmm.offload(threads=33)",
                            "qmm.offload_mma", "qmm.offload_mma(teams=1, threads=32, tensor_cores=mma)",
-                           "qmm.offload_mma(threads=64, tensor_cores=mma)", "qmm.offload_mma(threads=40, tensor_cores=mma)",
+                           "qmm.offload_mma(threads=64, tensor_cores=mma)",
+                           "qmm.offload_mma(threads=40, tensor_cores=mma)",
                            "qmm.offload_mma(threads=128, tensor_cores=mma)",
                            "qmm.offload_mma(teams=2, threads=128, tensor_cores=mma)", "qmm.offload(threads=128)",
                            "qmm.offload(teams=2)", "qmm.offload_mma(teams=3, tensor_cores=mma)",
@@ -40,7 +41,8 @@ std::vector<hk::Schedule> offload_schedules() {
                            "qmm.offload_mma(teams=3, threads=64, tensor_cores=wgmma)",
                            "qmm.offload_mma(tensor_cores=mma, stages=3)", "qmm.offload_mma(tensor_cores=mma, stages=2)",
                            "qmm.offload_mma(teams=3, threads=64, tensor_cores=mma, stages=4)",
-                           "qmm.offload_mma(tensor_cores=wgmma, stages=3)", "qmm.offload_mma(teams=1, tensor_cores=wgmma, stages=2)"})
+                           "qmm.offload_mma(tensor_cores=wgmma, stages=3)",
+                           "qmm.offload_mma(teams=1, tensor_cores=wgmma, stages=2)"})
     s.push_back(hk::Schedule::parse(text));
   return s;
 }
@@ -457,7 +459,8 @@ TEST(QmmOffload, SplitDepthForFewTiles) {
         const qmmt::Expected e = qmmt::oracle(p, true);
         for (const char* s : {"qmm.offload_mma", "qmm.offload_mma(teams=3, tensor_cores=mma)",
                               "qmm.offload_mma(threads=64, tensor_cores=mma)", "qmm.offload_mma(tensor_cores=wgmma)",
-                              "qmm.offload_mma(teams=5, tensor_cores=wgmma)", "qmm.offload_mma(tensor_cores=wgmma, stages=2)",
+                              "qmm.offload_mma(teams=5, tensor_cores=wgmma)",
+                              "qmm.offload_mma(tensor_cores=wgmma, stages=2)",
                               "qmm.offload_mma(teams=5, tensor_cores=wgmma, stages=3)"})
           qmmt::run_and_check(p, hk::Schedule::parse(s), e, "M=" + std::to_string(M) + " K=" + std::to_string(K));
       }

@@ -94,7 +94,9 @@ int tma_bytes(int stages) {
 }
 
 // The lines of A' (a) or of B' that the tensor maps span: every batch's.
-i64 map_lines(const Kernel& k, bool a) { return a ? (k.a_shared ? 1 : k.batches) * k.Mp : (k.b_shared ? 1 : k.batches) * k.Np; }
+i64 map_lines(const Kernel& k, bool a) {
+  return a ? (k.a_shared ? 1 : k.batches) * k.Mp : (k.b_shared ? 1 : k.batches) * k.Np;
+}
 
 // Whether the warp-specialized wgmma kernel runs k on `device`: a Hopper GPU granting a team the
 // memory of two of its stages, a driver that makes tensor maps, a depth within int32 accumulators,

@@ -48,7 +48,8 @@ template <int Slice, int Stages> [[gnu::always_inline]] inline void tma_produce(
     await_ready(k.a_ready, w.at.i0 / tile_rows);
     await_ready(k.b_ready, w.at.j0 / tile_cols);
     const int a_line = int(k.a_batch(w.at.t) * k.Mp + w.at.i0), b_line = int(k.b_batch(w.at.t) * k.Np + w.at.j0);
-    for (i64 k0 = k.depth_begin(w.part, w.parts, Slice); k0 < k.depth_begin(w.part + 1, w.parts, Slice); k0 += Slice, ++n) {
+    const i64 end = k.depth_begin(w.part + 1, w.parts, Slice);
+    for (i64 k0 = k.depth_begin(w.part, w.parts, Slice); k0 < end; k0 += Slice, ++n) {
       const u32 stage = n % Stages, full = shared + L::barriers + 8 * stage, empty = full + 8 * Stages;
       mbarrier_wait(empty, (n / Stages + 1) & 1);
       mbarrier_arrive_expect_tx(full, L::stage_bytes);
@@ -81,7 +82,8 @@ template <int Slice, int Stages>
     const i64 begin = k.depth_begin(w.part, w.parts, Slice), end = k.depth_begin(w.part + 1, w.parts, Slice);
     for (i64 k0 = begin; k0 < end; k0 += Slice, ++n) {
       const u32 stage = n % Stages, full = shared + L::barriers + 8 * stage;
-      const u32 a = shared + stage * L::stage_bytes + u32(64 * half * Slice), b = shared + stage * L::stage_bytes + u32(tile_rows * Slice);
+      const u32 a = shared + stage * L::stage_bytes + u32(64 * half * Slice);
+      const u32 b = shared + stage * L::stage_bytes + u32(tile_rows * Slice);
       mbarrier_wait(full, (n / Stages) & 1);
       wgmma_fence();
 #pragma unroll
