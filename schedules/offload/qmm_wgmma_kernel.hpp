@@ -11,6 +11,9 @@
 
 namespace hk::detail::offload::qmm {
 
+// The epilogue's staging blocks: int32, 8-byte stores and 16-byte loads conflict-free.
+inline constexpr int wgmma_epilogue_pitch = 72;
+
 #ifdef __NVPTX__
 using u64 = std::uint64_t;
 
@@ -55,6 +58,41 @@ inline void wgmma_hold(i32 (&d)[64]) {
   for (int i = 0; i < 64; ++i) asm volatile("" : "+r"(d[i])::"memory");
 }
 
+// A warp's accumulators d of one m64n128 product, at rows 64 h + 16 warp + g and + 8 of the tile
+// (lanes 4g + q: columns 8j + 2q, + 1), into a split tile's partial, rows in the matrix only.
+[[gnu::always_inline]] inline void store_partial_rows(const Kernel& k, const Kernel::Item& item, const i32 (&d)[64],
+                                                      int h, int warp, int lane) {
+  const int g = lane / 4, q = lane % 4;
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const i64 r = 64 * h + 16 * warp + g;
+    i32* at = item.partial + r * tile_cols + 8 * j + 2 * q;
+    if (item.at.i0 + r < k.M) stage_pair(at, d[4 * j], d[4 * j + 1]);
+    if (item.at.i0 + r + 8 < k.M) stage_pair(at + 8 * tile_cols, d[4 * j + 2], d[4 * j + 3]);
+  }
+}
+
+// The same accumulators finished as mma.sync's epilogue finishes them, 16 x 64 outputs at a time
+// through `staged`, the warp's own block of 16 x wgmma_epilogue_pitch int32; rows and cols: the
+// tile's terms.
+[[gnu::always_inline]] inline void finish_rows(const i32 (&d)[64], int h, int warp, int lane, i32* staged,
+                                               const Kernel::Row* rows, const Kernel::Col* cols,
+                                               const EpilogueScalars& scalars) {
+  constexpr int pitch = wgmma_epilogue_pitch;
+  const int g = lane / 4, q = lane % 4;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+#pragma unroll
+    for (int n = 0; n < 8; ++n) {
+      const int j = 8 * half + n;
+      stage_pair(staged + g * pitch + 8 * n + 2 * q, d[4 * j], d[4 * j + 1]);
+      stage_pair(staged + (g + 8) * pitch + 8 * n + 2 * q, d[4 * j + 2], d[4 * j + 3]);
+    }
+    finish_staged_block<false>(staged, pitch, rows + 64 * h + 16 * warp,
+                               four_columns(cols + 64 * half + 4 * (lane % 16), scalars), scalars, lane);
+  }
+}
+
 // The team, one warpgroup, multiplies the tile's two halves of 64 rows by its 128 columns, two
 // m64n128k32 steps per half and 64-deep slice, the stages filled by the same cp.async pipeline as
 // mma.sync's (their layout is the 64-byte swizzle mode's). With two stages a slice's products run
@@ -79,7 +117,7 @@ template <int Stages>
   const Staging source = staging<Slice>(k, t, i0, j0, tid, nth, item.part, item.parts);
   Kernel::Row* rows = static_cast<Kernel::Row*>(memory);
   Kernel::Col* cols = reinterpret_cast<Kernel::Col*>(rows + tile_rows);
-  const int warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
+  const int warp = tid / 32, lane = tid % 32;
   i32 d[2][64] = {};
   first_slices<Slice, Stages, Ahead>(source, shared);
   for (i64 k0 = source.begin, s = 0; k0 < source.end; k0 += Slice, ++s) {
@@ -100,39 +138,20 @@ template <int Stages>
   wgmma_hold(d[0]);
   wgmma_hold(d[1]);
   if (item.partial) {
-    // A split tile's part: its int32 products into its partial, rows in the matrix only.
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int j = 0; j < 16; ++j) {
-        const i64 r = 64 * h + 16 * warp + g;
-        i32* at = item.partial + r * tile_cols + 8 * j + 2 * q;
-        if (i0 + r < k.M) stage_pair(at, d[h][4 * j], d[h][4 * j + 1]);
-        if (i0 + r + 8 < k.M) stage_pair(at + 8 * tile_cols, d[h][4 * j + 2], d[h][4 * j + 3]);
-      }
+    store_partial_rows(k, item, d[0], 0, warp, lane);
+    store_partial_rows(k, item, d[1], 1, warp, lane);
     team_barrier();  // the next tile stages into the memory the products read
     return;
   }
   team_barrier();  // every warp is done with the stages, where the tile's terms go
   gather_terms(k, t, i0, j0, rows, cols, tid, nth);
   team_barrier();
-  constexpr int pitch = 72;  // int32: 8-byte stores and 16-byte loads conflict-free
-  static_assert(tile_terms_bytes + wgmma_team_threads / 32 * 16 * pitch * int(sizeof(i32)) <= wgmma_stage_bytes<Stages>);
-  i32* staged = reinterpret_cast<i32*>(static_cast<u8*>(memory) + tile_terms_bytes) + warp * 16 * pitch;
+  static_assert(tile_terms_bytes + wgmma_team_threads / 32 * 16 * wgmma_epilogue_pitch * int(sizeof(i32)) <=
+                wgmma_stage_bytes<Stages>);
+  i32* staged = reinterpret_cast<i32*>(static_cast<u8*>(memory) + tile_terms_bytes) + warp * 16 * wgmma_epilogue_pitch;
   const EpilogueScalars scalars = epilogue_scalars<false>(k);
-#pragma unroll
-  for (int h = 0; h < 2; ++h)
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-#pragma unroll
-      for (int n = 0; n < 8; ++n) {
-        const int j = 8 * half + n;
-        stage_pair(staged + g * pitch + 8 * n + 2 * q, d[h][4 * j], d[h][4 * j + 1]);
-        stage_pair(staged + (g + 8) * pitch + 8 * n + 2 * q, d[h][4 * j + 2], d[h][4 * j + 3]);
-      }
-      finish_staged_block<false>(staged, pitch, rows + 64 * h + 16 * warp,
-                                 four_columns(cols + 64 * half + 4 * (lane % 16), scalars), scalars, lane);
-    }
+  finish_rows(d[0], 0, warp, lane, staged, rows, cols, scalars);
+  finish_rows(d[1], 1, warp, lane, staged, rows, cols, scalars);
   team_barrier();  // the next tile stages into the memory read above, and gathers its terms
 }
 #endif

@@ -19,7 +19,6 @@ namespace hk::detail::offload::qmm {
 inline constexpr int tma_team_threads = 3 * wgmma_team_threads;
 inline constexpr int tma_consumer_threads = 2 * wgmma_team_threads;
 inline constexpr int tma_consumer_warps = tma_consumer_threads / 32;
-inline constexpr int tma_epilogue_pitch = 72;  // int32: 8-byte stores and 16-byte loads conflict-free
 
 // Team memory, from an address aligned to the 128-byte swizzle's period: the stages (A' lines then B'
 // lines, Slice bytes each), the tile's terms, each consumer warp's staged 16 x 64 accumulators,
@@ -28,8 +27,11 @@ template <int Slice, int Stages> struct TmaLayout {
   static constexpr int stage_bytes = 2 * int(tile_rows) * Slice;
   static constexpr int terms = Stages * stage_bytes;
   static constexpr int staged = terms + (tile_terms_bytes + 15) / 16 * 16;
-  static constexpr int barriers = staged + tma_consumer_warps * 16 * tma_epilogue_pitch * int(sizeof(i32));
+  static constexpr int barriers = staged + tma_consumer_warps * 16 * wgmma_epilogue_pitch * int(sizeof(i32));
   static constexpr int bytes = barriers + 2 * Stages * 8;
+  // Stage s's barriers: full once its copy has arrived, empty once its products are done.
+  static constexpr u32 full(u32 shared, u32 s) { return shared + barriers + 8 * s; }
+  static constexpr u32 empty(u32 shared, u32 s) { return shared + barriers + 8 * (Stages + s); }
 };
 inline constexpr int tma_alignment = 1024;
 template <int Slice, int Stages> inline constexpr int tma_memory_bytes = tma_alignment + TmaLayout<Slice, Stages>::bytes;
@@ -50,8 +52,8 @@ template <int Slice, int Stages> [[gnu::always_inline]] inline void tma_produce(
     const int a_line = int(k.a_batch(w.at.t) * k.Mp + w.at.i0), b_line = int(k.b_batch(w.at.t) * k.Np + w.at.j0);
     const i64 end = k.depth_begin(w.part + 1, w.parts, Slice);
     for (i64 k0 = k.depth_begin(w.part, w.parts, Slice); k0 < end; k0 += Slice, ++n) {
-      const u32 stage = n % Stages, full = shared + L::barriers + 8 * stage, empty = full + 8 * Stages;
-      mbarrier_wait(empty, (n / Stages + 1) & 1);
+      const u32 stage = n % Stages, full = L::full(shared, stage);
+      mbarrier_wait(L::empty(shared, stage), (n / Stages + 1) & 1);
       mbarrier_arrive_expect_tx(full, L::stage_bytes);
       const u32 to = shared + stage * L::stage_bytes;
       tensor_load_2d(to, maps, full, int(k0), a_line);
@@ -69,8 +71,8 @@ template <int Slice, int Stages>
   constexpr u32 consumers = 1;  // named barrier of the two consumer warpgroups
   Kernel::Row* rows = reinterpret_cast<Kernel::Row*>(memory + L::terms);
   Kernel::Col* cols = reinterpret_cast<Kernel::Col*>(rows + tile_rows);
-  const int warp = ctid / 32 % 4, lane = ctid % 32, g = lane / 4, q = lane % 4;
-  i32* staged = reinterpret_cast<i32*>(memory + L::staged) + (ctid / 32) * 16 * tma_epilogue_pitch;
+  const int warp = ctid / 32 % 4, lane = ctid % 32;
+  i32* staged = reinterpret_cast<i32*>(memory + L::staged) + (ctid / 32) * 16 * wgmma_epilogue_pitch;
   const EpilogueScalars scalars = epilogue_scalars<false>(k);
   u32 n = 0;
   for (i64 index = omp_get_team_num(); index < k.items(); index += omp_get_num_teams()) {
@@ -81,10 +83,10 @@ template <int Slice, int Stages>
     i32 d[64] = {};
     const i64 begin = k.depth_begin(w.part, w.parts, Slice), end = k.depth_begin(w.part + 1, w.parts, Slice);
     for (i64 k0 = begin; k0 < end; k0 += Slice, ++n) {
-      const u32 stage = n % Stages, full = shared + L::barriers + 8 * stage;
+      const u32 stage = n % Stages;
       const u32 a = shared + stage * L::stage_bytes + u32(64 * half * Slice);
       const u32 b = shared + stage * L::stage_bytes + u32(tile_rows * Slice);
-      mbarrier_wait(full, (n / Stages) & 1);
+      mbarrier_wait(L::full(shared, stage), (n / Stages) & 1);
       wgmma_fence();
 #pragma unroll
       for (int ks = 0; ks < Slice / 32; ++ks)
@@ -92,35 +94,18 @@ template <int Slice, int Stages>
       wgmma_commit();
       // The products of the slice before are done: its stage is free.
       wgmma_wait<1>();
-      mbarrier_arrive_if(shared + L::barriers + 8 * (Stages + (n + Stages - 1) % Stages), k0 != begin && lane == 0);
+      mbarrier_arrive_if(L::empty(shared, (n + Stages - 1) % Stages), k0 != begin && lane == 0);
     }
     wgmma_wait_all();
     wgmma_hold(d);
     // And the last slice's (a part may have none).
-    mbarrier_arrive_if(shared + L::barriers + 8 * (Stages + (n + Stages - 1) % Stages), end != begin && lane == 0);
+    mbarrier_arrive_if(L::empty(shared, (n + Stages - 1) % Stages), end != begin && lane == 0);
     if (w.partial) {
-      // A split tile's part: its int32 products into its partial, rows in the matrix only.
-#pragma unroll
-      for (int j = 0; j < 16; ++j) {
-        const i64 r = 64 * half + 16 * warp + g;
-        i32* at = w.partial + r * tile_cols + 8 * j + 2 * q;
-        if (i0 + r < k.M) stage_pair(at, d[4 * j], d[4 * j + 1]);
-        if (i0 + r + 8 < k.M) stage_pair(at + 8 * tile_cols, d[4 * j + 2], d[4 * j + 3]);
-      }
+      store_partial_rows(k, w, d, half, warp, lane);
       continue;
     }
     named_barrier(consumers, tma_consumer_threads);  // the terms are gathered
-#pragma unroll
-    for (int cols_half = 0; cols_half < 2; ++cols_half) {
-#pragma unroll
-      for (int m = 0; m < 8; ++m) {
-        const int j = 8 * cols_half + m;
-        stage_pair(staged + g * tma_epilogue_pitch + 8 * m + 2 * q, d[4 * j], d[4 * j + 1]);
-        stage_pair(staged + (g + 8) * tma_epilogue_pitch + 8 * m + 2 * q, d[4 * j + 2], d[4 * j + 3]);
-      }
-      finish_staged_block<false>(staged, tma_epilogue_pitch, rows + 64 * half + 16 * warp,
-                                 four_columns(cols + 64 * cols_half + 4 * (lane % 16), scalars), scalars, lane);
-    }
+    finish_rows(d, half, warp, lane, staged, rows, cols, scalars);
     if (k.bands_done) {
       asm volatile("fence.acq_rel.sys;" ::: "memory");
       named_barrier(consumers, tma_consumer_threads);
@@ -139,9 +124,9 @@ template <int Slice, int Stages> [[gnu::always_inline]] inline void product_team
   const u32 shared = team_address(memory);
   const int tid = omp_get_thread_num();
   if (tid == 0) {
-    for (int s = 0; s < Stages; ++s) {
-      mbarrier_init(shared + TmaLayout<Slice, Stages>::barriers + 8 * s, 1);
-      mbarrier_init(shared + TmaLayout<Slice, Stages>::barriers + 8 * (Stages + s), tma_consumer_warps);
+    for (u32 s = 0; s < Stages; ++s) {
+      mbarrier_init(TmaLayout<Slice, Stages>::full(shared, s), 1);
+      mbarrier_init(TmaLayout<Slice, Stages>::empty(shared, s), tma_consumer_warps);
     }
     fence_mbarrier_init();
   }
