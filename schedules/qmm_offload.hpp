@@ -114,8 +114,9 @@ inline std::int64_t qmm_offload_wave(int device) {
 /// int32 exactly): the tiles of the last wave, all of them when there are fewer than a wave, are
 /// cut in depth into as many parts as fill the wave, each of at least eight 64-deep slices, where
 /// that makes four parts or more (the tiles would leave at least three quarters of the wave idle;
-/// with fewer parts the last launch that adds them up costs about what they save). The split
-/// tiles are the last `tiles` in the teams' order; no split: 0 tiles in 1 part.
+/// fewer parts were measured no faster when a launch of its own added them up, and have not been
+/// measured since the team that completes a tile adds them up). The split tiles are the last
+/// `tiles` in the teams' order; no split: 0 tiles in 1 part.
 struct OffloadQmmSplit {
   std::int64_t tiles = 0, parts = 1;
 };

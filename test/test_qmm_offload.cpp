@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "device_test_util.hpp"
 #include "qmm_test_util.hpp"
 #include "runtime/platform/gpu_arch.hpp"
 #include "runtime/tuning/tuner_problem.hpp"
@@ -424,7 +425,9 @@ TEST(QmmOffload, WorkspaceHoldsOnlyWhatPackingWrites) {
   const auto split = hk::detail::qmm_offload_split(x, OffloadQmmKernel::mma, hk::detail::qmm_offload_wave(hk::offload_device()));
   EXPECT_EQ(split.tiles, 2);
   EXPECT_GE(split.parts, 4);
-  const i64 partials = round_up_256(split.parts * 2 * 128 * 128 * 4);
+  // The parts' int32 products of a tile each, a count per split tile, a flag per work item.
+  const i64 partials = round_up_256(split.parts * 2 * 128 * 128 * 4) + round_up_256(split.tiles * 8) +
+                       round_up_256((2 + split.tiles * (split.parts - 1)) * 4);
   EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::mma), partials);
   EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::wgmma), round_up_256(N * 8) + partials + 2 * 128);
   // dp4a never splits.
@@ -432,7 +435,7 @@ TEST(QmmOffload, WorkspaceHoldsOnlyWhatPackingWrites) {
 }
 
 // Split-K: calls of few tiles cut their depth into parts (tensor cores, one int32 slice deep),
-// whose int32 products a last launch adds up: parts of unequal sizes (K = 2176: 34 slices of 64)
+// whose int32 products the team of a tile's last part adds up: parts of unequal sizes (K = 2176: 34 slices of 64)
 // and equal ones (4096), more work items than teams, centred and plain A, B in both layouts,
 // parameters per row and column or one each.
 TEST(QmmOffload, SplitDepthForFewTiles) {
@@ -464,6 +467,139 @@ TEST(QmmOffload, SplitDepthForFewTiles) {
                               "qmm.offload_mma(teams=5, tensor_cores=wgmma, stages=3)"})
           qmmt::run_and_check(p, hk::Schedule::parse(s), e, "M=" + std::to_string(M) + " K=" + std::to_string(K));
       }
+}
+
+// A split call's tile counts live in its workspace and nothing clears them: each call counts in an
+// epoch of its own, so that what earlier calls, or other uses of the memory, left there counts as
+// zero. The same split call from a workspace of all ones, of all zeros, and from the counts its
+// previous run left, exact every time, on both tensor-core kernels.
+TEST(QmmOffload, SplitCountsNeedNoClearing) {
+  using hk::detail::OffloadQmmKernel;
+  const int device = hk::offload_device();
+  std::mt19937_64 rng(77);
+  Problem p;
+  p.M = 16, p.N = 120, p.K = 2048;  // one tile: split on every device
+  p.a = Buffer(DataType::uint8, {p.M, p.K}, {}, rng);
+  p.b = Buffer(DataType::int8, {p.K, p.N}, {1, p.K}, rng);
+  p.y = Buffer(DataType::uint8, {p.M, p.N}, {}, rng);
+  p.a_zero = qmmt::literal_q(DataType::uint8, {1}, {3}, rng);
+  p.b_zero = qmmt::literal_q(DataType::int8, {1, p.N}, {0, -5, 100}, rng);
+  p.y_zero = qmmt::literal_q(DataType::uint8, {1}, {120}, rng);
+  p.a_scale = qmmt::literal_f({1}, {0.025f}, rng);
+  p.b_scale = qmmt::literal_f({1}, {0.015f}, rng);
+  p.y_scale = qmmt::literal_f({1}, {3.0f}, rng);
+  const qmmt::Expected e = qmmt::oracle(p, true);
+  Buffer y = p.y;
+  hk::detail::QmmProblem x = hk::detail::validate(p.args(), y.view());
+  const auto split = hk::detail::qmm_offload_split(x, OffloadQmmKernel::mma, hk::detail::qmm_offload_wave(device));
+  ASSERT_GE(split.parts, 2);
+  const auto on_device = [](const Buffer& b) {
+    hk::DeviceBuffer d(b.bytes.size());
+    d.upload(b.bytes.data(), b.bytes.size());
+    return d;
+  };
+  const hk::DeviceBuffer a = on_device(p.a), b = on_device(p.b);
+  hk::DeviceBuffer out = on_device(p.y);
+  const auto inside = [](const hk::DeviceBuffer& d) { return static_cast<unsigned char*>(d.data()) + Buffer::guard; };
+  x.a.data = inside(a), x.b.data = inside(b), x.out = inside(out);
+  const std::vector<std::byte> block = hk::detail::qmm_parameter_block(x.q);
+  hk::DeviceBuffer parameters(block.size());
+  parameters.upload(block.data(), block.size());
+  for (const OffloadQmmKernel kernel : {OffloadQmmKernel::mma, OffloadQmmKernel::wgmma}) {
+    const std::size_t bytes = std::size_t(hk::detail::qmm_offload_workspace_bytes(x, kernel, device));
+    hk::DeviceBuffer workspace(bytes);
+    hk::detail::OffloadQmmLaunch launch;
+    launch.device = device, launch.kernel = kernel, launch.parameters = parameters.data();
+    launch.workspace = workspace.data();
+    for (const int fill : {0xff, 0x00, -1}) {
+      if (fill >= 0) {
+        const std::vector<unsigned char> pattern(bytes, static_cast<unsigned char>(fill));
+        workspace.upload(pattern.data(), bytes);
+      }
+      out.upload(p.y.bytes.data(), p.y.bytes.size());
+      hk::detail::qmm_offload(x, launch);
+      std::vector<unsigned char> got(p.y.bytes.size());
+      out.download(got.data(), got.size());
+      qmmt::expect_matches_oracle(p, e, got, "kernel " + std::to_string(int(kernel)) + " fill " + std::to_string(fill));
+    }
+  }
+}
+
+// One matrix whose rows of A (or columns of B) end in a cut tile is read in place when its lines
+// are otherwise its packed form: no A' in the workspace for a few rows of contiguous u8 A, nor B'
+// for int8 B column-major of ragged columns; the kernels read the missing lines as zeros. Exact
+// on every schedule, with the sums both zero points need and with none; batches still pack.
+TEST(QmmOffload, OneMatrixWithACutTileIsReadInPlace) {
+  using hk::detail::OffloadQmmKernel;
+  std::mt19937_64 rng(1601);
+  int round = 0;
+  for (const i64 M : {1, 16, 100, 200})
+    for (const bool sums : {false, true}) {
+      ++round;
+      Problem p;
+      p.M = M, p.N = 136 + 17 * round, p.K = 128 * (1 + round % 3);
+      p.a = Buffer(DataType::uint8, {M, p.K}, {}, rng);
+      p.b = Buffer(DataType::int8, {p.K, p.N}, {1, p.K}, rng);
+      p.y = Buffer(DataType::uint8, {M, p.N}, {}, rng);
+      p.a_zero = qmmt::literal_q(DataType::uint8, {1}, {sums ? 9 : 128}, rng);
+      p.b_zero = qmmt::literal_q(DataType::int8, {1, p.N}, {0, sums ? 5 : 0}, rng);
+      p.y_zero = qmmt::literal_q(DataType::uint8, {1}, {120}, rng);
+      p.a_scale = qmmt::literal_f({M, 1}, {0.02f, 0.03f}, rng);
+      p.b_scale = qmmt::literal_f({1}, {0.015f}, rng);
+      p.y_scale = qmmt::literal_f({1}, {1.5f}, rng);
+      Buffer y = p.y;
+      const hk::detail::QmmProblem x = hk::detail::validate(p.args(), y.view());
+      // Nothing but the sums (int64 per line) and split-K's own: no packed operand.
+      const i64 a_packed = round_up_256((M + 127) / 128 * 128 * p.K), b_packed = round_up_256((p.N + 127) / 128 * 128 * p.K);
+      EXPECT_LT(hk::detail::qmm_offload_workspace_bytes(x, OffloadQmmKernel::dp4a, hk::offload_device()),
+                std::min(a_packed, b_packed))
+          << "M=" << M;
+      check(p, qmmt::oracle(p, true), "M=" + std::to_string(M) + (sums ? " with sums" : ""));
+    }
+  // Two matrices of 100 rows: A' packed, whole tiles in the workspace.
+  Problem p;
+  p.M = 100, p.N = 130, p.K = 256;
+  p.batch = {2};
+  p.a = Buffer(DataType::uint8, {2, p.M, p.K}, {}, rng);
+  p.b = Buffer(DataType::int8, {2, p.K, p.N}, {}, rng);
+  p.y = Buffer(DataType::uint8, {2, p.M, p.N}, {}, rng);
+  p.a_zero = qmmt::literal_q(DataType::uint8, {1}, {128}, rng);
+  p.b_zero = qmmt::literal_q(DataType::int8, {1}, {0}, rng);
+  p.y_zero = qmmt::literal_q(DataType::uint8, {1}, {120}, rng);
+  p.a_scale = qmmt::literal_f({1}, {0.02f}, rng);
+  p.b_scale = qmmt::literal_f({1}, {0.015f}, rng);
+  p.y_scale = qmmt::literal_f({1}, {1.5f}, rng);
+  Buffer y = p.y;
+  const hk::detail::QmmProblem x = hk::detail::validate(p.args(), y.view());
+  EXPECT_GE(hk::detail::qmm_offload_workspace_bytes(x, OffloadQmmKernel::dp4a, hk::offload_device()), 2 * 128 * p.K);
+  check(p, qmmt::oracle(p, true), "two matrices");
+}
+
+// The warp-specialized wgmma kernel's tensor maps are kept on the device from call to call and
+// reused where a call's maps match: twenty shapes (more than the kept slots, so that slots are
+// taken over by other maps), then the first again, each exact.
+TEST(QmmOffload, KeptTensorMapsFollowTheirOperands) {
+  std::mt19937_64 rng(2020);
+  std::vector<Problem> problems;
+  for (int i = 0; i < 20; ++i) {
+    Problem p;
+    p.M = 128 + 16 * (i % 5), p.N = 128 + 8 * (i / 5), p.K = 128 * (1 + i % 4);
+    p.a = Buffer(DataType::uint8, {p.M, p.K}, {}, rng);
+    p.b = Buffer(DataType::int8, {p.K, p.N}, {1, p.K}, rng);
+    p.y = Buffer(DataType::uint8, {p.M, p.N}, {}, rng);
+    p.a_zero = qmmt::literal_q(DataType::uint8, {1}, {7}, rng);
+    p.b_zero = qmmt::literal_q(DataType::int8, {1}, {0}, rng);
+    p.y_zero = qmmt::literal_q(DataType::uint8, {1}, {120}, rng);
+    p.a_scale = qmmt::literal_f({1}, {0.02f}, rng);
+    p.b_scale = qmmt::literal_f({1}, {0.015f}, rng);
+    p.y_scale = qmmt::literal_f({1}, {1.5f}, rng);
+    problems.push_back(std::move(p));
+  }
+  const hk::Schedule wgmma = hk::Schedule::parse("qmm.offload_mma(tensor_cores=wgmma)");
+  for (int i = 0; i <= 20; ++i) {
+    Problem& p = problems[std::size_t(i % 20)];
+    qmmt::run_and_check(p, wgmma, qmmt::oracle(p, true), "call " + std::to_string(i));
+  }
 }
 
 // The last wave's tiles split in depth beside whole tiles: two tiles past whole waves of this

@@ -51,8 +51,12 @@ inline i32 byte_sum(u32 word, bool is_a) { return is_a ? dot4(word, 0x01010101u,
 struct Kernel {
   i64 batches = 1, batch1 = 1, M = 0, N = 0, K = 0, kp = 0, Mp = 0, Np = 0;
   i64 tiles_m = 0, tiles_n = 0;
-  const u8* ap = nullptr;           // A' rows, [a_batches][Mp][kp]
-  const std::int8_t* bp = nullptr;  // B' columns, [b_batches][Np][kp]
+  const u8* ap = nullptr;           // A' rows, [a_batches][a_lines][kp]
+  const std::int8_t* bp = nullptr;  // B' columns, [b_batches][b_lines][kp]
+  // The lines of A' and of B' that ap and bp hold per matrix: Mp and Np where packed; M (N) where
+  // one matrix is read in place with its last tile cut, whose missing lines the staging reads as
+  // zeros.
+  i64 a_lines = 0, b_lines = 0;
   u8* a_pack = nullptr;             // where packing writes A' (ap), null when A is A' in place
   u8* b_pack = nullptr;             // the same for B' (bp)
   // The tensor memory accelerator's maps of A' and of B' (in that order, 128 bytes each: lines of
@@ -71,9 +75,16 @@ struct Kernel {
   // Split-K (tensor cores, depth within one int32 slice: qmm_offload_split): the last split_tiles
   // tiles in the teams' order are each cut in depth into `split` parts of whole slices, work items
   // after the whole tiles; a part's int32 products go to its tile's slot of partials,
-  // [split][split_tiles][partial_rows][tile_cols], which a last launch adds up and requantizes.
+  // [split][split_tiles][partial_rows][tile_cols], and the team whose part completes its tile's
+  // count in split_counts adds them up and requantizes them (split_part_done). A count holds this
+  // call's split_epoch in its upper 48 bits, so that a count left by an earlier call starts again
+  // from zero and no launch clears them; team_last (one a team) tells a team's threads what its
+  // first thread counted.
   i64 split = 1, split_tiles = 0, partial_rows = 0;
   i32* partials = nullptr;
+  std::uint64_t* split_counts = nullptr;
+  i32* team_last = nullptr;
+  std::uint64_t split_epoch = 0;
   // A part whose operands are still arriving (OffloadQmmArrivals): a tile first waits for its row
   // tile's a_ready and its column tile's b_ready to turn non-zero (null: there already), and once
   // its outputs are written counts itself in bands_done[its band] (null: nobody waits for them);
@@ -99,10 +110,10 @@ struct Kernel {
 
   i64 a_batch(i64 t) const { return a_shared ? 0 : t; }
   i64 b_batch(i64 t) const { return b_shared ? 0 : t; }
-  const u8* a_rows(i64 t, i64 r) const { return ap + (a_batch(t) * Mp + r) * kp; }
+  const u8* a_rows(i64 t, i64 r) const { return ap + (a_batch(t) * a_lines + r) * kp; }
   // Where depth part `part` of `parts` begins, in whole `slice`-byte slices.
   i64 depth_begin(i64 part, i64 parts, i64 slice) const { return kp / slice * part / parts * slice; }
-  const std::int8_t* b_cols(i64 t, i64 c) const { return bp + (b_batch(t) * Np + c) * kp; }
+  const std::int8_t* b_cols(i64 t, i64 c) const { return bp + (b_batch(t) * b_lines + c) * kp; }
 
   // The teams' order: matrix by matrix, each in bands of band_rows tile rows (the last last_rows
   // tile rows a band of their own, last), column by column within a band.
@@ -123,11 +134,11 @@ struct Kernel {
     const i64 in_band = in_batch - band_first * tiles_n;
     return {t, band, (band_first + in_band % band_height) * tile_rows, (in_band / band_height) * tile_cols};
   }
-  // A team's work item: a whole tile, or a split tile's depth part `part` of `parts`, whose
-  // products go to `partial` (its slot in partials; null for a whole tile).
+  // A team's work item: a whole tile, or split tile `slot`'s depth part `part` of `parts`, whose
+  // products go to `partial` (its place in partials; null for a whole tile).
   struct Item {
     Place at;
-    i64 part, parts;
+    i64 part, parts, slot;
     i32* partial;
   };
   i64 items() const { return tiles() + split_tiles * (split - 1); }
@@ -135,9 +146,9 @@ struct Kernel {
   Place split_place(i64 slot) const { return place(tiles() - split_tiles + slot); }
   Item item(i64 index) const {
     const i64 whole = tiles() - split_tiles;
-    if (index < whole) return {place(index), 0, 1, nullptr};
+    if (index < whole) return {place(index), 0, 1, 0, nullptr};
     const i64 slot = (index - whole) % split_tiles, part = (index - whole) / split_tiles;
-    return {split_place(slot), part, split, partials + (part * split_tiles + slot) * partial_rows * tile_cols};
+    return {split_place(slot), part, split, slot, partials + (part * split_tiles + slot) * partial_rows * tile_cols};
   }
 
   // The epilogue's terms, gathered once per tile, per output row and per output column, so that

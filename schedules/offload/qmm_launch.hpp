@@ -2,6 +2,7 @@
 // sees them: each launches its kernels for a filled argument block on `device`.
 #pragma once
 
+#include "runtime/platform/kept_tensor_maps.hpp"
 #include "schedules/offload/qmm_kernel.hpp"
 
 namespace hk::detail::offload::qmm {
@@ -12,18 +13,15 @@ void launch_pack(const Kernel k, int device);
 /// The products and requantization from the workspace into the output, by `teams` teams of
 /// `threads` threads (0: the kernel's default; rounded down to a team the staging splits evenly).
 void launch_dp4a(const Kernel& k, int device, int teams, int threads);
-/// Where the warp-specialized wgmma kernel runs k on `device`: its tensor maps written to `maps`
-/// (device memory, 64-byte aligned, 256 bytes) and named in k. False (k unchanged) elsewhere.
-bool prepare_tensor_maps(Kernel& k, int device, void* maps);
+/// Where the warp-specialized wgmma kernel runs k on `device`: its tensor maps named in k, a copy
+/// that `kept` holds for the launch where it can, else one written to `maps` (device memory,
+/// 64-byte aligned, 256 bytes). False (k unchanged) elsewhere.
+bool prepare_tensor_maps(Kernel& k, int device, void* maps, KeptTensorMaps& kept);
 
 /// Tensor cores: with `warpgroups`, wgmma where the device is a Hopper GPU and the depth fits int32
 /// accumulators (teams of one warpgroup, or of three, one an SM, where k has tensor maps; `threads`
 /// unused), otherwise mma.sync; `stages` of team memory (2 to 4, 0: 2) where the GPU grants them,
 /// else the most it does (products deeper than one int32 slice keep 2).
 void launch_mma(const Kernel& k, int device, int teams, int threads, bool warpgroups, int stages);
-
-/// After a split-K product (k.split > 1): each output of the split tiles from the sum of its
-/// parts' products; then, where bands are waited for, the split tiles counted in theirs.
-void launch_split_sum(const Kernel k, int device);
 
 }  // namespace hk::detail::offload::qmm

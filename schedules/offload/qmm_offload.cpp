@@ -5,7 +5,8 @@
 // Workspace: A' = A (^ 0x80 when int8) as u8 rows of kp bytes, B' = B (^ 0x80 when uint8) as s8
 // columns of kp bytes (k contiguous in both), zero-padded to whole 128 x 128 output tiles and to
 // kp = K rounded up to 128, plus the int64 row sums of A' and column sums of B' where the zero
-// points need them, and the split tiles' int32 partial products (qmm_offload_split). An operand
+// points need them, the split tiles' int32 partial products (qmm_offload_split) with their counts
+// and the teams' flags (Kernel::split_counts), and the tensor maps (wgmma). An operand
 // whose memory already is its packed form (packed_in_place) is read where it is, and only summed
 // where needed; with nothing to pack or sum no packing kernel runs.
 // Every product kernel computes int32 dot(A', B') over depth slices of at most 65536 (|a'b'| <=
@@ -17,7 +18,9 @@
 #include "schedules/qmm_offload.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <random>
 
 #include "schedules/offload/qmm_launch.hpp"
 #include "schedules/qmm_pack.hpp"
@@ -34,7 +37,7 @@ static_assert(qmm_offload_tile == tile_rows && qmm_offload_tile == tile_cols && 
 i64 align_up(i64 v) { return round_up(v, workspace_align); }
 
 struct WorkspaceLayout {
-  i64 a_batches, b_batches, Mp, Np, kp, ap, bp, row_sums, col_sums, partials, maps, bytes;
+  i64 a_batches, b_batches, Mp, Np, kp, ap, bp, row_sums, col_sums, partials, split_counts, team_last, maps, bytes;
   OffloadQmmSplit split;  // Kernel::split_tiles and split
   i64 partial_rows;       // Kernel::partial_rows
   bool a_in_place, b_in_place;
@@ -47,7 +50,8 @@ bool batch_shared(const MatrixView& v) { return v.batch_stride[0] == 0 && v.batc
 // Whether an operand's memory is byte for byte its packed form (A' when is_a, B' otherwise):
 // lines (rows of A, columns of B) of K contiguous bytes each, K whole slices, whole tiles of lines
 // one after another, the batches following each other (or one shared by all), no signedness to
-// flip, and 16-byte aligned for the staging copies. Then packing only sums its lines, where the
+// flip, and 16-byte aligned for the staging copies. One matrix may end in a cut tile, whose
+// missing lines the product kernels read as zeros (Kernel::a_lines). Then packing only sums its lines, where the
 // zero points need them, in a launch of its own: cheaper than copying them, and than summing them
 // in the product kernels' tiles (docs/gpu-measurements.md, matmul pack).
 bool packed_in_place(const MatrixView& v, bool is_a, i64 lines, i64 K, const i64 (&batch)[2]) {
@@ -56,8 +60,9 @@ bool packed_in_place(const MatrixView& v, bool is_a, i64 lines, i64 K, const i64
   const i64 matrix = lines * K;
   const bool batches_follow = batch_shared(v) || ((batch[1] == 1 || v.batch_stride[1] == matrix) &&
                                                   (batch[0] == 1 || v.batch_stride[0] == batch[1] * matrix));
+  const bool one_matrix = batch_shared(v) || batch[0] * batch[1] == 1;
   return !flips && K > 0 && K % depth_align == 0 && k_stride == 1 && line_stride == K &&
-         lines % (is_a ? tile_rows : tile_cols) == 0 && batches_follow &&
+         (lines % (is_a ? tile_rows : tile_cols) == 0 || one_matrix) && batches_follow &&
          reinterpret_cast<std::uintptr_t>(v.data) % 16 == 0;
 }
 
@@ -82,9 +87,22 @@ WorkspaceLayout workspace_layout(const QmmProblem& x, OffloadQmmKernel kernel, i
   w.partials = align_up(w.col_sums + (w.col_sums_stored ? w.b_batches * x.N * i64(sizeof(i64)) : 0));
   w.split = qmm_offload_split(x, kernel, qmm_offload_wave(device));
   w.partial_rows = std::min(x.M, tile_rows);
-  w.maps = align_up(w.partials + w.split.parts * w.split.tiles * w.partial_rows * tile_cols * i64(sizeof(i32)));
+  const bool split = w.split.parts > 1;
+  w.split_counts = align_up(w.partials + w.split.parts * w.split.tiles * w.partial_rows * tile_cols * i64(sizeof(i32)));
+  w.team_last = align_up(w.split_counts + (split ? w.split.tiles * i64(sizeof(std::uint64_t)) : 0));
+  // A team flag per work item: a launch runs at most as many teams.
+  const i64 items = batches * (w.Mp / tile_rows) * (w.Np / tile_cols) + w.split.tiles * (w.split.parts - 1);
+  w.maps = align_up(w.team_last + (split ? items * i64(sizeof(i32)) : 0));
   w.bytes = w.maps + (kernel == OffloadQmmKernel::wgmma ? 2 * tensor_map_bytes : 0);
   return w;
+}
+
+// A split call's epoch for its tiles' counts (Kernel::split_epoch): 1 to 2^48 - 2 (neither all
+// zeros nor all ones), in turn from a random start, so that a count a call finds in reused
+// workspace, from this process or another, is of its own epoch only by a 2^-48 chance.
+std::uint64_t next_split_epoch() {
+  static std::atomic<std::uint64_t> next{std::random_device{}() * 0x9e3779b97f4a7c15ull};
+  return next.fetch_add(1, std::memory_order_relaxed) % ((std::uint64_t(1) << 48) - 2) + 1;
 }
 
 // ca and cb of qmm_pack.hpp: what A' adds to A, what B' takes from B.
@@ -101,6 +119,7 @@ Kernel make_kernel(const QmmProblem& x, const OffloadQmmLaunch& launch, const Wo
   u8* base = static_cast<u8*>(launch.workspace);
   k.a_pack = w.a_in_place ? nullptr : base + w.ap;
   k.b_pack = w.b_in_place ? nullptr : base + w.bp;
+  k.a_lines = w.a_in_place ? x.M : w.Mp, k.b_lines = w.b_in_place ? x.N : w.Np;
   k.ap = w.a_in_place ? static_cast<const u8*>(x.a.data) : k.a_pack;
   k.bp = reinterpret_cast<const std::int8_t*>(w.b_in_place ? static_cast<const u8*>(x.b.data) : k.b_pack);
   k.row_sums = w.row_sums_stored ? reinterpret_cast<i64*>(base + w.row_sums) : nullptr;
@@ -110,6 +129,9 @@ Kernel make_kernel(const QmmProblem& x, const OffloadQmmLaunch& launch, const Wo
   k.split_tiles = w.split.tiles;
   k.partial_rows = w.partial_rows;
   k.partials = k.split > 1 ? reinterpret_cast<i32*>(base + w.partials) : nullptr;
+  k.split_counts = k.split > 1 ? reinterpret_cast<std::uint64_t*>(base + w.split_counts) : nullptr;
+  k.team_last = k.split > 1 ? reinterpret_cast<i32*>(base + w.team_last) : nullptr;
+  k.split_epoch = k.split > 1 ? next_split_epoch() : 0;
   k.a_ready = launch.arrivals.a_ready;
   k.b_ready = launch.arrivals.b_ready;
   k.bands_done = launch.arrivals.bands_done;
@@ -181,8 +203,9 @@ void qmm_offload_product(const QmmProblem& x, const OffloadQmmLaunch& launch) {
   if (x.M == 0 || x.N == 0 || x.batch[0] * x.batch[1] == 0) return;
   const WorkspaceLayout w = workspace_layout(x, launch.kernel, launch.device);
   Kernel k = make_kernel(x, launch, w);
+  KeptTensorMaps kept;  // held until the product's launch has ended
   if (launch.kernel == OffloadQmmKernel::wgmma)
-    prepare_tensor_maps(k, launch.device, static_cast<u8*>(launch.workspace) + w.maps);
+    prepare_tensor_maps(k, launch.device, static_cast<u8*>(launch.workspace) + w.maps, kept);
   const i64 items = k.items();
   const int teams = int(std::min<i64>(launch.teams > 0 ? launch.teams : items, items));
   if (launch.kernel != OffloadQmmKernel::dp4a)
@@ -190,7 +213,6 @@ void qmm_offload_product(const QmmProblem& x, const OffloadQmmLaunch& launch) {
                launch.stages);
   else
     launch_dp4a(k, launch.device, teams, launch.team_threads);
-  if (k.split > 1) launch_split_sum(k, launch.device);
 }
 
 bool qmm_b_columns_fit(const QmmProblem& x) {

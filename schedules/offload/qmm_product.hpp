@@ -74,6 +74,18 @@ template <class F> void with_depth(const Kernel& k, F&& launch) {
     launch(std::false_type{});
 }
 
+// The epilogue's terms of the tile at (i0, j0) of matrix t, a row or column per thread of the team,
+// into rows (tile_rows) and cols (tile_cols) in team memory.
+[[gnu::always_inline]] inline void gather_terms(const Kernel& k, i64 t, i64 i0, i64 j0, Kernel::Row* rows, Kernel::Col* cols,
+                                               int tid, int nth) {
+  const Kernel::Tile tl = k.tile(t);
+  for (int e = tid; e < int(tile_rows + tile_cols); e += nth)
+    if (e < int(tile_rows))
+      rows[e] = k.row(tl, i0 + e);
+    else
+      cols[e - int(tile_rows)] = k.col(tl, j0 + e - tile_rows);
+}
+
 #ifdef __NVPTX__
 // The staged tile kernels, each defined in its family's header (qmm_dp4a_kernel.hpp,
 // qmm_mma_kernel.hpp); product_team instantiates only the one its launch names.
@@ -104,14 +116,26 @@ struct Staging {
   i64 begin, end;    // the depth the tile kernel multiplies: all of kp, or a split-K part of it
   i64 step;          // bytes from one of its lines to the next
   u32 to, to_step;   // its first copy's offset in a stage, and from one line to the next
+  // How many of its lines the operands hold (Kernel::a_lines): the tile's last ones may be cut,
+  // and their copies only fill zeros (naming the tile's first line, back bytes before its own).
+  u32 a_inside, b_inside, lines;
+  i64 back;
 
   // Asks for the tile's slice at depth k0 into the stage at `stage` (a shared address), as one
   // commit group.
   template <int Slice> void request(i64 k0, u32 stage) const {
     const u8 *x = a + k0, *y = b + k0;
-    for (u32 at = stage + to, last = at + u32(tile_rows * Slice); at < last; x += step, y += step, at += to_step) {
-      copy_async_16(at, x);
-      copy_async_16(at + u32(tile_rows * Slice), y);
+    const u32 last = stage + to + u32(tile_rows * Slice);
+    if (a_inside == lines && b_inside == lines) {
+      for (u32 at = stage + to; at < last; x += step, y += step, at += to_step) {
+        copy_async_16(at, x);
+        copy_async_16(at + u32(tile_rows * Slice), y);
+      }
+    } else {
+      for (u32 at = stage + to, line = 0; at < last; x += step, y += step, at += to_step, ++line) {
+        copy_async_16_fill(at, line < a_inside ? x : a - back + k0, line < a_inside ? 16 : 0);
+        copy_async_16_fill(at + u32(tile_rows * Slice), line < b_inside ? y : b - back + k0, line < b_inside ? 16 : 0);
+      }
     }
     copy_async_commit();
   }
@@ -123,8 +147,14 @@ inline Staging staging(const Kernel& k, i64 t, i64 i0, i64 j0, int tid, int nth,
   constexpr int chunks = Slice / 16;
   const int line = tid / chunks, c = tid % chunks, apart = nth / chunks;
   const u8* b = reinterpret_cast<const u8*>(k.b_cols(t, j0));
+  // This thread's lines line, line + apart, .. below `held`.
+  const auto inside = [&](i64 held) {
+    const i64 n = held < tile_rows ? held : tile_rows;
+    return u32(n > line ? (n - line + apart - 1) / apart : 0);
+  };
   return {k.a_rows(t, i0) + line * k.kp + 16 * c, b + line * k.kp + 16 * c, k.depth_begin(part, parts, Slice),
-          k.depth_begin(part + 1, parts, Slice), apart * k.kp, u32(swizzled<Slice>(line, c)), u32(apart * Slice)};
+          k.depth_begin(part + 1, parts, Slice), apart * k.kp, u32(swizzled<Slice>(line, c)), u32(apart * Slice),
+          inside(k.a_lines - i0), inside(k.b_lines - j0), u32(tile_rows / apart), line * k.kp};
 }
 
 // Slice s's stage.
@@ -169,18 +199,6 @@ template <int Slice, int Stages>
 inline u32 next_slice(const Staging& g, i64 k0, i64 s, u32 shared) {
   slice_copied<Stages - 1>();
   return refill<Slice, Stages>(g, k0, s, shared);
-}
-
-// The epilogue's terms of the tile at (i0, j0) of matrix t, a row or column per thread of the team,
-// into rows (tile_rows) and cols (tile_cols) in team memory.
-[[gnu::always_inline]] inline void gather_terms(const Kernel& k, i64 t, i64 i0, i64 j0, Kernel::Row* rows, Kernel::Col* cols,
-                                               int tid, int nth) {
-  const Kernel::Tile tl = k.tile(t);
-  for (int e = tid; e < int(tile_rows + tile_cols); e += nth)
-    if (e < int(tile_rows))
-      rows[e] = k.row(tl, i0 + e);
-    else
-      cols[e - int(tile_rows)] = k.col(tl, j0 + e - tile_rows);
 }
 
 // Whether the int32 accumulators end a depth slice of at most int32_depth after the slice at k0.
@@ -245,17 +263,103 @@ template <bool Deep>
 #endif
 }
 
-// After a tile's outputs are written: every thread's stores made visible beyond the GPU (to the
-// copy engine that takes the band out), then one count for the tile.
-[[gnu::always_inline]] inline void count_tile_done(i32* counter, int tid) {
+// A barrier of the team's threads (inside its parallel region on the host fallback).
+inline void team_sync() {
 #ifdef __NVPTX__
-  asm volatile("fence.acq_rel.sys;" ::: "memory");
   team_barrier();
-  if (tid == 0) __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
 #else
 #pragma omp barrier
+#endif
+}
+
+// Orders this thread's memory accesses before and after it for every thread of the GPU (the
+// atomics' own ordering does on the host).
+inline void fence_device() {
+#ifdef __NVPTX__
+  asm volatile("fence.acq_rel.gpu;" ::: "memory");
+#endif
+}
+
+// After a tile's outputs are written by the threads that `sync` (a barrier) joins: their stores
+// made visible beyond the GPU (to the copy engine that takes the band out), then one count for the
+// tile from the first of them.
+template <class Sync> inline void count_tile_done(i32* counter, int tid, Sync sync) {
+#ifdef __NVPTX__
+  asm volatile("fence.acq_rel.sys;" ::: "memory");
+  sync();
+  if (tid == 0) __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+#else
+  sync();
   if (tid == 0) __atomic_fetch_add(counter, 1, __ATOMIC_RELEASE);
 #endif
+}
+
+// Counts one part of split tile `slot` done (Kernel::split_counts); true for the part that
+// completes the count. A count of an earlier call's epoch starts again from zero.
+inline bool count_split_part(const Kernel& k, i64 slot) {
+  std::uint64_t* count = k.split_counts + slot;
+  const std::uint64_t fresh = k.split_epoch << 16;
+  std::uint64_t seen = 0, next = 0;
+#ifdef __NVPTX__
+  constexpr int order = __ATOMIC_RELAXED;  // the fences around it order the products
+#else
+  constexpr int order = __ATOMIC_ACQ_REL;
+#endif
+  do next = (seen >> 16 == k.split_epoch ? seen : fresh) + 1;
+  while (!__atomic_compare_exchange_n(count, &seen, next, false, order, __ATOMIC_RELAXED));
+  return i64(next & 0xffff) == k.split;
+}
+
+// Split-K's hand-over, called by every thread that stored a part of split tile w.slot (tid of
+// nth, joined by the barrier `sync`; `team` numbers the team's flag): the part is counted, and the
+// threads whose part completes the count add every part's products up and requantize them, the
+// tile's terms gathered first into rows and cols (team memory; null: each output works its terms
+// out itself), then count the tile in its band where bands are waited for.
+template <class Sync>
+inline void split_part_done(const Kernel& k, const Kernel::Item& w, Kernel::Row* rows, Kernel::Col* cols, i64 team,
+                            int tid, int nth, Sync sync) {
+  fence_device();
+  sync();
+  if (tid == 0) {
+    const bool last = count_split_part(k, w.slot);
+    fence_device();
+    k.team_last[team] = last;
+  }
+  sync();
+  // The next write to the flag comes after the next call's first barrier, which this read precedes.
+  if (k.team_last[team] == 0) return;
+  fence_device();
+  const i64 t = w.at.t, i0 = w.at.i0, j0 = w.at.j0, slot_size = k.partial_rows * tile_cols;
+  const Kernel::Tile tl = k.tile(t);
+  if (rows) {
+    gather_terms(k, t, i0, j0, rows, cols, tid, nth);
+    sync();
+  }
+  // Four neighbouring outputs at a time, `ahead` groups of them per thread with their parts' loads
+  // in flight together: the loads take the time, and one team does the tile. The int32 sums wrap
+  // in unsigned lanes: the whole depth's dot fits int32.
+  constexpr int ahead = 8;
+  const i64 vectors = slot_size / 4, part_step = k.split_tiles * vectors;
+  const u32x4* first = reinterpret_cast<const u32x4*>(k.partials + w.slot * slot_size);
+  for (i64 v0 = tid; v0 < vectors; v0 += ahead * nth) {
+    u32x4 sum[ahead] = {};
+#pragma unroll 2
+    for (i64 part = 0; part < k.split; ++part)
+#pragma unroll
+      for (int u = 0; u < ahead; ++u)
+        if (v0 + u * nth < vectors) sum[u] += first[part * part_step + v0 + u * nth];
+#pragma unroll
+    for (int u = 0; u < ahead; ++u) {
+      const i64 e = 4 * (v0 + u * nth), r = e / tile_cols, c = e % tile_cols;
+      if (e >= slot_size || i0 + r >= k.M) continue;
+      const Kernel::Row row = rows ? rows[r] : k.row(tl, i0 + r);
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        if (j0 + c + j < k.N) k.template finish<false>(row, rows ? cols[c + j] : k.col(tl, j0 + c + j), i32(sum[u][j]));
+    }
+  }
+  if (k.bands_done) count_tile_done(k.bands_done + t * k.bands() + w.at.band, tid, sync);
+  sync();  // the next item may gather its terms where these were read
 }
 
 // The body of the product kernels (SPMD: warp-collective instructions need one): teams take
@@ -273,6 +377,10 @@ template <Family F, bool Deep, int Stages>
   if constexpr (F == Family::wgmma)
     if (memory) memory += (wgmma_alignment - team_address(memory) % wgmma_alignment) % wgmma_alignment;
   const bool staged = memory && evenly_staged(nth) && (F != Family::wgmma || nth == wgmma_team_threads);
+  // Where the staged kernels keep a tile's terms, for split_part_done.
+  Kernel::Row* rows = staged ? reinterpret_cast<Kernel::Row*>(memory + (F == Family::mma ? mma_stage_bytes<Stages> : 0)) : nullptr;
+#else
+  Kernel::Row* rows = nullptr;
 #endif
   for (i64 index = team; index < items; index += team_count) {
     const Kernel::Item w = k.item(index);
@@ -294,44 +402,11 @@ template <Family F, bool Deep, int Stages>
     } else
 #endif
       for (int b = tid; b < 8; b += nth) block_scalar<Deep>(k, w, at.i0 + (b / 4) * 64, at.j0 + (b % 4) * 32);
-    // A split tile is counted once its parts are added up (count_split_tile).
-    if (k.bands_done && !w.partial) count_tile_done(k.bands_done + at.t * k.bands() + at.band, tid);
+    if (w.partial)
+      split_part_done(k, w, rows, reinterpret_cast<Kernel::Col*>(rows + (rows ? tile_rows : 0)), team, tid, nth, team_sync);
+    else if (k.bands_done)
+      count_tile_done(k.bands_done + at.t * k.bands() + at.band, tid, team_sync);
   }
-}
-
-// Split-K's last launch: teams take a split tile's rows sum_rows at a time, its place worked out
-// once; each output of them from the sum of its parts' products, requantized (outputs past the
-// matrix skipped).
-inline constexpr i64 sum_rows = 16;
-[[gnu::always_inline]] inline void split_sum_team(const Kernel& k) {
-  const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-  const i64 chunks = (k.partial_rows + sum_rows - 1) / sum_rows, slot_size = k.partial_rows * tile_cols;
-  for (i64 unit = omp_get_team_num(); unit < k.split_tiles * chunks; unit += omp_get_num_teams()) {
-    const i64 slot = unit / chunks, first_row = unit % chunks * sum_rows;
-    const Kernel::Place at = k.split_place(slot);
-    const Kernel::Tile tl = k.tile(at.t);
-    const i32* partial = k.partials + slot * slot_size;
-    for (i64 e = first_row * tile_cols + tid; e < (first_row + sum_rows) * tile_cols; e += nth) {
-      const i64 r = at.i0 + e / tile_cols, c = at.j0 + e % tile_cols;
-      if (r >= k.M || c >= k.N) continue;
-      i64 dot = 0;
-      for (i64 part = 0; part < k.split; ++part) dot += partial[part * k.split_tiles * slot_size + e];
-      k.template finish<false>(k.row(tl, r), k.col(tl, c), dot);
-    }
-  }
-}
-
-// Once that launch has ended, split tile `slot` counted where its band is waited for, its outputs
-// first made visible beyond the GPU (as count_tile_done does).
-inline void count_split_tile(const Kernel& k, i64 slot) {
-  const Kernel::Place at = k.split_place(slot);
-  i32* counter = k.bands_done + at.t * k.bands() + at.band;
-#ifdef __NVPTX__
-  asm volatile("fence.acq_rel.sys;" ::: "memory");
-  __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
-#else
-  __atomic_fetch_add(counter, 1, __ATOMIC_RELEASE);
-#endif
 }
 
 }  // namespace hk::detail::offload::qmm

@@ -1,5 +1,5 @@
 // qmm.offload and qmm.offload_mma: the launches of the product kernels (dp4a, and tensor cores
-// through mma.sync or wgmma), their team shapes, and split-K's sum of the parts.
+// through mma.sync or wgmma) and their team shapes.
 #include <omp.h>
 
 #include <algorithm>
@@ -19,7 +19,7 @@ namespace {
 
 static_assert(qmm_offload_max_stages == max_tensor_stages);
 
-constexpr int default_dp4a_threads = 256, default_mma_threads = 128, split_sum_threads = 256;
+constexpr int default_dp4a_threads = 256, default_mma_threads = 128;
 // The launch bounds. dp4a: 512 caps ptxas at 128 registers, so that two 256-thread teams share an
 // SM, which beats one team with all the registers it wants. (A target region per kernel rather
 // than one template over the kernel: clang 19 crashes on a launch bound that depends on a template
@@ -95,7 +95,7 @@ int tma_bytes(int stages) {
 
 // The lines of A' (a) or of B' that the tensor maps span: every batch's.
 i64 map_lines(const Kernel& k, bool a) {
-  return a ? (k.a_shared ? 1 : k.batches) * k.Mp : (k.b_shared ? 1 : k.batches) * k.Np;
+  return a ? (k.a_shared ? 1 : k.batches) * k.a_lines : (k.b_shared ? 1 : k.batches) * k.b_lines;
 }
 
 // Whether the warp-specialized wgmma kernel runs k on `device`: a Hopper GPU granting a team the
@@ -114,24 +114,18 @@ void launch_dp4a(const Kernel& k, int device, int teams, int threads) {
   with_depth(k, [&](auto deep) { product_dp4a<decltype(deep)::value>(k, device, teams, team_threads); });
 }
 
-void launch_split_sum(const Kernel k, int device) {
-  const int units = int(k.split_tiles * ((k.partial_rows + sum_rows - 1) / sum_rows));
-#pragma omp target teams num_teams(units) thread_limit(split_sum_threads) device(device) firstprivate(k)
-#pragma omp parallel
-  split_sum_team(k);
-  if (!k.bands_done) return;
-#pragma omp target teams distribute parallel for device(device) firstprivate(k)
-  for (i64 slot = 0; slot < k.split_tiles; ++slot) count_split_tile(k, slot);
-}
-
-bool prepare_tensor_maps(Kernel& k, int device, void* maps) {
+bool prepare_tensor_maps(Kernel& k, int device, void* maps, KeptTensorMaps& kept) {
   if (!tma_applies(k, device)) return false;
   alignas(64) unsigned char host[2 * cuda_tensor_map_bytes];
-  static_assert(cuda_tensor_map_bytes == tensor_map_bytes);
+  static_assert(cuda_tensor_map_bytes == tensor_map_bytes && sizeof host <= KeptTensorMaps::max_bytes);
   if (!cuda_byte_matrix_map(host, k.ap, k.kp, map_lines(k, true), k.kp, tma_slice, tile_rows) ||
-      !cuda_byte_matrix_map(host + cuda_tensor_map_bytes, k.bp, k.kp, map_lines(k, false), k.kp, tma_slice, tile_cols) ||
-      omp_target_memcpy(maps, host, sizeof host, 0, 0, device, omp_get_initial_device()) != 0)
+      !cuda_byte_matrix_map(host + cuda_tensor_map_bytes, k.bp, k.kp, map_lines(k, false), k.kp, tma_slice, tile_cols))
     return false;
+  if (const void* at = kept.keep(device, host, sizeof host)) {
+    k.tensor_maps = at;
+    return true;
+  }
+  if (omp_target_memcpy(maps, host, sizeof host, 0, 0, device, omp_get_initial_device()) != 0) return false;
   k.tensor_maps = maps;
   return true;
 }

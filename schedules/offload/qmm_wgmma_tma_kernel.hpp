@@ -49,7 +49,7 @@ template <int Slice, int Stages> [[gnu::always_inline]] inline void tma_produce(
     const Kernel::Item w = k.item(index);
     await_ready(k.a_ready, w.at.i0 / tile_rows);
     await_ready(k.b_ready, w.at.j0 / tile_cols);
-    const int a_line = int(k.a_batch(w.at.t) * k.Mp + w.at.i0), b_line = int(k.b_batch(w.at.t) * k.Np + w.at.j0);
+    const int a_line = int(k.a_batch(w.at.t) * k.a_lines + w.at.i0), b_line = int(k.b_batch(w.at.t) * k.b_lines + w.at.j0);
     const i64 end = k.depth_begin(w.part + 1, w.parts, Slice);
     for (i64 k0 = k.depth_begin(w.part, w.parts, Slice); k0 < end; k0 += Slice, ++n) {
       const u32 stage = n % Stages, full = L::full(shared, stage);
@@ -100,17 +100,15 @@ template <int Slice, int Stages>
     wgmma_hold(d);
     // And the last slice's (a part may have none).
     mbarrier_arrive_if(L::empty(shared, (n + Stages - 1) % Stages), end != begin && lane == 0);
+    const auto consumers_sync = [] { named_barrier(consumers, tma_consumer_threads); };
     if (w.partial) {
       store_partial_rows(k, w, d, half, warp, lane);
+      split_part_done(k, w, rows, cols, omp_get_team_num(), ctid, tma_consumer_threads, consumers_sync);
       continue;
     }
     named_barrier(consumers, tma_consumer_threads);  // the terms are gathered
     finish_rows(d, half, warp, lane, staged, rows, cols, scalars);
-    if (k.bands_done) {
-      asm volatile("fence.acq_rel.sys;" ::: "memory");
-      named_barrier(consumers, tma_consumer_threads);
-      if (ctid == 0) __atomic_fetch_add(k.bands_done + t * k.bands() + w.at.band, 1, __ATOMIC_RELAXED);
-    }
+    if (k.bands_done) count_tile_done(k.bands_done + t * k.bands() + w.at.band, ctid, consumers_sync);
   }
 }
 #endif
