@@ -425,9 +425,8 @@ TEST(QmmOffload, WorkspaceHoldsOnlyWhatPackingWrites) {
   const auto split = hk::detail::qmm_offload_split(x, OffloadQmmKernel::mma, hk::detail::qmm_offload_wave(hk::offload_device()));
   EXPECT_EQ(split.tiles, 2);
   EXPECT_GE(split.parts, 4);
-  // The parts' int32 products of a tile each, a count per split tile, a flag per work item.
-  const i64 partials = round_up_256(split.parts * 2 * 128 * 128 * 4) + round_up_256(split.tiles * 8) +
-                       round_up_256((2 + split.tiles * (split.parts - 1)) * 4);
+  // The parts' int32 products of a tile each (tiles of 128 rows: a launch adds them up, no counts).
+  const i64 partials = round_up_256(split.parts * 2 * 128 * 128 * 4);
   EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::mma), partials);
   EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::wgmma), round_up_256(N * 8) + partials + 2 * 128);
   // dp4a never splits.
@@ -435,7 +434,7 @@ TEST(QmmOffload, WorkspaceHoldsOnlyWhatPackingWrites) {
 }
 
 // Split-K: calls of few tiles cut their depth into parts (tensor cores, one int32 slice deep),
-// whose int32 products the team of a tile's last part adds up: parts of unequal sizes (K = 2176: 34 slices of 64)
+// whose int32 products the team of a tile's last part adds up (up to 16 rows) or a last launch: parts of unequal sizes (K = 2176: 34 slices of 64)
 // and equal ones (4096), more work items than teams, centred and plain A, B in both layouts,
 // parameters per row and column or one each.
 TEST(QmmOffload, SplitDepthForFewTiles) {

@@ -87,12 +87,14 @@ WorkspaceLayout workspace_layout(const QmmProblem& x, OffloadQmmKernel kernel, i
   w.partials = align_up(w.col_sums + (w.col_sums_stored ? w.b_batches * x.N * i64(sizeof(i64)) : 0));
   w.split = qmm_offload_split(x, kernel, qmm_offload_wave(device));
   w.partial_rows = std::min(x.M, tile_rows);
-  const bool split = w.split.parts > 1;
+  // The parts' teams add them up where a tile's parts hold few rows: a launch of its own would
+  // take them a team a tile too (split_sum_team), and costs a launch (docs/performance.md).
+  const bool fused = w.split.parts > 1 && w.partial_rows <= sum_rows;
   w.split_counts = align_up(w.partials + w.split.parts * w.split.tiles * w.partial_rows * tile_cols * i64(sizeof(i32)));
-  w.team_last = align_up(w.split_counts + (split ? w.split.tiles * i64(sizeof(std::uint64_t)) : 0));
+  w.team_last = align_up(w.split_counts + (fused ? w.split.tiles * i64(sizeof(std::uint64_t)) : 0));
   // A team flag per work item: a launch runs at most as many teams.
   const i64 items = batches * (w.Mp / tile_rows) * (w.Np / tile_cols) + w.split.tiles * (w.split.parts - 1);
-  w.maps = align_up(w.team_last + (split ? items * i64(sizeof(i32)) : 0));
+  w.maps = align_up(w.team_last + (fused ? items * i64(sizeof(i32)) : 0));
   w.bytes = w.maps + (kernel == OffloadQmmKernel::wgmma ? 2 * tensor_map_bytes : 0);
   return w;
 }
@@ -129,9 +131,10 @@ Kernel make_kernel(const QmmProblem& x, const OffloadQmmLaunch& launch, const Wo
   k.split_tiles = w.split.tiles;
   k.partial_rows = w.partial_rows;
   k.partials = k.split > 1 ? reinterpret_cast<i32*>(base + w.partials) : nullptr;
-  k.split_counts = k.split > 1 ? reinterpret_cast<std::uint64_t*>(base + w.split_counts) : nullptr;
-  k.team_last = k.split > 1 ? reinterpret_cast<i32*>(base + w.team_last) : nullptr;
-  k.split_epoch = k.split > 1 ? next_split_epoch() : 0;
+  const bool fused = k.split > 1 && w.partial_rows <= sum_rows;
+  k.split_counts = fused ? reinterpret_cast<std::uint64_t*>(base + w.split_counts) : nullptr;
+  k.team_last = fused ? reinterpret_cast<i32*>(base + w.team_last) : nullptr;
+  k.split_epoch = fused ? next_split_epoch() : 0;
   k.a_ready = launch.arrivals.a_ready;
   k.b_ready = launch.arrivals.b_ready;
   k.bands_done = launch.arrivals.bands_done;
@@ -213,6 +216,7 @@ void qmm_offload_product(const QmmProblem& x, const OffloadQmmLaunch& launch) {
                launch.stages);
   else
     launch_dp4a(k, launch.device, teams, launch.team_threads);
+  if (k.split > 1 && !k.split_counts) launch_split_sum(k, launch.device);
 }
 
 bool qmm_b_columns_fit(const QmmProblem& x) {

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <type_traits>
 
+#include "schedules/offload/qmm_four_outputs.hpp"
 #include "schedules/offload/qmm_kernel.hpp"
 
 namespace hk::detail::offload::qmm {
@@ -310,11 +311,54 @@ inline bool count_split_part(const Kernel& k, i64 slot) {
   return i64(next & 0xffff) == k.split;
 }
 
-// Split-K's hand-over, called by every thread that stored a part of split tile w.slot (tid of
-// nth, joined by the barrier `sync`; `team` numbers the team's flag): the part is counted, and the
-// threads whose part completes the count add every part's products up and requantize them, the
-// tile's terms gathered first into rows and cols (team memory; null: each output works its terms
-// out itself), then count the tile in its band where bands are waited for.
+// Rows first_row .. + rows_count of split tile `slot` (at `at`): each output from the sum of every
+// part's products, requantized, by threads tid of nth. Four neighbouring outputs of a row at a
+// time, `ahead` groups of them per thread with their parts' loads in flight together (the loads
+// take the time). The int32 sums wrap in unsigned lanes: the whole depth's dot fits int32. With
+// the tile's terms in team memory (rows, cols) the outputs finish as the tensor-core epilogues'
+// do, the kernel's scalars read once; without, each works its terms out (finish() reads the
+// scalars from the argument block after each store, which waits for it).
+inline void sum_split_rows(const Kernel& k, i64 slot, const Kernel::Place& at, i64 first_row, i64 rows_count,
+                           const Kernel::Row* rows, const Kernel::Col* cols, int tid, int nth) {
+  constexpr int ahead = 8;
+  const i64 slot_size = k.partial_rows * tile_cols, part_step = k.split_tiles * slot_size / 4;
+  const i64 begin = first_row * tile_cols / 4, end = std::min(first_row + rows_count, k.partial_rows) * tile_cols / 4;
+  const u32x4* first = reinterpret_cast<const u32x4*>(k.partials + slot * slot_size);
+  const Kernel::Tile tl = k.tile(at.t);
+#ifdef __NVPTX__
+  const EpilogueScalars scalars = epilogue_scalars<false>(k);
+#endif
+  for (i64 v0 = begin + tid; v0 < end; v0 += ahead * nth) {
+    u32x4 sum[ahead] = {};
+#pragma unroll 2
+    for (i64 part = 0; part < k.split; ++part)
+#pragma unroll
+      for (int u = 0; u < ahead; ++u)
+        if (v0 + u * nth < end) sum[u] += first[part * part_step + v0 + u * nth];
+#pragma unroll
+    for (int u = 0; u < ahead; ++u) {
+      const i64 e = 4 * (v0 + u * nth), r = e / tile_cols, c = e % tile_cols;
+      if (e >= 4 * end || at.i0 + r >= k.M) continue;
+      const i64 v[4] = {i32(sum[u].x), i32(sum[u].y), i32(sum[u].z), i32(sum[u].w)};
+#ifdef __NVPTX__
+      if (rows) {
+        finish_four<false>(rows[r], four_columns(cols + c, scalars), v, scalars);
+        continue;
+      }
+#endif
+      const Kernel::Row row = rows ? rows[r] : k.row(tl, at.i0 + r);
+      for (int j = 0; j < 4 && at.j0 + c + j < k.N; ++j)
+        k.template finish<false>(row, cols ? cols[c + j] : k.col(tl, at.j0 + c + j), v[j]);
+    }
+  }
+}
+
+// Split-K's hand-over where the parts' own teams add them up (Kernel::split_counts), called by
+// every thread that stored a part of split tile w.slot (tid of nth, joined by the barrier `sync`;
+// `team` numbers the team's flag): the part is counted, and the threads whose part completes the
+// count finish the tile (sum_split_rows), the tile's terms gathered first into rows and cols (team
+// memory; null: each output works its terms out), then count it in its band where bands are
+// waited for.
 template <class Sync>
 inline void split_part_done(const Kernel& k, const Kernel::Item& w, Kernel::Row* rows, Kernel::Col* cols, i64 team,
                             int tid, int nth, Sync sync) {
@@ -329,37 +373,37 @@ inline void split_part_done(const Kernel& k, const Kernel::Item& w, Kernel::Row*
   // The next write to the flag comes after the next call's first barrier, which this read precedes.
   if (k.team_last[team] == 0) return;
   fence_device();
-  const i64 t = w.at.t, i0 = w.at.i0, j0 = w.at.j0, slot_size = k.partial_rows * tile_cols;
-  const Kernel::Tile tl = k.tile(t);
   if (rows) {
-    gather_terms(k, t, i0, j0, rows, cols, tid, nth);
+    gather_terms(k, w.at.t, w.at.i0, w.at.j0, rows, cols, tid, nth);
     sync();
   }
-  // Four neighbouring outputs at a time, `ahead` groups of them per thread with their parts' loads
-  // in flight together: the loads take the time, and one team does the tile. The int32 sums wrap
-  // in unsigned lanes: the whole depth's dot fits int32.
-  constexpr int ahead = 8;
-  const i64 vectors = slot_size / 4, part_step = k.split_tiles * vectors;
-  const u32x4* first = reinterpret_cast<const u32x4*>(k.partials + w.slot * slot_size);
-  for (i64 v0 = tid; v0 < vectors; v0 += ahead * nth) {
-    u32x4 sum[ahead] = {};
-#pragma unroll 2
-    for (i64 part = 0; part < k.split; ++part)
-#pragma unroll
-      for (int u = 0; u < ahead; ++u)
-        if (v0 + u * nth < vectors) sum[u] += first[part * part_step + v0 + u * nth];
-#pragma unroll
-    for (int u = 0; u < ahead; ++u) {
-      const i64 e = 4 * (v0 + u * nth), r = e / tile_cols, c = e % tile_cols;
-      if (e >= slot_size || i0 + r >= k.M) continue;
-      const Kernel::Row row = rows ? rows[r] : k.row(tl, i0 + r);
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-        if (j0 + c + j < k.N) k.template finish<false>(row, rows ? cols[c + j] : k.col(tl, j0 + c + j), i32(sum[u][j]));
-    }
-  }
-  if (k.bands_done) count_tile_done(k.bands_done + t * k.bands() + w.at.band, tid, sync);
+  sum_split_rows(k, w.slot, w.at, 0, k.partial_rows, rows, cols, tid, nth);
+  if (k.bands_done) count_tile_done(k.bands_done + w.at.t * k.bands() + w.at.band, tid, sync);
   sync();  // the next item may gather its terms where these were read
+}
+
+// Split-K's last launch where a launch adds the parts up (taller partial tiles: one team a tile
+// leaves most of the GPU idle): teams take a split tile's rows sum_rows at a time.
+[[gnu::always_inline]] inline void split_sum_team(const Kernel& k) {
+  const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+  const i64 chunks = (k.partial_rows + sum_rows - 1) / sum_rows;
+  for (i64 unit = omp_get_team_num(); unit < k.split_tiles * chunks; unit += omp_get_num_teams()) {
+    const i64 slot = unit / chunks;
+    sum_split_rows(k, slot, k.split_place(slot), unit % chunks * sum_rows, sum_rows, nullptr, nullptr, tid, nth);
+  }
+}
+
+// Once that launch has ended, split tile `slot` counted where its band is waited for, its outputs
+// first made visible beyond the GPU (as count_tile_done does).
+inline void count_split_tile(const Kernel& k, i64 slot) {
+  const Kernel::Place at = k.split_place(slot);
+  i32* counter = k.bands_done + at.t * k.bands() + at.band;
+#ifdef __NVPTX__
+  asm volatile("fence.acq_rel.sys;" ::: "memory");
+  __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+#else
+  __atomic_fetch_add(counter, 1, __ATOMIC_RELEASE);
+#endif
 }
 
 // The body of the product kernels (SPMD: warp-collective instructions need one): teams take
@@ -402,9 +446,11 @@ template <Family F, bool Deep, int Stages>
     } else
 #endif
       for (int b = tid; b < 8; b += nth) block_scalar<Deep>(k, w, at.i0 + (b / 4) * 64, at.j0 + (b % 4) * 32);
-    if (w.partial)
-      split_part_done(k, w, rows, reinterpret_cast<Kernel::Col*>(rows + (rows ? tile_rows : 0)), team, tid, nth, team_sync);
-    else if (k.bands_done)
+    if (w.partial) {
+      // A split tile is counted once its parts are added up.
+      if (k.split_counts)
+        split_part_done(k, w, rows, reinterpret_cast<Kernel::Col*>(rows + (rows ? tile_rows : 0)), team, tid, nth, team_sync);
+    } else if (k.bands_done)
       count_tile_done(k.bands_done + at.t * k.bands() + at.band, tid, team_sync);
   }
 }

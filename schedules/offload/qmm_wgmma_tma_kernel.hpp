@@ -103,7 +103,7 @@ template <int Slice, int Stages>
     const auto consumers_sync = [] { named_barrier(consumers, tma_consumer_threads); };
     if (w.partial) {
       store_partial_rows(k, w, d, half, warp, lane);
-      split_part_done(k, w, rows, cols, omp_get_team_num(), ctid, tma_consumer_threads, consumers_sync);
+      if (k.split_counts) split_part_done(k, w, rows, cols, omp_get_team_num(), ctid, tma_consumer_threads, consumers_sync);
       continue;
     }
     named_barrier(consumers, tma_consumer_threads);  // the terms are gathered
