@@ -428,7 +428,9 @@ TEST(QmmOffload, WorkspaceHoldsOnlyWhatPackingWrites) {
   // The parts' int32 products of a tile each (tiles of 128 rows: a launch adds them up, no counts).
   const i64 partials = round_up_256(split.parts * 2 * 128 * 128 * 4);
   EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::mma), partials);
-  EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::wgmma), round_up_256(N * 8) + partials + 2 * 128);
+  // wgmma: the column sums of B (read in place) and a state for its one column tile, which its
+  // warp-specialized kernel sums itself.
+  EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::wgmma), round_up_256(N * 8) + partials + round_up_256(8) + 2 * 128);
   // dp4a never splits.
   EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::dp4a), round_up_256(N * 8));
 }
@@ -598,6 +600,44 @@ TEST(QmmOffload, KeptTensorMapsFollowTheirOperands) {
   for (int i = 0; i <= 20; ++i) {
     Problem& p = problems[std::size_t(i % 20)];
     qmmt::run_and_check(p, wgmma, qmmt::oracle(p, true), "call " + std::to_string(i));
+  }
+}
+
+// Operands read in place whose sums the zero points need: on a Hopper GPU the warp-specialized
+// wgmma kernel sums their lines itself (its teams claim tiles of 128 lines), with one team, a few,
+// or one per multiprocessor; rows of A, columns of B, or both; one A matrix or one per batch, B
+// shared; a cut last tile; split-K parts. Exact everywhere (elsewhere the packing launch sums).
+TEST(QmmOffload, LineSumsOfOperandsReadInPlace) {
+  std::mt19937_64 rng(4242);
+  struct Case {
+    i64 batch, M, N, K;
+    int a_zero, b_zero;
+  };
+  const Case cases[] = {{1, 300, 520, 512, 9, 0}, {1, 256, 256, 384, 128, 5}, {2, 200, 130, 256, 3, -7},
+                        {1, 16, 200, 2048, 7, 2}};
+  for (const Case& c : cases) {
+    Problem p;
+    p.M = c.M, p.N = c.N, p.K = c.K;
+    std::vector<i64> a_sizes = {c.M, c.K}, y_sizes = {c.M, c.N};
+    if (c.batch > 1) {
+      p.batch = {c.batch};
+      a_sizes.insert(a_sizes.begin(), c.batch);
+      y_sizes.insert(y_sizes.begin(), c.batch);
+    }
+    p.a = Buffer(DataType::uint8, a_sizes, {}, rng);
+    p.b = Buffer(DataType::int8, {c.K, c.N}, {1, c.K}, rng);
+    p.y = Buffer(DataType::uint8, y_sizes, {}, rng);
+    p.a_zero = qmmt::literal_q(DataType::uint8, {1}, {c.a_zero}, rng);
+    p.b_zero = qmmt::literal_q(DataType::int8, {1}, {c.b_zero}, rng);
+    p.y_zero = qmmt::literal_q(DataType::uint8, {1}, {120}, rng);
+    p.a_scale = qmmt::literal_f({1}, {0.02f}, rng);
+    p.b_scale = qmmt::literal_f({1}, {0.015f}, rng);
+    p.y_scale = qmmt::literal_f({1}, {2.0f}, rng);
+    const qmmt::Expected e = qmmt::oracle(p, true);
+    for (const char* s : {"qmm.offload_mma(tensor_cores=wgmma)", "qmm.offload_mma(teams=1, tensor_cores=wgmma)",
+                          "qmm.offload_mma(teams=3, tensor_cores=wgmma, stages=2)"})
+      qmmt::run_and_check(p, hk::Schedule::parse(s), e,
+                          "M=" + std::to_string(c.M) + " N=" + std::to_string(c.N) + " batch " + std::to_string(c.batch));
   }
 }
 

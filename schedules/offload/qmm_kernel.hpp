@@ -68,6 +68,12 @@ struct Kernel {
   const void* tensor_maps = nullptr;
   i64* row_sums = nullptr;  // [a_batches][M]; null when not needed
   i64* col_sums = nullptr;  // [b_batches][N]; the same
+  // The warp-specialized wgmma kernel sums A's rows (B's columns), read in place, itself rather
+  // than a packing launch (qmm_line_sums.hpp): a state per tile of 128 lines in line_tile_states,
+  // of this call's sums_epoch.
+  bool rows_in_product = false, cols_in_product = false;
+  std::uint64_t* line_tile_states = nullptr;
+  std::uint64_t sums_epoch = 0;
   // Every alpha is 128 and the kernel is mma: it multiplies A' - 128 (A' ^ 0x80 as int8: 16
   // bitwise ops beside a warp's 32 mma per 32-deep step) by B', which folds alpha into the
   // product, so that no column sum is needed; the row sums are then those of A' - 128 (the

@@ -13,6 +13,11 @@ void launch_pack(const Kernel k, int device);
 /// The products and requantization from the workspace into the output, by `teams` teams of
 /// `threads` threads (0: the kernel's default; rounded down to a team the staging splits evenly).
 void launch_dp4a(const Kernel& k, int device, int teams, int threads);
+/// Whether the warp-specialized wgmma kernel can run k on `device`: a Hopper GPU granting a team
+/// the memory of two of its stages, a driver that makes tensor maps, a depth within int32
+/// accumulators, lines the maps can number.
+bool tma_applies(const Kernel& k, int device);
+
 /// After a split-K product whose teams do not add the parts up (k.split > 1, no k.split_counts):
 /// each output of the split tiles from the sum of its parts' products; then, where bands are
 /// waited for, the split tiles counted in theirs.

@@ -37,7 +37,8 @@ static_assert(qmm_offload_tile == tile_rows && qmm_offload_tile == tile_cols && 
 i64 align_up(i64 v) { return round_up(v, workspace_align); }
 
 struct WorkspaceLayout {
-  i64 a_batches, b_batches, Mp, Np, kp, ap, bp, row_sums, col_sums, partials, split_counts, team_last, maps, bytes;
+  i64 a_batches, b_batches, Mp, Np, kp, ap, bp, row_sums, col_sums, partials, split_counts, team_last, line_tiles,
+      maps, bytes;
   OffloadQmmSplit split;  // Kernel::split_tiles and split
   i64 partial_rows;       // Kernel::partial_rows
   bool a_in_place, b_in_place;
@@ -94,15 +95,21 @@ WorkspaceLayout workspace_layout(const QmmProblem& x, OffloadQmmKernel kernel, i
   w.team_last = align_up(w.split_counts + (fused ? w.split.tiles * i64(sizeof(std::uint64_t)) : 0));
   // A team flag per work item: a launch runs at most as many teams.
   const i64 items = batches * (w.Mp / tile_rows) * (w.Np / tile_cols) + w.split.tiles * (w.split.parts - 1);
-  w.maps = align_up(w.team_last + (fused ? items * i64(sizeof(i32)) : 0));
+  // The line tiles' states where the warp-specialized wgmma kernel may sum in-place operands itself.
+  const bool wgmma = kernel == OffloadQmmKernel::wgmma;
+  const i64 line_tiles = (wgmma && w.a_in_place && w.row_sums_stored ? w.a_batches * (w.Mp / tile_rows) : 0) +
+                         (wgmma && w.b_in_place && w.col_sums_stored ? w.b_batches * (w.Np / tile_cols) : 0);
+  w.line_tiles = align_up(w.team_last + (fused ? items * i64(sizeof(i32)) : 0));
+  w.maps = align_up(w.line_tiles + line_tiles * i64(sizeof(std::uint64_t)));
   w.bytes = w.maps + (kernel == OffloadQmmKernel::wgmma ? 2 * tensor_map_bytes : 0);
   return w;
 }
 
-// A split call's epoch for its tiles' counts (Kernel::split_epoch): 1 to 2^48 - 2 (neither all
-// zeros nor all ones), in turn from a random start, so that a count a call finds in reused
-// workspace, from this process or another, is of its own epoch only by a 2^-48 chance.
-std::uint64_t next_split_epoch() {
+// A call's epoch for the counts and states its kernels keep in the workspace (Kernel::split_epoch,
+// sums_epoch): 1 to 2^48 - 2 (neither all zeros nor all ones), in turn from a random start, so
+// that a word a call finds in reused workspace, from this process or another, is of its own epoch
+// only by a 2^-48 chance.
+std::uint64_t next_epoch() {
   static std::atomic<std::uint64_t> next{std::random_device{}() * 0x9e3779b97f4a7c15ull};
   return next.fetch_add(1, std::memory_order_relaxed) % ((std::uint64_t(1) << 48) - 2) + 1;
 }
@@ -134,7 +141,7 @@ Kernel make_kernel(const QmmProblem& x, const OffloadQmmLaunch& launch, const Wo
   const bool fused = k.split > 1 && w.partial_rows <= sum_rows;
   k.split_counts = fused ? reinterpret_cast<std::uint64_t*>(base + w.split_counts) : nullptr;
   k.team_last = fused ? reinterpret_cast<i32*>(base + w.team_last) : nullptr;
-  k.split_epoch = fused ? next_split_epoch() : 0;
+  k.split_epoch = fused ? next_epoch() : 0;
   k.a_ready = launch.arrivals.a_ready;
   k.b_ready = launch.arrivals.b_ready;
   k.bands_done = launch.arrivals.bands_done;
@@ -160,6 +167,14 @@ Kernel make_kernel(const QmmProblem& x, const OffloadQmmLaunch& launch, const Wo
   k.out = static_cast<u8*>(x.out);
   for (int d = 0; d < 2; ++d) k.o_bs[d] = x.out_batch_stride[d];
   k.o_rs = x.out_row_stride, k.o_cs = x.out_col_stride;
+  if (launch.kernel == OffloadQmmKernel::wgmma && tma_applies(k, launch.device)) {
+    k.rows_in_product = w.a_in_place && w.row_sums_stored;
+    k.cols_in_product = w.b_in_place && w.col_sums_stored;
+    if (k.rows_in_product || k.cols_in_product) {
+      k.line_tile_states = reinterpret_cast<std::uint64_t*>(base + w.line_tiles);
+      k.sums_epoch = next_epoch();
+    }
+  }
   return k;
 }
 
@@ -209,6 +224,12 @@ void qmm_offload_product(const QmmProblem& x, const OffloadQmmLaunch& launch) {
   KeptTensorMaps kept;  // held until the product's launch has ended
   if (launch.kernel == OffloadQmmKernel::wgmma)
     prepare_tensor_maps(k, launch.device, static_cast<u8*>(launch.workspace) + w.maps, kept);
+  if (k.line_tile_states && !k.tensor_maps) {
+    // The maps could not be had: the other kernels read the sums, which a launch makes first.
+    k.rows_in_product = k.cols_in_product = false;
+    k.line_tile_states = nullptr;
+    launch_pack(k, launch.device);
+  }
   const i64 items = k.items();
   const int teams = int(std::min<i64>(launch.teams > 0 ? launch.teams : items, items));
   if (launch.kernel != OffloadQmmKernel::dp4a)

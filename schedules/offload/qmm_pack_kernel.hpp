@@ -35,7 +35,7 @@ inline i64 pack_chunk(const u8* src, i64 k_stride, i64 kk0, i64 K, bool inside, 
 
 // One operand as the packing kernels see it: lines (rows of A, columns of B) of depth K, packed
 // into dst, or only summed when dst is null (the operand is its packed form in place); their sums
-// are stored only where sums is not null.
+// are stored only where sums is not null (nor summed by the product: Kernel::rows_in_product).
 struct Operand {
   const u8* src;
   i64 bs[2], line_stride, k_stride, lines, padded_lines, batches;
@@ -48,9 +48,9 @@ struct Operand {
 inline Operand operand_of(const Kernel& k, bool is_a) {
   if (is_a)
     return {k.a, {k.a_bs[0], k.a_bs[1]}, k.a_rs, k.a_cs, k.M, k.Mp, k.a_shared ? 1 : k.batches, k.a_flip,
-            true, k.a_pack, k.row_sums};
+            true, k.a_pack, k.rows_in_product ? nullptr : k.row_sums};
   return {k.b, {k.b_bs[0], k.b_bs[1]}, k.b_cs, k.b_rs, k.N, k.Np, k.b_shared ? 1 : k.batches, k.b_flip,
-          false, k.b_pack, k.col_sums};
+          false, k.b_pack, k.cols_in_product ? nullptr : k.col_sums};
 }
 
 inline bool aligned16(const void* p, i64 a, i64 b, i64 c) {

@@ -99,16 +99,13 @@ i64 map_lines(const Kernel& k, bool a) {
   return a ? (k.a_shared ? 1 : k.batches) * k.a_lines : (k.b_shared ? 1 : k.batches) * k.b_lines;
 }
 
-// Whether the warp-specialized wgmma kernel runs k on `device`: a Hopper GPU granting a team the
-// memory of two of its stages, a driver that makes tensor maps, a depth within int32 accumulators,
-// lines the maps can number.
+}  // namespace
+
 bool tma_applies(const Kernel& k, int device) {
   return device != omp_get_initial_device() && cuda_has_wgmma(device) && cuda_tensor_maps_available() &&
          k.kp <= int32_depth && std::max(map_lines(k, true), map_lines(k, false)) < (i64(1) << 31) &&
          tma_bytes(2) + runtime_team_memory <= cuda_team_memory_limit(device);
 }
-
-}  // namespace
 
 void launch_dp4a(const Kernel& k, int device, int teams, int threads) {
   const int team_threads = staged_team_threads(threads, default_dp4a_threads, dp4a_bound);

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "schedules/offload/qmm_four_outputs.hpp"
+#include "schedules/offload/qmm_line_sums.hpp"
 #include "schedules/offload/qmm_product.hpp"
 #include "schedules/offload/qmm_wgmma_kernel.hpp"
 
@@ -22,13 +23,15 @@ inline constexpr int tma_consumer_warps = tma_consumer_threads / 32;
 
 // Team memory, from an address aligned to the 128-byte swizzle's period: the stages (A' lines then B'
 // lines, Slice bytes each), the tile's terms, each consumer warp's staged 16 x 64 accumulators,
-// then the full and empty barriers of each stage.
+// the full and empty barriers of each stage, then two words.
 template <int Slice, int Stages> struct TmaLayout {
   static constexpr int stage_bytes = 2 * int(tile_rows) * Slice;
   static constexpr int terms = Stages * stage_bytes;
   static constexpr int staged = terms + (tile_terms_bytes + 15) / 16 * 16;
   static constexpr int barriers = staged + tma_consumer_warps * 16 * wgmma_epilogue_pitch * int(sizeof(i32));
-  static constexpr int bytes = barriers + 2 * Stages * 8;
+  // Two words through which one thread tells the others (the team's, the consumers').
+  static constexpr int words = barriers + 2 * Stages * 8;
+  static constexpr int bytes = words + 8;
   // Stage s's barriers: full once its copy has arrived, empty once its products are done.
   static constexpr u32 full(u32 shared, u32 s) { return shared + barriers + 8 * s; }
   static constexpr u32 empty(u32 shared, u32 s) { return shared + barriers + 8 * (Stages + s); }
@@ -74,12 +77,26 @@ template <int Slice, int Stages>
   const int warp = ctid / 32 % 4, lane = ctid % 32;
   i32* staged = reinterpret_cast<i32*>(memory + L::staged) + (ctid / 32) * 16 * wgmma_epilogue_pitch;
   const EpilogueScalars scalars = epilogue_scalars<false>(k);
+  const auto consumers_sync = [] { named_barrier(consumers, tma_consumer_threads); };
+  volatile u32* word = reinterpret_cast<volatile u32*>(memory + L::words) + 1;
   u32 n = 0;
   for (i64 index = omp_get_team_num(); index < k.items(); index += omp_get_num_teams()) {
     const Kernel::Item w = k.item(index);
     const i64 t = w.at.t, i0 = w.at.i0, j0 = w.at.j0;
     named_barrier(consumers, tma_consumer_threads);  // the last tile's epilogue is done with the terms
-    if (!w.partial) gather_terms(k, t, i0, j0, rows, cols, ctid, tma_consumer_threads);
+    // Where the kernel sums lines itself, the terms are gathered now if their sums are there, else
+    // after the products, once they are.
+    i64 sums_from[2] = {-1, -1};
+    bool summed = true;
+    if (k.line_tile_states) {
+      line_tiles_of(k, w, sums_from);
+      if (ctid == 0) *word = line_tiles_summed_now(k, sums_from);
+      consumers_sync();
+      summed = *word != 0;
+      consumers_sync();
+      if (summed) asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    }
+    if (!w.partial && summed) gather_terms(k, t, i0, j0, rows, cols, ctid, tma_consumer_threads);
     i32 d[64] = {};
     const i64 begin = k.depth_begin(w.part, w.parts, Slice), end = k.depth_begin(w.part + 1, w.parts, Slice);
     for (i64 k0 = begin; k0 < end; k0 += Slice, ++n) {
@@ -100,7 +117,11 @@ template <int Slice, int Stages>
     wgmma_hold(d);
     // And the last slice's (a part may have none).
     mbarrier_arrive_if(L::empty(shared, (n + Stages - 1) % Stages), end != begin && lane == 0);
-    const auto consumers_sync = [] { named_barrier(consumers, tma_consumer_threads); };
+    if (!summed) {
+      for (const i64 tile : sums_from)
+        if (tile >= 0) await_line_tile(k, tile, word, ctid, tma_consumer_threads, consumers_sync);
+      if (!w.partial) gather_terms(k, t, i0, j0, rows, cols, ctid, tma_consumer_threads);
+    }
     if (w.partial) {
       store_partial_rows(k, w, d, half, warp, lane);
       if (k.split_counts) split_part_done(k, w, rows, cols, omp_get_team_num(), ctid, tma_consumer_threads, consumers_sync);
@@ -129,6 +150,9 @@ template <int Slice, int Stages> [[gnu::always_inline]] inline void product_team
     fence_mbarrier_init();
   }
   team_barrier();
+  if (k.line_tile_states)
+    sum_preferred_line_tiles(k, reinterpret_cast<volatile u32*>(memory + TmaLayout<Slice, Stages>::words), tid,
+                             tma_team_threads);
   const int role = int(shfl_idx_b32(u32(tid / wgmma_team_threads), 0, ~0u));
   if (role == 0) {
     if (tid == 0) tma_produce<Slice, Stages>(k, shared);

@@ -1,0 +1,122 @@
+// The line sums that the warp-specialized wgmma kernel works out itself, in place of a packing
+// launch, for operands read in place (Kernel::rows_in_product, cols_in_product): row sums of A',
+// column sums of B', a tile of 128 lines at a time. Each line tile has a state word in the
+// workspace (Kernel::line_tile_states) that teams claim before summing it; a team sums the tiles
+// it prefers as it starts, and a tile's epilogue that finds its sums missing claims and sums them
+// itself or waits for their claimer, which is running (only running teams claim): no team waits
+// for one that may not have started.
+#pragma once
+
+#include <cstdint>
+
+#include "schedules/offload/qmm_kernel.hpp"
+
+namespace hk::detail::offload::qmm {
+
+// A state: the call's sums_epoch above two bits of nobody (0), being summed (1), summed (2); a
+// word of an earlier epoch counts as nobody.
+inline constexpr std::uint64_t line_tile_claimed = 1, line_tile_summed = 2;
+
+// Line tiles: A's row tiles of every A matrix, then B's column tiles of every B matrix.
+inline i64 row_line_tiles(const Kernel& k) { return k.rows_in_product ? (k.a_shared ? 1 : k.batches) * k.tiles_m : 0; }
+inline i64 line_tiles(const Kernel& k) {
+  return row_line_tiles(k) + (k.cols_in_product ? (k.b_shared ? 1 : k.batches) * k.tiles_n : 0);
+}
+
+#ifdef __NVPTX__
+inline std::uint64_t load_state(const std::uint64_t* state) {
+  std::uint64_t v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(state) : "memory");
+  return v;
+}
+
+inline bool line_tile_summed_now(const Kernel& k, i64 tile) {
+  return load_state(k.line_tile_states + tile) == (k.sums_epoch << 2 | line_tile_summed);
+}
+
+// True where the caller is to sum line tile `tile`: nobody had claimed it in this call.
+inline bool claim_line_tile(const Kernel& k, i64 tile) {
+  std::uint64_t* state = k.line_tile_states + tile;
+  std::uint64_t seen = 0;
+  while (seen >> 2 != k.sums_epoch)
+    if (__atomic_compare_exchange_n(state, &seen, k.sums_epoch << 2 | line_tile_claimed, false, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED))
+      return true;
+  return false;
+}
+
+// Sums line tile `tile` (claimed by the caller) with threads tid of nth, joined by `sync`, a warp
+// a line, and marks it summed once every sum is stored.
+template <class Sync> inline void sum_line_tile(const Kernel& k, i64 tile, int tid, int nth, Sync sync) {
+  const bool is_a = tile < row_line_tiles(k);
+  const i64 index = is_a ? tile : tile - row_line_tiles(k), per_matrix = is_a ? k.tiles_m : k.tiles_n;
+  const i64 matrix = index / per_matrix, first = index % per_matrix * (is_a ? tile_rows : tile_cols);
+  const i64 lines = is_a ? k.M : k.N, count = lines - first < 128 ? lines - first : 128;
+  const u8* data = is_a ? k.ap + (matrix * k.a_lines + first) * k.kp
+                        : reinterpret_cast<const u8*>(k.bp) + (matrix * k.b_lines + first) * k.kp;
+  i64* sums = (is_a ? k.row_sums : k.col_sums) + matrix * lines + first;
+  const int lane = tid % 32, warps = nth / 32;
+  const i64 chunks = k.kp / 16;
+  for (i64 l = tid / 32; l < count; l += warps) {
+    const u32x4* line = reinterpret_cast<const u32x4*>(data + l * k.kp);
+    i32 part = 0;  // a lane's at most 2048 bytes
+    for (i64 c0 = lane; c0 < chunks; c0 += 4 * 32) {
+      u32x4 w[4];  // four loads in flight
+#pragma unroll
+      for (int u = 0; u < 4; ++u) w[u] = c0 + 32 * u < chunks ? line[c0 + 32 * u] : u32x4{0, 0, 0, 0};
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+        part += byte_sum(w[u].x, is_a) + byte_sum(w[u].y, is_a) + byte_sum(w[u].z, is_a) + byte_sum(w[u].w, is_a);
+    }
+    const i64 sum = warp_sum(part);
+    if (lane == 0) sums[l] = sum;
+  }
+  asm volatile("fence.acq_rel.gpu;" ::: "memory");
+  sync();
+  if (tid == 0) __atomic_exchange_n(k.line_tile_states + tile, k.sums_epoch << 2 | line_tile_summed, __ATOMIC_RELAXED);
+}
+
+// The line tiles whose sums work item w's terms read (-1: none), and whether both are summed.
+inline void line_tiles_of(const Kernel& k, const Kernel::Item& w, i64 (&tiles)[2]) {
+  tiles[0] = k.rows_in_product ? k.a_batch(w.at.t) * k.tiles_m + w.at.i0 / tile_rows : -1;
+  tiles[1] = k.cols_in_product ? row_line_tiles(k) + k.b_batch(w.at.t) * k.tiles_n + w.at.j0 / tile_cols : -1;
+}
+inline bool line_tiles_summed_now(const Kernel& k, const i64 (&tiles)[2]) {
+  return (tiles[0] < 0 || line_tile_summed_now(k, tiles[0])) && (tiles[1] < 0 || line_tile_summed_now(k, tiles[1]));
+}
+
+// At a team's start, every thread of it: the line tiles it prefers (the last teams prefer the
+// first tiles, since they take fewer work items), each summed where nobody has claimed it yet.
+// `word`: a team-memory word through which the first thread tells the others what it claimed.
+inline void sum_preferred_line_tiles(const Kernel& k, volatile u32* word, int tid, int nth) {
+  const i64 team = omp_get_team_num(), teams = omp_get_num_teams(), tiles = line_tiles(k);
+  for (i64 tile = teams - 1 - team; tile < tiles; tile += teams) {
+    if (tid == 0) *word = claim_line_tile(k, tile);
+    team_barrier();
+    const bool mine = *word != 0;
+    team_barrier();
+    if (mine) sum_line_tile(k, tile, tid, nth, team_barrier);
+  }
+}
+
+// Before a tile's terms are gathered, by the threads that gather them (tid of nth, joined by
+// `sync`): line tile `tile` summed, by these threads if nobody has claimed it, else by waiting
+// for its claimer; then their reads of the sums ordered after it.
+template <class Sync> inline void await_line_tile(const Kernel& k, i64 tile, volatile u32* word, int tid, int nth, Sync sync) {
+  for (;;) {
+    if (tid == 0) *word = line_tile_summed_now(k, tile) ? 2 : claim_line_tile(k, tile) ? 1 : 0;
+    sync();
+    const u32 what = *word;
+    sync();
+    if (what == 2) break;
+    if (what == 1) {
+      sum_line_tile(k, tile, tid, nth, sync);
+      break;
+    }
+    asm volatile("nanosleep.u32 500;");
+  }
+  asm volatile("fence.acq_rel.gpu;" ::: "memory");
+}
+#endif
+
+}  // namespace hk::detail::offload::qmm
