@@ -436,9 +436,9 @@ TEST(QmmOffload, WorkspaceHoldsOnlyWhatPackingWrites) {
 }
 
 // Split-K: calls of few tiles cut their depth into parts (tensor cores, one int32 slice deep),
-// whose int32 products the team of a tile's last part adds up (up to 16 rows) or a last launch: parts of unequal sizes (K = 2176: 34 slices of 64)
-// and equal ones (4096), more work items than teams, centred and plain A, B in both layouts,
-// parameters per row and column or one each.
+// whose int32 products the team of a tile's last part adds up (up to 16 rows) or a last launch:
+// parts of unequal sizes (K = 2176: 34 slices of 64) and equal ones (4096), more work items than
+// teams, centred and plain A, B in both layouts, parameters per row and column or one each.
 TEST(QmmOffload, SplitDepthForFewTiles) {
   std::mt19937_64 rng(4096);
   int round = 0;
@@ -551,7 +551,8 @@ TEST(QmmOffload, OneMatrixWithACutTileIsReadInPlace) {
       Buffer y = p.y;
       const hk::detail::QmmProblem x = hk::detail::validate(p.args(), y.view());
       // Nothing but the sums (int64 per line) and split-K's own: no packed operand.
-      const i64 a_packed = round_up_256((M + 127) / 128 * 128 * p.K), b_packed = round_up_256((p.N + 127) / 128 * 128 * p.K);
+      const i64 a_packed = round_up_256((M + 127) / 128 * 128 * p.K);
+      const i64 b_packed = round_up_256((p.N + 127) / 128 * 128 * p.K);
       EXPECT_LT(hk::detail::qmm_offload_workspace_bytes(x, OffloadQmmKernel::dp4a, hk::offload_device()),
                 std::min(a_packed, b_packed))
           << "M=" << M;
@@ -637,7 +638,8 @@ TEST(QmmOffload, LineSumsOfOperandsReadInPlace) {
     for (const char* s : {"qmm.offload_mma(tensor_cores=wgmma)", "qmm.offload_mma(teams=1, tensor_cores=wgmma)",
                           "qmm.offload_mma(teams=3, tensor_cores=wgmma, stages=2)"})
       qmmt::run_and_check(p, hk::Schedule::parse(s), e,
-                          "M=" + std::to_string(c.M) + " N=" + std::to_string(c.N) + " batch " + std::to_string(c.batch));
+                          "M=" + std::to_string(c.M) + " N=" + std::to_string(c.N) + " batch " +
+                              std::to_string(c.batch));
   }
 }
 

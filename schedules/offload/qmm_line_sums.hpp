@@ -102,7 +102,8 @@ inline void sum_preferred_line_tiles(const Kernel& k, volatile u32* word, int ti
 // Before a tile's terms are gathered, by the threads that gather them (tid of nth, joined by
 // `sync`): line tile `tile` summed, by these threads if nobody has claimed it, else by waiting
 // for its claimer; then their reads of the sums ordered after it.
-template <class Sync> inline void await_line_tile(const Kernel& k, i64 tile, volatile u32* word, int tid, int nth, Sync sync) {
+template <class Sync>
+inline void await_line_tile(const Kernel& k, i64 tile, volatile u32* word, int tid, int nth, Sync sync) {
   for (;;) {
     if (tid == 0) *word = line_tile_summed_now(k, tile) ? 2 : claim_line_tile(k, tile) ? 1 : 0;
     sync();

@@ -6,7 +6,8 @@
 // columns of kp bytes (k contiguous in both), zero-padded to whole 128 x 128 output tiles and to
 // kp = K rounded up to 128, plus the int64 row sums of A' and column sums of B' where the zero
 // points need them, the split tiles' int32 partial products (qmm_offload_split) with their counts
-// and the teams' flags (Kernel::split_counts), and the tensor maps (wgmma). An operand
+// and the teams' flags (Kernel::split_counts), the line tiles' states where the wgmma kernel sums
+// lines (Kernel::line_tile_states), and the tensor maps (wgmma). An operand
 // whose memory already is its packed form (packed_in_place) is read where it is, and only summed
 // where needed; with nothing to pack or sum no packing kernel runs.
 // Every product kernel computes int32 dot(A', B') over depth slices of at most 65536 (|a'b'| <=
@@ -52,9 +53,11 @@ bool batch_shared(const MatrixView& v) { return v.batch_stride[0] == 0 && v.batc
 // lines (rows of A, columns of B) of K contiguous bytes each, K whole slices, whole tiles of lines
 // one after another, the batches following each other (or one shared by all), no signedness to
 // flip, and 16-byte aligned for the staging copies. One matrix may end in a cut tile, whose
-// missing lines the product kernels read as zeros (Kernel::a_lines). Then packing only sums its lines, where the
-// zero points need them, in a launch of its own: cheaper than copying them, and than summing them
-// in the product kernels' tiles (docs/gpu-measurements.md, matmul pack).
+// missing lines the product kernels read as zeros (Kernel::a_lines). Then its lines are only
+// summed, where the zero points need it: by the warp-specialized wgmma kernel itself, a tile of
+// lines once (Kernel::rows_in_product), or in a packing launch of its own, cheaper than copying
+// them and than summing them in the product kernels' tiles (docs/gpu-measurements.md, matmul
+// pack).
 bool packed_in_place(const MatrixView& v, bool is_a, i64 lines, i64 K, const i64 (&batch)[2]) {
   const i64 line_stride = is_a ? v.row_stride : v.col_stride, k_stride = is_a ? v.col_stride : v.row_stride;
   const bool flips = v.dtype == (is_a ? DataType::int8 : DataType::uint8);

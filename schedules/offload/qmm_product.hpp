@@ -422,7 +422,8 @@ template <Family F, bool Deep, int Stages>
     if (memory) memory += (wgmma_alignment - team_address(memory) % wgmma_alignment) % wgmma_alignment;
   const bool staged = memory && evenly_staged(nth) && (F != Family::wgmma || nth == wgmma_team_threads);
   // Where the staged kernels keep a tile's terms, for split_part_done.
-  Kernel::Row* rows = staged ? reinterpret_cast<Kernel::Row*>(memory + (F == Family::mma ? mma_stage_bytes<Stages> : 0)) : nullptr;
+  const int terms = F == Family::mma ? mma_stage_bytes<Stages> : 0;
+  Kernel::Row* rows = staged ? reinterpret_cast<Kernel::Row*>(memory + terms) : nullptr;
 #else
   Kernel::Row* rows = nullptr;
 #endif
@@ -448,8 +449,8 @@ template <Family F, bool Deep, int Stages>
       for (int b = tid; b < 8; b += nth) block_scalar<Deep>(k, w, at.i0 + (b / 4) * 64, at.j0 + (b % 4) * 32);
     if (w.partial) {
       // A split tile is counted once its parts are added up.
-      if (k.split_counts)
-        split_part_done(k, w, rows, reinterpret_cast<Kernel::Col*>(rows + (rows ? tile_rows : 0)), team, tid, nth, team_sync);
+      Kernel::Col* cols = rows ? reinterpret_cast<Kernel::Col*>(rows + tile_rows) : nullptr;
+      if (k.split_counts) split_part_done(k, w, rows, cols, team, tid, nth, team_sync);
     } else if (k.bands_done)
       count_tile_done(k.bands_done + at.t * k.bands() + at.band, tid, team_sync);
   }

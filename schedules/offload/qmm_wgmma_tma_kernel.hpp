@@ -5,7 +5,9 @@
 // m64n128k32 straight from team memory. Stages hand over through transaction barriers (full: the
 // slice has arrived; empty: both consumers' products have read it), never a team barrier, so the
 // producer runs up to Stages slices ahead, across tiles too: the next tile's first slices arrive
-// while the consumers finish the last one. Teams are persistent, taking work items in turn.
+// while the consumers finish the last one. Teams are persistent, taking work items in turn. Where
+// the zero points need the sums of an operand read in place, the teams sum its lines themselves
+// (qmm_line_sums.hpp).
 #pragma once
 
 #include <cstdint>
@@ -52,7 +54,8 @@ template <int Slice, int Stages> [[gnu::always_inline]] inline void tma_produce(
     const Kernel::Item w = k.item(index);
     await_ready(k.a_ready, w.at.i0 / tile_rows);
     await_ready(k.b_ready, w.at.j0 / tile_cols);
-    const int a_line = int(k.a_batch(w.at.t) * k.a_lines + w.at.i0), b_line = int(k.b_batch(w.at.t) * k.b_lines + w.at.j0);
+    const int a_line = int(k.a_batch(w.at.t) * k.a_lines + w.at.i0);
+    const int b_line = int(k.b_batch(w.at.t) * k.b_lines + w.at.j0);
     const i64 end = k.depth_begin(w.part + 1, w.parts, Slice);
     for (i64 k0 = k.depth_begin(w.part, w.parts, Slice); k0 < end; k0 += Slice, ++n) {
       const u32 stage = n % Stages, full = L::full(shared, stage);
@@ -124,7 +127,8 @@ template <int Slice, int Stages>
     }
     if (w.partial) {
       store_partial_rows(k, w, d, half, warp, lane);
-      if (k.split_counts) split_part_done(k, w, rows, cols, omp_get_team_num(), ctid, tma_consumer_threads, consumers_sync);
+      if (k.split_counts)
+        split_part_done(k, w, rows, cols, omp_get_team_num(), ctid, tma_consumer_threads, consumers_sync);
       continue;
     }
     named_barrier(consumers, tma_consumer_threads);  // the terms are gathered
