@@ -54,6 +54,17 @@ void check(Problem& p, const qmmt::Expected& e, const std::string& context) {
   for (const auto& s : offload_schedules()) qmmt::run_and_check(p, s, e, context);
 }
 
+// One zero point and one scale each for A, B and the output, the zero points of their types.
+void set_per_tensor(Problem& p, int a_zero, int b_zero, int y_zero, float a_scale, float b_scale, float y_scale,
+                    std::mt19937_64& rng) {
+  p.a_zero = qmmt::literal_q(p.a.dtype, {1}, {a_zero}, rng);
+  p.b_zero = qmmt::literal_q(p.b.dtype, {1}, {b_zero}, rng);
+  p.y_zero = qmmt::literal_q(p.y.dtype, {1}, {y_zero}, rng);
+  p.a_scale = qmmt::literal_f({1}, {a_scale}, rng);
+  p.b_scale = qmmt::literal_f({1}, {b_scale}, rng);
+  p.y_scale = qmmt::literal_f({1}, {y_scale}, rng);
+}
+
 // Scales 2^-16 for A and B onto 1, which keep the outputs of accumulators past the int32 range
 // in range.
 void set_deep_scales(Problem& p, std::mt19937_64& rng) {
@@ -112,12 +123,7 @@ TEST(QmmOffload, TilesInBandsPastOneBand) {
   p.a = Buffer(DataType::uint8, {2, p.M, p.K}, {}, rng);
   p.b = Buffer(DataType::int8, {2, p.K, p.N}, {}, rng);
   p.y = Buffer(DataType::uint8, {2, p.M, p.N}, {}, rng);
-  p.a_zero = qmmt::literal_q(DataType::uint8, {1}, {128}, rng);
-  p.b_zero = qmmt::literal_q(DataType::int8, {1}, {3}, rng);
-  p.y_zero = qmmt::literal_q(DataType::uint8, {1}, {110}, rng);
-  p.a_scale = qmmt::literal_f({1}, {0.02f}, rng);
-  p.b_scale = qmmt::literal_f({1}, {0.0125f}, rng);
-  p.y_scale = qmmt::literal_f({1}, {0.5f}, rng);
+  set_per_tensor(p, 128, 3, 110, 0.02f, 0.0125f, 0.5f, rng);
   const qmmt::Expected e = qmmt::oracle(p, true);
   check(p, e, "18 x 2 tiles, batch 2");
 }
@@ -565,12 +571,7 @@ TEST(QmmOffload, OneMatrixWithACutTileIsReadInPlace) {
   p.a = Buffer(DataType::uint8, {2, p.M, p.K}, {}, rng);
   p.b = Buffer(DataType::int8, {2, p.K, p.N}, {}, rng);
   p.y = Buffer(DataType::uint8, {2, p.M, p.N}, {}, rng);
-  p.a_zero = qmmt::literal_q(DataType::uint8, {1}, {128}, rng);
-  p.b_zero = qmmt::literal_q(DataType::int8, {1}, {0}, rng);
-  p.y_zero = qmmt::literal_q(DataType::uint8, {1}, {120}, rng);
-  p.a_scale = qmmt::literal_f({1}, {0.02f}, rng);
-  p.b_scale = qmmt::literal_f({1}, {0.015f}, rng);
-  p.y_scale = qmmt::literal_f({1}, {1.5f}, rng);
+  set_per_tensor(p, 128, 0, 120, 0.02f, 0.015f, 1.5f, rng);
   Buffer y = p.y;
   const hk::detail::QmmProblem x = hk::detail::validate(p.args(), y.view());
   EXPECT_GE(hk::detail::qmm_offload_workspace_bytes(x, OffloadQmmKernel::dp4a, hk::offload_device()), 2 * 128 * p.K);
@@ -589,12 +590,7 @@ TEST(QmmOffload, KeptTensorMapsFollowTheirOperands) {
     p.a = Buffer(DataType::uint8, {p.M, p.K}, {}, rng);
     p.b = Buffer(DataType::int8, {p.K, p.N}, {1, p.K}, rng);
     p.y = Buffer(DataType::uint8, {p.M, p.N}, {}, rng);
-    p.a_zero = qmmt::literal_q(DataType::uint8, {1}, {7}, rng);
-    p.b_zero = qmmt::literal_q(DataType::int8, {1}, {0}, rng);
-    p.y_zero = qmmt::literal_q(DataType::uint8, {1}, {120}, rng);
-    p.a_scale = qmmt::literal_f({1}, {0.02f}, rng);
-    p.b_scale = qmmt::literal_f({1}, {0.015f}, rng);
-    p.y_scale = qmmt::literal_f({1}, {1.5f}, rng);
+    set_per_tensor(p, 7, 0, 120, 0.02f, 0.015f, 1.5f, rng);
     problems.push_back(std::move(p));
   }
   const hk::Schedule wgmma = hk::Schedule::parse("qmm.offload_mma(tensor_cores=wgmma)");
@@ -628,12 +624,7 @@ TEST(QmmOffload, LineSumsOfOperandsReadInPlace) {
     p.a = Buffer(DataType::uint8, a_sizes, {}, rng);
     p.b = Buffer(DataType::int8, {c.K, c.N}, {1, c.K}, rng);
     p.y = Buffer(DataType::uint8, y_sizes, {}, rng);
-    p.a_zero = qmmt::literal_q(DataType::uint8, {1}, {c.a_zero}, rng);
-    p.b_zero = qmmt::literal_q(DataType::int8, {1}, {c.b_zero}, rng);
-    p.y_zero = qmmt::literal_q(DataType::uint8, {1}, {120}, rng);
-    p.a_scale = qmmt::literal_f({1}, {0.02f}, rng);
-    p.b_scale = qmmt::literal_f({1}, {0.015f}, rng);
-    p.y_scale = qmmt::literal_f({1}, {2.0f}, rng);
+    set_per_tensor(p, c.a_zero, c.b_zero, 120, 0.02f, 0.015f, 2.0f, rng);
     const qmmt::Expected e = qmmt::oracle(p, true);
     for (const char* s : {"qmm.offload_mma(tensor_cores=wgmma)", "qmm.offload_mma(teams=1, tensor_cores=wgmma)",
                           "qmm.offload_mma(teams=3, tensor_cores=wgmma, stages=2)"})

@@ -175,4 +175,12 @@ inline void named_barrier(u32 id, u32 threads) {
 inline void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 #endif
 
+// Orders this thread's memory accesses before and after it for every thread of the GPU (on the
+// host the atomics' own ordering does).
+inline void fence_device() {
+#ifdef __NVPTX__
+  asm volatile("fence.acq_rel.gpu;" ::: "memory");
+#endif
+}
+
 }  // namespace hk::detail::offload

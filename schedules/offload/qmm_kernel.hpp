@@ -70,10 +70,9 @@ struct Kernel {
   i64* col_sums = nullptr;  // [b_batches][N]; the same
   // The warp-specialized wgmma kernel sums A's rows (B's columns), read in place, itself rather
   // than a packing launch (qmm_line_sums.hpp): a state per tile of 128 lines in line_tile_states,
-  // of this call's sums_epoch.
+  // of this call's epoch.
   bool rows_in_product = false, cols_in_product = false;
   std::uint64_t* line_tile_states = nullptr;
-  std::uint64_t sums_epoch = 0;
   // Every alpha is 128 and the kernel is mma: it multiplies A' - 128 (A' ^ 0x80 as int8: 16
   // bitwise ops beside a warp's 32 mma per 32-deep step) by B', which folds alpha into the
   // product, so that no column sum is needed; the row sums are then those of A' - 128 (the
@@ -86,14 +85,16 @@ struct Kernel {
   // after the whole tiles; a part's int32 products go to its tile's slot of partials,
   // [split][split_tiles][partial_rows][tile_cols]. Where split_counts is set the team whose part
   // completes its tile's count there adds them up and requantizes them (split_part_done), else a
-  // last launch does. A count holds this call's split_epoch in its upper 48 bits, so that a count
-  // left by an earlier call starts again from zero and no launch clears them; team_last (one a
-  // team) tells a team's threads what its first thread counted.
+  // last launch does. A count holds this call's epoch in its upper 48 bits, so that a count left
+  // by an earlier call starts again from zero and no launch clears them; team_last (one a team)
+  // tells a team's threads what its first thread counted.
   i64 split = 1, split_tiles = 0, partial_rows = 0;
   i32* partials = nullptr;
   std::uint64_t* split_counts = nullptr;
   i32* team_last = nullptr;
-  std::uint64_t split_epoch = 0;
+  // The call's own number (1 to 2^48 - 2) for the words its kernels keep in the workspace, split
+  // counts and line tile states, where it has any.
+  std::uint64_t epoch = 0;
   // A part whose operands are still arriving (OffloadQmmArrivals): a tile first waits for its row
   // tile's a_ready and its column tile's b_ready to turn non-zero (null: there already), and once
   // its outputs are written counts itself in bands_done[its band] (null: nobody waits for them);

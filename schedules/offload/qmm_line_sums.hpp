@@ -13,7 +13,7 @@
 
 namespace hk::detail::offload::qmm {
 
-// A state: the call's sums_epoch above two bits of nobody (0), being summed (1), summed (2); a
+// A state: the call's epoch above two bits of nobody (0), being summed (1), summed (2); a
 // word of an earlier epoch counts as nobody.
 inline constexpr std::uint64_t line_tile_claimed = 1, line_tile_summed = 2;
 
@@ -31,15 +31,15 @@ inline std::uint64_t load_state(const std::uint64_t* state) {
 }
 
 inline bool line_tile_summed_now(const Kernel& k, i64 tile) {
-  return load_state(k.line_tile_states + tile) == (k.sums_epoch << 2 | line_tile_summed);
+  return load_state(k.line_tile_states + tile) == (k.epoch << 2 | line_tile_summed);
 }
 
 // True where the caller is to sum line tile `tile`: nobody had claimed it in this call.
 inline bool claim_line_tile(const Kernel& k, i64 tile) {
   std::uint64_t* state = k.line_tile_states + tile;
   std::uint64_t seen = 0;
-  while (seen >> 2 != k.sums_epoch)
-    if (__atomic_compare_exchange_n(state, &seen, k.sums_epoch << 2 | line_tile_claimed, false, __ATOMIC_RELAXED,
+  while (seen >> 2 != k.epoch)
+    if (__atomic_compare_exchange_n(state, &seen, k.epoch << 2 | line_tile_claimed, false, __ATOMIC_RELAXED,
                                     __ATOMIC_RELAXED))
       return true;
   return false;
@@ -71,9 +71,9 @@ template <class Sync> inline void sum_line_tile(const Kernel& k, i64 tile, int t
     const i64 sum = warp_sum(part);
     if (lane == 0) sums[l] = sum;
   }
-  asm volatile("fence.acq_rel.gpu;" ::: "memory");
+  fence_device();
   sync();
-  if (tid == 0) __atomic_exchange_n(k.line_tile_states + tile, k.sums_epoch << 2 | line_tile_summed, __ATOMIC_RELAXED);
+  if (tid == 0) __atomic_exchange_n(k.line_tile_states + tile, k.epoch << 2 | line_tile_summed, __ATOMIC_RELAXED);
 }
 
 // The line tiles whose sums work item w's terms read (-1: none), and whether both are summed.
@@ -116,7 +116,7 @@ inline void await_line_tile(const Kernel& k, i64 tile, volatile u32* word, int t
     }
     asm volatile("nanosleep.u32 500;");
   }
-  asm volatile("fence.acq_rel.gpu;" ::: "memory");
+  fence_device();
 }
 #endif
 

@@ -97,7 +97,7 @@ WorkspaceLayout workspace_layout(const QmmProblem& x, OffloadQmmKernel kernel, i
   w.split_counts = align_up(w.partials + w.split.parts * w.split.tiles * w.partial_rows * tile_cols * i64(sizeof(i32)));
   w.team_last = align_up(w.split_counts + (fused ? w.split.tiles * i64(sizeof(std::uint64_t)) : 0));
   // A team flag per work item: a launch runs at most as many teams.
-  const i64 items = batches * (w.Mp / tile_rows) * (w.Np / tile_cols) + w.split.tiles * (w.split.parts - 1);
+  const i64 items = qmm_offload_tile_count(x) + w.split.tiles * (w.split.parts - 1);
   // The line tiles' states where the warp-specialized wgmma kernel may sum in-place operands itself.
   const bool wgmma = kernel == OffloadQmmKernel::wgmma;
   const i64 line_tiles = (wgmma && w.a_in_place && w.row_sums_stored ? w.a_batches * (w.Mp / tile_rows) : 0) +
@@ -108,10 +108,10 @@ WorkspaceLayout workspace_layout(const QmmProblem& x, OffloadQmmKernel kernel, i
   return w;
 }
 
-// A call's epoch for the counts and states its kernels keep in the workspace (Kernel::split_epoch,
-// sums_epoch): 1 to 2^48 - 2 (neither all zeros nor all ones), in turn from a random start, so
-// that a word a call finds in reused workspace, from this process or another, is of its own epoch
-// only by a 2^-48 chance.
+// A call's epoch for the counts and states its kernels keep in the workspace (Kernel::epoch):
+// 1 to 2^48 - 2 (neither all zeros nor all ones), in turn from a random start, so that a word a
+// call finds in reused workspace, from this process or another, is of its own epoch only by a
+// 2^-48 chance.
 std::uint64_t next_epoch() {
   static std::atomic<std::uint64_t> next{std::random_device{}() * 0x9e3779b97f4a7c15ull};
   return next.fetch_add(1, std::memory_order_relaxed) % ((std::uint64_t(1) << 48) - 2) + 1;
@@ -144,7 +144,6 @@ Kernel make_kernel(const QmmProblem& x, const OffloadQmmLaunch& launch, const Wo
   const bool fused = k.split > 1 && w.partial_rows <= sum_rows;
   k.split_counts = fused ? reinterpret_cast<std::uint64_t*>(base + w.split_counts) : nullptr;
   k.team_last = fused ? reinterpret_cast<i32*>(base + w.team_last) : nullptr;
-  k.split_epoch = fused ? next_epoch() : 0;
   k.a_ready = launch.arrivals.a_ready;
   k.b_ready = launch.arrivals.b_ready;
   k.bands_done = launch.arrivals.bands_done;
@@ -173,11 +172,10 @@ Kernel make_kernel(const QmmProblem& x, const OffloadQmmLaunch& launch, const Wo
   if (launch.kernel == OffloadQmmKernel::wgmma && tma_applies(k, launch.device)) {
     k.rows_in_product = w.a_in_place && w.row_sums_stored;
     k.cols_in_product = w.b_in_place && w.col_sums_stored;
-    if (k.rows_in_product || k.cols_in_product) {
+    if (k.rows_in_product || k.cols_in_product)
       k.line_tile_states = reinterpret_cast<std::uint64_t*>(base + w.line_tiles);
-      k.sums_epoch = next_epoch();
-    }
   }
+  if (k.split_counts || k.line_tile_states) k.epoch = next_epoch();
   return k;
 }
 

@@ -273,14 +273,6 @@ inline void team_sync() {
 #endif
 }
 
-// Orders this thread's memory accesses before and after it for every thread of the GPU (the
-// atomics' own ordering does on the host).
-inline void fence_device() {
-#ifdef __NVPTX__
-  asm volatile("fence.acq_rel.gpu;" ::: "memory");
-#endif
-}
-
 // After a tile's outputs are written by the threads that `sync` (a barrier) joins: their stores
 // made visible beyond the GPU (to the copy engine that takes the band out), then one count for the
 // tile from the first of them.
@@ -299,14 +291,14 @@ template <class Sync> inline void count_tile_done(i32* counter, int tid, Sync sy
 // completes the count. A count of an earlier call's epoch starts again from zero.
 inline bool count_split_part(const Kernel& k, i64 slot) {
   std::uint64_t* count = k.split_counts + slot;
-  const std::uint64_t fresh = k.split_epoch << 16;
+  const std::uint64_t fresh = k.epoch << 16;
   std::uint64_t seen = 0, next = 0;
 #ifdef __NVPTX__
   constexpr int order = __ATOMIC_RELAXED;  // the fences around it order the products
 #else
   constexpr int order = __ATOMIC_ACQ_REL;
 #endif
-  do next = (seen >> 16 == k.split_epoch ? seen : fresh) + 1;
+  do next = (seen >> 16 == k.epoch ? seen : fresh) + 1;
   while (!__atomic_compare_exchange_n(count, &seen, next, false, order, __ATOMIC_RELAXED));
   return i64(next & 0xffff) == k.split;
 }

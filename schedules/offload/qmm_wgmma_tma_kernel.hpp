@@ -97,7 +97,7 @@ template <int Slice, int Stages>
       consumers_sync();
       summed = *word != 0;
       consumers_sync();
-      if (summed) asm volatile("fence.acq_rel.gpu;" ::: "memory");
+      if (summed) fence_device();
     }
     if (!w.partial && summed) gather_terms(k, t, i0, j0, rows, cols, ctid, tma_consumer_threads);
     i32 d[64] = {};
