@@ -115,14 +115,17 @@ inline std::int64_t qmm_offload_wave(int device) {
 /// cut in depth into as many parts as fill the wave, each of at least eight 64-deep slices, where
 /// that makes four parts or more (the tiles would leave at least three quarters of the wave idle;
 /// fewer parts were measured no faster when a launch of its own added them up, and have not been
-/// measured since the team that completes a tile adds them up). The split tiles are the last
-/// `tiles` in the teams' order; no split: 0 tiles in 1 part.
+/// measured since the parts' teams add them up). wgmma's wave is half the others': its
+/// warp-specialized kernel runs a team per multiprocessor, and the parts' teams add a tile up
+/// together only in their last round. The split tiles are the last `tiles` in the teams' order;
+/// no split: 0 tiles in 1 part.
 struct OffloadQmmSplit {
   std::int64_t tiles = 0, parts = 1;
 };
 inline OffloadQmmSplit qmm_offload_split(const QmmProblem& x, OffloadQmmKernel kernel, std::int64_t wave) {
   const std::int64_t tiles = qmm_offload_tile_count(x);
   const std::int64_t kp = (x.K + qmm_offload_depth_align - 1) / qmm_offload_depth_align * qmm_offload_depth_align;
+  if (kernel == OffloadQmmKernel::wgmma) wave /= 2;
   if (kernel == OffloadQmmKernel::dp4a || kp > qmm_offload_int32_depth || tiles == 0 || wave < 2) return {};
   const std::int64_t last = tiles % wave == 0 ? wave : tiles % wave;
   const std::int64_t parts = std::min(wave / last, kp / (8 * 64));

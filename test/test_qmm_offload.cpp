@@ -428,27 +428,36 @@ TEST(QmmOffload, WorkspaceHoldsOnlyWhatPackingWrites) {
   x.K = deep;
   x.a = hk::detail::matrix_view(a_deep.cview());
   x.b = hk::detail::matrix_view(b_deep.cview());
-  const auto split = hk::detail::qmm_offload_split(x, OffloadQmmKernel::mma, hk::detail::qmm_offload_wave(hk::offload_device()));
+  const i64 wave = hk::detail::qmm_offload_wave(hk::offload_device());
+  const auto split = hk::detail::qmm_offload_split(x, OffloadQmmKernel::mma, wave);
   EXPECT_EQ(split.tiles, 2);
   EXPECT_GE(split.parts, 4);
-  // The parts' int32 products of a tile each (tiles of 128 rows: a launch adds them up, no counts).
-  const i64 partials = round_up_256(split.parts * 2 * 128 * 128 * 4);
-  EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::mma), partials);
-  // wgmma: the column sums of B (read in place) and a state for its one column tile, which its
-  // warp-specialized kernel sums itself.
-  EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::wgmma), round_up_256(N * 8) + partials + round_up_256(8) + 2 * 128);
+  // The parts' int32 products of a tile each, the tiles' words (progress, chunks done, a start per
+  // part) and a word per team (a team per work item at most).
+  const auto split_bytes = [](hk::detail::OffloadQmmSplit s) {
+    return s.parts == 1 ? 0
+                        : round_up_256(s.parts * s.tiles * 128 * 128 * 4) + round_up_256(s.tiles * (2 + s.parts) * 8) +
+                              round_up_256((s.tiles * s.parts) * 4);
+  };
+  EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::mma), split_bytes(split));
+  // wgmma (which may split otherwise: its wave is half): the column sums of B (read in place) and a
+  // state for its one column tile, which its warp-specialized kernel sums itself.
+  const auto wgmma_split = hk::detail::qmm_offload_split(x, OffloadQmmKernel::wgmma, wave);
+  EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::wgmma),
+            round_up_256(N * 8) + split_bytes(wgmma_split) + round_up_256(8) + 2 * 128);
   // dp4a never splits.
   EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::dp4a), round_up_256(N * 8));
 }
 
 // Split-K: calls of few tiles cut their depth into parts (tensor cores, one int32 slice deep),
-// whose int32 products the team of a tile's last part adds up (up to 16 rows) or a last launch:
-// parts of unequal sizes (K = 2176: 34 slices of 64) and equal ones (4096), more work items than
-// teams, centred and plain A, B in both layouts, parameters per row and column or one each.
+// whose int32 products the parts' teams add up, 16 rows at a time: parts of unequal sizes
+// (K = 2176: 34 slices of 64) and equal ones (4096), more work items than teams, one chunk of rows
+// and several, two tile rows, centred and plain A, B in both layouts, parameters per row and column
+// or one each.
 TEST(QmmOffload, SplitDepthForFewTiles) {
   std::mt19937_64 rng(4096);
   int round = 0;
-  for (const i64 M : {1, 16, 100})
+  for (const i64 M : {1, 16, 100, 128, 200})
     for (const i64 K : {2176, 4096})
       for (const DataType at : {DataType::uint8, DataType::int8}) {
         const bool per_line = round++ % 2 == 1;
@@ -479,13 +488,16 @@ TEST(QmmOffload, SplitDepthForFewTiles) {
 // A split call's tile counts live in its workspace and nothing clears them: each call counts in an
 // epoch of its own, so that what earlier calls, or other uses of the memory, left there counts as
 // zero. The same split call from a workspace of all ones, of all zeros, and from the counts its
-// previous run left, exact every time, on both tensor-core kernels.
-TEST(QmmOffload, SplitCountsNeedNoClearing) {
+// previous run left, exact every time, on both tensor-core kernels, with one chunk of rows to add
+// up and with seven.
+class SplitCounts : public testing::TestWithParam<i64> {};
+INSTANTIATE_TEST_SUITE_P(QmmOffload, SplitCounts, testing::Values(16, 100));
+TEST_P(SplitCounts, NeedNoClearing) {
   using hk::detail::OffloadQmmKernel;
   const int device = hk::offload_device();
   std::mt19937_64 rng(77);
   Problem p;
-  p.M = 16, p.N = 120, p.K = 2048;  // one tile: split on every device
+  p.M = GetParam(), p.N = 120, p.K = 2048;  // one tile: split on every device
   p.a = Buffer(DataType::uint8, {p.M, p.K}, {}, rng);
   p.b = Buffer(DataType::int8, {p.K, p.N}, {1, p.K}, rng);
   p.y = Buffer(DataType::uint8, {p.M, p.N}, {}, rng);
@@ -679,14 +691,14 @@ TEST(QmmOffload, SplitTheLastWaveBesideWholeTiles) {
     }
 }
 
-// The split follows the wave: on an H100 or H200 (264 teams at once) 16384^3 has a last wave of 16
-// tiles, cut in 16 parts; 8192^3's last wave of 136 tiles would fill no more in 2 parts; 16 x
+// The split follows the wave: on an H100 or H200 (264 teams at once, 132 for wgmma) 16384^3 has a
+// last wave of 16 tiles, cut in 16 parts (8 for wgmma); 8192^3's last wave of 136 tiles would fill no more in 2 parts; 16 x
 // 4096 x 4096 has 32 tiles, cut in 8; parts keep eight 64-deep slices, and fewer than four parts
 // are not worth their sum (1024^3: 2 parts of 64 tiles); whole waves, depths past one int32 slice
 // and dp4a are not split; batches count all their tiles.
 TEST(QmmOffload, SplitTheLastWave) {
   using hk::detail::OffloadQmmKernel;
-  const auto split = [](i64 M, i64 N, i64 K, i64 wave, OffloadQmmKernel kernel = OffloadQmmKernel::wgmma,
+  const auto split = [](i64 M, i64 N, i64 K, i64 wave, OffloadQmmKernel kernel = OffloadQmmKernel::mma,
                         i64 batch = 1) {
     hk::detail::QmmProblem x;
     x.M = M, x.N = N, x.K = K;
@@ -696,7 +708,11 @@ TEST(QmmOffload, SplitTheLastWave) {
   };
   using Split = std::pair<i64, i64>;
   EXPECT_EQ(split(16384, 16384, 16384, 264), Split(16, 16));
-  EXPECT_EQ(split(16384, 16384, 16384, 264, OffloadQmmKernel::mma), Split(16, 16));
+  // wgmma's wave is half as many teams: 132.
+  EXPECT_EQ(split(16384, 16384, 16384, 264, OffloadQmmKernel::wgmma), Split(16, 8));
+  EXPECT_EQ(split(8192, 8192, 8192, 264, OffloadQmmKernel::wgmma), Split(4, 16));
+  EXPECT_EQ(split(16, 4096, 4096, 264, OffloadQmmKernel::wgmma), Split(32, 4));
+  EXPECT_EQ(split(1024, 1024, 2048, 264, OffloadQmmKernel::wgmma), Split(0, 1));
   EXPECT_EQ(split(16384, 16384, 16384, 264, OffloadQmmKernel::dp4a), Split(0, 1));
   EXPECT_EQ(split(8192, 8192, 8192, 264), Split(0, 1));
   EXPECT_EQ(split(16, 4096, 4096, 264), Split(32, 8));
@@ -716,6 +732,7 @@ TEST(QmmOffload, SplitTheLastWave) {
 // A plan's default team count is one per work item, split parts included: a default capped at
 // the output tiles ran a split call's parts a tile's worth of teams at a time.
 TEST(QmmOffload, DefaultTeamsTakeEverySplitKPart) {
+  using hk::detail::OffloadQmmKernel;
   const i64 wave = hk::detail::qmm_offload_wave(hk::offload_device());
   const auto teams = [](std::vector<i64> mnk, const char* schedule) {
     const std::vector<hk::DataType> types = {hk::DataType::uint8, hk::DataType::int8, hk::DataType::uint8};
@@ -723,20 +740,21 @@ TEST(QmmOffload, DefaultTeamsTakeEverySplitKPart) {
     const auto plan = hk::detail::plan_qmm(w.qmm_problem(), hk::Schedule::parse(schedule));
     return std::get<hk::detail::OffloadMmaQmmPlan>(plan).teams;
   };
-  const auto items = [&](i64 M, i64 N, i64 K) {
+  const auto items = [&](i64 M, i64 N, i64 K, OffloadQmmKernel kernel = OffloadQmmKernel::mma) {
     hk::detail::QmmProblem x;
     x.M = M, x.N = N, x.K = K;
-    const auto s = hk::detail::qmm_offload_split(x, hk::detail::OffloadQmmKernel::mma, wave);
+    const auto s = hk::detail::qmm_offload_split(x, kernel, wave);
     EXPECT_GE(s.parts, 2) << M << " x " << N << " x " << K;  // the shapes below are split on every device
     return hk::detail::qmm_offload_tiles_of(M) * hk::detail::qmm_offload_tiles_of(N) + s.tiles * (s.parts - 1);
   };
   // 1 x 33 tiles 4096 deep, 1 x 34 tiles 2048 deep: fewer than half a wave on a GPU, one or two
   // tiles past whole waves on the host fallback.
   const i64 a = items(16, 33 * 128 - 5, 4096), b = items(16, 34 * 128, 2048);
-  EXPECT_EQ(teams({16, 33 * 128 - 5, 4096}, "qmm.offload_mma"), a);
-  EXPECT_EQ(teams({16, 33 * 128 - 5, 4096}, "qmm.offload_mma(teams=40)"), std::min<i64>(a, 40));
-  EXPECT_EQ(teams({16, 33 * 128 - 5, 4096}, "qmm.offload_mma(tensor_cores=wgmma)"), a);
-  EXPECT_EQ(teams({16, 34 * 128, 2048}, "qmm.offload_mma"), b);
+  EXPECT_EQ(teams({16, 33 * 128 - 5, 4096}, "qmm.offload_mma(tensor_cores=mma)"), a);
+  EXPECT_EQ(teams({16, 33 * 128 - 5, 4096}, "qmm.offload_mma(teams=40, tensor_cores=mma)"), std::min<i64>(a, 40));
+  EXPECT_EQ(teams({16, 33 * 128 - 5, 4096}, "qmm.offload_mma(tensor_cores=wgmma)"),
+            items(16, 33 * 128 - 5, 4096, OffloadQmmKernel::wgmma));
+  EXPECT_EQ(teams({16, 34 * 128, 2048}, "qmm.offload_mma(tensor_cores=mma)"), b);
   // 768 deep: one part of eight slices, no split.
   EXPECT_EQ(teams({200, 100, 700}, "qmm.offload_mma"), 2);
 }

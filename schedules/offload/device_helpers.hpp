@@ -183,4 +183,29 @@ inline void fence_device() {
 #endif
 }
 
+// A word other teams write while this one reads it (relaxed, GPU scope on a GPU).
+inline std::uint64_t load_relaxed(const std::uint64_t* word) {
+#ifdef __NVPTX__
+  std::uint64_t v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(word) : "memory");
+  return v;
+#else
+  return __atomic_load_n(word, __ATOMIC_RELAXED);
+#endif
+}
+inline void store_relaxed(std::uint64_t* word, std::uint64_t v) {
+#ifdef __NVPTX__
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(word), "l"(v) : "memory");
+#else
+  __atomic_store_n(word, v, __ATOMIC_RELAXED);
+#endif
+}
+
+// The same for every thread of the system: the host's and the copy engines' too.
+inline void fence_system() {
+#ifdef __NVPTX__
+  asm volatile("fence.acq_rel.sys;" ::: "memory");
+#endif
+}
+
 }  // namespace hk::detail::offload

@@ -18,9 +18,10 @@ inline constexpr std::int64_t int32_depth = 65536;                 // deepest in
 // 16 A' and 17 B' tiles' lines rather than 4 and all 64, which overflow the L2.
 inline constexpr std::int64_t band_rows = 16;
 inline constexpr int tensor_map_bytes = 128;  // a CUtensorMap (Kernel::tensor_maps)
-// Split-K's partial tiles of at most sum_rows rows are added up by the parts' own teams, taller
-// ones sum_rows at a time by a launch of their own (Kernel::split_counts).
+// Split-K's partial tiles are added up by the parts' own teams, sum_rows rows (a chunk) at a
+// time, keeping split_count_words(parts) words per tile (Kernel::split_counts).
 inline constexpr std::int64_t sum_rows = 16;
+inline constexpr std::int64_t split_count_words(std::int64_t parts) { return 2 + parts; }
 
 using u8 = std::uint8_t;
 using i32 = std::int32_t;
@@ -83,11 +84,11 @@ struct Kernel {
   // Split-K (tensor cores, depth within one int32 slice: qmm_offload_split): the last split_tiles
   // tiles in the teams' order are each cut in depth into `split` parts of whole slices, work items
   // after the whole tiles; a part's int32 products go to its tile's slot of partials,
-  // [split][split_tiles][partial_rows][tile_cols]. Where split_counts is set the team whose part
-  // completes its tile's count there adds them up and requantizes them (split_part_done), else a
-  // last launch does. A count holds this call's epoch in its upper 48 bits, so that a count left
-  // by an earlier call starts again from zero and no launch clears them; team_last (one a team)
-  // tells a team's threads what its first thread counted.
+  // [split][split_tiles][partial_rows][tile_cols]. The parts' own teams add them up and
+  // requantize them (split_part_done), keeping a tile's progress, its chunks done and its parts'
+  // starts in split_counts. Each word holds this call's epoch, so that a word left by an earlier
+  // call counts as zero and no launch clears them; team_last (one a team) tells a team's threads
+  // what its first thread counted.
   i64 split = 1, split_tiles = 0, partial_rows = 0;
   i32* partials = nullptr;
   std::uint64_t* split_counts = nullptr;

@@ -18,11 +18,6 @@ void launch_dp4a(const Kernel& k, int device, int teams, int threads);
 /// accumulators, lines the maps can number.
 bool tma_applies(const Kernel& k, int device);
 
-/// After a split-K product whose teams do not add the parts up (k.split > 1, no k.split_counts):
-/// each output of the split tiles from the sum of its parts' products; then, where bands are
-/// waited for, the split tiles counted in theirs.
-void launch_split_sum(const Kernel k, int device);
-
 /// Where the warp-specialized wgmma kernel runs k on `device`: its tensor maps named in k, a copy
 /// that `kept` holds for the launch where it can, else one written to `maps` (device memory,
 /// 64-byte aligned, 256 bytes). False (k unchanged) elsewhere.

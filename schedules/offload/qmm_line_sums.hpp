@@ -24,14 +24,8 @@ inline i64 line_tiles(const Kernel& k) {
 }
 
 #ifdef __NVPTX__
-inline std::uint64_t load_state(const std::uint64_t* state) {
-  std::uint64_t v;
-  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(state) : "memory");
-  return v;
-}
-
 inline bool line_tile_summed_now(const Kernel& k, i64 tile) {
-  return load_state(k.line_tile_states + tile) == (k.epoch << 2 | line_tile_summed);
+  return load_relaxed(k.line_tile_states + tile) == (k.epoch << 2 | line_tile_summed);
 }
 
 // True where the caller is to sum line tile `tile`: nobody had claimed it in this call.

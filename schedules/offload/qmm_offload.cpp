@@ -6,7 +6,7 @@
 // columns of kp bytes (k contiguous in both), zero-padded to whole 128 x 128 output tiles and to
 // kp = K rounded up to 128, plus the int64 row sums of A' and column sums of B' where the zero
 // points need them, the split tiles' int32 partial products (qmm_offload_split) with their counts
-// and the teams' flags (Kernel::split_counts), the line tiles' states where the wgmma kernel sums
+// and the teams' words (Kernel::split_counts), the line tiles' states where the wgmma kernel sums
 // lines (Kernel::line_tile_states), and the tensor maps (wgmma). An operand
 // whose memory already is its packed form (packed_in_place) is read where it is, and only summed
 // where needed; with nothing to pack or sum no packing kernel runs.
@@ -91,18 +91,17 @@ WorkspaceLayout workspace_layout(const QmmProblem& x, OffloadQmmKernel kernel, i
   w.partials = align_up(w.col_sums + (w.col_sums_stored ? w.b_batches * x.N * i64(sizeof(i64)) : 0));
   w.split = qmm_offload_split(x, kernel, qmm_offload_wave(device));
   w.partial_rows = std::min(x.M, tile_rows);
-  // The parts' teams add them up where a tile's parts hold few rows: a launch of its own would
-  // take them a team a tile too (split_sum_team), and costs a launch (docs/performance.md).
-  const bool fused = w.split.parts > 1 && w.partial_rows <= sum_rows;
+  const bool split = w.split.parts > 1;
   w.split_counts = align_up(w.partials + w.split.parts * w.split.tiles * w.partial_rows * tile_cols * i64(sizeof(i32)));
-  w.team_last = align_up(w.split_counts + (fused ? w.split.tiles * i64(sizeof(std::uint64_t)) : 0));
-  // A team flag per work item: a launch runs at most as many teams.
+  w.team_last = align_up(w.split_counts +
+                         (split ? w.split.tiles * split_count_words(w.split.parts) * i64(sizeof(std::uint64_t)) : 0));
+  // A team word per work item: a launch runs at most as many teams.
   const i64 items = qmm_offload_tile_count(x) + w.split.tiles * (w.split.parts - 1);
   // The line tiles' states where the warp-specialized wgmma kernel may sum in-place operands itself.
   const bool wgmma = kernel == OffloadQmmKernel::wgmma;
   const i64 line_tiles = (wgmma && w.a_in_place && w.row_sums_stored ? w.a_batches * (w.Mp / tile_rows) : 0) +
                          (wgmma && w.b_in_place && w.col_sums_stored ? w.b_batches * (w.Np / tile_cols) : 0);
-  w.line_tiles = align_up(w.team_last + (fused ? items * i64(sizeof(i32)) : 0));
+  w.line_tiles = align_up(w.team_last + (split ? items * i64(sizeof(i32)) : 0));
   w.maps = align_up(w.line_tiles + line_tiles * i64(sizeof(std::uint64_t)));
   w.bytes = w.maps + (kernel == OffloadQmmKernel::wgmma ? 2 * tensor_map_bytes : 0);
   return w;
@@ -141,9 +140,8 @@ Kernel make_kernel(const QmmProblem& x, const OffloadQmmLaunch& launch, const Wo
   k.split_tiles = w.split.tiles;
   k.partial_rows = w.partial_rows;
   k.partials = k.split > 1 ? reinterpret_cast<i32*>(base + w.partials) : nullptr;
-  const bool fused = k.split > 1 && w.partial_rows <= sum_rows;
-  k.split_counts = fused ? reinterpret_cast<std::uint64_t*>(base + w.split_counts) : nullptr;
-  k.team_last = fused ? reinterpret_cast<i32*>(base + w.team_last) : nullptr;
+  k.split_counts = k.split > 1 ? reinterpret_cast<std::uint64_t*>(base + w.split_counts) : nullptr;
+  k.team_last = k.split > 1 ? reinterpret_cast<i32*>(base + w.team_last) : nullptr;
   k.a_ready = launch.arrivals.a_ready;
   k.b_ready = launch.arrivals.b_ready;
   k.bands_done = launch.arrivals.bands_done;
@@ -238,7 +236,6 @@ void qmm_offload_product(const QmmProblem& x, const OffloadQmmLaunch& launch) {
                launch.stages);
   else
     launch_dp4a(k, launch.device, teams, launch.team_threads);
-  if (k.split > 1 && !k.split_counts) launch_split_sum(k, launch.device);
 }
 
 bool qmm_b_columns_fit(const QmmProblem& x) {

@@ -273,24 +273,37 @@ inline void team_sync() {
 #endif
 }
 
-// After a tile's outputs are written by the threads that `sync` (a barrier) joins: their stores
-// made visible beyond the GPU (to the copy engine that takes the band out), then one count for the
-// tile from the first of them.
-template <class Sync> inline void count_tile_done(i32* counter, int tid, Sync sync) {
+// Counts a tile in its band (bands_done), once its outputs, and those of the tiles this thread
+// saw counted, are visible beyond the GPU (to the copy engine that takes the band out).
+inline void count_in_band(i32* counter) {
+  fence_system();
 #ifdef __NVPTX__
-  asm volatile("fence.acq_rel.sys;" ::: "memory");
-  sync();
-  if (tid == 0) __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+  __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
 #else
-  sync();
-  if (tid == 0) __atomic_fetch_add(counter, 1, __ATOMIC_RELEASE);
+  __atomic_fetch_add(counter, 1, __ATOMIC_RELEASE);
 #endif
 }
 
-// Counts one part of split tile `slot` done (Kernel::split_counts); true for the part that
-// completes the count. A count of an earlier call's epoch starts again from zero.
-inline bool count_split_part(const Kernel& k, i64 slot) {
-  std::uint64_t* count = k.split_counts + slot;
+// After a tile's outputs are written by the threads that `sync` (a barrier) joins: their stores
+// made visible beyond the GPU, then one count for the tile from the first of them.
+template <class Sync> inline void count_tile_done(i32* counter, int tid, Sync sync) {
+  fence_system();
+  sync();
+  if (tid == 0) count_in_band(counter);
+}
+
+// A split tile's words (Kernel::split_counts): its progress, counting its parts done, then its
+// chunks claimed after the first; its chunks done; then per part the epoch of the call once a
+// team has started it. The counts hold the call's epoch above 16 bits; a word of an earlier call
+// counts as zero.
+enum SplitWord : int { progress_word, chunks_done_word, started_words };
+
+inline std::uint64_t* split_words(const Kernel& k, i64 slot) {
+  return k.split_counts + slot * split_count_words(k.split);
+}
+
+// Adds one to a count and returns it.
+inline i64 bump_count(const Kernel& k, std::uint64_t* count) {
   const std::uint64_t fresh = k.epoch << 16;
   std::uint64_t seen = 0, next = 0;
 #ifdef __NVPTX__
@@ -300,7 +313,20 @@ inline bool count_split_part(const Kernel& k, i64 slot) {
 #endif
   do next = (seen >> 16 == k.epoch ? seen : fresh) + 1;
   while (!__atomic_compare_exchange_n(count, &seen, next, false, order, __ATOMIC_RELAXED));
-  return i64(next & 0xffff) == k.split;
+  return i64(next & 0xffff);
+}
+
+inline i64 read_count(const Kernel& k, const std::uint64_t* count) {
+  const std::uint64_t v = load_relaxed(count);
+  return v >> 16 == k.epoch ? i64(v & 0xffff) : 0;
+}
+
+inline i64 split_chunks(const Kernel& k) { return (k.partial_rows + sum_rows - 1) / sum_rows; }
+
+// As a team starts item w, a part of a split tile, by one of its threads (a store, no wait): the
+// part has a running team, which the tile's other parts may wait for (split_part_done).
+inline void split_part_started(const Kernel& k, const Kernel::Item& w) {
+  store_relaxed(split_words(k, w.slot) + started_words + w.part, k.epoch);
 }
 
 // Rows first_row .. + rows_count of split tile `slot` (at `at`): each output from the sum of every
@@ -345,57 +371,73 @@ inline void sum_split_rows(const Kernel& k, i64 slot, const Kernel::Place& at, i
   }
 }
 
-// Split-K's hand-over where the parts' own teams add them up (Kernel::split_counts), called by
-// every thread that stored a part of split tile w.slot (tid of nth, joined by the barrier `sync`;
-// `team` numbers the team's flag): the part is counted, and the threads whose part completes the
-// count finish the tile (sum_split_rows), the tile's terms gathered first into rows and cols (team
-// memory; null: each output works its terms out), then count it in its band where bands are
-// waited for.
+// Split-K's hand-over (Kernel::split_counts), called by every thread that stored a part of split
+// tile w.slot (tid of nth, joined by the barrier `sync`; `team` numbers the team's word in
+// team_last, through which its first thread tells the others what it counted): the part is
+// counted, and the teams that add the tile up take its chunks of rows one at a time
+// (sum_split_rows), the tile's terms gathered first into rows and cols (team memory; null: each
+// output works its terms out). The team whose part completes the count takes the first chunk.
+// Where there are more, so does any team with no further item once every part has a running
+// team, after waiting for them to end: nothing waits for a team that may not have started. Where
+// bands are waited for, the team that finishes the tile's last chunk counts it in its band.
 template <class Sync>
 inline void split_part_done(const Kernel& k, const Kernel::Item& w, Kernel::Row* rows, Kernel::Col* cols, i64 team,
-                            int tid, int nth, Sync sync) {
+                            bool last_item, int tid, int nth, Sync sync) {
+  std::uint64_t* words = split_words(k, w.slot);
+  const i64 chunks = split_chunks(k);
+  constexpr i32 leave = -1, wait = -2;
   fence_device();
   sync();
   if (tid == 0) {
-    const bool last = count_split_part(k, w.slot);
-    fence_device();
-    k.team_last[team] = last;
+    // The starts read before the count, four loads in flight at a time.
+    bool running = last_item && chunks > 1;
+    for (i64 part = 0; running && part < k.split; part += 4) {
+      std::uint64_t started[4];
+      for (int u = 0; u < 4; ++u)
+        started[u] = part + u < k.split ? load_relaxed(words + started_words + part + u) : k.epoch;
+      for (const std::uint64_t epoch : started) running &= epoch == k.epoch;
+    }
+    const i64 done = bump_count(k, words + progress_word);
+    k.team_last[team] = done == k.split ? 0 : running ? wait : leave;
   }
   sync();
-  // The next write to the flag comes after the next call's first barrier, which this read precedes.
-  if (k.team_last[team] == 0) return;
-  fence_device();
-  if (rows) {
-    gather_terms(k, w.at.t, w.at.i0, w.at.j0, rows, cols, tid, nth);
-    sync();
-  }
-  sum_split_rows(k, w.slot, w.at, 0, k.partial_rows, rows, cols, tid, nth);
-  if (k.bands_done) count_tile_done(k.bands_done + w.at.t * k.bands() + w.at.band, tid, sync);
-  sync();  // the next item may gather its terms where these were read
-}
-
-// Split-K's last launch where a launch adds the parts up (taller partial tiles: one team a tile
-// leaves most of the GPU idle): teams take a split tile's rows sum_rows at a time.
-[[gnu::always_inline]] inline void split_sum_team(const Kernel& k) {
-  const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-  const i64 chunks = (k.partial_rows + sum_rows - 1) / sum_rows;
-  for (i64 unit = omp_get_team_num(); unit < k.split_tiles * chunks; unit += omp_get_num_teams()) {
-    const i64 slot = unit / chunks;
-    sum_split_rows(k, slot, k.split_place(slot), unit % chunks * sum_rows, sum_rows, nullptr, nullptr, tid, nth);
-  }
-}
-
-// Once that launch has ended, split tile `slot` counted where its band is waited for, its outputs
-// first made visible beyond the GPU (as count_tile_done does).
-inline void count_split_tile(const Kernel& k, i64 slot) {
-  const Kernel::Place at = k.split_place(slot);
-  i32* counter = k.bands_done + at.t * k.bands() + at.band;
+  i64 chunk = k.team_last[team];
+  sync();  // every thread has read the word before its first thread writes it again
+  if (chunk == leave) return;
+  if (chunk == wait) {
+    if (tid == 0) {
+      while (read_count(k, words + progress_word) < k.split) {
 #ifdef __NVPTX__
-  asm volatile("fence.acq_rel.sys;" ::: "memory");
-  __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+        asm volatile("nanosleep.u32 200;");
 #else
-  __atomic_fetch_add(counter, 1, __ATOMIC_RELEASE);
+        sched_yield();  // the parts' teams may need this core
 #endif
+      }
+      k.team_last[team] = i32(bump_count(k, words + progress_word) - k.split);
+    }
+    sync();
+    chunk = k.team_last[team];
+  }
+  fence_device();
+  for (bool gathered = false; chunk < chunks; gathered = true) {
+    if (rows && !gathered) {
+      gather_terms(k, w.at.t, w.at.i0, w.at.j0, rows, cols, tid, nth);
+      sync();
+    }
+    sum_split_rows(k, w.slot, w.at, chunk * sum_rows, sum_rows, rows, cols, tid, nth);
+    if (k.bands_done) {
+      fence_system();
+      sync();
+      if (tid == 0 && bump_count(k, words + chunks_done_word) == chunks)
+        count_in_band(k.bands_done + w.at.t * k.bands() + w.at.band);
+    }
+    if (chunks == 1) break;
+    sync();  // every thread has read the team's word
+    if (tid == 0) k.team_last[team] = i32(bump_count(k, words + progress_word) - k.split);
+    sync();
+    chunk = k.team_last[team];
+  }
+  sync();  // the next item may gather its terms where these were read
 }
 
 // The body of the product kernels (SPMD: warp-collective instructions need one): teams take
@@ -422,6 +464,7 @@ template <Family F, bool Deep, int Stages>
   for (i64 index = team; index < items; index += team_count) {
     const Kernel::Item w = k.item(index);
     const Kernel::Place& at = w.at;
+    if (w.partial && tid == 0) split_part_started(k, w);
     await_ready(k.a_ready, at.i0 / tile_rows);
     await_ready(k.b_ready, at.j0 / tile_cols);
 #ifdef __NVPTX__
@@ -442,7 +485,7 @@ template <Family F, bool Deep, int Stages>
     if (w.partial) {
       // A split tile is counted once its parts are added up.
       Kernel::Col* cols = rows ? reinterpret_cast<Kernel::Col*>(rows + tile_rows) : nullptr;
-      if (k.split_counts) split_part_done(k, w, rows, cols, team, tid, nth, team_sync);
+      split_part_done(k, w, rows, cols, team, index + team_count >= items, tid, nth, team_sync);
     } else if (k.bands_done)
       count_tile_done(k.bands_done + at.t * k.bands() + at.band, tid, team_sync);
   }

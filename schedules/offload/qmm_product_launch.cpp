@@ -20,7 +20,7 @@ namespace {
 
 static_assert(qmm_offload_max_stages == max_tensor_stages);
 
-constexpr int default_dp4a_threads = 256, default_mma_threads = 128, split_sum_threads = 256;
+constexpr int default_dp4a_threads = 256, default_mma_threads = 128;
 // The launch bounds. dp4a: 512 caps ptxas at 128 registers, so that two 256-thread teams share an
 // SM, which beats one team with all the registers it wants. (A target region per kernel rather
 // than one template over the kernel: clang 19 crashes on a launch bound that depends on a template
@@ -110,16 +110,6 @@ bool tma_applies(const Kernel& k, int device) {
 void launch_dp4a(const Kernel& k, int device, int teams, int threads) {
   const int team_threads = staged_team_threads(threads, default_dp4a_threads, dp4a_bound);
   with_depth(k, [&](auto deep) { product_dp4a<decltype(deep)::value>(k, device, teams, team_threads); });
-}
-
-void launch_split_sum(const Kernel k, int device) {
-  const int units = int(k.split_tiles * ((k.partial_rows + sum_rows - 1) / sum_rows));
-#pragma omp target teams num_teams(units) thread_limit(split_sum_threads) device(device) firstprivate(k)
-#pragma omp parallel
-  split_sum_team(k);
-  if (!k.bands_done) return;
-#pragma omp target teams distribute parallel for device(device) firstprivate(k)
-  for (i64 slot = 0; slot < k.split_tiles; ++slot) count_split_tile(k, slot);
 }
 
 bool prepare_tensor_maps(Kernel& k, int device, void* maps, KeptTensorMaps& kept) {

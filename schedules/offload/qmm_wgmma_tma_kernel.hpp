@@ -86,6 +86,7 @@ template <int Slice, int Stages>
   for (i64 index = omp_get_team_num(); index < k.items(); index += omp_get_num_teams()) {
     const Kernel::Item w = k.item(index);
     const i64 t = w.at.t, i0 = w.at.i0, j0 = w.at.j0;
+    if (w.partial && ctid == 0) split_part_started(k, w);
     named_barrier(consumers, tma_consumer_threads);  // the last tile's epilogue is done with the terms
     // Where the kernel sums lines itself, the terms are gathered now if their sums are there, else
     // after the products, once they are.
@@ -127,8 +128,8 @@ template <int Slice, int Stages>
     }
     if (w.partial) {
       store_partial_rows(k, w, d, half, warp, lane);
-      if (k.split_counts)
-        split_part_done(k, w, rows, cols, omp_get_team_num(), ctid, tma_consumer_threads, consumers_sync);
+      split_part_done(k, w, rows, cols, omp_get_team_num(), index + omp_get_num_teams() >= k.items(), ctid,
+                      tma_consumer_threads, consumers_sync);
       continue;
     }
     named_barrier(consumers, tma_consumer_threads);  // the terms are gathered
