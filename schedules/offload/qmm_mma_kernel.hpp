@@ -63,7 +63,7 @@ inline void tile_mma(const Kernel& k, const Kernel::Item& item, void* memory, in
       b_at[ks] = u32(int(tile_rows) * Slice + swizzled<Slice>(wc + 8 * (lane / 16) + lane % 8, 2 * ks + (lane / 8) % 2));
     }
     first_slices<Slice, Stages>(source, shared);
-    if (first == 0 && !item.partial) gather_terms(k, t, i0, j0, rows, cols, tid, nth);
+    if (first == 0) gather_terms(k, t, i0, j0, rows, cols, tid, nth);
     for (i64 k0 = source.begin, s = 0; k0 < source.end; k0 += Slice, ++s) {
       const u32 stage = next_slice<Slice, Stages>(source, k0, s, shared);
       if (active) {

@@ -338,7 +338,7 @@ inline void split_part_started(const Kernel& k, const Kernel::Item& w) {
 // scalars from the argument block after each store, which waits for it).
 inline void sum_split_rows(const Kernel& k, i64 slot, const Kernel::Place& at, i64 first_row, i64 rows_count,
                            const Kernel::Row* rows, const Kernel::Col* cols, int tid, int nth) {
-  constexpr int ahead = 8;
+  constexpr int ahead = 4;
   const i64 slot_size = k.partial_rows * tile_cols, part_step = k.split_tiles * slot_size / 4;
   const i64 begin = first_row * tile_cols / 4, end = std::min(first_row + rows_count, k.partial_rows) * tile_cols / 4;
   const u32x4* first = reinterpret_cast<const u32x4*>(k.partials + slot * slot_size);
@@ -348,7 +348,7 @@ inline void sum_split_rows(const Kernel& k, i64 slot, const Kernel::Place& at, i
 #endif
   for (i64 v0 = begin + tid; v0 < end; v0 += ahead * nth) {
     u32x4 sum[ahead] = {};
-#pragma unroll 2
+#pragma unroll 4
     for (i64 part = 0; part < k.split; ++part)
 #pragma unroll
       for (int u = 0; u < ahead; ++u)
@@ -375,14 +375,15 @@ inline void sum_split_rows(const Kernel& k, i64 slot, const Kernel::Place& at, i
 // tile w.slot (tid of nth, joined by the barrier `sync`; `team` numbers the team's word in
 // team_last, through which its first thread tells the others what it counted): the part is
 // counted, and the teams that add the tile up take its chunks of rows one at a time
-// (sum_split_rows), the tile's terms gathered first into rows and cols (team memory; null: each
-// output works its terms out). The team whose part completes the count takes the first chunk.
-// Where there are more, so does any team with no further item once every part has a running
-// team, after waiting for them to end: nothing waits for a team that may not have started. Where
-// bands are waited for, the team that finishes the tile's last chunk counts it in its band.
+// (sum_split_rows), the tile's terms in rows and cols (team memory, gathered there already or
+// first; null: each output works its terms out). The team whose part completes the count takes
+// the first chunk and the rest as it can. Where there are more, any team with no further item
+// takes one too once every part has a running team, after waiting for them to end: nothing waits
+// for a team that may not have started. Where bands are waited for, the team that finishes the
+// tile's last chunk counts it in its band.
 template <class Sync>
-inline void split_part_done(const Kernel& k, const Kernel::Item& w, Kernel::Row* rows, Kernel::Col* cols, i64 team,
-                            bool last_item, int tid, int nth, Sync sync) {
+inline void split_part_done(const Kernel& k, const Kernel::Item& w, Kernel::Row* rows, Kernel::Col* cols,
+                            bool gathered, i64 team, bool last_item, int tid, int nth, Sync sync) {
   std::uint64_t* words = split_words(k, w.slot);
   const i64 chunks = split_chunks(k);
   constexpr i32 leave = -1, wait = -2;
@@ -418,8 +419,9 @@ inline void split_part_done(const Kernel& k, const Kernel::Item& w, Kernel::Row*
     sync();
     chunk = k.team_last[team];
   }
+  const bool helper = chunk != 0;
   fence_device();
-  for (bool gathered = false; chunk < chunks; gathered = true) {
+  for (; chunk < chunks; gathered = true) {
     if (rows && !gathered) {
       gather_terms(k, w.at.t, w.at.i0, w.at.j0, rows, cols, tid, nth);
       sync();
@@ -431,7 +433,7 @@ inline void split_part_done(const Kernel& k, const Kernel::Item& w, Kernel::Row*
       if (tid == 0 && bump_count(k, words + chunks_done_word) == chunks)
         count_in_band(k.bands_done + w.at.t * k.bands() + w.at.band);
     }
-    if (chunks == 1) break;
+    if (chunks == 1 || helper) break;  // a helper's second claim would mostly find none left
     sync();  // every thread has read the team's word
     if (tid == 0) k.team_last[team] = i32(bump_count(k, words + progress_word) - k.split);
     sync();
@@ -485,7 +487,8 @@ template <Family F, bool Deep, int Stages>
     if (w.partial) {
       // A split tile is counted once its parts are added up.
       Kernel::Col* cols = rows ? reinterpret_cast<Kernel::Col*>(rows + tile_rows) : nullptr;
-      split_part_done(k, w, rows, cols, team, index + team_count >= items, tid, nth, team_sync);
+      // The mma kernel gathers a tile's terms as it starts, where no stage overlays them.
+      split_part_done(k, w, rows, cols, F == Family::mma, team, index + team_count >= items, tid, nth, team_sync);
     } else if (k.bands_done)
       count_tile_done(k.bands_done + at.t * k.bands() + at.band, tid, team_sync);
   }

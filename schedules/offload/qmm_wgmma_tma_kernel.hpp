@@ -100,7 +100,7 @@ template <int Slice, int Stages>
       consumers_sync();
       if (summed) fence_device();
     }
-    if (!w.partial && summed) gather_terms(k, t, i0, j0, rows, cols, ctid, tma_consumer_threads);
+    if (summed) gather_terms(k, t, i0, j0, rows, cols, ctid, tma_consumer_threads);
     i32 d[64] = {};
     const i64 begin = k.depth_begin(w.part, w.parts, Slice), end = k.depth_begin(w.part + 1, w.parts, Slice);
     for (i64 k0 = begin; k0 < end; k0 += Slice, ++n) {
@@ -124,11 +124,11 @@ template <int Slice, int Stages>
     if (!summed) {
       for (const i64 tile : sums_from)
         if (tile >= 0) await_line_tile(k, tile, word, ctid, tma_consumer_threads, consumers_sync);
-      if (!w.partial) gather_terms(k, t, i0, j0, rows, cols, ctid, tma_consumer_threads);
+      gather_terms(k, t, i0, j0, rows, cols, ctid, tma_consumer_threads);
     }
     if (w.partial) {
       store_partial_rows(k, w, d, half, warp, lane);
-      split_part_done(k, w, rows, cols, omp_get_team_num(), index + omp_get_num_teams() >= k.items(), ctid,
+      split_part_done(k, w, rows, cols, true, omp_get_team_num(), index + omp_get_num_teams() >= k.items(), ctid,
                       tma_consumer_threads, consumers_sync);
       continue;
     }
