@@ -377,10 +377,10 @@ inline void sum_split_rows(const Kernel& k, i64 slot, const Kernel::Place& at, i
 // counted, and the teams that add the tile up take its chunks of rows one at a time
 // (sum_split_rows), the tile's terms in rows and cols (team memory, gathered there already or
 // first; null: each output works its terms out). The team whose part completes the count takes
-// the first chunk and the rest as it can. Where there are more, any team with no further item
-// takes one too once every part has a running team, after waiting for them to end: nothing waits
-// for a team that may not have started. Where bands are waited for, the team that finishes the
-// tile's last chunk counts it in its band.
+// the first chunk. Where there are more, so does any team with no further item once every part
+// has a running team, after waiting for them to end: nothing waits for a team that may not have
+// started. Each then claims chunks until none is left. Where bands are waited for, the team that
+// finishes the tile's last chunk counts it in its band.
 template <class Sync>
 inline void split_part_done(const Kernel& k, const Kernel::Item& w, Kernel::Row* rows, Kernel::Col* cols,
                             bool gathered, i64 team, bool last_item, int tid, int nth, Sync sync) {
@@ -419,7 +419,6 @@ inline void split_part_done(const Kernel& k, const Kernel::Item& w, Kernel::Row*
     sync();
     chunk = k.team_last[team];
   }
-  const bool helper = chunk != 0;
   fence_device();
   for (; chunk < chunks; gathered = true) {
     if (rows && !gathered) {
@@ -433,7 +432,7 @@ inline void split_part_done(const Kernel& k, const Kernel::Item& w, Kernel::Row*
       if (tid == 0 && bump_count(k, words + chunks_done_word) == chunks)
         count_in_band(k.bands_done + w.at.t * k.bands() + w.at.band);
     }
-    if (chunks == 1 || helper) break;  // a helper's second claim would mostly find none left
+    if (chunks == 1) break;
     sync();  // every thread has read the team's word
     if (tid == 0) k.team_last[team] = i32(bump_count(k, words + progress_word) - k.split);
     sync();
