@@ -399,6 +399,7 @@ inline void split_part_done(const Kernel& k, const Kernel::Item& w, Kernel::Row*
       for (const std::uint64_t epoch : started) running &= epoch == k.epoch;
     }
     const i64 done = bump_count(k, words + progress_word);
+    fence_device();  // the parts' products, counted, before what this thread tells the others
     k.team_last[team] = done == k.split ? 0 : running ? wait : leave;
   }
   sync();
@@ -414,7 +415,9 @@ inline void split_part_done(const Kernel& k, const Kernel::Item& w, Kernel::Row*
         sched_yield();  // the parts' teams may need this core
 #endif
       }
-      k.team_last[team] = i32(bump_count(k, words + progress_word) - k.split);
+      const i64 claimed = bump_count(k, words + progress_word) - k.split;
+      fence_device();
+      k.team_last[team] = i32(claimed);
     }
     sync();
     chunk = k.team_last[team];
