@@ -692,10 +692,11 @@ TEST(QmmOffload, SplitTheLastWaveBesideWholeTiles) {
 }
 
 // The split follows the wave: on an H100 or H200 (264 teams at once, 132 for wgmma) 16384^3 has a
-// last wave of 16 tiles, cut in 16 parts (8 for wgmma); 8192^3's last wave of 136 tiles would fill no more in 2 parts; 16 x
-// 4096 x 4096 has 32 tiles, cut in 8; parts keep eight 64-deep slices, and fewer than four parts
-// are not worth their sum (1024^3: 2 parts of 64 tiles); whole waves, depths past one int32 slice
-// and dp4a are not split; batches count all their tiles.
+// last wave of 16 tiles, cut in 16 parts (8 for wgmma); 8192^3's last wave of 136 tiles would fill
+// no more in 2 parts (wgmma's last 4 tiles are cut in 16); 16 x 4096 x 4096 has 32 tiles, cut in 8
+// (4 for wgmma); parts keep eight 64-deep slices, and fewer than four parts are not worth their
+// sum (1024^3: 2 parts of 64 tiles); whole waves, depths past one int32 slice and dp4a are not
+// split; batches count all their tiles.
 TEST(QmmOffload, SplitTheLastWave) {
   using hk::detail::OffloadQmmKernel;
   const auto split = [](i64 M, i64 N, i64 K, i64 wave, OffloadQmmKernel kernel = OffloadQmmKernel::mma,
