@@ -14,8 +14,8 @@ const QmmStrategy& qmm_offload_mma() {
       "warp 64 x 64 outputs from ldmatrix fragments with mma.sync m16n8k32 (64-deep cp.async "
       "slices); u8 x s8 in SPMD kernels, requantized exactly "
       "in the epilogue; the tiles of a last wave that would leave three quarters of the GPU idle "
-      "(all of them when there are few) are cut in depth into parts that fill it, added up by a "
-      "last launch",
+      "(all of them when there are few) are cut in depth into parts that fill it, added up by the "
+      "parts' own teams",
       "threads per team for mma.sync, rounded down to a power of two (default 128: the tile's four "
       "warps; at most 256 used); wgmma teams are always one or three warpgroups (128 or 384)");
   return record;
