@@ -512,14 +512,11 @@ TEST_P(SplitCounts, NeedNoClearing) {
   hk::detail::QmmProblem x = hk::detail::validate(p.args(), y.view());
   const auto split = hk::detail::qmm_offload_split(x, OffloadQmmKernel::mma, hk::detail::qmm_offload_wave(device));
   ASSERT_GE(split.parts, 2);
-  const auto on_device = [](const Buffer& b) {
-    hk::DeviceBuffer d(b.bytes.size());
-    d.upload(b.bytes.data(), b.bytes.size());
-    return d;
+  const qmmt::OnDevice a(p.a), b(p.b);
+  qmmt::OnDevice out(p.y);
+  const auto inside = [](const qmmt::OnDevice& d) {
+    return static_cast<unsigned char*>(d.memory.data()) + Buffer::guard;
   };
-  const hk::DeviceBuffer a = on_device(p.a), b = on_device(p.b);
-  hk::DeviceBuffer out = on_device(p.y);
-  const auto inside = [](const hk::DeviceBuffer& d) { return static_cast<unsigned char*>(d.data()) + Buffer::guard; };
   x.a.data = inside(a), x.b.data = inside(b), x.out = inside(out);
   const std::vector<std::byte> block = hk::detail::qmm_parameter_block(x.q);
   hk::DeviceBuffer parameters(block.size());
@@ -535,11 +532,10 @@ TEST_P(SplitCounts, NeedNoClearing) {
         const std::vector<unsigned char> pattern(bytes, static_cast<unsigned char>(fill));
         workspace.upload(pattern.data(), bytes);
       }
-      out.upload(p.y.bytes.data(), p.y.bytes.size());
+      out.memory.upload(p.y.bytes.data(), p.y.bytes.size());
       hk::detail::qmm_offload(x, launch);
-      std::vector<unsigned char> got(p.y.bytes.size());
-      out.download(got.data(), got.size());
-      qmmt::expect_matches_oracle(p, e, got, "kernel " + std::to_string(int(kernel)) + " fill " + std::to_string(fill));
+      qmmt::expect_matches_oracle(p, e, out.download(),
+                                  "kernel " + std::to_string(int(kernel)) + " fill " + std::to_string(fill));
     }
   }
 }

@@ -273,10 +273,9 @@ inline void team_sync() {
 #endif
 }
 
-// Counts a tile in its band (bands_done), once its outputs, and those of the tiles this thread
-// saw counted, are visible beyond the GPU (to the copy engine that takes the band out).
+// Counts a tile in its band (bands_done), after a fence_system() that made its outputs visible
+// beyond the GPU (to the copy engine that takes the band out).
 inline void count_in_band(i32* counter) {
-  fence_system();
 #ifdef __NVPTX__
   __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
 #else
@@ -432,8 +431,10 @@ inline void split_part_done(const Kernel& k, const Kernel::Item& w, Kernel::Row*
     if (k.bands_done) {
       fence_system();
       sync();
-      if (tid == 0 && bump_count(k, words + chunks_done_word) == chunks)
+      if (tid == 0 && bump_count(k, words + chunks_done_word) == chunks) {
+        fence_system();  // the other chunks' outputs, counted, before the band's count
         count_in_band(k.bands_done + w.at.t * k.bands() + w.at.band);
+      }
     }
     if (chunks == 1) break;
     sync();  // every thread has read the team's word

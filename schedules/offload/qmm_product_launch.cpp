@@ -1,6 +1,5 @@
 // qmm.offload and qmm.offload_mma: the launches of the product kernels (dp4a, and tensor cores
-// through mma.sync or wgmma), their team shapes, and split-K's sum of the parts where a launch of
-// its own adds them up.
+// through mma.sync or wgmma), their team shapes, and the wgmma kernel's tensor maps.
 #include <omp.h>
 
 #include <algorithm>
