@@ -315,6 +315,42 @@ TEST(ScanKernels, SpecialValuesPropagateThroughVectors) {
   check_special_values<hk::test::bfloat16_t>(DataType::bfloat16);
 }
 
+// float64 lines long enough for the blocks that scan segments side by side (2048 elements and
+// more): -0.0 stays -0.0, infinities and NaN propagate through the folds and the segments' carries,
+// in both directions, exclusive or not, with streaming stores or without.
+TEST(ScanKernels, LongFloat64LinesKeepSpecialValues) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::int64_t n = 6151;
+  const TensorDesc d(DataType::float64, {n});
+  for (Isa isa : hk::test::runnable_isas()) {
+    const hk::test::IsaCap cap(isa);
+    for (const auto& s : line_schedules()) {
+      const std::string where = std::string(name_of(isa)) + " " + label(s);
+      const std::vector<double> zeros(std::size_t(n), -0.0);
+      std::vector<double> y(zeros.size());
+      for (auto dir : {Direction::increasing, Direction::decreasing}) {
+        cumulative_sum({d, zeros.data()}, {d, y.data()}, {0, dir, false}, s);
+        for (double v : y) ASSERT_TRUE(v == 0 && std::signbit(v)) << where;
+      }
+      std::vector<double> x(std::size_t(n), 1.0);
+      x[3000] = inf;
+      x[4500] = -inf;
+      cumulative_sum({d, x.data()}, {d, y.data()}, {}, s);
+      EXPECT_EQ(y[2999], 3000.0) << where;
+      for (std::size_t i = 3000; i < 4500; ++i) ASSERT_EQ(y[i], inf) << where << " element " << i;
+      for (std::size_t i = 4500; i < y.size(); ++i) ASSERT_TRUE(std::isnan(y[i])) << where << " element " << i;
+      std::vector<double> p(std::size_t(n), 1.0);
+      p[2500] = 0.0;
+      p[5000] = inf;
+      cumulative_product({d, p.data()}, {d, y.data()}, {0, Direction::decreasing, true}, s);
+      EXPECT_EQ(y[std::size_t(n - 1)], 1.0) << where;
+      EXPECT_EQ(y[5000], 1.0) << where;
+      for (std::size_t i = 2500; i < 5000; ++i) ASSERT_EQ(y[i], inf) << where << " element " << i;
+      for (std::size_t i = 0; i < 2500; ++i) ASSERT_TRUE(std::isnan(y[i])) << where << " element " << i;
+    }
+  }
+}
+
 // Stride 0 along the scanned axis and in place with streaming requested: the generic paths.
 TEST(ScanKernels, BroadcastAndInPlaceUnderEveryIsa) {
   for (Isa isa : hk::test::runnable_isas()) {
