@@ -79,6 +79,8 @@ inline std::int64_t warp_sum(std::int64_t v) {
 // Barrier 0 of the team (as `omp barrier` in an SPMD kernel, without the runtime call).
 inline void team_barrier() { asm volatile("bar.sync 0;" ::: "memory"); }
 inline void warp_sync() { asm volatile("bar.warp.sync -1;" ::: "memory"); }
+// The lanes of `mask` only (a last, partial warp).
+inline void warp_sync(u32 mask) { asm volatile("bar.warp.sync %0;" ::"r"(mask) : "memory"); }
 
 // The address in team memory (the shared window) of a generic pointer to it.
 inline u32 team_address(const void* p) {
@@ -91,6 +93,11 @@ inline u32x4 load_team16(u32 address) {
   u32x4 v;
   asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(address));
   return v;
+}
+
+inline void store_team16(u32 address, u32x4 v) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(address), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
 }
 
 // Makes this thread's earlier writes to team memory (stores and completed cp.async copies) visible

@@ -11,8 +11,9 @@ namespace hk::detail::offload::scan {
 namespace {
 
 // The launch bound: the most threads a team may have, which caps the registers ptxas gives a
-// thread at 65536 / threads (here 128, a few spills that stay in L1; unbounded it takes 240 and
-// half the teams fit an SM). Teams asked for more threads get these many.
+// thread at 65536 / threads (here 128, a few spills that stay in L1; bounds of 768 and 1024 left
+// no spills and ran at half the speed or less), and whose warps' buffers fit the team memory.
+// Teams asked for more threads get these many.
 constexpr int rows_max_team_threads = 512;
 // Threads per team (more for 2-byte types) and tiles requested into the L2 ahead of the loads.
 constexpr int rows_default_threads = 64;
@@ -26,8 +27,8 @@ void rows(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const S
   a.vec = rows_vectorizable(s, x, y);
   a.items = plan.items;
   a.ahead = plan.ahead;
-  const std::size_t shared = sizeof(TileShared<AccOf<T>>);
   const int threads = std::min(plan.team_threads, rows_max_team_threads);
+  const std::size_t shared = rows_shared_bytes<AccOf<T>>(threads);
 #pragma omp target teams num_teams(plan.teams) thread_limit(threads) device(dev) firstprivate(a) \
     ompx_dyn_cgroup_mem(shared) ompx_attribute(__attribute__((launch_bounds(rows_max_team_threads))))
 #pragma omp parallel

@@ -195,17 +195,19 @@ template <class T, std::int64_t MaxBytes> struct Run {
   }
 };
 
-// One tile of threads x items elements by the whole team, first half: each thread folds its run,
-// the warps scan their threads' folds and publish their totals. Returns the thread's exclusive
-// prefix inside its warp.
-template <class T, class Op, class R>
-AccOf<T> tile_warp_scan(const R& run, int count, AccOf<T>* warp_total, u32 lane, u32 mask) {
-  using Acc = AccOf<T>;
-  const Acc f = run.template fold<Op>(count);
+// One tile of threads x items elements by the whole team, first half: the warps scan their
+// threads' folds f and publish their totals. Returns the thread's exclusive prefix inside its warp.
+template <class Op, class Acc> Acc warp_scan_folds(Acc f, Acc* warp_total, u32 lane, u32 mask) {
   const Acc inc = warp_inclusive<Op>(f, lane, mask);
   const Acc before = shfl_up(inc, 1, mask);
   if (lane == 31u - u32(__builtin_clz(mask))) warp_total[omp_get_thread_num() >> 5] = inc;
   return lane == 0 ? inclusive_start<Op, Acc>() : before;
+}
+
+// The same, each thread folding its run first.
+template <class T, class Op, class R>
+AccOf<T> tile_warp_scan(const R& run, int count, AccOf<T>* warp_total, u32 lane, u32 mask) {
+  return warp_scan_folds<Op>(run.template fold<Op>(count), warp_total, lane, mask);
 }
 
 // Second half, after a barrier: the exclusive prefix of the thread's warp inside the tile, and
