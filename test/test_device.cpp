@@ -177,9 +177,11 @@ TEST(DeviceTensors, EveryOffloadScheduleMatchesTheReference) {
   };
   // {97, 64} and {70, 3, 40} along axis 0: 16-byte vectors of lines, whole and partial blocks;
   // {3, 64} and {1, 96}: lines shorter than a run of rows; {300, 72}: several tiles of 16-row
-  // runs (float16) over a partial block.
-  const Shape shapes[] = {{{5000}, 0}, {{37, 129}, 1}, {{129, 37}, 0}, {{3, 1, 7, 11}, 2}, {{1}, 0},
-                          {{97, 64}, 0}, {{70, 3, 40}, 0}, {{3, 64}, 0}, {{1, 96}, 0}, {{300, 72}, 0}};
+  // runs (float16) over a partial block. {7, 1029} and {3, 8195} along axis 1: lines that start
+  // off 16-byte boundaries, each scanned as its head and then 16-byte aligned tiles.
+  const Shape shapes[] = {{{5000}, 0},   {{37, 129}, 1}, {{129, 37}, 0}, {{3, 1, 7, 11}, 2}, {{1}, 0},
+                          {{97, 64}, 0}, {{70, 3, 40}, 0}, {{3, 64}, 0}, {{1, 96}, 0},       {{300, 72}, 0},
+                          {{7, 1029}, 1}, {{3, 8195}, 1}};
   std::mt19937_64 rng(11);
   for (const auto& shape : shapes)
     for (DataType type : {DataType::int32, DataType::uint64, DataType::float32, DataType::float16})
@@ -228,6 +230,32 @@ TEST(DeviceTensors, EveryOffloadScheduleMatchesTheReference) {
             ASSERT_EQ(g, w) << "element " << i;
           }
         }
+}
+
+// Rows at byte offsets that put the input and the output at the same distance from a 16-byte
+// boundary (each line scanned as its head, then aligned tiles) or at different distances (every
+// tile element by element), in place too.
+TEST(DeviceTensors, RowsAtAnyOffsetMatchTheReference) {
+  const TensorDesc desc(DataType::float32, {4, 4099});
+  const std::size_t n = std::size_t(desc.element_count()), bytes = n * 4;
+  std::vector<float> x(n), want(n), got(n);
+  std::mt19937_64 rng(5);
+  for (float& v : x) v = float(int(rng() % 2001) - 1000) / 256.0f;
+  cumulative_sum(ConstTensor{desc, x.data()}, Tensor{desc, want.data()}, {.axis = 1}, Schedule("reference"));
+  const std::pair<std::size_t, std::size_t> offsets[] = {{4, 4}, {12, 28}, {4, 0}, {0, 8}, {8, 8}};
+  for (const auto& [xo, yo] : offsets)
+    for (bool in_place : {false, true}) {
+      if (in_place && xo != yo) continue;
+      DeviceBuffer dx(bytes + 32), dy(bytes + 32);
+      dx.upload(x.data(), bytes, xo);
+      const DeviceTensor out = in_place ? DeviceTensor{desc, &dx, xo} : DeviceTensor{desc, &dy, yo};
+      cumulative_sum(DeviceConstTensor{desc, &dx, xo}, out, {.axis = 1}, Schedule::parse("scan.offload_rows"));
+      out.buffer->download(got.data(), bytes, out.offset);
+      SCOPED_TRACE("x at " + std::to_string(xo) + ", y at " + std::to_string(yo) + (in_place ? ", in place" : ""));
+      // Every partial sum is a multiple of 2^-8 below 2^24: exact in float64, so the rounding to
+      // float32 is the only error, in any order of accumulation.
+      for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], want[i]) << "element " << i;
+    }
 }
 
 TEST(DeviceTensors, DefaultScheduleAndInPlace) {

@@ -124,12 +124,23 @@ void scan_by_vectors(Run<T, MaxBytes>& run, int vectors, AccOf<T> c,
     }
 }
 
-// A team takes lines in turn and walks each in tiles of threads x items elements: striped (above)
-// where the tile lies inside its line and 16-byte accesses are allowed, else each thread's run of
-// items consecutive elements loaded into registers (tile_warp_scan). A striped tile's copies are
-// issued a tile ahead where the warp has two buffers (of this line or of the team's next one), so
-// that they are in flight across the scan, the barrier and the stores; with one buffer, as soon
-// as the last tile has left it. With ahead > 0 the tile that many beyond the next is requested
+// The elements of a line (from p) before its first 16-byte boundary: the line's first tile,
+// after which its tiles are 16-byte aligned. Where no whole tile of `width` would follow, or 16-byte
+// accesses are not allowed (vec), none of the line's tiles is aligned (line_vec false) and the
+// head is 0.
+template <class T>
+std::int64_t line_head(const T* p, std::int64_t length, std::int64_t width, bool vec, bool& line_vec) {
+  const std::int64_t h = std::int64_t((16 - reinterpret_cast<std::uintptr_t>(p) % 16) % 16 / sizeof(T));
+  line_vec = vec && (h == 0 || h + width <= length);
+  return line_vec ? h : 0;
+}
+
+// A team takes lines in turn and walks each in tiles of threads x items elements, after the line's
+// head (line_head) where it has one: striped (above) where the tile lies inside its line and
+// 16-byte accesses are allowed, else each thread's run of items consecutive elements loaded into
+// registers (tile_warp_scan). A striped tile's copies are issued a tile ahead where the warp has
+// two buffers (of this line or of the team's next one), so that they are in flight across the
+// scan, the barrier and the stores; with one buffer, as soon as the last tile has left it. With ahead > 0 the tile that many beyond the next is requested
 // into the L2. Reading ahead is safe in place too: the elements read ahead are written only by
 // the warp (striped) or thread that reads them, later.
 template <class T, class Op>
@@ -161,20 +172,27 @@ void gpu_rows(const KernelArgs<T>& a) {
   if (line >= lines) return;
   std::int64_t xo, yo, q = 0;
   line_offsets(s, line, xo, yo);
+  bool line_vec;
+  std::int64_t head = line_head(x + xo, s.length, width, vec, line_vec);
   Acc carry = a.start;
-  bool striped = vec && width <= s.length;
+  bool striped = line_vec && head == 0 && width <= s.length;
   if (striped) stage_striped(x + xo + segment, buffer0, lanes, lane, vectors);
   R run;
   int buf = 0, b = 0;
   for (;;) {
-    std::int64_t next_line = line, next_q = q + width, next_xo = xo, next_yo = yo;
+    const std::int64_t end = q == 0 && head > 0 ? head : q + width;  // of this tile
+    std::int64_t next_line = line, next_q = end, next_xo = xo, next_yo = yo, next_head = head;
+    bool next_vec = line_vec;
     if (next_q >= s.length) {
       next_line += teams;
       next_q = 0;
-      if (next_line < lines) line_offsets(s, next_line, next_xo, next_yo);
+      if (next_line < lines) {
+        line_offsets(s, next_line, next_xo, next_yo);
+        next_head = line_head(x + next_xo, s.length, width, vec, next_vec);
+      }
     }
     const bool more = next_line < lines;
-    const bool next_striped = more && vec && next_q + width <= s.length;
+    const bool next_striped = more && next_vec && !(next_q == 0 && next_head > 0) && next_q + width <= s.length;
     const u32 buffer = buffer0 + u32(b * transpose_warp_bytes);
     const bool staged_ahead = next_striped && buffers == 2;
     if (staged_ahead)
@@ -200,13 +218,14 @@ void gpu_rows(const KernelArgs<T>& a) {
       scan_by_vectors<T, Op>(run, vectors, Op::apply(Op::apply(carry, warp_before), lane_before), g, exclusive);
       store_striped(run, y + yo + q + segment, buffer, lanes, lane, vectors, mask);
     } else {
-      const int count = run_count(s.length, q + first, items);
-      run.load(x + xo + (q + first) * s.in_step, s.in_step, count, vec && count == items);
+      const int count = run_count(end < s.length ? end : s.length, q + first, items);
+      run.load(x + xo + (q + first) * s.in_step, s.in_step, count, line_vec && count == items);
       const Acc lane_before = tile_warp_scan<T, Op>(run, count, sh->warp_total[buf], lane, mask);
 #pragma omp barrier
       tile_block_scan<Op>(sh->warp_total[buf], n, lane, mask, warp_before, total);
-      run.template scan_store<Op>(y + yo + (q + first) * s.out_step, s.out_step, count, vec && count == items,
-                                  Op::apply(Op::apply(carry, warp_before), lane_before), exclusive);
+      run.template scan_store<Op>(y + yo + (q + first) * s.out_step, s.out_step, count,
+                                  line_vec && count == items, Op::apply(Op::apply(carry, warp_before), lane_before),
+                                  exclusive);
     }
     buf ^= 1;
     if (!more) break;
@@ -214,6 +233,8 @@ void gpu_rows(const KernelArgs<T>& a) {
     if (buffers == 2) b ^= 1;
     carry = next_line == line ? Op::apply(carry, total) : a.start;
     striped = next_striped;
+    head = next_head;
+    line_vec = next_vec;
     line = next_line;
     q = next_q;
     xo = next_xo;

@@ -24,7 +24,7 @@ template <class Op, class T>
 void rows(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const ScanPlan& plan, const void* carry) {
   KernelArgs<T> a{.s = s, .x = x, .y = y, .exclusive = exclusive};
   a.start = line_start_value<Op, AccOf<T>>(carry, exclusive);
-  a.vec = rows_vectorizable(s, x, y);
+  a.vec = rows_congruent(s, x, y);
   a.items = plan.items;
   a.ahead = plan.ahead;
   const int threads = std::min(plan.team_threads, rows_max_team_threads);

@@ -50,7 +50,8 @@ template <class T> struct KernelArgs {
   T* y = nullptr;
   bool exclusive = false;
   AccOf<T> start{};                     // what every line continues from (line_start_value)
-  bool vec = false;                     // 16-byte accesses allowed (rows_vectorizable)
+  bool vec = false;                     // 16-byte accesses allowed (rows_vectorizable; rows:
+                                        // past each line's head, rows_congruent)
   int items = 1;                        // rows: elements per thread in a tile
   std::int64_t width = 1, tiles = 1;    // chained: elements per tile, tiles per line
   TileWord* words = nullptr;            // chained: per tile its published state and value
@@ -101,6 +102,20 @@ template <class T> bool rows_vectorizable(const ScanLayout& s, const T* x, const
   if (reinterpret_cast<std::uintptr_t>(x) % 16 || reinterpret_cast<std::uintptr_t>(y) % 16) return false;
   for (int d = 0; d < s.rank; ++d)
     if ((s.sizes[d] > 1) && (s.in_strides[d] % v || s.out_strides[d] % v)) return false;
+  return true;
+}
+
+// Whether every line runs forward contiguously in both tensors, and each line's input and output
+// lie at the same offset from a 16-byte boundary: past the elements before that boundary (the
+// line's head) the rows kernel then loads and stores 16 bytes at a time.
+template <class T> bool rows_congruent(const ScanLayout& s, const T* x, const T* y) {
+  constexpr std::int64_t e = sizeof(T);
+  const auto ax = std::int64_t(reinterpret_cast<std::uintptr_t>(x));
+  const auto ay = std::int64_t(reinterpret_cast<std::uintptr_t>(y));
+  if (s.in_step != 1 || s.out_step != 1 || ax % e || ay % e) return false;
+  if ((ax + s.in_origin * e - ay - s.out_origin * e) % 16) return false;
+  for (int d = 0; d < s.rank; ++d)
+    if (s.sizes[d] > 1 && (s.in_strides[d] - s.out_strides[d]) * e % 16) return false;
   return true;
 }
 
