@@ -162,14 +162,16 @@ TEST(ScanKernels, ContiguousLinesUnderEveryIsa) {
 TEST(ScanKernels, SidewaysLinesMatchTheReferenceBitForBit) {
   std::mt19937_64 rng(7);
   std::vector<Schedule> schedules;
-  for (const char* text : {"scan.tiled(stream=0)", "scan.tiled(tile=16, stream=1)",
+  // tile=64 with streaming: rows of a tile that start and end inside cache lines, with whole lines
+  // streamed between (streamed_lines).
+  for (const char* text : {"scan.tiled(stream=0)", "scan.tiled(tile=16, stream=1)", "scan.tiled(tile=64, stream=1)",
                            "scan.parallel(tile=7, threads=2, stream=1)", "scan.parallel(threads=2)"})
     schedules.push_back(Schedule::parse(text));
   for (Isa isa : hk::test::runnable_isas()) {
     const hk::test::IsaCap cap(isa);
     for (DataType type : scan_types)
       for (bool product : {false, true})
-        for (std::int64_t width : {1, 3, 8, 17, 100})
+        for (std::int64_t width : {1, 3, 8, 17, 100, 130})
           for (std::int64_t length : {1, 5, 40}) {
             const int variant = int(rng() % 4), pad = int(rng() % 3), offset = int(rng() % 4);
             const CumulativeOptions o{0, variant & 1 ? Direction::decreasing : Direction::increasing,
