@@ -140,9 +140,10 @@ std::int64_t line_head(const T* p, std::int64_t length, std::int64_t width, bool
 // 16-byte accesses are allowed, else each thread's run of items consecutive elements loaded into
 // registers (tile_warp_scan). A striped tile's copies are issued a tile ahead where the warp has
 // two buffers (of this line or of the team's next one), so that they are in flight across the
-// scan, the barrier and the stores; with one buffer, as soon as the last tile has left it. With ahead > 0 the tile that many beyond the next is requested
-// into the L2. Reading ahead is safe in place too: the elements read ahead are written only by
-// the warp (striped) or thread that reads them, later.
+// scan, the barrier and the stores; with one buffer, as soon as the last tile has left it. With
+// ahead > 0 the tile that many beyond the next is requested into the L2. Reading ahead is safe in
+// place too: the elements read ahead are written only by the warp (striped) or thread that reads
+// them, later.
 template <class T, class Op>
 void gpu_rows(const KernelArgs<T>& a) {
   using Acc = AccOf<T>;
@@ -165,7 +166,7 @@ void gpu_rows(const KernelArgs<T>& a) {
   // Striped tiles: the warp's segment, its lanes, the vectors of each lane and its buffers.
   const std::int64_t segment = std::int64_t(t & ~31) * items;
   const int lanes = n - (t & ~31) < 32 ? n - (t & ~31) : 32, vectors = items / vec_elems<T>;
-  const int buffers = rows_buffers<Acc>(n);
+  const int buffers = a.buffers;
   const u32 buffer0 = team_address(sh) + u32(rows_shared_head<Acc>() + (t >> 5) * buffers * transpose_warp_bytes);
   const std::int64_t ahead = std::int64_t(a.ahead) * width;
   std::int64_t line = omp_get_team_num();

@@ -29,6 +29,7 @@ void rows(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const S
   a.ahead = plan.ahead;
   const int threads = std::min(plan.team_threads, rows_max_team_threads);
   const std::size_t shared = rows_shared_bytes<AccOf<T>>(threads);
+  a.buffers = rows_buffers<AccOf<T>>(threads);  // for the threads asked for: a team given fewer fits too
 #pragma omp target teams num_teams(plan.teams) thread_limit(threads) device(dev) firstprivate(a) \
     ompx_dyn_cgroup_mem(shared) ompx_attribute(__attribute__((launch_bounds(rows_max_team_threads))))
 #pragma omp parallel

@@ -61,6 +61,7 @@ template <class T> struct KernelArgs {
   unsigned long long* done = nullptr;   // chained: the teams that drew their last tile
   int lanes = 1;                        // columns: groups of adjacent lines side by side per warp
   int ahead = 0;                        // rows: tiles requested into the L2 ahead of the loads
+  int buffers = 1;                      // rows: tile buffers per warp in team memory (rows_buffers)
 };
 
 // The host fallback's body of every kernel (and the device's where a team's threads cannot hold
