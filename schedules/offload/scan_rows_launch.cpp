@@ -11,9 +11,9 @@ namespace hk::detail::offload::scan {
 namespace {
 
 // The launch bound: the most threads a team may have, which caps the registers ptxas gives a
-// thread at 65536 / threads (here 128, a few spills that stay in L1; bounds of 768 and 1024 left
-// no spills and ran at half the speed or less), and whose warps' buffers fit the team memory.
-// Teams asked for more threads get these many.
+// thread at 65536 / threads (here 128, a few spills that stay in L1; the higher bounds measured
+// in docs/gpu-measurements.md avoid them but run slower), and whose warps' buffers fit the team
+// memory. Teams asked for more threads get these many.
 constexpr int rows_max_team_threads = 512;
 // Threads per team (more for 2-byte types) and tiles requested into the L2 ahead of the loads.
 constexpr int rows_default_threads = 64;
