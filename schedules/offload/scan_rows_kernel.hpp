@@ -135,6 +135,12 @@ std::int64_t line_head(const T* p, std::int64_t length, std::int64_t width, bool
   return line_vec ? h : 0;
 }
 
+// Whether the tile from q of a line (with its head and line_vec from line_head) is striped: past
+// the head, 16-byte accesses allowed, and wholly inside the line.
+inline bool striped_tile(std::int64_t q, std::int64_t head, bool line_vec, std::int64_t width, std::int64_t length) {
+  return line_vec && !(q == 0 && head > 0) && q + width <= length;
+}
+
 // A team takes lines in turn and walks each in tiles of threads x items elements, after the line's
 // head (line_head) where it has one: striped (above) where the tile lies inside its line and
 // 16-byte accesses are allowed, else each thread's run of items consecutive elements loaded into
@@ -176,7 +182,7 @@ void gpu_rows(const KernelArgs<T>& a) {
   bool line_vec;
   std::int64_t head = line_head(x + xo, s.length, width, vec, line_vec);
   Acc carry = a.start;
-  bool striped = line_vec && head == 0 && width <= s.length;
+  bool striped = striped_tile(0, head, line_vec, width, s.length);
   if (striped) stage_striped(x + xo + segment, buffer0, lanes, lane, vectors);
   R run;
   int buf = 0, b = 0;
@@ -193,7 +199,7 @@ void gpu_rows(const KernelArgs<T>& a) {
       }
     }
     const bool more = next_line < lines;
-    const bool next_striped = more && next_vec && !(next_q == 0 && next_head > 0) && next_q + width <= s.length;
+    const bool next_striped = more && striped_tile(next_q, next_head, next_vec, width, s.length);
     const u32 buffer = buffer0 + u32(b * transpose_warp_bytes);
     const bool staged_ahead = next_striped && buffers == 2;
     if (staged_ahead)
