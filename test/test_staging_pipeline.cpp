@@ -249,8 +249,21 @@ TEST_P(StagingPipeline, SegmentsBackStopWhenOneIsNeverReady) {
   EXPECT_TRUE(t.host[never + 1] == before) << "the segment after the one never ready was copied";
 }
 
-INSTANTIATE_TEST_SUITE_P(Threads, StagingPipeline, ::testing::Values(1, 2, 3, 9),
+// 2 and 3 threads: one on the link; 6: two; 9: three.
+INSTANTIATE_TEST_SUITE_P(Threads, StagingPipeline, ::testing::Values(1, 2, 3, 6, 9),
                          [](const auto& info) { return std::to_string(info.param); });
+
+TEST(StagingLayout, LinkThreadsKeepEachSlotsChunks) {
+  // Thread t on the link moves chunks t, t + links, ...: a slot's chunks stay with one thread only
+  // where the link's thread count divides the ring, and copying threads are left beside them.
+  for (int threads = 2; threads <= 256; ++threads) {
+    const int links = hk::detail::staging_link_team(threads);
+    EXPECT_GE(links, 1) << threads;
+    EXPECT_LE(links, hk::detail::staging_link_threads) << threads;
+    EXPECT_LT(links, threads) << threads;
+    EXPECT_EQ(staging_ring_slots % std::size_t(links), 0u) << threads;
+  }
+}
 
 TEST(StagingLayout, ChunksCoverTheCopyInWholePieces) {
   for (const std::size_t n : sizes) {

@@ -92,7 +92,9 @@ bool staged_segments_to_device(const std::vector<CopySegment>& segments, int dev
         return omp_target_memcpy(g.device, ring.slot(s) + within, length, g.device_offset + at, 0, device, host) == 0;
       },
       [&](std::size_t i, std::size_t at, std::size_t s, std::size_t within, std::size_t length) {
-        std::memcpy(ring.slot(s) + within, static_cast<const std::byte*>(segments[i].host) + at, length);
+        // Streaming stores: the link reads the slot from memory, so nothing gains from reading its
+        // lines first or keeping them in the caches, where the caller's data stays instead.
+        streaming_copy(ring.slot(s) + within, static_cast<const std::byte*>(segments[i].host) + at, length);
       },
       [](std::size_t) { return true; },
       [&](std::size_t i) {

@@ -7,6 +7,7 @@
 
 #include <emmintrin.h>
 #include <omp.h>
+#include <sys/prctl.h>
 
 #include <algorithm>
 #include <atomic>
@@ -34,9 +35,32 @@ inline constexpr std::size_t staging_max_piece_bytes = std::size_t(512) << 10;
 // again by the link, so the host's memory bandwidth bounds a staged copy; past about seven threads
 // they only slow each other and the link down (docs/performance.md).
 inline constexpr int staging_copy_threads = 7;
-// Two threads on the link keep a copy queued while the other waits for its copy's end.
-inline constexpr int staging_link_threads = 2;
-static_assert(staging_ring_slots % staging_link_threads == 0, "a slot's chunks stay with one link thread");
+// Threads on the link, each with one copy in flight: a link copy's fixed cost (the runtime's call
+// and the wait for its end) is about as long as a 1 MiB chunk's transfer, so with three there is
+// always one queued (docs/performance.md). Fewer where the team is small (staging_link_team).
+inline constexpr int staging_link_threads = 3;
+static_assert(staging_ring_slots % 2 == 0 && staging_ring_slots % 3 == 0, "a slot's chunks stay with one link thread");
+
+// Of a team of `threads` (2 or more), those on the link: about a third, at least one, at most
+// staging_link_threads.
+inline int staging_link_team(int threads) { return std::clamp(threads / 3, 1, staging_link_threads); }
+static_assert(staging_link_threads <= 3, "staging_link_team's counts all divide the ring");
+
+// Sets the calling thread's timer slack to 1 ns while it lives, so that a staging thread's short
+// sleeps end when asked: Linux lets a sleep overrun by 50 us by default, longer than a chunk's
+// pieces take, which kept a link thread asleep while its chunk waited.
+class FineTimerSlack {
+ public:
+  FineTimerSlack() : previous_(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0)) { prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); }
+  ~FineTimerSlack() {
+    if (previous_ > 0) prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(previous_), 0, 0, 0);
+  }
+  FineTimerSlack(const FineTimerSlack&) = delete;
+  FineTimerSlack& operator=(const FineTimerSlack&) = delete;
+
+ private:
+  int previous_;
+};
 
 // A copy of `bytes` in chunks (link copies) of `chunk` bytes, each cut into pieces (host copies)
 // of `piece` bytes; the last chunk and the last piece of a chunk may be shorter. Chunk k lies in
@@ -58,8 +82,8 @@ struct StagingLayout {
 };
 
 // Waits until `counter` reaches `target` or the copy failed; false on failure. A short wait spins;
-// a long one (a copy back whose data is not computed yet, a copy beside another) sleeps, so that
-// the threads with work keep their cores.
+// a long one (a copy back whose data is not computed yet, a copy beside another) sleeps in steps of
+// a few microseconds (under FineTimerSlack), so that the threads with work keep their cores.
 inline bool staging_wait_for(const std::atomic<std::size_t>& counter, std::size_t target, const std::atomic<bool>& failed) {
   for (unsigned spins = 0; counter.load(std::memory_order_acquire) < target; ++spins) {
     if (failed.load(std::memory_order_relaxed)) return false;
@@ -68,7 +92,7 @@ inline bool staging_wait_for(const std::atomic<std::size_t>& counter, std::size_
     else if (spins < 320)
       std::this_thread::yield();
     else
-      std::this_thread::sleep_for(std::chrono::microseconds(10));
+      std::this_thread::sleep_for(std::chrono::microseconds(2));
   }
   return !failed.load(std::memory_order_relaxed);
 }
@@ -121,6 +145,7 @@ bool run_staged_copy(const StagingLayout& c, StagingDirection direction, Link li
   };
   const int team = std::clamp(omp_get_max_threads(), 1, staging_copy_threads + staging_link_threads);
   if (team == 1) {
+    const FineTimerSlack fine;
     alone();
     return !failed;
   }
@@ -131,8 +156,9 @@ bool run_staged_copy(const StagingLayout& c, StagingDirection direction, Link li
   kmp_set_blocktime(0);
 #pragma omp parallel num_threads(team)
   {
+    const FineTimerSlack fine;
     const int t = omp_get_thread_num(), threads = omp_get_num_threads();
-    const int links = threads >= 4 ? staging_link_threads : 1;
+    const int links = staging_link_team(threads);
     if (threads == 1) {
       alone();
     } else if (t < links) {
