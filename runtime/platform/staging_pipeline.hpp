@@ -7,7 +7,6 @@
 
 #include <emmintrin.h>
 #include <omp.h>
-#include <sys/prctl.h>
 
 #include <algorithm>
 #include <atomic>
@@ -46,22 +45,6 @@ static_assert(staging_ring_slots % 2 == 0 && staging_ring_slots % 3 == 0, "a slo
 inline int staging_link_team(int threads) { return std::clamp(threads / 3, 1, staging_link_threads); }
 static_assert(staging_link_threads <= 3, "staging_link_team's counts all divide the ring");
 
-// Sets the calling thread's timer slack to 1 ns while it lives, so that a staging thread's short
-// sleeps end when asked: Linux lets a sleep overrun by 50 us by default, longer than a chunk's
-// pieces take, which kept a link thread asleep while its chunk waited.
-class FineTimerSlack {
- public:
-  FineTimerSlack() : previous_(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0)) { prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); }
-  ~FineTimerSlack() {
-    if (previous_ > 0) prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(previous_), 0, 0, 0);
-  }
-  FineTimerSlack(const FineTimerSlack&) = delete;
-  FineTimerSlack& operator=(const FineTimerSlack&) = delete;
-
- private:
-  int previous_;
-};
-
 // A copy of `bytes` in chunks (link copies) of `chunk` bytes, each cut into pieces (host copies)
 // of `piece` bytes; the last chunk and the last piece of a chunk may be shorter. Chunk k lies in
 // slot k % staging_ring_slots.
@@ -82,8 +65,10 @@ struct StagingLayout {
 };
 
 // Waits until `counter` reaches `target` or the copy failed; false on failure. A short wait spins;
-// a long one (a copy back whose data is not computed yet, a copy beside another) sleeps in steps of
-// a few microseconds (under FineTimerSlack), so that the threads with work keep their cores.
+// a long one (a copy back whose data is not computed yet, a copy beside another) sleeps, so that
+// the threads with work keep their cores. Finer sleeps (2 us under a 1 ns timer slack) woke link
+// threads sooner but slowed copies both ways at once, whose threads outnumber the cores
+// (docs/performance.md).
 inline bool staging_wait_for(const std::atomic<std::size_t>& counter, std::size_t target, const std::atomic<bool>& failed) {
   for (unsigned spins = 0; counter.load(std::memory_order_acquire) < target; ++spins) {
     if (failed.load(std::memory_order_relaxed)) return false;
@@ -92,7 +77,7 @@ inline bool staging_wait_for(const std::atomic<std::size_t>& counter, std::size_
     else if (spins < 320)
       std::this_thread::yield();
     else
-      std::this_thread::sleep_for(std::chrono::microseconds(2));
+      std::this_thread::sleep_for(std::chrono::microseconds(10));
   }
   return !failed.load(std::memory_order_relaxed);
 }
@@ -145,7 +130,6 @@ bool run_staged_copy(const StagingLayout& c, StagingDirection direction, Link li
   };
   const int team = std::clamp(omp_get_max_threads(), 1, staging_copy_threads + staging_link_threads);
   if (team == 1) {
-    const FineTimerSlack fine;
     alone();
     return !failed;
   }
@@ -156,7 +140,6 @@ bool run_staged_copy(const StagingLayout& c, StagingDirection direction, Link li
   kmp_set_blocktime(0);
 #pragma omp parallel num_threads(team)
   {
-    const FineTimerSlack fine;
     const int t = omp_get_thread_num(), threads = omp_get_num_threads();
     const int links = staging_link_team(threads);
     if (threads == 1) {
