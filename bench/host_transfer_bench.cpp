@@ -1,7 +1,11 @@
 // hetkern-host-transfer-bench: offload calls on host tensors against what the link allows
 // (offload builds, on a machine with a GPU).
 //
-//   hetkern-host-transfer-bench [--reps N]
+//   hetkern-host-transfer-bench [--reps N] [--rounds R] [--case NAME ...]
+//
+// --case (repeatable) runs only the named parts: copies (the host's and the library's copy rates),
+// matmul4096, matmul8192, scan; default all. --rounds runs them R times in turn (default 1), for
+// comparisons within one process. The link is always measured first: every ratio needs it.
 //
 // Measures the link first: host -> device and device -> host copies of 256 MiB from page-locked
 // memory (no staging, the DMA alone). Then, for a u8 x s8 -> u8 matmul at 4096^3 and 8192^3
@@ -20,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -167,16 +172,31 @@ double register_rate(int reps) {
 
 }  // namespace
 
+const char* const case_names[] = {"copies", "matmul4096", "matmul8192", "scan"};
+
 int main(int argc, char** argv) {
-  int reps = 10;
+  int reps = 10, rounds = 1;
+  std::vector<std::string> cases;
+  const auto usage = [] {
+    std::fprintf(stderr,
+                 "usage: hetkern-host-transfer-bench [--reps N] [--rounds R] [--case copies|matmul4096|matmul8192|scan ...]\n");
+    return 2;
+  };
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++i]));
+    } else if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
+      rounds = std::max(1, std::atoi(argv[++i]));
+    } else if (std::strcmp(argv[i], "--case") == 0 && i + 1 < argc) {
+      const std::string name = argv[++i];
+      if (std::find(std::begin(case_names), std::end(case_names), name) == std::end(case_names)) return usage();
+      cases.push_back(name);
     } else {
-      std::fprintf(stderr, "usage: hetkern-host-transfer-bench [--reps N]\n");
-      return 2;
+      return usage();
     }
   }
+  if (cases.empty()) cases.assign(std::begin(case_names), std::end(case_names));
+  const auto chosen = [&](const char* name) { return std::find(cases.begin(), cases.end(), name) != cases.end(); };
   if (hk::offload_on_host()) {
     std::fprintf(stderr, "hetkern-host-transfer-bench: no GPU: host tensors are not copied anywhere\n");
     return 2;
@@ -185,16 +205,20 @@ int main(int argc, char** argv) {
   const Link link = measure_link(dev, reps);
   std::printf("link: host -> device %.1f GB/s, device -> host %.1f GB/s (256 MiB, page-locked)\n",
               link.h2d / 1e9, link.d2h / 1e9);
-  std::printf("host memcpy with %d threads: %.1f GB/s copied (256 MiB)\n", omp_get_max_threads(),
-              host_copy_rate(reps) / 1e9);
-  for (const int mib : {16, 256}) {
-    const Link staged = staged_rates(std::size_t(mib) << 20, reps);
-    std::printf("staged copies of pageable memory: host -> device %.1f GB/s, device -> host %.1f GB/s (%d MiB)\n",
-                staged.h2d / 1e9, staged.d2h / 1e9, mib);
+  for (int round = 0; round < rounds; ++round) {
+    if (chosen("copies")) {
+      std::printf("host memcpy with %d threads: %.1f GB/s copied (256 MiB)\n", omp_get_max_threads(),
+                  host_copy_rate(reps) / 1e9);
+      for (const int mib : {16, 256}) {
+        const Link staged = staged_rates(std::size_t(mib) << 20, reps);
+        std::printf("staged copies of pageable memory: host -> device %.1f GB/s, device -> host %.1f GB/s (%d MiB)\n",
+                    staged.h2d / 1e9, staged.d2h / 1e9, mib);
+      }
+      std::printf("page-locking the caller's memory and releasing it: %.1f GB/s (256 MiB)\n", register_rate(reps) / 1e9);
+    }
+    if (chosen("matmul4096")) matmul(4096, reps, link);
+    if (chosen("matmul8192")) matmul(8192, reps, link);
+    if (chosen("scan")) scan(reps, link);
   }
-  std::printf("page-locking the caller's memory and releasing it: %.1f GB/s (256 MiB)\n", register_rate(reps) / 1e9);
-  matmul(4096, reps, link);
-  matmul(8192, reps, link);
-  scan(reps, link);
   return 0;
 }
