@@ -170,9 +170,9 @@ double register_rate(int reps) {
   return ok ? double(bytes) / s : 0;
 }
 
-}  // namespace
-
 const char* const case_names[] = {"copies", "matmul4096", "matmul8192", "scan"};
+
+}  // namespace
 
 int main(int argc, char** argv) {
   int reps = 10, rounds = 1;

@@ -35,15 +35,15 @@ inline constexpr std::size_t staging_max_piece_bytes = std::size_t(512) << 10;
 // they only slow each other and the link down (docs/performance.md).
 inline constexpr int staging_copy_threads = 7;
 // Threads on the link, each with one copy in flight: a link copy's fixed cost (the runtime's call
-// and the wait for its end) is about as long as a 1 MiB chunk's transfer, so with three there is
+// and the wait for its end) is one to two times a 1 MiB chunk's transfer, so with three there is
 // always one queued (docs/performance.md). Fewer where the team is small (staging_link_team).
 inline constexpr int staging_link_threads = 3;
-static_assert(staging_ring_slots % 2 == 0 && staging_ring_slots % 3 == 0, "a slot's chunks stay with one link thread");
+static_assert(staging_link_threads <= 3 && staging_ring_slots % 2 == 0 && staging_ring_slots % 3 == 0,
+              "every count of link threads divides the ring: a slot's chunks stay with one link thread");
 
 // Of a team of `threads` (2 or more), those on the link: about a third, at least one, at most
 // staging_link_threads.
 inline int staging_link_team(int threads) { return std::clamp(threads / 3, 1, staging_link_threads); }
-static_assert(staging_link_threads <= 3, "staging_link_team's counts all divide the ring");
 
 // A copy of `bytes` in chunks (link copies) of `chunk` bytes, each cut into pieces (host copies)
 // of `piece` bytes; the last chunk and the last piece of a chunk may be shorter. Chunk k lies in
