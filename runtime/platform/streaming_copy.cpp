@@ -45,6 +45,7 @@ LineCopy widest_stream_lines() {
 }  // namespace
 
 void streaming_copy(void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;  // the pointers may then be null, which memcpy may not be given
   static const LineCopy stream_lines = widest_stream_lines();
   auto* d = static_cast<std::byte*>(dst);
   const auto* s = static_cast<const std::byte*>(src);
