@@ -15,12 +15,12 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "runtime/platform/staging_pipeline.hpp"
+#include "bytes_test_util.hpp"
 
 namespace {
 
@@ -28,16 +28,7 @@ using hk::detail::StagingDirection;
 using hk::detail::StagingLayout;
 using hk::detail::staging_ring_slots;
 using hk::detail::staging_slot_bytes;
-
-std::vector<std::byte> random_bytes(std::size_t n, unsigned seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<std::byte> v(n);
-  for (std::size_t i = 0; i < n; i += 8) {
-    const std::uint64_t word = rng();
-    std::memcpy(v.data() + i, &word, std::min<std::size_t>(8, n - i));
-  }
-  return v;
-}
+using hk::test::random_bytes;
 
 // One copy through a ring of host slots. `device` stands for device memory. The side that moves
 // second stalls once, so that the other would overwrite a slot still in use if it could.

@@ -5,21 +5,16 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <random>
 #include <vector>
 
 #include "runtime/platform/streaming_copy.hpp"
+#include "bytes_test_util.hpp"
 
 namespace {
 
-constexpr std::byte guard{0xA5};
+using hk::test::random_bytes;
 
-std::vector<std::byte> random_bytes(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::vector<std::byte> v(n);
-  for (std::byte& b : v) b = std::byte(rng() & 0xFF);
-  return v;
-}
+constexpr std::byte guard{0xA5};
 
 // Copies `length` bytes from `src_offset` within a random source to `dst_offset` from a 64-byte
 // boundary of a guarded destination, and checks both.
