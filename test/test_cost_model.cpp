@@ -3,14 +3,17 @@
 // measures nothing on the host fallback.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "hetkern/hetkern.hpp"
 #include "runtime/tuning/calibration.hpp"
 #include "runtime/tuning/cost_model.hpp"
 #include "runtime/tuning/model_choice.hpp"
+#include "runtime/tuning/quantile.hpp"
 #include "runtime/tuning/tuner_problem.hpp"
 #include "tuning_test_util.hpp"
 #ifdef HETKERN_OFFLOAD
@@ -292,6 +295,17 @@ TEST_F(Rates, PutReplacesEveryRateOfTheFingerprint) {
   EXPECT_EQ(got->strategy_rates, fewer.strategy_rates);
   EXPECT_TRUE(got->strategy_fixed_seconds.empty());
   EXPECT_EQ(got->to_device_bytes_per_s, 0);
+}
+
+// A tiny call's fixed cost is its fastest run: here most runs are held up (as a busy machine
+// holds them), which a median would report.
+TEST(Calibration, TinyCallCostIsTheFastestRun) {
+  int calls = 0;
+  const double seconds = detail::fastest_after_warm_up(5, [&] {
+    if (++calls % 3 != 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  });
+  EXPECT_EQ(calls, 6);
+  EXPECT_LT(seconds, 0.02);
 }
 
 #ifdef HETKERN_OFFLOAD

@@ -24,6 +24,10 @@ namespace hk {
 namespace detail {
 namespace {
 
+// A tiny call's fixed cost is the fastest of this many times the repetitions: on a loaded machine
+// a median of a few can be all noise (docs/tuning.md).
+constexpr int tiny_call_repetitions = 3;
+
 // One strategy's rate, the work between its smaller and its larger call over the time between
 // them, and its fixed cost, what the smaller call takes beyond its work at that rate (a tiny
 // call, whose work counts as none: all of its time).
@@ -49,7 +53,7 @@ struct ScanShape {
 void measure_scan(MachineRates& rates, const std::string& strategy, const ScanShape& tiny, const ScanShape& large,
                   const std::function<std::function<void()>(const ScanShape&)>& scan, int repetitions) {
   try {
-    const double small = median_after_warm_up(repetitions, scan(tiny));
+    const double small = fastest_after_warm_up(tiny_call_repetitions * repetitions, scan(tiny));
     const double big = median_after_warm_up(repetitions, scan(large));
     record(rates, strategy, 0, small, 2.0 * double(large.elements()) * sizeof(float), big);
   } catch (const Error& e) {
@@ -91,7 +95,7 @@ void measure_qmm(MachineRates& rates, const std::string& strategy, std::int64_t 
                  int repetitions, const std::function<std::function<void()>(QmmOperands&)>& qmm) {
   try {
     QmmOperands tiny(1), large(rows, side);
-    const double small = median_after_warm_up(repetitions, qmm(tiny));
+    const double small = fastest_after_warm_up(tiny_call_repetitions * repetitions, qmm(tiny));
     const double big = median_after_warm_up(repetitions, qmm(large));
     record(rates, strategy, 0, small, double(rows) * double(side) * double(side), big);
   } catch (const Error& e) {
@@ -153,7 +157,7 @@ void measure_host_tensor_call(MachineRates& rates, const CalibrationSizes& z) {
   if (on_device == rates.strategy_fixed_seconds.end()) return;
   const TensorDesc d(DataType::float32, {1, 1});
   float x = 1, y = 0;
-  const double host = median_after_warm_up(z.repetitions, [&] {
+  const double host = fastest_after_warm_up(tiny_call_repetitions * z.repetitions, [&] {
     cumulative_sum(ConstTensor{d, &x}, Tensor{d, &y}, {.axis = 1}, Schedule("scan.offload_rows"));
   });
   rates.host_tensor_call_seconds = std::max(0.0, host - on_device->second);
