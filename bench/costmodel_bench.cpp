@@ -6,7 +6,8 @@
 // For each shape of FILE (bench/costmodel_shapes.txt: home, operator, types, shape, axis), with a
 // fresh tuning database (no records: every call is untuned): the untuned call's plan and its time,
 // then every candidate of the tuner's schedule space (hk::schedule_space; device tensors: its
-// offload strategies and each offload strategy's defaults) timed the same way, and the table:
+// offload strategies and each offload strategy's defaults) timed the same way, and, after the
+// OpenMP block time the rates were measured under, the table:
 // shape, home, untuned choice, its time, best schedule, best time, ratio, and the share of shapes
 // within 1.25x. A candidate whose first run takes 4x the best time so far is not timed further,
 // and the rest of its strategy is skipped when it takes 8x (neither can be the best); once a
@@ -26,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include <omp.h>
 #include <unistd.h>
 
 #include "bench/timing.hpp"
@@ -280,6 +282,10 @@ int main(int argc, char** argv) try {
   const auto rates = calibrate(db, o.db.empty());
   std::printf("machine rates: %s (%.2f s), database %s\n", rates ? "measured" : "none, no GPU",
               std::chrono::duration<double>(Clock::now() - t0).count(), db.c_str());
+  // The rates hold the OpenMP environment's costs: with a block time of 0 every host parallel
+  // call wakes its team (docs/tuning.md), so the table says which environment it was measured in.
+  std::printf("OpenMP block time: %d ms%s\n", kmp_get_blocktime(),
+              kmp_get_blocktime() == 0 ? " (every host parallel call wakes its team)" : "");
   reset_dispatch();
   std::printf("%-44s %-6s %-48s %11s %-48s %11s %6s\n", "shape", "home", "untuned choice", "time", "best schedule",
               "best time", "ratio");
