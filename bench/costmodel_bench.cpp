@@ -284,8 +284,9 @@ int main(int argc, char** argv) try {
               std::chrono::duration<double>(Clock::now() - t0).count(), db.c_str());
   // The rates hold the OpenMP environment's costs: with a block time of 0 every host parallel
   // call wakes its team (docs/tuning.md), so the table says which environment it was measured in.
-  std::printf("OpenMP block time: %d ms%s\n", kmp_get_blocktime(),
-              kmp_get_blocktime() == 0 ? " (every host parallel call wakes its team)" : "");
+  const int block_time = kmp_get_blocktime();
+  std::printf("OpenMP block time: %d ms%s\n", block_time,
+              block_time == 0 ? " (every host parallel call wakes its team)" : "");
   reset_dispatch();
   std::printf("%-44s %-6s %-48s %11s %-48s %11s %6s\n", "shape", "home", "untuned choice", "time", "best schedule",
               "best time", "ratio");

@@ -38,7 +38,12 @@ inline constexpr int staging_copy_threads = 7;
 // and the wait for its end) is one to two times a 1 MiB chunk's transfer, so with three there is
 // always one queued (docs/performance.md). Fewer where the team is small (staging_link_team).
 inline constexpr int staging_link_threads = 3;
-static_assert(staging_link_threads <= 3 && staging_ring_slots % 2 == 0 && staging_ring_slots % 3 == 0,
+inline constexpr bool staging_ring_divides_among_links() {
+  for (int links = 1; links <= staging_link_threads; ++links)
+    if (staging_ring_slots % std::size_t(links) != 0) return false;
+  return true;
+}
+static_assert(staging_ring_divides_among_links(),
               "every count of link threads divides the ring: a slot's chunks stay with one link thread");
 
 // Of a team of `threads` (2 or more), those on the link: about a third, at least one, at most
