@@ -47,11 +47,10 @@ struct OffloadMmaQmmPlan {
   QmmPlan launch() const { return {tensor_cores, team_threads, teams, stages}; }
 };
 
-// qmm.devices: the spread, and the settings each device's qmm.offload_mma runs with.
+// qmm.devices: the spread, and the threads per team of each device's qmm.offload_mma.
 struct DevicesQmmPlan {
   SpreadPlan spread;
   int team_threads = 128;
-  QmmPlan per_device() const { return {OffloadQmmKernel::mma, team_threads, 0}; }
 };
 #endif
 
@@ -104,6 +103,10 @@ inline Schedule to_schedule(const QmmStrategyPlan& plan) { return strategy_of(pl
 #ifdef HETKERN_OFFLOAD
 /// The offload code's settings of an offload plan; nullopt for a host plan.
 std::optional<QmmPlan> offload_launch(const QmmStrategyPlan& plan);
+
+/// What one device of a qmm.devices call multiplies `part` with: qmm.offload_mma's plan for that
+/// part (its tensor cores and stages by their defaults) with the plan's threads per team.
+QmmPlan devices_part_launch(const DevicesQmmPlan& plan, const QmmProblem& part);
 #endif
 
 }  // namespace hk::detail

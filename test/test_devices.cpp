@@ -164,6 +164,19 @@ hk::detail::QmmProblem problem_on_device(const Problem& p, const OnDevice& a, co
 // a time (each band's span, as qmm_arrival_bands lists them) where A is by rows, else its
 // span once, the N columns of B' (K bytes each), its outputs there first where they have gaps,
 // and back a band at a time where it has several bands (each band's span), else whole.
+// Every part multiplied with the same settings.
+hk::detail::PartLaunch every_part(hk::detail::QmmPlan launch) {
+  return [launch](const hk::detail::QmmProblem&) { return launch; };
+}
+
+// mma.sync, or warpgroup MMA where the GPU has it (the host fallback and older GPUs run mma.sync).
+const hk::detail::OffloadQmmKernel tensor_core_kernels[] = {hk::detail::OffloadQmmKernel::mma,
+                                                            hk::detail::OffloadQmmKernel::wgmma};
+
+std::string kernel_name(hk::detail::OffloadQmmKernel kernel) {
+  return kernel == hk::detail::OffloadQmmKernel::wgmma ? "wgmma" : "mma";
+}
+
 i64 streamed_part_bytes(const hk::detail::QmmProblem& part) {
   const std::vector<SplitRange> bands =
       hk::detail::qmm_arrival_bands(part.M, hk::detail::qmm_offload_band_rows, hk::detail::qmm_stream_last_rows);
@@ -184,14 +197,14 @@ i64 streamed_part_bytes(const hk::detail::QmmProblem& part) {
 TEST(QmmDevices, PartsOnOtherDevicesMatchTheOracle) {
   std::mt19937_64 rng(0x0d15);
   const int home = hk::offload_device();
-  const hk::detail::QmmPlan launch{hk::detail::OffloadQmmKernel::mma, 128, 0};
   for (const i64 M : {i64(1), i64(3), i64(64), i64(129)})
     for (const auto& batch : batches)
       for (const std::vector<int>& devices : {std::vector<int>{home, home}, std::vector<int>{home, home, home}})
         for (const int share : {0, 333, 1000}) {
           const Problem p = random_problem(rng, batch, M);
+          const hk::detail::QmmPlan launch{tensor_core_kernels[rng() % 2], 128, 0};
           const std::string where = std::to_string(devices.size()) + " devices, home share " + std::to_string(share) +
-                                    ", " + p.describe();
+                                    ", " + kernel_name(launch.kernel) + ", " + p.describe();
           Problem run = p;
           OnDevice a(run.a), b(run.b), y(run.y);
           const hk::detail::QmmProblem problem = problem_on_device(run, a, b, y);
@@ -199,7 +212,7 @@ TEST(QmmDevices, PartsOnOtherDevicesMatchTheOracle) {
           const auto ranges = hk::detail::qmm_spread_ranges(cut, int(devices.size()), share);
           const bool spread = hk::detail::qmm_parts_own_their_spans(problem, cut, ranges);
           hk::reset_transfer_counters();
-          hk::detail::spread_qmm(problem, launch, devices, share);
+          hk::detail::spread_qmm(problem, every_part(launch), devices, share);
           expect_matches_oracle(p, y.download(), where);
           // What went to the other devices: their parts' A, B (B' columns where streamed) and
           // (with gaps) outputs, and back their outputs; nothing when the home device ran it all.
@@ -232,7 +245,6 @@ TEST(QmmDevices, StreamedBPartsMatchTheOracle) {
   const int home = hk::offload_device();
   const std::vector<int> visible = hk::detail::spread_devices(hk::offload_device_count());
   int round = 0;
-  const hk::detail::QmmPlan launch{hk::detail::OffloadQmmKernel::mma, 128, 0};
   const Layout b_layouts[] = {Layout::packed, Layout::padded, Layout::transposed, Layout::transposed_padded};
   for (const i64 M : {i64(1), i64(3), i64(129), i64(260), i64(4400)})
     for (const i64 N : {i64(1), i64(128), i64(300), i64(2200)})
@@ -255,8 +267,12 @@ TEST(QmmDevices, StreamedBPartsMatchTheOracle) {
           const int share = int(rng() % 2) * 250;
           const bool real = visible.size() >= 2 && round++ % 2 == 1;
           const std::vector<int> devices = real ? visible : std::vector<int>(2 + rng() % 2, home);
+          // Both kernels read operands as they arrive; wgmma's four stages are its default.
+          const hk::detail::OffloadQmmKernel kernel = tensor_core_kernels[rng() % 2];
+          const hk::detail::QmmPlan launch{kernel, 128, 0, kernel == hk::detail::OffloadQmmKernel::wgmma ? 4 : 0};
           const std::string where = std::to_string(devices.size()) + (real ? " GPUs" : " stand-ins") +
-                                    ", home share " + std::to_string(share) + ", " + p.describe();
+                                    ", home share " + std::to_string(share) + ", " + kernel_name(kernel) + ", " +
+                                    p.describe();
           Problem run = p;
           OnDevice a(run.a), b(run.b), y(run.y);
           const hk::detail::QmmProblem problem = problem_on_device(run, a, b, y);
@@ -264,7 +280,7 @@ TEST(QmmDevices, StreamedBPartsMatchTheOracle) {
           const hk::detail::QmmCut cut = hk::detail::qmm_cut(problem, int(devices.size()));
           const auto ranges = hk::detail::qmm_spread_ranges(cut, int(devices.size()), share);
           hk::reset_transfer_counters();
-          hk::detail::spread_qmm(problem, launch, devices, share);
+          hk::detail::spread_qmm(problem, every_part(launch), devices, share);
           expect_matches_oracle(p, y.download(), where);
           i64 moved = 0;
           for (std::size_t i = 1; i < ranges.size(); ++i)
@@ -281,7 +297,6 @@ TEST(QmmDevices, KeptBCrossesNoLinkAfterTheFirstCall) {
   std::mt19937_64 rng(0x6b);
   const int home = hk::offload_device();
   const std::vector<int> visible = hk::detail::spread_devices(hk::offload_device_count());
-  const hk::detail::QmmPlan launch{hk::detail::OffloadQmmKernel::mma, 128, 0};
   for (const bool real : {false, true})
     for (const i64 K : {i64(256), i64(100)})
       for (const DataType tb : {DataType::int8, DataType::uint8}) {
@@ -294,7 +309,9 @@ TEST(QmmDevices, KeptBCrossesNoLinkAfterTheFirstCall) {
         p.b_zero = qmmt::literal_q(tb, {1, p.N}, {1, 9, -128, 127}, rng);
         p.b_scale = qmmt::literal_f({1, p.N}, {0.01f, 0.02f, 0.004f}, rng);
         const std::vector<int> devices = real ? visible : std::vector<int>{home, home, home};
-        const std::string where = std::to_string(devices.size()) + (real ? " GPUs, " : " stand-ins, ") + p.describe();
+        const hk::detail::QmmPlan launch{tensor_core_kernels[rng() % 2], 128, 0};
+        const std::string where = std::to_string(devices.size()) + (real ? " GPUs, " : " stand-ins, ") +
+                                  kernel_name(launch.kernel) + ", " + p.describe();
         OnDevice a(p.a), b(p.b), y(p.y);
         const hk::DevicePackedB packed = hk::pack_b(b.cview());
         const hk::detail::DeviceB* kept = hk::device_b(packed);
@@ -316,7 +333,7 @@ TEST(QmmDevices, KeptBCrossesNoLinkAfterTheFirstCall) {
         }
         for (int call = 0; call < 2; ++call) {
           hk::reset_transfer_counters();
-          hk::detail::spread_qmm(problem, launch, devices, 250, kept);
+          hk::detail::spread_qmm(problem, every_part(launch), devices, 250, kept);
           expect_matches_oracle(p, y.download(), where + ", call " + std::to_string(call));
           // The first call copies B once to each other GPU that has a part.
           const i64 copies = call == 0 && real ? parts * i64(kept->bytes()) : 0;
@@ -396,6 +413,31 @@ TEST(QmmDevices, ArrivingLaunchCountsEveryTileOfItsBand) {
         expect_matches_oracle(p, y.download(), where);
       }
   EXPECT_GT(split_calls, 0);
+}
+
+// Each device of a qmm.devices call multiplies its part as qmm.offload_mma would that part alone:
+// warpgroup MMA for a part of at least half a wave of tiles, mma.sync below (where it splits the
+// depth), all four stages, and the plan's threads per team.
+TEST(QmmDevices, EachPartTakesTheOneDeviceDefaults) {
+  using hk::detail::OffloadQmmKernel;
+  std::mt19937_64 rng(0x9a);
+  const hk::detail::DevicesQmmPlan plan{{2, 500}, 256};
+  const i64 wave = hk::detail::qmm_offload_wave(hk::offload_device());
+  for (const i64 tiles : {i64(1), wave / 2 - 1, wave / 2, 2 * wave}) {
+    if (tiles < 1) continue;
+    Problem p = random_problem(rng, {}, 128 * tiles, 256);
+    p.N = 128;
+    p.b = Buffer(p.b.dtype, {256, 128}, qmmt::make_strides({256, 128}, Layout::packed, rng), rng);
+    p.y = Buffer(DataType::uint8, {p.M, 128}, qmmt::make_strides({p.M, 128}, Layout::packed, rng), rng);
+    p.b_zero = qmmt::literal_q(p.b.dtype, {1, 1}, {3}, rng);
+    p.b_scale = qmmt::literal_f({1, 1}, {0.01f}, rng);
+    const hk::detail::QmmProblem part = hk::detail::validate(p.args(), p.y.view());
+    ASSERT_EQ(hk::detail::qmm_offload_tile_count(part), tiles);
+    const hk::detail::QmmPlan launch = hk::detail::devices_part_launch(plan, part);
+    EXPECT_EQ(launch.kernel, 2 * tiles >= wave ? OffloadQmmKernel::wgmma : OffloadQmmKernel::mma) << tiles << " tiles";
+    EXPECT_EQ(launch.stages, hk::detail::qmm_offload_max_stages) << tiles << " tiles";
+    EXPECT_EQ(launch.team_threads, 256) << tiles << " tiles";
+  }
 }
 
 TEST(QmmDevices, InterleavedOutputsAreNotSpread) {

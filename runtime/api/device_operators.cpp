@@ -110,7 +110,8 @@ void quantized_linear_matmul(const DeviceQuantizedMatMulArgs& args, DeviceTensor
   const detail::QmmProblem problem = kept ? kept->apply(validated) : validated;
   const detail::QmmStrategyPlan plan = detail::dispatch_qmm(problem, schedule, detail::DataHome::device);
   if (const auto* spread = std::get_if<detail::DevicesQmmPlan>(&plan)) {
-    detail::spread_qmm(problem, spread->per_device(), detail::spread_devices(spread->spread.devices),
+    detail::spread_qmm(problem, [&](const detail::QmmProblem& part) { return detail::devices_part_launch(*spread, part); },
+                       detail::spread_devices(spread->spread.devices),
                        spread->spread.home_share, kept);
     return;
   }

@@ -22,7 +22,8 @@ const QmmStrategy& qmm_devices() {
           "B packed by pack_b is kept on each device from its first call there) "
           "and back their outputs (peer to peer where the devices allow); host tensors cut by "
           "rows of A, each device copying its part from the "
-          "host; each device multiplies with qmm.offload_mma, driven by a host thread of its own",
+          "host; each device multiplies its part with qmm.offload_mma (tensor cores and stages "
+          "by its defaults for that part), driven by a host thread of its own",
       .params = {device_count_param("GPUs used, the home device first (default: every visible one)"),
                  {"home_share", 0, 1000,
                   "per mille of the work the home device keeps (default: an even share and 25 more, "
@@ -42,7 +43,10 @@ const QmmStrategy& qmm_devices() {
         std::vector<std::function<void()>> parts;
         for (std::size_t i = 0; i < devices.size(); ++i)
           if (ranges[i].size() > 0)
-            parts.push_back([&, i] { multiply_host_rows_on_device(problem, ranges[i], plan.per_device(), devices[i]); });
+            parts.push_back([&, i] {
+              const QmmProblem part = qmm_part(problem, {-1, problem.M}, ranges[i]);
+              multiply_host_rows_on_device(problem, ranges[i], devices_part_launch(plan, part), devices[i]);
+            });
         run_parts(parts);
       },
       .schedule = [](const QmmStrategyPlan& p) {
@@ -56,6 +60,10 @@ const QmmStrategy& qmm_devices() {
       .available = offload_available,
   };
   return record;
+}
+
+QmmPlan devices_part_launch(const DevicesQmmPlan& plan, const QmmProblem& part) {
+  return *offload_launch(plan_qmm(part, Schedule("qmm.offload_mma").set("threads", plan.team_threads)));
 }
 
 }  // namespace hk::detail

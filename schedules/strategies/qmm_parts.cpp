@@ -166,14 +166,14 @@ void multiply_part_on_other_device(const QmmProblem& part, const QmmPlan& launch
   copy_between_devices(part.out, home, out.data(), device, spans.out);
 }
 
-void spread_qmm(const QmmProblem& problem, const QmmPlan& launch, const std::vector<int>& devices, int home_share,
+void spread_qmm(const QmmProblem& problem, const PartLaunch& launch, const std::vector<int>& devices, int home_share,
                 const DeviceB* kept) {
   if (problem.M == 0 || problem.N == 0 || problem.batch[0] * problem.batch[1] == 0) return;
   const int home = devices[0];
   const QmmCut cut = qmm_cut(problem, int(devices.size()));
   const std::vector<SplitRange> ranges = qmm_spread_ranges(cut, int(devices.size()), home_share);
   if (devices.size() == 1 || !qmm_parts_own_their_spans(problem, cut, ranges)) {
-    run_qmm_offload_on_device(problem, launch, home);
+    run_qmm_offload_on_device(problem, launch(problem), home);
     return;
   }
   // One matrix cut by rows: B' is packed once on the home device (unless B already is B'), which
@@ -200,23 +200,24 @@ void spread_qmm(const QmmProblem& problem, const QmmPlan& launch, const std::vec
       // A kept B' is on every device already (a first call for a device copies it there now).
       void* const there = kept ? const_cast<void*>(kept->on(devices[i]))
                                : columns.emplace_back(std::make_unique<ScratchLease>(devices[i], std::size_t(part.N * part.K)))->data();
-      parts.push_back([part, &launch, &relay, link = relay->add(devices[i], there, kept != nullptr), start, &t = times[i]] {
-        multiply_part_streaming_b(part, launch, *relay, link, start, t);
-      });
+      parts.push_back([part, launch = launch(part), &relay, link = relay->add(devices[i], there, kept != nullptr), start,
+                       &t = times[i]] { multiply_part_streaming_b(part, launch, *relay, link, start, t); });
     } else
-      parts.push_back([part, &launch, home, device = devices[i], kept] {
+      parts.push_back([part, launch = launch(part), home, device = devices[i], kept] {
         multiply_part_on_other_device(part, launch, home, device, kept);
       });
   }
   // The home device's part last: run_parts runs the first part on this thread and wakes kept
   // threads for the others in order, and the other devices, which wait for their operands, have
   // less time to lose.
-  if (ranges[0].size() > 0)
-    parts.push_back([part = qmm_part(whole, cut, ranges[0]), &launch, home, start, &t = times[0]] {
+  if (ranges[0].size() > 0) {
+    const QmmProblem part = qmm_part(whole, cut, ranges[0]);
+    parts.push_back([part, launch = launch(part), home, start, &t = times[0]] {
       t = {home, part.M, 0, 0, 0, 0, 0, 0, 0, 0};
       run_qmm_offload_on_device(part, launch, home);
       t.products = t.computed = t.done = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     });
+  }
   run_parts(
       parts, [&] {
         if (relay) relay->fail();

@@ -153,6 +153,9 @@ inline constexpr std::int64_t qmm_stream_last_rows = 2;
 void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& relay, std::size_t link,
                                std::chrono::steady_clock::time_point start, PartTimes& times);
 
+/// The settings a device multiplies a part with, chosen for that part (its size sets the kernel).
+using PartLaunch = std::function<QmmPlan(const QmmProblem& part)>;
+
 /// A call whose tensors lie on devices[0] spread over `devices` (distinct or not): devices[0]
 /// keeps home_share per mille of the cut's units and runs them where they lie, each other device
 /// takes an even part of the rest, all at once. One matrix whose K is a whole number of 128-deep
@@ -161,7 +164,7 @@ void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, Co
 /// multiply_part_on_other_device. Where the parts' output spans would interleave, devices[0] runs
 /// the whole call. With `kept` (a DevicePackedB's B, whose form `problem` already reads), each
 /// device reads its own copy of it (made on the first call there) and no B crosses between them.
-void spread_qmm(const QmmProblem& problem, const QmmPlan& launch, const std::vector<int>& devices, int home_share,
+void spread_qmm(const QmmProblem& problem, const PartLaunch& launch, const std::vector<int>& devices, int home_share,
                 const DeviceB* kept = nullptr);
 
 }  // namespace hk::detail
