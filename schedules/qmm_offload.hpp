@@ -139,13 +139,14 @@ inline std::int64_t qmm_offload_work_items(const QmmProblem& x, OffloadQmmKernel
   return qmm_offload_tile_count(x) + split.tiles * (split.parts - 1);
 }
 
-/// Which operands the product reads where they lie, neither packed nor summed before it starts
-/// (A or B' already in its packed form, with no sums the zero points need): only these may still
-/// be arriving when it starts (OffloadQmmArrivals).
+/// Which operands the product on `device` reads where they lie, neither packed nor summed before
+/// it starts (A or B' already in its packed form, with no sums the zero points need, or with sums
+/// that the warp-specialized wgmma kernel takes itself once each tile of lines is there): only
+/// these may still be arriving when it starts (OffloadQmmArrivals).
 struct OffloadQmmStreamable {
   bool a = false, b = false;
 };
-OffloadQmmStreamable qmm_offload_streamable(const QmmProblem& problem, OffloadQmmKernel kernel);
+OffloadQmmStreamable qmm_offload_streamable(const QmmProblem& problem, OffloadQmmKernel kernel, int device);
 
 /// B' alone, for spreading one call's columns: a problem of one B matrix whose K is a whole number
 /// of the kernels' 128-deep slices (qmm_b_columns_fit) has its B packed as qmm_pack.hpp's s8 B'

@@ -108,7 +108,7 @@ TEST(QmmHostBands, MatchTheOracleWithTheOutputsBackByBands) {
     Problem p = make(c.shape, c.a, c.b, c.y, rng, c.arriving);
     ASSERT_TRUE(in_bands(p)) << c.name;
     for (const auto kernel : {hk::detail::OffloadQmmKernel::dp4a, hk::detail::OffloadQmmKernel::mma})
-      ASSERT_EQ(hk::detail::qmm_offload_streamable(problem_of(p), kernel).a, c.arriving) << c.name;
+      ASSERT_EQ(hk::detail::qmm_offload_streamable(problem_of(p), kernel, hk::offload_device()).a, c.arriving) << c.name;
     const qmmt::Expected e = qmmt::oracle(p, true);
     for (const char* schedule :
          {"qmm.offload_mma(tensor_cores=wgmma)", "qmm.offload", "qmm.offload_mma(tensor_cores=mma)"}) {

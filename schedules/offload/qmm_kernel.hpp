@@ -2,6 +2,8 @@
 // (pack, dp4a, mma) share: the tile and depth sizes, byte dot products, the epilogue's terms.
 #pragma once
 
+#include <sched.h>
+
 #include <cstdint>
 
 #include "algorithms/requantize.hpp"
@@ -225,5 +227,32 @@ struct Kernel {
                               : requantize_below_2_39(acc, multiplier, r.zy, qmin, qmax));
   }
 };
+
+// Whether an operand's tile that may still be arriving (Kernel::a_ready, b_ready) is there: a host
+// thread's copy has marked it (ready null: it is), read by an acquiring load, so that the calling
+// thread's reads of it come after. LLVM 19's NVPTX back end cannot select an acquiring atomic
+// load, hence the PTX.
+[[gnu::always_inline]] inline bool arrived_now(const i32* ready, i64 index) {
+  if (!ready) return true;
+#ifdef __NVPTX__
+  u32 there = 0;
+  asm volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(there) : "l"(ready + index) : "memory");
+  return there != 0;
+#else
+  return __atomic_load_n(ready + index, __ATOMIC_ACQUIRE) != 0;
+#endif
+}
+
+// Before a thread reads such a tile: waits until it has arrived, each thread for itself.
+[[gnu::always_inline]] inline void await_ready(const i32* ready, i64 index) {
+  while (!arrived_now(ready, index)) {
+#ifdef __NVPTX__
+    // Every thread of every waiting team polling without pause slowed the very copies they waited for.
+    asm volatile("nanosleep.u32 1000;");
+#else
+    sched_yield();  // the copying thread may need this core
+#endif
+  }
+}
 
 }  // namespace hk::detail::offload::qmm

@@ -17,6 +17,8 @@ void launch_dp4a(const Kernel& k, int device, int teams, int threads);
 /// the memory of two of its stages, a driver that makes tensor maps, a depth within int32
 /// accumulators, lines the maps can number.
 bool tma_applies(const Kernel& k, int device);
+/// The same from k's depth kp and the lines of A' and of B' that its maps would span.
+bool tma_applies(i64 kp, i64 a_lines, i64 b_lines, int device);
 
 /// Where the warp-specialized wgmma kernel runs k on `device`: its tensor maps named in k, a copy
 /// that `kept` holds for the launch where it can, else one written to `maps` (device memory,

@@ -4,7 +4,8 @@
 // workspace (Kernel::line_tile_states) that teams claim before summing it; a team sums the tiles
 // it prefers as it starts, and a tile's epilogue that finds its sums missing claims and sums them
 // itself or waits for their claimer, which is running (only running teams claim): no team waits
-// for one that may not have started.
+// for one that may not have started. Lines still arriving (Kernel::a_ready, b_ready) are summed
+// once they are there.
 #pragma once
 
 #include <cstdint>
@@ -39,12 +40,26 @@ inline bool claim_line_tile(const Kernel& k, i64 tile) {
   return false;
 }
 
+// The arrival flag of line tile `tile` (Kernel::a_ready, b_ready; null where its operand was all
+// there at the start) and its index there.
+struct LineTileArrival {
+  const i32* ready;
+  i64 index;
+};
+inline LineTileArrival line_tile_arrival(const Kernel& k, i64 tile) {
+  const bool is_a = tile < row_line_tiles(k);
+  const i64 index = is_a ? tile : tile - row_line_tiles(k);
+  return {is_a ? k.a_ready : k.b_ready, index % (is_a ? k.tiles_m : k.tiles_n)};
+}
+
 // Sums line tile `tile` (claimed by the caller) with threads tid of nth, joined by `sync`, a warp
-// a line, and marks it summed once every sum is stored.
+// a line, once its lines have arrived, and marks it summed once every sum is stored.
 template <class Sync> inline void sum_line_tile(const Kernel& k, i64 tile, int tid, int nth, Sync sync) {
   const bool is_a = tile < row_line_tiles(k);
   const i64 index = is_a ? tile : tile - row_line_tiles(k), per_matrix = is_a ? k.tiles_m : k.tiles_n;
   const i64 matrix = index / per_matrix, first = index % per_matrix * (is_a ? tile_rows : tile_cols);
+  const LineTileArrival arrival = line_tile_arrival(k, tile);
+  await_ready(arrival.ready, arrival.index);
   const i64 lines = is_a ? k.M : k.N, count = lines - first < 128 ? lines - first : 128;
   const u8* data = is_a ? k.ap + (matrix * k.a_lines + first) * k.kp
                         : reinterpret_cast<const u8*>(k.bp) + (matrix * k.b_lines + first) * k.kp;
@@ -80,12 +95,15 @@ inline bool line_tiles_summed_now(const Kernel& k, const i64 (&tiles)[2]) {
 }
 
 // At a team's start, every thread of it: the line tiles it prefers (the last teams prefer the
-// first tiles, since they take fewer work items), each summed where nobody has claimed it yet.
-// `word`: a team-memory word through which the first thread tells the others what it claimed.
+// first tiles, since they take fewer work items), each summed where it has arrived and nobody has
+// claimed it yet (one still arriving is left to the first tile that needs it, whose operands the
+// team then waits for anyway). `word`: a team-memory word through which the first thread tells
+// the others what it claimed.
 inline void sum_preferred_line_tiles(const Kernel& k, volatile u32* word, int tid, int nth) {
   const i64 team = omp_get_team_num(), teams = omp_get_num_teams(), tiles = line_tiles(k);
   for (i64 tile = teams - 1 - team; tile < tiles; tile += teams) {
-    if (tid == 0) *word = claim_line_tile(k, tile);
+    const LineTileArrival arrival = line_tile_arrival(k, tile);
+    if (tid == 0) *word = arrived_now(arrival.ready, arrival.index) && claim_line_tile(k, tile);
     team_barrier();
     const bool mine = *word != 0;
     team_barrier();

@@ -22,7 +22,9 @@
 #include <atomic>
 #include <cstring>
 #include <random>
+#include <string>
 
+#include "hetkern/error.hpp"
 #include "schedules/offload/qmm_launch.hpp"
 #include "schedules/qmm_pack.hpp"
 
@@ -120,6 +122,13 @@ std::uint64_t next_epoch() {
 i32 a_shift(const MatrixView& a) { return a.dtype == DataType::int8 ? 128 : 0; }
 i32 b_shift(const MatrixView& b) { return b.dtype == DataType::uint8 ? 128 : 0; }
 
+// Whether the warp-specialized wgmma kernel would run the product (the sums of its in-place lines
+// then in it, no packing launch before it).
+bool sums_in_product(const QmmProblem& x, OffloadQmmKernel kernel, const WorkspaceLayout& w, int device) {
+  const i64 a_lines = w.a_batches * (w.a_in_place ? x.M : w.Mp), b_lines = w.b_batches * (w.b_in_place ? x.N : w.Np);
+  return kernel == OffloadQmmKernel::wgmma && tma_applies(w.kp, a_lines, b_lines, device);
+}
+
 Kernel make_kernel(const QmmProblem& x, const OffloadQmmLaunch& launch, const WorkspaceLayout& w) {
   const QuantParams& q = x.q;
   Kernel k;
@@ -167,7 +176,7 @@ Kernel make_kernel(const QmmProblem& x, const OffloadQmmLaunch& launch, const Wo
   k.out = static_cast<u8*>(x.out);
   for (int d = 0; d < 2; ++d) k.o_bs[d] = x.out_batch_stride[d];
   k.o_rs = x.out_row_stride, k.o_cs = x.out_col_stride;
-  if (launch.kernel == OffloadQmmKernel::wgmma && tma_applies(k, launch.device)) {
+  if (sums_in_product(x, launch.kernel, w, launch.device)) {
     k.rows_in_product = w.a_in_place && w.row_sums_stored;
     k.cols_in_product = w.b_in_place && w.col_sums_stored;
     if (k.rows_in_product || k.cols_in_product)
@@ -201,10 +210,11 @@ OffloadQmmSums qmm_sums_needed(const QmmProblem& problem) {
   return sums;
 }
 
-OffloadQmmStreamable qmm_offload_streamable(const QmmProblem& problem, OffloadQmmKernel kernel) {
-  // The operands' part of the layout is the same on every device.
-  const WorkspaceLayout w = workspace_layout(problem, kernel, 0);
-  return {w.a_in_place && !w.row_sums_stored, w.b_in_place && !w.col_sums_stored};
+OffloadQmmStreamable qmm_offload_streamable(const QmmProblem& problem, OffloadQmmKernel kernel, int device) {
+  const WorkspaceLayout w = workspace_layout(problem, kernel, device);
+  // The warp-specialized wgmma kernel sums in-place lines itself, each tile of them once it is there.
+  const bool sums_wait = sums_in_product(problem, kernel, w, device);
+  return {w.a_in_place && (!w.row_sums_stored || sums_wait), w.b_in_place && (!w.col_sums_stored || sums_wait)};
 }
 
 std::int64_t qmm_offload_workspace_bytes(const QmmProblem& problem, OffloadQmmKernel kernel, int device) {
@@ -224,7 +234,11 @@ void qmm_offload_product(const QmmProblem& x, const OffloadQmmLaunch& launch) {
   if (launch.kernel == OffloadQmmKernel::wgmma)
     prepare_tensor_maps(k, launch.device, static_cast<u8*>(launch.workspace) + w.maps, kept);
   if (k.line_tile_states && !k.tensor_maps) {
-    // The maps could not be had: the other kernels read the sums, which a launch makes first.
+    // The maps could not be had: the other kernels read the sums, which a launch makes first. It
+    // cannot wait for lines still arriving, which qmm_offload_streamable let in for this kernel.
+    if (k.a_ready || k.b_ready)
+      throw Error(Errc::unavailable, "quantized_linear_matmul", "GPU " + std::to_string(launch.device),
+                  "the tensor maps of a product whose operands are still arriving could not be made");
     k.rows_in_product = k.cols_in_product = false;
     k.line_tile_states = nullptr;
     launch_pack(k, launch.device);

@@ -245,25 +245,6 @@ template <bool Deep>
   }
 }
 
-// Before a tile reads an operand that may still be arriving: spins until a host thread's copy
-// has marked it there (ready null: it is), each thread for itself, so that each thread's reads
-// come after its own acquiring load.
-[[gnu::always_inline]] inline void await_ready(const i32* ready, i64 index) {
-  if (!ready) return;
-#ifdef __NVPTX__
-  // An acquiring PTX load (LLVM 19's NVPTX back end cannot select an acquiring atomic load),
-  // then a microsecond's sleep: every thread of every waiting team polling without pause slowed
-  // the very copies they waited for.
-  for (u32 there = 0;;) {
-    asm volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(there) : "l"(ready + index) : "memory");
-    if (there != 0) break;
-    asm volatile("nanosleep.u32 1000;");
-  }
-#else
-  while (__atomic_load_n(ready + index, __ATOMIC_ACQUIRE) == 0) sched_yield();  // the copying thread may need this core
-#endif
-}
-
 // A barrier of the team's threads (inside its parallel region on the host fallback).
 inline void team_sync() {
 #ifdef __NVPTX__

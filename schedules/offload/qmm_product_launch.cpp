@@ -100,10 +100,14 @@ i64 map_lines(const Kernel& k, bool a) {
 
 }  // namespace
 
-bool tma_applies(const Kernel& k, int device) {
+bool tma_applies(i64 kp, i64 a_lines, i64 b_lines, int device) {
   return device != omp_get_initial_device() && cuda_has_wgmma(device) && cuda_tensor_maps_available() &&
-         k.kp <= int32_depth && std::max(map_lines(k, true), map_lines(k, false)) < (i64(1) << 31) &&
+         kp <= int32_depth && std::max(a_lines, b_lines) < (i64(1) << 31) &&
          tma_bytes(2) + runtime_team_memory <= cuda_team_memory_limit(device);
+}
+
+bool tma_applies(const Kernel& k, int device) {
+  return tma_applies(k.kp, map_lines(k, true), map_lines(k, false), device);
 }
 
 void launch_dp4a(const Kernel& k, int device, int teams, int threads) {

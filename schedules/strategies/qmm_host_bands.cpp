@@ -65,7 +65,7 @@ void run_in_bands(const QmmProblem& p, const QmmPlan& plan, int device) {
   // In: B, then A a group of tile rows at a time where the groups' rows lie apart (A by rows),
   // else all of A. The launch waits on the device for A's rows only where it reads A in place.
   const bool a_by_rows = p.a.row_stride >= p.K * p.a.col_stride;
-  const bool a_arriving = a_by_rows && qmm_offload_streamable(there, plan.kernel).a;
+  const bool a_arriving = a_by_rows && qmm_offload_streamable(there, plan.kernel, device).a;
   const std::vector<SplitRange> a_groups = a_by_rows ? a_row_groups(p.M) : std::vector<SplitRange>{{0, p.M}};
   std::vector<CopySegment> in{{const_cast<void*>(p.b.data), b.data(), 0, spans.b}};
   for (const SplitRange& r : a_groups) {

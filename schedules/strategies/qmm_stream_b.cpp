@@ -111,7 +111,7 @@ void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& rel
     copy_to_device(ready, std::size_t(first) * sizeof(std::int32_t), ones.data(), std::size_t(count) * sizeof(std::int32_t),
                    device);
   };
-  const OffloadQmmStreamable streamable = qmm_offload_streamable(there, launch.kernel);
+  const OffloadQmmStreamable streamable = qmm_offload_streamable(there, launch.kernel, device);
   const bool by_bands = bands.size() > 1 && qmm_parts_own_their_spans(part, {-1, part.M}, bands);
   const bool a_rows_apart = part.a.row_stride >= part.K * part.a.col_stride;
   const OffloadQmmArrivals arrivals{streamable.a ? a_ready : nullptr, streamable.b ? b_ready : nullptr,
