@@ -111,6 +111,30 @@ inline void sum_preferred_line_tiles(const Kernel& k, volatile u32* word, int ti
   }
 }
 
+// Beside the product, from a team's start, by threads tid of nth joined by `sync` (none of which
+// the product waits for): where B' is still arriving, the column tiles the team prefers, each
+// claimed once it is there and summed unless another team claimed it first. Left to the tiles that
+// need them, each would be summed by one team while the others of its column waited. Rows of A
+// still arriving are left to their tiles: a tile row's first epilogue comes soon after its rows
+// land, and these few threads would sum them more slowly than that tile's own consumers.
+// `word`: a team-memory word through which tid 0 tells the others.
+template <class Sync>
+inline void sum_arriving_column_tiles(const Kernel& k, volatile u32* word, int tid, int nth, Sync sync) {
+  if (!k.b_ready || !k.cols_in_product) return;
+  const i64 team = omp_get_team_num(), teams = omp_get_num_teams(), first = row_line_tiles(k), tiles = line_tiles(k);
+  for (i64 tile = first + teams - 1 - team; tile < tiles; tile += teams) {
+    if (tid == 0) {
+      const LineTileArrival arrival = line_tile_arrival(k, tile);
+      await_ready(arrival.ready, arrival.index);
+      *word = claim_line_tile(k, tile);
+    }
+    sync();
+    const bool mine = *word != 0;
+    sync();
+    if (mine) sum_line_tile(k, tile, tid, nth, sync);
+  }
+}
+
 // Before a tile's terms are gathered, by the threads that gather them (tid of nth, joined by
 // `sync`): line tile `tile` summed, by these threads if nobody has claimed it, else by waiting
 // for its claimer; then their reads of the sums ordered after it.

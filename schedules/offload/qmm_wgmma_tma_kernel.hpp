@@ -7,7 +7,8 @@
 // producer runs up to Stages slices ahead, across tiles too: the next tile's first slices arrive
 // while the consumers finish the last one. Teams are persistent, taking work items in turn. Where
 // the zero points need the sums of an operand read in place, the teams sum its lines themselves
-// (qmm_line_sums.hpp).
+// (qmm_line_sums.hpp): at their start, and, where B' is still arriving, in the producer
+// warpgroup's three idle warps as each tile of its columns arrives.
 #pragma once
 
 #include <cstdint>
@@ -31,9 +32,10 @@ template <int Slice, int Stages> struct TmaLayout {
   static constexpr int terms = Stages * stage_bytes;
   static constexpr int staged = terms + (tile_terms_bytes + 15) / 16 * 16;
   static constexpr int barriers = staged + tma_consumer_warps * 16 * wgmma_epilogue_pitch * int(sizeof(i32));
-  // Two words through which one thread tells the others (the team's, the consumers').
+  // Three words through which one thread tells the others (the team's, the consumers', the
+  // producer warpgroup's summing warps').
   static constexpr int words = barriers + 2 * Stages * 8;
-  static constexpr int bytes = words + 8;
+  static constexpr int bytes = words + 12;
   // Stage s's barriers: full once its copy has arrived, empty once its products are done.
   static constexpr u32 full(u32 shared, u32 s) { return shared + barriers + 8 * s; }
   static constexpr u32 empty(u32 shared, u32 s) { return shared + barriers + 8 * (Stages + s); }
@@ -160,7 +162,14 @@ template <int Slice, int Stages> [[gnu::always_inline]] inline void product_team
                              tma_team_threads);
   const int role = int(shfl_idx_b32(u32(tid / wgmma_team_threads), 0, ~0u));
   if (role == 0) {
-    if (tid == 0) tma_produce<Slice, Stages>(k, shared);
+    // One thread produces; the producer warpgroup's other warps sum B' columns as they arrive.
+    constexpr u32 summing = 2;  // named barrier of those warps
+    constexpr int summing_threads = wgmma_team_threads - 32;
+    if (tid == 0)
+      tma_produce<Slice, Stages>(k, shared);
+    else if (tid >= 32)
+      sum_arriving_column_tiles(k, reinterpret_cast<volatile u32*>(memory + TmaLayout<Slice, Stages>::words) + 2, tid - 32,
+                                summing_threads, [] { named_barrier(summing, summing_threads); });
   } else {
     tma_consume<Slice, Stages>(k, memory, shared, role - 1, tid - wgmma_team_threads);
   }
