@@ -113,10 +113,10 @@ inline void sum_preferred_line_tiles(const Kernel& k, volatile u32* word, int ti
 
 // Beside the product, from a team's start, by threads tid of nth joined by `sync` (none of which
 // the product waits for): where B' is still arriving, the column tiles the team prefers, each
-// claimed once it is there and summed unless another team claimed it first. Left to the tiles that
-// need them, each would be summed by one team while the others of its column waited. Rows of A
-// still arriving are left to their tiles: a tile row's first epilogue comes soon after its rows
-// land, and these few threads would sum them more slowly than that tile's own consumers.
+// claimed once it is there and summed unless another team claimed it first: left to the tiles that
+// need them, they held a spread call's other devices back (each summed by one team while the others
+// of its column wait, most likely). Rows of A still arriving stay with their tiles: summing them
+// here too, with fewer threads than a tile's consumers, made host-tensor calls slower (docs/gpu.md).
 // `word`: a team-memory word through which tid 0 tells the others.
 template <class Sync>
 inline void sum_arriving_column_tiles(const Kernel& k, volatile u32* word, int tid, int nth, Sync sync) {
