@@ -257,6 +257,8 @@ TEST_F(Rates, RoundTripKeyedByFingerprint) {
   r.page_locked_to_device_bytes_per_s = 50e9;
   r.page_locked_to_host_bytes_per_s = 51e9;
   r.host_tensor_call_seconds = 42e-6;
+  r.device_matmul_speeds = {1.0, 0.5, 1.25};
+  r.device_scan_speeds = {1.0, 0.9};
   {
     TuningDb db(path_, true);
     db.put_rates("machine-a", r);
@@ -275,7 +277,10 @@ TEST_F(Rates, RoundTripKeyedByFingerprint) {
   EXPECT_EQ(a->host_tensor_call_seconds, r.host_tensor_call_seconds);
   EXPECT_EQ(a->strategy_rates, r.strategy_rates);
   EXPECT_EQ(a->strategy_fixed_seconds, r.strategy_fixed_seconds);
+  EXPECT_EQ(a->device_matmul_speeds, r.device_matmul_speeds);
+  EXPECT_EQ(a->device_scan_speeds, r.device_scan_speeds);
   EXPECT_EQ(db.find_rates("machine-b")->gpu_call_seconds, 1);
+  EXPECT_TRUE(db.find_rates("machine-b")->device_matmul_speeds.empty());
   EXPECT_FALSE(db.find_rates("machine-c").has_value());
   TuningDb writable(path_, true);
   EXPECT_TRUE(writable.clear_rates("machine-a"));

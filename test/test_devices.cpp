@@ -54,6 +54,20 @@ TEST(SpreadRanges, HomeShareFirstThenTheRestEvenly) {
       }
 }
 
+// The devices after the home one share what it leaves by their measured speeds: a matmul's rows in
+// whole tiles.
+TEST(SpreadRanges, TheOthersShareByTheirSpeeds) {
+  const std::vector<SplitRange> r = hk::detail::spread_ranges(1000, 3, 400, {1.0, 2.0});
+  ASSERT_EQ(r.size(), std::size_t(3));
+  EXPECT_EQ(r[0].size(), 400);
+  EXPECT_EQ(r[1].size(), 200);
+  EXPECT_EQ(r[2].size(), 400);
+  const std::vector<SplitRange> rows = hk::detail::qmm_spread_ranges({-1, 128 * 100 - 5}, 3, 400, {1.0, 3.0});
+  EXPECT_EQ(rows[0].size(), 40 * 128);
+  EXPECT_EQ(rows[1].size(), 15 * 128);
+  EXPECT_EQ(rows[2].size(), 45 * 128 - 5);
+}
+
 TEST(SpreadDevices, HomeFirstEachOnceAtMostTheVisible) {
   for (int count = 1; count <= hk::offload_device_count() + 1; ++count) {
     const std::vector<int> d = hk::detail::spread_devices(count);
@@ -267,6 +281,11 @@ TEST(QmmDevices, StreamedBPartsMatchTheOracle) {
           const int share = int(rng() % 2) * 250;
           const bool real = visible.size() >= 2 && round++ % 2 == 1;
           const std::vector<int> devices = real ? visible : std::vector<int>(2 + rng() % 2, home);
+          // The real devices as if measured unequal: they share by those speeds.
+          std::vector<double> speeds;
+          if (real)
+            for (int d = 0; d < hk::offload_device_count(); ++d) speeds.push_back(double(1 + rng() % 3));
+          hk::detail::set_device_speeds(hk::detail::SpreadWork::matmul, speeds);
           // Both kernels read operands as they arrive; wgmma's four stages are its default.
           const hk::detail::OffloadQmmKernel kernel = tensor_core_kernels[rng() % 2];
           const hk::detail::QmmPlan launch{kernel, 128, 0, kernel == hk::detail::OffloadQmmKernel::wgmma ? 4 : 0};
@@ -278,7 +297,8 @@ TEST(QmmDevices, StreamedBPartsMatchTheOracle) {
           const hk::detail::QmmProblem problem = problem_on_device(run, a, b, y);
           ASSERT_TRUE(hk::detail::qmm_b_columns_fit(problem)) << where;
           const hk::detail::QmmCut cut = hk::detail::qmm_cut(problem, int(devices.size()));
-          const auto ranges = hk::detail::qmm_spread_ranges(cut, int(devices.size()), share);
+          const auto ranges = hk::detail::qmm_spread_ranges(
+              cut, int(devices.size()), share, hk::detail::other_devices_speeds(devices, hk::detail::SpreadWork::matmul));
           hk::reset_transfer_counters();
           hk::detail::spread_qmm(problem, every_part(launch), devices, share);
           expect_matches_oracle(p, y.download(), where);
@@ -287,6 +307,7 @@ TEST(QmmDevices, StreamedBPartsMatchTheOracle) {
             if (ranges[i].size() > 0) moved += streamed_part_bytes(hk::detail::qmm_part(problem, cut, ranges[i]));
           EXPECT_EQ(hk::transfer_counters().between_devices_bytes, moved) << where;
         }
+  hk::detail::set_device_speeds(hk::detail::SpreadWork::matmul, {});
 }
 
 // B kept on the devices across calls (hk::DevicePackedB): every part reads its own device's copy,

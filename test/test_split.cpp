@@ -64,11 +64,71 @@ TEST(SplitRanges, CoverEveryUnitOnceDevicesFirstEvenly) {
   EXPECT_EQ(hk::detail::split_ranges(10, {1000, 1, 1})[0].size(), 0);
 }
 
+// With measured speeds the devices' share is divided in proportion to them: every unit still once,
+// in device order, each boundary the nearest unit to its share; speeds all alike divide evenly.
+TEST(SplitRanges, DevicesShareByTheirSpeeds) {
+  const auto ranges = [](i64 units, std::vector<double> speeds) {
+    return hk::detail::split_ranges(units, {1000, int(speeds.size()), 1}, speeds);
+  };
+  const std::vector<SplitRange> r = ranges(1000, {1, 2, 1});
+  ASSERT_EQ(r.size(), std::size_t(4));
+  EXPECT_EQ(r[1].size(), 250);
+  EXPECT_EQ(r[2].size(), 500);
+  EXPECT_EQ(r[3].size(), 250);
+  EXPECT_EQ(r[0].size(), 0);
+  std::mt19937_64 rng(0x5eed);
+  for (int round = 0; round < 200; ++round) {
+    const i64 units = i64(rng() % 5000);
+    const int devices = 1 + int(rng() % 8);
+    std::vector<double> speeds;
+    for (int d = 0; d < devices; ++d) speeds.push_back(0.25 + double(rng() % 1000) / 250);
+    const int share = int(rng() % 1001);
+    const std::vector<SplitRange> got = hk::detail::split_ranges(units, {share, devices, 1}, speeds);
+    SCOPED_TRACE("units " + std::to_string(units) + " devices " + std::to_string(devices));
+    const i64 device_units = (units * share + 500) / 1000;
+    const double total = std::accumulate(speeds.begin(), speeds.end(), 0.0);
+    i64 at = 0;
+    double so_far = 0;
+    for (int d = 0; d < devices; ++d) {
+      const SplitRange& part = got[std::size_t(1 + d)];
+      EXPECT_EQ(part.begin, at);
+      so_far += speeds[std::size_t(d)];
+      EXPECT_NEAR(double(part.end), double(device_units) * so_far / total, 0.5 + 1e-9);
+      at = part.end;
+    }
+    EXPECT_EQ(at, device_units);
+    EXPECT_EQ(got[0].begin, device_units);
+    EXPECT_EQ(got[0].end, units);
+  }
+  // Alike: the even division, the first ones one more.
+  const std::vector<SplitRange> even = ranges(10, {2, 2, 2});
+  EXPECT_EQ(even[1].size(), 4);
+  EXPECT_EQ(even[2].size(), 3);
+  EXPECT_EQ(even[3].size(), 3);
+}
+
+// The devices' speeds as calibration leaves them: by OpenMP device number; any device they do not
+// name makes every device count alike, as before calibration.
+TEST(SplitRanges, DeviceSpeedsByDeviceNumber) {
+  using hk::detail::SpreadWork;
+  hk::detail::set_device_speeds(SpreadWork::matmul, {1.0, 0.5, 2.0});
+  EXPECT_EQ(hk::detail::device_speeds(SpreadWork::matmul, {2, 0, 1}), (std::vector<double>{2.0, 1.0, 0.5}));
+  EXPECT_EQ(hk::detail::device_speeds(SpreadWork::matmul, {0, 3}), (std::vector<double>{1.0, 1.0}));
+  EXPECT_EQ(hk::detail::device_speeds(SpreadWork::matmul, {-1}), (std::vector<double>{1.0}));
+  EXPECT_EQ(hk::detail::device_speeds(SpreadWork::scan, {0, 1}), (std::vector<double>{1.0, 1.0}));
+  EXPECT_EQ(hk::detail::other_devices_speeds({1, 2}, SpreadWork::matmul), (std::vector<double>{2.0}));
+  hk::detail::set_device_speeds(SpreadWork::matmul, {1.0, 0.0});
+  EXPECT_EQ(hk::detail::device_speeds(SpreadWork::matmul, {0, 1}), (std::vector<double>{1.0, 1.0}));
+  hk::detail::set_device_speeds(SpreadWork::matmul, {});
+  EXPECT_EQ(hk::detail::device_speeds(SpreadWork::matmul, {0, 1}), (std::vector<double>{1.0, 1.0}));
+}
+
 TEST(RunSplit, RunsEveryPartOnceAndRethrowsAfterAllFinished) {
   const SplitPlan plan{500, 1, 1};
+  const std::vector<SplitRange> ranges = hk::detail::split_ranges(9, plan);
   std::vector<std::atomic<int>> seen(9);
   hk::detail::run_split(
-      plan, 9, [&](SplitRange r) { for (i64 u = r.begin; u < r.end; ++u) ++seen[std::size_t(u)]; },
+      plan, ranges, [&](SplitRange r) { for (i64 u = r.begin; u < r.end; ++u) ++seen[std::size_t(u)]; },
       [&](int d, int device, SplitRange r) {
         EXPECT_EQ(d, 0);
         EXPECT_EQ(device, hk::offload_device());
@@ -79,14 +139,14 @@ TEST(RunSplit, RunsEveryPartOnceAndRethrowsAfterAllFinished) {
   // A device part that throws: the host part still runs to its end, then the exception comes.
   std::atomic<bool> host_done{false};
   EXPECT_THROW(hk::detail::run_split(
-                   plan, 9, [&](SplitRange) { host_done = true; },
+                   plan, ranges, [&](SplitRange) { host_done = true; },
                    [&](int, int, SplitRange) { throw std::runtime_error("device part failed"); }),
                std::runtime_error);
   EXPECT_TRUE(host_done);
   // The host part throws while the device part runs: the device part finishes first.
   std::atomic<bool> device_done{false};
   EXPECT_THROW(hk::detail::run_split(
-                   plan, 9, [&](SplitRange) { throw std::runtime_error("host part failed"); },
+                   plan, ranges, [&](SplitRange) { throw std::runtime_error("host part failed"); },
                    [&](int, int, SplitRange) { device_done = true; }),
                std::runtime_error);
   EXPECT_TRUE(device_done);

@@ -69,6 +69,10 @@ struct MachineRates {
   // Per strategy name: the time of its smallest call (launches, synchronization, set-up); a GPU
   // strategy without one pays gpu_call_seconds.
   std::map<std::string, double> strategy_fixed_seconds;
+  // With several offload devices: each one's speed relative to the default device, by OpenMP
+  // device number, at the matmul on its own memory and at a scan of host tensors through its
+  // link (empty: not measured). The strategies that spread a call share its work by them.
+  std::vector<double> device_matmul_speeds, device_scan_speeds;
   /// Whether the transfers and the GPU call cost are known.
   bool has_gpu_costs() const { return to_device_bytes_per_s > 0 && to_host_bytes_per_s > 0 && gpu_call_seconds > 0; }
 };

@@ -15,6 +15,8 @@
 #include "runtime/platform/topology.hpp"
 #include "runtime/tuning/quantile.hpp"
 #ifdef HETKERN_OFFLOAD
+#include <omp.h>
+
 #include "hetkern/device.hpp"
 #include "runtime/platform/device_memory.hpp"
 #include "runtime/platform/page_locked.hpp"
@@ -186,6 +188,56 @@ void measure_spread_scan(MachineRates& rates, const CalibrationSizes& z) {
       z.repetitions);
 }
 
+// `strategy`'s call on device tensors (on offload_device()) with the operands' values.
+std::function<std::function<void()>(QmmOperands&)> device_qmm(const char* strategy) {
+  return [strategy](QmmOperands& o) -> std::function<void()> {
+    auto a = std::make_shared<DeviceBuffer>(o.a.size());
+    auto b = std::make_shared<DeviceBuffer>(o.b.size());
+    auto out = std::make_shared<DeviceBuffer>(o.out.size());
+    a->upload(o.a.data(), o.a.size());
+    b->upload(o.b.data(), o.b.size());
+    const auto args = o.args(DeviceConstTensor{o.a_desc(), a.get()}, DeviceConstTensor{o.b_desc(), b.get()});
+    return [&o, a, b, out, args, strategy] {
+      quantized_linear_matmul(args, DeviceTensor{o.out_desc(), out.get()}, Schedule(strategy));
+    };
+  };
+}
+
+// With several devices, each one's speed against the default device's (MachineRates::
+// device_matmul_speeds, device_scan_speeds): the same calls on each, made the calling thread's
+// default device in turn: qmm.offload_mma on device tensors at twice its calibration side, and
+// scan.offload_rows on page-locked host tensors (a GPU's scan of host tensors runs at its link's pace).
+void measure_device_speeds(MachineRates& rates, const CalibrationSizes& z) {
+  const int count = offload_device_count(), home = offload_device();
+  struct DefaultDevice {
+    int device;
+    ~DefaultDevice() { omp_set_default_device(device); }
+  } restore{home};
+  const std::size_t bytes = std::size_t(z.copy_bytes);
+  const PageLockedHost in(bytes), out(bytes);
+  const bool scans = in.data() && out.data();
+  if (scans) std::memset(in.data(), 0, bytes);
+  const TensorDesc lines(DataType::float32, {16, std::int64_t(bytes / sizeof(float)) / 16});
+  std::vector<double> matmul_seconds, scan_seconds;
+  for (int device = 0; device < count; ++device) {
+    omp_set_default_device(device);
+    QmmOperands o(2 * z.gpu_qmm_side);
+    matmul_seconds.push_back(median_after_warm_up(z.repetitions, device_qmm("qmm.offload_mma")(o)));
+    if (scans)
+      scan_seconds.push_back(median_after_warm_up(z.repetitions, [&] {
+        cumulative_sum(ConstTensor{lines, in.data()}, Tensor{lines, out.data()}, {.axis = 1},
+                       Schedule("scan.offload_rows"));
+      }));
+  }
+  const auto relative = [&](const std::vector<double>& seconds) {
+    std::vector<double> speeds;
+    for (const double t : seconds) speeds.push_back(seconds[std::size_t(home)] / t);
+    return speeds;
+  };
+  rates.device_matmul_speeds = relative(matmul_seconds);
+  if (scans) rates.device_scan_speeds = relative(scan_seconds);
+}
+
 void measure_device(MachineRates& rates, const CalibrationSizes& z) {
   const auto scan = [](const char* strategy) {
     return [strategy](const ScanShape& shape) -> std::function<void()> {
@@ -205,19 +257,7 @@ void measure_device(MachineRates& rates, const CalibrationSizes& z) {
   measure_scan(rates, "scan.offload_columns", {{1, 1}, 0}, {{1024, S / 1024}, 0}, scan("scan.offload_columns"),
                z.repetitions);
   measure_scan(rates, "scan.offload_chained", {{1}, 0}, {{S}, 0}, scan("scan.offload_chained"), z.repetitions);
-  const auto qmm = [](const char* strategy) {
-    return [strategy](QmmOperands& o) -> std::function<void()> {
-      auto a = std::make_shared<DeviceBuffer>(o.a.size());
-      auto b = std::make_shared<DeviceBuffer>(o.b.size());
-      auto out = std::make_shared<DeviceBuffer>(o.out.size());
-      a->upload(o.a.data(), o.a.size());
-      b->upload(o.b.data(), o.b.size());
-      const auto args = o.args(DeviceConstTensor{o.a_desc(), a.get()}, DeviceConstTensor{o.b_desc(), b.get()});
-      return [&o, a, b, out, args, strategy] {
-        quantized_linear_matmul(args, DeviceTensor{o.out_desc(), out.get()}, Schedule(strategy));
-      };
-    };
-  };
+  const auto qmm = device_qmm;
   measure_qmm(rates, "qmm.offload_mma", z.gpu_qmm_side, z.gpu_qmm_side, z.repetitions, qmm("qmm.offload_mma"));
   measure_qmm(rates, "qmm.offload", z.gpu_qmm_side, z.gpu_qmm_side, z.repetitions, qmm("qmm.offload"));
   // Over every GPU, on two shapes of the size it is for: a tiny call runs on the home device alone
@@ -238,7 +278,10 @@ void measure_device(MachineRates& rates, const CalibrationSizes& z) {
     }
   }
   measure_host_tensor_call(rates, z);
-  if (offload_device_count() > 1) measure_spread_scan(rates, z);
+  if (offload_device_count() > 1) {
+    measure_spread_scan(rates, z);
+    measure_device_speeds(rates, z);
+  }
   // The generic GPU call: the cheapest offload call measured, a launch and a synchronization.
   rates.gpu_call_seconds = 0;
   for (const auto& [name, seconds] : rates.strategy_fixed_seconds)

@@ -339,15 +339,39 @@ std::string heuristic_reason(const Settings& s) {
   return "heuristic, no tuning record";
 }
 
+// A plan that spreads a call over several devices shares it by their measured speeds, which the
+// machine's rates hold: they are read for it (once per process), whatever chose the plan.
+bool spreads([[maybe_unused]] const ScanStrategyPlan& plan) {
+#ifdef HETKERN_OFFLOAD
+  return std::holds_alternative<SplitPlan>(plan);
+#else
+  return false;
+#endif
+}
+bool spreads([[maybe_unused]] const QmmStrategyPlan& plan) {
+#ifdef HETKERN_OFFLOAD
+  return std::holds_alternative<SplitPlan>(plan) || std::holds_alternative<DevicesQmmPlan>(plan);
+#else
+  return false;
+#endif
+}
+template <class Plan> void read_device_speeds_for(const Plan& plan, const std::string& db_path) {
+  if (spreads(plan)) dispatch_machine_rates(db_path, false);
+}
+
 // The rules after an explicit schedule, in order: HETKERN_SCHEDULE, the database, the cost model,
 // the heuristic.
 template <class C, class Model, class Heuristic>
 Decision decide(const Settings& s, const TuningRecord& key, C& c, Model&& model, Heuristic&& heuristic) {
-  for (const Schedule& env : s.env_schedules)
-    if (c.qualifies(env, "HETKERN_SCHEDULE").value_or(false)) return c.decision(c.plan(env), "HETKERN_SCHEDULE");
-  if (auto d = from_database(s, key, c)) return *std::move(d);
-  if (auto d = model()) return c.decision(std::move(d->plan), std::move(d->reason));
-  return c.decision(heuristic(), heuristic_reason(s));
+  Decision d = [&] {
+    for (const Schedule& env : s.env_schedules)
+      if (c.qualifies(env, "HETKERN_SCHEDULE").value_or(false)) return c.decision(c.plan(env), "HETKERN_SCHEDULE");
+    if (auto d = from_database(s, key, c)) return *std::move(d);
+    if (auto d = model()) return c.decision(std::move(d->plan), std::move(d->reason));
+    return c.decision(heuristic(), heuristic_reason(s));
+  }();
+  std::visit([&](const auto& plan) { read_device_speeds_for(plan, s.db_path); }, d.plan);
+  return d;
 }
 
 // An explicit schedule: planned for the call, refused for device tensors when it names a host
@@ -358,6 +382,7 @@ Plan explicit_plan(Plan plan, const Schedule& schedule, DataHome home, const std
   if (home == DataHome::device && !is_offload_plan(plan))
     throw Error(Errc::invalid_schedule, op, schedule.to_string(), std::string("tensors in device memory need ") + needed);
   Dispatcher::instance().log_explicit(describe, plan);
+  read_device_speeds_for(plan, tuning_db_path());
   return plan;
 }
 

@@ -5,6 +5,9 @@
 #include <mutex>
 
 #include "hetkern/error.hpp"
+#ifdef HETKERN_OFFLOAD
+#include "schedules/strategies/device_speeds.hpp"
+#endif
 
 namespace hk {
 namespace detail {
@@ -20,6 +23,14 @@ struct ProcessRates {
 ProcessRates& process_rates() {
   static ProcessRates r;
   return r;
+}
+
+// The spread strategies share calls by the devices' speeds from the rates the process has.
+void publish_device_speeds([[maybe_unused]] const std::optional<MachineRates>& rates) {
+#ifdef HETKERN_OFFLOAD
+  set_device_speeds(SpreadWork::matmul, rates ? rates->device_matmul_speeds : std::vector<double>{});
+  set_device_speeds(SpreadWork::scan, rates ? rates->device_scan_speeds : std::vector<double>{});
+#endif
 }
 
 // Measures and stores; the rates are kept in the process whether or not the database takes them.
@@ -48,13 +59,17 @@ std::optional<MachineRates> dispatch_machine_rates(const std::string& db_path, b
       // The dispatcher reports an unreadable database once already; no rates then.
     }
   }
-  if (p.rates || !measure || p.measure_tried) return p.rates;
+  if (p.rates || !measure || p.measure_tried) {
+    publish_device_speeds(p.rates);
+    return p.rates;
+  }
   p.measure_tried = true;
   try {
     p.rates = measure_and_store(db_path);
   } catch (const Error& e) {
     std::fprintf(stderr, "hetkern: warning: cannot measure the machine rates (%s); using the heuristic\n", e.what());
   }
+  publish_device_speeds(p.rates);
   return p.rates;
 }
 
@@ -64,6 +79,7 @@ void forget_machine_rates() {
   p.read = false;
   p.measure_tried = false;
   p.rates.reset();
+  publish_device_speeds(std::nullopt);
 }
 
 }  // namespace detail
@@ -77,6 +93,7 @@ std::optional<MachineRates> calibrate(const std::string& db_path, bool remeasure
   if (rates) {
     p.rates = rates;
     p.read = true;
+    detail::publish_device_speeds(rates);
   }
   return rates;
 }

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
@@ -63,6 +64,21 @@ const char* const gpu_call_name = "gpu_call_seconds";
 const char* const host_tensor_call_name = "host_tensor_call_seconds";
 const std::string strategy_prefix = "strategy:";
 const std::string fixed_prefix = "fixed:";
+// A device's speed is its OpenMP device number after the prefix.
+const std::string matmul_speed_prefix = "device_matmul_speed:";
+const std::string scan_speed_prefix = "device_scan_speed:";
+
+// Sets speeds[device] where `name` is `prefix` followed by a device number.
+void read_device_speed(const std::string& name, const std::string& prefix, double value, std::vector<double>& speeds) {
+  if (name.rfind(prefix, 0) != 0) return;
+  const std::string number = name.substr(prefix.size());
+  if (number.empty() || number.size() > 4 ||
+      !std::all_of(number.begin(), number.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return;
+  const std::size_t device = std::size_t(std::stoi(number));
+  if (speeds.size() <= device) speeds.resize(device + 1, 0.0);
+  speeds[device] = value;
+}
 
 const char* const record_columns =
     "op, algorithm_version, dtype, shape, stride_class, params, fingerprint, schedule, median_ns,"
@@ -336,6 +352,10 @@ std::optional<MachineRates> TuningDb::find_rates(const std::string& fingerprint)
     else if (name == host_tensor_call_name) r.host_tensor_call_seconds = value;
     else if (name.rfind(strategy_prefix, 0) == 0) r.strategy_rates[name.substr(strategy_prefix.size())] = value;
     else if (name.rfind(fixed_prefix, 0) == 0) r.strategy_fixed_seconds[name.substr(fixed_prefix.size())] = value;
+    else {
+      read_device_speed(name, matmul_speed_prefix, value, r.device_matmul_speeds);
+      read_device_speed(name, scan_speed_prefix, value, r.device_scan_speeds);
+    }
     // Other names come from a later hetkern of the same schema: not ours to read.
   }
   if (!any) return std::nullopt;
@@ -364,6 +384,10 @@ void TuningDb::put_rates(const std::string& fingerprint, const MachineRates& rat
     put_one(host_tensor_call_name, rates.host_tensor_call_seconds);
     for (const auto& [name, value] : rates.strategy_rates) put_one(strategy_prefix + name, value);
     for (const auto& [name, value] : rates.strategy_fixed_seconds) put_one(fixed_prefix + name, value);
+    for (std::size_t d = 0; d < rates.device_matmul_speeds.size(); ++d)
+      put_one(matmul_speed_prefix + std::to_string(d), rates.device_matmul_speeds[d]);
+    for (std::size_t d = 0; d < rates.device_scan_speeds.size(); ++d)
+      put_one(scan_speed_prefix + std::to_string(d), rates.device_scan_speeds[d]);
     impl_->exec("COMMIT", "cannot commit");
   } catch (...) {
     sqlite3_exec(impl_->db, "ROLLBACK", nullptr, nullptr, nullptr);

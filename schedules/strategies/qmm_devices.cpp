@@ -16,7 +16,8 @@ const QmmStrategy& qmm_devices() {
           "several GPUs on one call: tensors in device memory cut into contiguous groups of "
           "batch matrices (when there are at least as many as devices) or else of rows of A in "
           "whole 128-row tiles, home_share per mille of them to the home device (where they lie; "
-          "it reads them in place) and the rest evenly to the others, which copy their part of A, "
+          "it reads them in place) and the rest to the others, by their measured speeds at the "
+          "matmul (evenly before calibration), which copy their part of A, "
           "B (one matrix: packed once on the home device and passed from device to device in "
           "column groups while each multiplies in one launch whose tiles wait for their operands; "
           "B packed by pack_b is kept on each device from its first call there) "
@@ -39,7 +40,8 @@ const QmmStrategy& qmm_devices() {
         const auto& plan = std::get<DevicesQmmPlan>(p);
         const std::vector<int> devices = spread_devices(plan.spread.devices);
         const std::vector<SplitRange> ranges =
-            qmm_spread_ranges({-1, problem.M}, int(devices.size()), plan.spread.home_share);
+            qmm_spread_ranges({-1, problem.M}, int(devices.size()), plan.spread.home_share,
+                              other_devices_speeds(devices, SpreadWork::matmul));
         std::vector<std::function<void()>> parts;
         for (std::size_t i = 0; i < devices.size(); ++i)
           if (ranges[i].size() > 0)

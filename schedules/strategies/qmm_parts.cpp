@@ -58,10 +58,11 @@ QmmCut qmm_cut(const QmmProblem& p, int parts) {
   return {-1, p.M};
 }
 
-std::vector<SplitRange> qmm_spread_ranges(const QmmCut& cut, int devices, int home_share) {
-  if (cut.by_batch()) return spread_ranges(cut.units, devices, home_share);
+std::vector<SplitRange> qmm_spread_ranges(const QmmCut& cut, int devices, int home_share,
+                                          const std::vector<double>& others) {
+  if (cut.by_batch()) return spread_ranges(cut.units, devices, home_share, others);
   constexpr std::int64_t tile = qmm_offload_tile;
-  std::vector<SplitRange> ranges = spread_ranges(qmm_offload_tiles_of(cut.units), devices, home_share);
+  std::vector<SplitRange> ranges = spread_ranges(qmm_offload_tiles_of(cut.units), devices, home_share, others);
   for (SplitRange& r : ranges) r = {std::min(r.begin * tile, cut.units), std::min(r.end * tile, cut.units)};
   return ranges;
 }
@@ -171,7 +172,8 @@ void spread_qmm(const QmmProblem& problem, const PartLaunch& launch, const std::
   if (problem.M == 0 || problem.N == 0 || problem.batch[0] * problem.batch[1] == 0) return;
   const int home = devices[0];
   const QmmCut cut = qmm_cut(problem, int(devices.size()));
-  const std::vector<SplitRange> ranges = qmm_spread_ranges(cut, int(devices.size()), home_share);
+  const std::vector<SplitRange> ranges =
+      qmm_spread_ranges(cut, int(devices.size()), home_share, other_devices_speeds(devices, SpreadWork::matmul));
   if (devices.size() == 1 || !qmm_parts_own_their_spans(problem, cut, ranges)) {
     run_qmm_offload_on_device(problem, launch(problem), home);
     return;

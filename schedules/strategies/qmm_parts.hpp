@@ -30,9 +30,11 @@ struct QmmCut {
 QmmCut qmm_cut(const QmmProblem& problem, int parts);
 
 /// The cut's units over `devices` devices as spread_ranges shares them (home_share per mille to
-/// devices[0]), rows in whole 128-row tiles of the GPU kernels (the last part takes what is left),
-/// so that no part computes a partial tile or packs its rows of A.
-std::vector<SplitRange> qmm_spread_ranges(const QmmCut& cut, int devices, int home_share);
+/// devices[0], the rest by the others' speeds `others`, or evenly), rows in whole 128-row tiles of
+/// the GPU kernels (the last part takes what is left), so that no part computes a partial tile or
+/// packs its rows of A.
+std::vector<SplitRange> qmm_spread_ranges(const QmmCut& cut, int devices, int home_share,
+                                          const std::vector<double>& others = {});
 
 /// Units [r.begin, r.end) of the cut: the problem on those rows or matrices only.
 QmmProblem qmm_part(const QmmProblem& problem, const QmmCut& cut, SplitRange r);
@@ -157,8 +159,9 @@ void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, Co
 using PartLaunch = std::function<QmmPlan(const QmmProblem& part)>;
 
 /// A call whose tensors lie on devices[0] spread over `devices` (distinct or not): devices[0]
-/// keeps home_share per mille of the cut's units and runs them where they lie, each other device
-/// takes an even part of the rest, all at once. One matrix whose K is a whole number of 128-deep
+/// keeps home_share per mille of the cut's units and runs them where they lie, the other devices
+/// share the rest by their measured speeds at the matmul (other_devices_speeds; evenly where
+/// unknown), all at once. One matrix whose K is a whole number of 128-deep
 /// slices has B' packed once on devices[0] and streamed to the others a column group at a time,
 /// each group multiplied while the next one is copied; any other call goes part by part through
 /// multiply_part_on_other_device. Where the parts' output spans would interleave, devices[0] runs

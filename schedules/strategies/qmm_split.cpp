@@ -11,8 +11,9 @@ const QmmStrategy& qmm_split() {
       .name = "qmm.split",
       .meaning =
           "host tensors: the rows of A (in every batch matrix) cut into contiguous groups, "
-          "gpu_share per mille of them to the offload devices (each copies its rows of A, all of "
-          "B, and multiplies them with qmm.offload_mma, driven by a host thread of its own) and "
+          "gpu_share per mille of them to the offload devices (shared by their measured speeds at "
+          "the matmul; each copies its rows of A, all of B, and multiplies them with "
+          "qmm.offload_mma, driven by a host thread of its own) and "
           "the rest to the host cores (qmm.parallel), all at once; every output is computed by "
           "one of them, exactly",
       .params = split_params(
@@ -25,7 +26,7 @@ const QmmStrategy& qmm_split() {
         const auto& plan = std::get<SplitPlan>(p);
         const QmmCut rows{-1, problem.M};
         run_split(
-            plan, problem.M,
+            plan, split_ranges(problem.M, plan, split_speeds(plan, SpreadWork::matmul)),
             [&](SplitRange r) {
               const QmmProblem part = qmm_part(problem, rows, r);
               run_qmm(part, plan_qmm(part, Schedule("qmm.parallel").set("threads", plan.threads)));

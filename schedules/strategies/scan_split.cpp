@@ -164,7 +164,7 @@ template <class Acc, class Op> class CarryChain {
 template <class T, class Op> void scan_line_in_parts(const CumulativeCall& line, const SplitPlan& plan) {
   using Acc = AccOf<T>;
   const std::int64_t length = line.input.desc.size(0);
-  const std::vector<SplitRange> ranges = split_ranges(length, plan);
+  const std::vector<SplitRange> ranges = split_ranges(length, plan, split_speeds(plan, SpreadWork::scan));
   // Part numbers in traversal order, by the ranges' index (0 the host's, 1 + d device d's).
   std::vector<int> order;
   for (int i = 0; i < int(ranges.size()); ++i)
@@ -186,7 +186,7 @@ template <class T, class Op> void scan_line_in_parts(const CumulativeCall& line,
     }
   };
   run_split(
-      plan, length,
+      plan, ranges,
       [&](SplitRange r) {
         failing([&] {
           const int k = part_number[0];
@@ -223,7 +223,8 @@ const ScanStrategy& scan_split() {
       .name = "scan.split",
       .meaning =
           "host tensors: the independent lines cut into contiguous groups, gpu_share per mille of "
-          "them to the offload devices (each copies its group over, in rounds of at most 1 GiB, and "
+          "them to the offload devices (shared by their measured speeds at scans of host tensors; "
+          "each copies its group over, in rounds of at most 1 GiB, and "
           "scans it with the offload strategy for its layout, driven by a host thread of its own) "
           "and the rest to the host cores (scan.parallel), all at once; with fewer lines than "
           "parts, each line is cut along its axis in the same shares instead, every part but the "
@@ -259,14 +260,14 @@ const ScanStrategy& scan_split() {
         const int dim = cut_dimension(s);
         // In place, a device part whose span the host writes into reads its lines from a copy.
         std::vector<PackedCopy> gathered;
-        const std::vector<SplitRange> ranges = split_ranges(s.sizes[dim], plan);
+        const std::vector<SplitRange> ranges = split_ranges(s.sizes[dim], plan, split_speeds(plan, SpreadWork::scan));
         if (call.in_place() && !parts_own_their_spans(lines.output.desc, dim))
           for (int d = 0; d < plan.devices; ++d) {
             const CumulativeCall part = part_of(lines, dim, ranges[std::size_t(1 + d)]);
             copy_elements(part.input, gathered.emplace_back(part.input.desc).tensor);
           }
         run_split(
-            plan, s.sizes[dim],
+            plan, ranges,
             [&](SplitRange r) {
               const CumulativeCall part = part_of(lines, dim, r);
               run_scan(part, plan_scan(part, Schedule("scan.parallel").set("threads", plan.threads)));

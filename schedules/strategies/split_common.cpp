@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <numeric>
 #include <thread>
 
 #include "hetkern/device.hpp"
@@ -119,6 +121,27 @@ void append_even_ranges(std::vector<SplitRange>& ranges, std::int64_t begin, std
   }
 }
 
+// `parts` contiguous ranges of `units` from `begin` in proportion to `speeds` (one per part; empty
+// or all alike: evenly, as above), each boundary the nearest unit to its share of the speeds so far.
+void append_ranges_by_speed(std::vector<SplitRange>& ranges, std::int64_t begin, std::int64_t units, int parts,
+                            const std::vector<double>& speeds) {
+  if (speeds.size() != std::size_t(parts) ||
+      std::all_of(speeds.begin(), speeds.end(), [&](double v) { return v == speeds.front(); })) {
+    append_even_ranges(ranges, begin, units, parts);
+    return;
+  }
+  const double total = std::accumulate(speeds.begin(), speeds.end(), 0.0);
+  double so_far = 0;
+  std::int64_t start = begin;
+  for (int d = 0; d < parts; ++d) {
+    so_far += speeds[std::size_t(d)];
+    const std::int64_t end =
+        d + 1 == parts ? begin + units : begin + std::int64_t(std::llround(double(units) * (so_far / total)));
+    ranges.push_back({start, std::max(start, end)});
+    start = std::max(start, end);
+  }
+}
+
 }  // namespace
 
 ParamSpec device_count_param(const char* meaning) { return {"devices", 1, max_split_devices, meaning}; }
@@ -173,11 +196,17 @@ SearchSpace spread_space() {
   return std::vector<SpaceAxis>{std::move(devices), {"home_share", {"275", "300", "350", "375", "525", "550"}}};
 }
 
-std::vector<SplitRange> split_ranges(std::int64_t units, const SplitPlan& plan) {
+std::vector<SplitRange> split_ranges(std::int64_t units, const SplitPlan& plan, const std::vector<double>& speeds) {
   const std::int64_t device_units = (units * plan.gpu_share + 500) / 1000;
   std::vector<SplitRange> ranges{{device_units, units}};
-  append_even_ranges(ranges, 0, device_units, plan.devices);
+  append_ranges_by_speed(ranges, 0, device_units, plan.devices, speeds);
   return ranges;
+}
+
+std::vector<double> split_speeds(const SplitPlan& plan, SpreadWork work) {
+  const std::vector<int> devices = spread_devices(plan.devices);
+  if (int(devices.size()) != plan.devices) return {};
+  return device_speeds(work, devices);
 }
 
 void run_parts(const std::vector<std::function<void()>>& parts, const std::function<void()>& if_not_started,
@@ -232,16 +261,21 @@ std::vector<int> spread_devices(int count) {
   return devices;
 }
 
-std::vector<SplitRange> spread_ranges(std::int64_t units, int devices, int home_share) {
+std::vector<SplitRange> spread_ranges(std::int64_t units, int devices, int home_share,
+                                      const std::vector<double>& others) {
   const std::int64_t home = devices == 1 ? units : (units * home_share + 500) / 1000;
   std::vector<SplitRange> ranges{{0, home}};
-  append_even_ranges(ranges, home, units - home, devices - 1);
+  append_ranges_by_speed(ranges, home, units - home, devices - 1, others);
   return ranges;
 }
 
-void run_split(const SplitPlan& plan, std::int64_t units, const std::function<void(SplitRange)>& host_part,
+std::vector<double> other_devices_speeds(const std::vector<int>& devices, SpreadWork work) {
+  if (devices.size() < 2) return {};
+  return device_speeds(work, std::vector<int>(devices.begin() + 1, devices.end()));
+}
+
+void run_split(const SplitPlan& plan, const std::vector<SplitRange>& ranges, const std::function<void(SplitRange)>& host_part,
                const std::function<void(int, int, SplitRange)>& device_part, const std::function<void()>& not_started) {
-  const std::vector<SplitRange> ranges = split_ranges(units, plan);
   const std::vector<int> devices = spread_devices(plan.devices);
   std::vector<std::function<void()>> parts{[&] {
     if (ranges[0].size() > 0) host_part(ranges[0]);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "schedules/split_plan.hpp"
+#include "schedules/strategies/device_speeds.hpp"
 #include "schedules/strategy.hpp"
 
 namespace hk::detail {
@@ -43,10 +44,15 @@ struct SplitRange {
 };
 
 /// The ranges of `units` work units under `plan`: the devices' share (gpu_share per mille,
-/// rounded to the nearest unit) first, divided evenly among them in device order (the first ones
-/// take one more when it does not divide), then the host's, the rest. Index 0 is the host's,
-/// index 1 + d device d's.
-std::vector<SplitRange> split_ranges(std::int64_t units, const SplitPlan& plan);
+/// rounded to the nearest unit) first, divided among them in device order in proportion to
+/// `speeds` (one per device, as split_speeds gives them), or evenly where they are empty or alike
+/// (the first ones take one more when it does not divide), then the host's, the rest. Index 0 is
+/// the host's, index 1 + d device d's.
+std::vector<SplitRange> split_ranges(std::int64_t units, const SplitPlan& plan, const std::vector<double>& speeds = {});
+
+/// The measured speeds at `work` of the devices a split plan runs on (device_speeds); empty where
+/// they are fewer than the plan's (the host fallback).
+std::vector<double> split_speeds(const SplitPlan& plan, SpreadWork work);
 
 /// Runs every part at once: parts[0] on the calling thread, each other one on a thread of its own,
 /// kept for later calls (a new one starts when none is idle). Returns when all have finished;
@@ -67,17 +73,22 @@ void run_parts(const std::vector<std::function<void()>>& parts, const std::funct
 std::vector<int> spread_devices(int count);
 
 /// The ranges of `units` work units over `devices` devices: the home device's (index 0)
-/// home_share per mille (rounded to the nearest unit), the rest divided evenly among the others
-/// in order (the first ones take one more when it does not divide). With one device, all of it.
-std::vector<SplitRange> spread_ranges(std::int64_t units, int devices, int home_share);
+/// home_share per mille (rounded to the nearest unit), the rest divided among the others in order,
+/// in proportion to `others` (their speeds, one each), or evenly where that is empty or alike (the
+/// first ones take one more when it does not divide). With one device, all of it.
+std::vector<SplitRange> spread_ranges(std::int64_t units, int devices, int home_share,
+                                      const std::vector<double>& others = {});
+
+/// The measured speeds at `work` of every device but the first (device_speeds).
+std::vector<double> other_devices_speeds(const std::vector<int>& devices, SpreadWork work);
 
 /// Runs a call's parts at once: `device_part(d, device, range)` for each device d (0 to
 /// plan.devices - 1) with work, on a thread of its own (`device` its OpenMP device number, the
 /// d-th of spread_devices(plan.devices)), and
-/// `host_part(range)` on the calling thread; the ranges are split_ranges(units, plan)'s. Returns
-/// when every part has finished; then rethrows the first exception one threw. `not_started` as
-/// for run_parts.
-void run_split(const SplitPlan& plan, std::int64_t units, const std::function<void(SplitRange)>& host_part,
+/// `host_part(range)` on the calling thread, the ranges those split_ranges gave for `plan`.
+/// Returns when every part has finished; then rethrows the first exception one threw.
+/// `not_started` as for run_parts.
+void run_split(const SplitPlan& plan, const std::vector<SplitRange>& ranges, const std::function<void(SplitRange)>& host_part,
                const std::function<void(int, int, SplitRange)>& device_part,
                const std::function<void()>& not_started = {});
 
