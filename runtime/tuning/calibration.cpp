@@ -257,9 +257,8 @@ void measure_device(MachineRates& rates, const CalibrationSizes& z) {
   measure_scan(rates, "scan.offload_columns", {{1, 1}, 0}, {{1024, S / 1024}, 0}, scan("scan.offload_columns"),
                z.repetitions);
   measure_scan(rates, "scan.offload_chained", {{1}, 0}, {{S}, 0}, scan("scan.offload_chained"), z.repetitions);
-  const auto qmm = device_qmm;
-  measure_qmm(rates, "qmm.offload_mma", z.gpu_qmm_side, z.gpu_qmm_side, z.repetitions, qmm("qmm.offload_mma"));
-  measure_qmm(rates, "qmm.offload", z.gpu_qmm_side, z.gpu_qmm_side, z.repetitions, qmm("qmm.offload"));
+  measure_qmm(rates, "qmm.offload_mma", z.gpu_qmm_side, z.gpu_qmm_side, z.repetitions, device_qmm("qmm.offload_mma"));
+  measure_qmm(rates, "qmm.offload", z.gpu_qmm_side, z.gpu_qmm_side, z.repetitions, device_qmm("qmm.offload"));
   // Over every GPU, on two shapes of the size it is for: a tiny call runs on the home device alone
   // and would hide the copies to the others and the threads that drive them, and at 2048^3 those
   // copies still outweigh the product (docs/tuning.md).
@@ -271,8 +270,8 @@ void measure_device(MachineRates& rates, const CalibrationSizes& z) {
     const auto work = [](const QmmOperands& o) { return double(o.M) * double(o.N) * double(o.K); };
     for (const char* strategy : {"qmm.devices", "qmm.offload_mma"}) {
       const double fixed = rates.strategy_fixed_seconds[strategy];
-      const double m = median_after_warm_up(z.repetitions, qmm(strategy)(medium));
-      const double l = median_after_warm_up(z.repetitions, qmm(strategy)(large));
+      const double m = median_after_warm_up(z.repetitions, device_qmm(strategy)(medium));
+      const double l = median_after_warm_up(z.repetitions, device_qmm(strategy)(large));
       record(rates, strategy, work(medium), m, work(large), l);
       if (fixed > 0) rates.strategy_fixed_seconds[strategy] = fixed;
     }
