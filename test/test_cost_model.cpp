@@ -19,6 +19,7 @@
 #ifdef HETKERN_OFFLOAD
 #include "hetkern/device.hpp"
 #include "runtime/platform/page_locked.hpp"
+#include "schedules/strategies/device_speeds.hpp"
 #endif
 
 namespace {
@@ -301,6 +302,32 @@ TEST_F(Rates, PutReplacesEveryRateOfTheFingerprint) {
   EXPECT_TRUE(got->strategy_fixed_seconds.empty());
   EXPECT_EQ(got->to_device_bytes_per_s, 0);
 }
+
+#ifdef HETKERN_OFFLOAD
+// Whatever chose a plan that spreads a call (here an explicit schedule), the dispatcher reads the
+// machine's rates for it: the devices' speeds they hold are what the spread strategies share by,
+// until hk::reset_dispatch forgets them.
+TEST_F(Rates, SpreadPlansReadTheDevicesSpeeds) {
+  using detail::SpreadWork;
+  MachineRates r;
+  r.gpu_call_seconds = 1e-5;
+  r.device_matmul_speeds = {1.0, 0.5};
+  r.device_scan_speeds = {1.0, 2.0};
+  TuningDb(path_, true).put_rates(machine_fingerprint(), r);
+  reset_dispatch();
+  const std::vector<double> alike{1.0, 1.0};
+  EXPECT_EQ(detail::device_speeds(SpreadWork::matmul, {0, 1}), alike);
+  const TensorDesc d(DataType::float32, {8, 16});
+  std::vector<float> x(128, 1.0f), y(128);
+  cumulative_sum(ConstTensor{d, x.data()}, Tensor{d, y.data()}, {.axis = 1},
+                 Schedule("scan.split").set("gpu_share", 500).set("devices", 1));
+  EXPECT_FLOAT_EQ(y[127], 16.0f);
+  EXPECT_EQ(detail::device_speeds(SpreadWork::matmul, {0, 1}), r.device_matmul_speeds);
+  EXPECT_EQ(detail::device_speeds(SpreadWork::scan, {0, 1}), r.device_scan_speeds);
+  reset_dispatch();
+  EXPECT_EQ(detail::device_speeds(SpreadWork::matmul, {0, 1}), alike);
+}
+#endif
 
 // A tiny call's fixed cost is its fastest run: here most runs are held up (as a busy machine
 // holds them), which a median would report.
