@@ -200,6 +200,15 @@ std::string rates_text(const MachineRates& r) {
                   matmul ? "G multiply-adds/s" : "GB/s", fixed == r.strategy_fixed_seconds.end() ? "-" : time_text(fixed->second * 1e9).c_str());
     out += buf;
   }
+  const std::size_t devices = std::max(r.device_matmul_speeds.size(), r.device_scan_speeds.size());
+  const auto speed = [](const std::vector<double>& speeds, std::size_t d) {
+    return d < speeds.size() ? speeds[d] : 0.0;
+  };
+  for (std::size_t d = 0; d < devices; ++d) {
+    std::snprintf(buf, sizeof buf, "  GPU %-18zu speed %.3g at the matmul, %.3g at scans of host tensors\n", d,
+                  speed(r.device_matmul_speeds, d), speed(r.device_scan_speeds, d));
+    out += buf;
+  }
   return out;
 }
 
