@@ -174,10 +174,6 @@ hk::detail::QmmProblem problem_on_device(const Problem& p, const OnDevice& a, co
   return hk::detail::validate(args, {y.desc, at(y)});
 }
 
-// What a part whose B' is streamed moves between devices: its rows of A a band of the kernels' at
-// a time (each band's span, as qmm_arrival_bands lists them) where A is by rows, else its
-// span once, the N columns of B' (K bytes each), its outputs there first where they have gaps,
-// and back a band at a time where it has several bands (each band's span), else whole.
 // Every part multiplied with the same settings.
 hk::detail::PartLaunch every_part(hk::detail::QmmPlan launch) {
   return [launch](const hk::detail::QmmProblem&) { return launch; };
@@ -191,6 +187,10 @@ std::string kernel_name(hk::detail::OffloadQmmKernel kernel) {
   return kernel == hk::detail::OffloadQmmKernel::wgmma ? "wgmma" : "mma";
 }
 
+// What a part whose B' is streamed moves between devices: its rows of A a band of the kernels' at
+// a time (each band's span, as qmm_arrival_bands lists them) where A is by rows, else its
+// span once, the N columns of B' (K bytes each), its outputs there first where they have gaps,
+// and back a band at a time where it has several bands (each band's span), else whole.
 i64 streamed_part_bytes(const hk::detail::QmmProblem& part) {
   const std::vector<SplitRange> bands =
       hk::detail::qmm_arrival_bands(part.M, hk::detail::qmm_offload_band_rows, hk::detail::qmm_stream_last_rows);
