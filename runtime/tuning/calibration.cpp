@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -279,7 +280,14 @@ void measure_device(MachineRates& rates, const CalibrationSizes& z) {
   measure_host_tensor_call(rates, z);
   if (offload_device_count() > 1) {
     measure_spread_scan(rates, z);
-    measure_device_speeds(rates, z);
+    // Without the speeds the spread strategies share evenly; the other rates still stand.
+    try {
+      measure_device_speeds(rates, z);
+    } catch (const Error& e) {
+      rates.device_matmul_speeds.clear();
+      rates.device_scan_speeds.clear();
+      std::fprintf(stderr, "hetkern: warning: the devices' speeds were not measured (%s); they share evenly\n", e.what());
+    }
   }
   // The generic GPU call: the cheapest offload call measured, a launch and a synchronization.
   rates.gpu_call_seconds = 0;
