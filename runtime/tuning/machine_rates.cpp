@@ -58,11 +58,9 @@ std::optional<MachineRates> dispatch_machine_rates(const std::string& db_path, b
     } catch (const Error&) {
       // The dispatcher reports an unreadable database once already; no rates then.
     }
-  }
-  if (p.rates || !measure || p.measure_tried) {
     publish_device_speeds(p.rates);
-    return p.rates;
   }
+  if (p.rates || !measure || p.measure_tried) return p.rates;
   p.measure_tried = true;
   try {
     p.rates = measure_and_store(db_path);
