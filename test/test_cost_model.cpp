@@ -12,6 +12,7 @@
 #include "hetkern/hetkern.hpp"
 #include "runtime/tuning/calibration.hpp"
 #include "runtime/tuning/cost_model.hpp"
+#include "runtime/tuning/machine_rates.hpp"
 #include "runtime/tuning/model_choice.hpp"
 #include "runtime/tuning/quantile.hpp"
 #include "runtime/tuning/tuner_problem.hpp"
@@ -303,6 +304,25 @@ TEST_F(Rates, PutReplacesEveryRateOfTheFingerprint) {
   EXPECT_EQ(got->to_device_bytes_per_s, 0);
 }
 
+// The thread that measures the rates holds the lock that reading them takes: its own calls (the
+// calibration's spread schedules) get no rates at once instead of waiting for themselves; after
+// it, the stored rates are read as before.
+TEST_F(Rates, TheMeasuringThreadReadsNoRatesAndDoesNotWait) {
+  TuningDb(path_, true).put_rates(machine_fingerprint(), example_rates());
+  reset_dispatch();
+  {
+    const detail::MeasuringRates measuring;
+    {
+      const detail::MeasuringRates nested;
+    }
+    EXPECT_FALSE(detail::dispatch_machine_rates(path_, true).has_value());
+  }
+  const auto read = detail::dispatch_machine_rates(path_, false);
+  ASSERT_TRUE(read.has_value());
+  EXPECT_EQ(read->strategy_rates, example_rates().strategy_rates);
+  reset_dispatch();
+}
+
 #ifdef HETKERN_OFFLOAD
 // Whatever chose a plan that spreads a call (here an explicit schedule), the dispatcher reads the
 // machine's rates for it: the devices' speeds they hold are what the spread strategies share by,
@@ -357,6 +377,21 @@ TEST_F(Rates, NoCalibrationAndNoGpuChoiceOnTheHostFallback) {
   EXPECT_EQ(strategy(plan), "qmm.parallel");
   EXPECT_NE(log.find("-> qmm.parallel("), std::string::npos) << log;
   EXPECT_NE(log.find(" on host CPU (heuristic, no tuning record)"), std::string::npos) << log;
+}
+
+// Calibration over several GPUs makes spread calls of its own (qmm.devices, scan.split), which
+// read the rates it is measuring: it ends, with a speed for every device, the default one's 1.
+TEST_F(Rates, CalibrationOverSeveralGpusEndsWithEveryDevicesSpeed) {
+  if (offload_device_count() < 2) GTEST_SKIP() << "fewer than two GPUs";
+  const auto r = calibrate(path_, true);
+  ASSERT_TRUE(r.has_value());
+  const auto count = std::size_t(offload_device_count());
+  ASSERT_EQ(r->device_matmul_speeds.size(), count);
+  EXPECT_DOUBLE_EQ(r->device_matmul_speeds[std::size_t(offload_device())], 1.0);
+  for (const double s : r->device_matmul_speeds) EXPECT_GT(s, 0);
+  for (const double s : r->device_scan_speeds) EXPECT_GT(s, 0);
+  EXPECT_TRUE(TuningDb(path_, false).find_rates(machine_fingerprint()).has_value());
+  reset_dispatch();
 }
 
 // The measurement code itself, on tiny shapes so that the host fallback runs it in moments: every

@@ -25,6 +25,8 @@ ProcessRates& process_rates() {
   return r;
 }
 
+thread_local bool measuring_here = false;
+
 // The spread strategies share calls by the devices' speeds from the rates the process has.
 void publish_device_speeds([[maybe_unused]] const std::optional<MachineRates>& rates) {
 #ifdef HETKERN_OFFLOAD
@@ -35,7 +37,11 @@ void publish_device_speeds([[maybe_unused]] const std::optional<MachineRates>& r
 
 // Measures and stores; the rates are kept in the process whether or not the database takes them.
 std::optional<MachineRates> measure_and_store(const std::string& db_path) {
-  std::optional<MachineRates> rates = measure_machine_rates();
+  std::optional<MachineRates> rates;
+  {
+    const MeasuringRates measuring;
+    rates = measure_machine_rates();
+  }
   if (!rates || db_path.empty()) return rates;
   try {
     TuningDb(db_path, true).put_rates(machine_fingerprint(), *rates);
@@ -47,7 +53,13 @@ std::optional<MachineRates> measure_and_store(const std::string& db_path) {
 
 }  // namespace
 
+MeasuringRates::MeasuringRates() : outer_(!measuring_here) { measuring_here = true; }
+MeasuringRates::~MeasuringRates() {
+  if (outer_) measuring_here = false;
+}
+
 std::optional<MachineRates> dispatch_machine_rates(const std::string& db_path, bool measure) {
+  if (measuring_here) return std::nullopt;
   ProcessRates& p = process_rates();
   // Held while measuring: other threads' first calls wait for the rates rather than measure too.
   std::lock_guard lock(p.mutex);
