@@ -168,10 +168,12 @@ void matmul(std::int64_t n, bool column_major_b, bool packed, int devices, int r
   for (int d = 2; d <= devices; ++d) {
     const int even = (1000 + d / 2) / d;
     // Home shares around the even one, the home device starting first, in steps of 10 per mille (a
-    // tile row of 16384 is 7.8). With two: also the home device alone and the other alone,
-    // through the spreading path.
+    // tile row of 16384 is 7.8); with B on each call, further up the more devices there are, since
+    // the last device of B's relay gets it later. With two: also the home device alone and the
+    // other alone, through the spreading path.
     std::vector<int> shares;
-    for (int share = even - (packed ? 40 : 20); share <= even + (packed ? 50 : 70); share += 10) shares.push_back(share);
+    const int highest = even + (packed ? 50 : 70 + 30 * (d - 2));
+    for (int share = even - (packed ? 40 : 20); share <= highest; share += 10) shares.push_back(share);
     if (d == 2) shares.insert(shares.end(), {0, 1000});
     for (const int share : shares) {
       const hk::Schedule s = hk::Schedule("qmm.devices").set("devices", d).set("home_share", share);
