@@ -27,7 +27,8 @@
 // 5. One line of Y float32 (default 2^28, 1 GiB each way) on page-locked host tensors, the same
 //    schedules: with fewer lines than GPUs, scan.split cuts the line into one part per GPU, each
 //    continuing from the folds of the parts before it.
-// The last lines are one table: case, schedule, time, speed-up against one GPU.
+// The last lines are one table: case, schedule, time, speed-up against one GPU; each row also goes
+// to stderr as it is measured.
 #include <omp.h>
 
 #include <algorithm>
@@ -38,6 +39,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "bench/page_locked.hpp"
@@ -58,6 +60,13 @@ struct Row {
   bool exact;
 };
 std::vector<Row> rows;
+
+// Each row is also printed to stderr as it is measured: a run stopped early keeps what it measured.
+void add_row(Row row) {
+  std::fprintf(stderr, "%s, %s: %.3f ms, %.2fx%s\n", row.what.c_str(), row.schedule.c_str(), 1e3 * row.seconds,
+               row.speedup, row.exact ? "" : ", OUTPUT DIFFERS");
+  rows.push_back(std::move(row));
+}
 
 void peer_links(int devices, int reps) {
   const std::size_t bytes = std::size_t(256) << 20;
@@ -164,7 +173,7 @@ void matmul(std::int64_t n, bool column_major_b, bool packed, int devices, int r
   const hk::Schedule one("qmm.offload_mma");
   const double base = time(one);
   dy.download(want.data(), elements);
-  rows.push_back({what, one.to_string(), base, 1.0, true});
+  add_row({what, one.to_string(), base, 1.0, true});
   for (int d = 2; d <= devices; ++d) {
     const int even = (1000 + d / 2) / d;
     // Home shares around the even one, the home device starting first, in steps of 10 per mille (a
@@ -179,7 +188,7 @@ void matmul(std::int64_t n, bool column_major_b, bool packed, int devices, int r
       const hk::Schedule s = hk::Schedule("qmm.devices").set("devices", d).set("home_share", share);
       const double t = time(s);
       dy.download(got.data(), elements);
-      rows.push_back({what, s.to_string(), t, base / t, got == want});
+      add_row({what, s.to_string(), t, base / t, got == want});
     }
   }
 }
@@ -261,17 +270,17 @@ void scans(std::int64_t lines, std::int64_t length, int devices, int reps, bool 
   const double base = time(one);
   const std::vector<float> want(y, y + elements);
   const auto same = [&] { return std::equal(want.begin(), want.end(), y); };
-  rows.push_back({what, one.to_string(), base, 1.0, true});
+  add_row({what, one.to_string(), base, 1.0, true});
   for (int d = 2; d <= devices; ++d) {
     const hk::Schedule s = hk::Schedule("scan.split").set("gpu_share", 1000).set("devices", d);
     const double t = time(s);
-    rows.push_back({what, s.to_string(), t, base / t, same()});
+    add_row({what, s.to_string(), t, base / t, same()});
   }
   const hk::Schedule host("scan.parallel");
   const double t = time(host);
-  rows.push_back({what, host.to_string(), t, base / t, same()});
+  add_row({what, host.to_string(), t, base / t, same()});
   const double untuned = time(hk::Schedule());
-  rows.push_back({what, "(untuned: the cost model's choice)", untuned, base / untuned, same()});
+  add_row({what, "(untuned: the cost model's choice)", untuned, base / untuned, same()});
 }
 
 }  // namespace
@@ -312,6 +321,8 @@ int main(int argc, char** argv) {
     if (section != "links" && section != "matmul" && section != "host" && section != "scans") return usage();
     at = end + 1;
   }
+  // Line by line into a file too, so that a run stopped early keeps its lines.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   if (hk::offload_on_host()) {
     std::fprintf(stderr, "hetkern-devices-bench: no GPU\n");
     return 2;
