@@ -166,24 +166,33 @@ void measure_host_tensor_call(MachineRates& rates, const CalibrationSizes& z) {
   rates.host_tensor_call_seconds = std::max(0.0, host - on_device->second);
 }
 
+// The scans of page-locked host tensors that several GPUs are calibrated on: 16 lines of float32,
+// bytes in all, zeros in; none where the driver gives no page-locked memory (ok() false).
+struct LockedLines {
+  static constexpr std::int64_t count = 16;
+  explicit LockedLines(std::size_t bytes)
+      : in(bytes), out(bytes), sizes{count, std::int64_t(bytes / sizeof(float)) / count} {
+    if (ok()) std::memset(in.data(), 0, bytes);
+  }
+  bool ok() const { return in.data() && out.data(); }
+  PageLockedHost in, out;
+  std::vector<std::int64_t> sizes;
+};
+
 // scan.split with every line on every GPU, on page-locked host tensors: its rate holds the copies
 // over all the host's links at once, which bound it (docs/gpu.md). Pageable tensors get no rate:
 // their staging reads and writes each byte on the host before the link reads it, so the GPUs
 // share the host's memory, and the host's own scan beat them on every machine measured
 // (docs/tuning.md). The lines are cut one part per GPU, as a long line is.
-void measure_spread_scan(MachineRates& rates, const CalibrationSizes& z) {
-  const std::size_t bytes = std::size_t(z.copy_bytes);
-  const PageLockedHost in(bytes), out(bytes);
-  if (!in.data() || !out.data()) return;
-  std::memset(in.data(), 0, bytes);
-  const std::int64_t lines = 16;
+void measure_spread_scan(MachineRates& rates, const LockedLines& lines, const CalibrationSizes& z) {
+  if (!lines.ok()) return;
   const Schedule split = Schedule("scan.split").set("gpu_share", 1000);
   measure_scan(
-      rates, "scan.split", {{1, 1}, 1}, {{lines, std::int64_t(bytes / sizeof(float)) / lines}, 1},
+      rates, "scan.split", {{1, 1}, 1}, {lines.sizes, 1},
       [&](const ScanShape& shape) -> std::function<void()> {
         const TensorDesc d(DataType::float32, shape.sizes);
         return [&, d, axis = shape.axis] {
-          cumulative_sum(ConstTensor{d, in.data()}, Tensor{d, out.data()}, {.axis = axis}, split);
+          cumulative_sum(ConstTensor{d, lines.in.data()}, Tensor{d, lines.out.data()}, {.axis = axis}, split);
         };
       },
       z.repetitions);
@@ -208,17 +217,14 @@ std::function<std::function<void()>(QmmOperands&)> device_qmm(const char* strate
 // device_matmul_speeds, device_scan_speeds): the same calls on each, made the calling thread's
 // default device in turn: qmm.offload_mma on device tensors at twice its calibration side, and
 // scan.offload_rows on page-locked host tensors (a GPU's scan of host tensors runs at its link's pace).
-void measure_device_speeds(MachineRates& rates, const CalibrationSizes& z) {
+void measure_device_speeds(MachineRates& rates, const LockedLines& lines, const CalibrationSizes& z) {
   const int count = offload_device_count(), home = offload_device();
   struct DefaultDevice {
     int device;
     ~DefaultDevice() { omp_set_default_device(device); }
   } restore{home};
-  const std::size_t bytes = std::size_t(z.copy_bytes);
-  const PageLockedHost in(bytes), out(bytes);
-  const bool scans = in.data() && out.data();
-  if (scans) std::memset(in.data(), 0, bytes);
-  const TensorDesc lines(DataType::float32, {16, std::int64_t(bytes / sizeof(float)) / 16});
+  const bool scans = lines.ok();
+  const TensorDesc d(DataType::float32, lines.sizes);
   std::vector<double> matmul_seconds, scan_seconds;
   for (int device = 0; device < count; ++device) {
     omp_set_default_device(device);
@@ -226,7 +232,7 @@ void measure_device_speeds(MachineRates& rates, const CalibrationSizes& z) {
     matmul_seconds.push_back(median_after_warm_up(z.repetitions, device_qmm("qmm.offload_mma")(o)));
     if (scans)
       scan_seconds.push_back(median_after_warm_up(z.repetitions, [&] {
-        cumulative_sum(ConstTensor{lines, in.data()}, Tensor{lines, out.data()}, {.axis = 1},
+        cumulative_sum(ConstTensor{d, lines.in.data()}, Tensor{d, lines.out.data()}, {.axis = 1},
                        Schedule("scan.offload_rows"));
       }));
   }
@@ -279,10 +285,11 @@ void measure_device(MachineRates& rates, const CalibrationSizes& z) {
   }
   measure_host_tensor_call(rates, z);
   if (offload_device_count() > 1) {
-    measure_spread_scan(rates, z);
+    const LockedLines lines(std::size_t(z.copy_bytes));
+    measure_spread_scan(rates, lines, z);
     // Without the speeds the spread strategies share evenly; the other rates still stand.
     try {
-      measure_device_speeds(rates, z);
+      measure_device_speeds(rates, lines, z);
     } catch (const Error& e) {
       rates.device_matmul_speeds.clear();
       rates.device_scan_speeds.clear();
