@@ -22,8 +22,9 @@
 //    pageable (std::vector, which each GPU stages through hetkern's page-locked buffers) and
 //    page-locked (the GPUs read and write them directly): scan.split with every line on the GPUs
 //    (gpu_share=1000) over one GPU, then over 2 to all of them, each GPU copying its lines over its
-//    own link; every GPU and the host cores at once (the host scanning 5-20% of the lines in
-//    place); the host cores alone (scan.parallel) for scale; and the call without a schedule
+//    own link; every GPU and the host cores at once (the host scanning 10-50% of the lines in
+//    place); the host cores alone (scan.blocked, their default for a few long lines); and the
+//    call without a schedule
 //    (HETKERN_LOG=dispatch names what the cost model chose).
 // 5. One line of Y float32 (default 2^28, 1 GiB each way) on page-locked host tensors, the same
 //    schedules: with fewer lines than GPUs, scan.split cuts the line into one part per GPU, each
@@ -278,12 +279,12 @@ void scans(std::int64_t lines, std::int64_t length, int devices, int reps, bool 
     add_row({what, s.to_string(), t, base / t, same()});
   }
   // Every GPU and the host cores at once: the host's part adds its memory's speed to the links'.
-  for (const int share : {950, 900, 850, 800}) {
+  for (const int share : {900, 800, 700, 600, 500}) {
     const hk::Schedule s = hk::Schedule("scan.split").set("gpu_share", share).set("devices", devices);
     const double t = time(s);
     add_row({what, s.to_string(), t, base / t, same()});
   }
-  const hk::Schedule host("scan.parallel");
+  const hk::Schedule host("scan.blocked");
   const double t = time(host);
   add_row({what, host.to_string(), t, base / t, same()});
   const double untuned = time(hk::Schedule());

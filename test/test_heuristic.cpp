@@ -12,6 +12,7 @@
 #include "runtime/platform/topology.hpp"
 #include "runtime/tuning/heuristic.hpp"
 #include "runtime/tuning/tuner_problem.hpp"
+#include "schedules/strategies/scan_host_default.hpp"
 #include "schedules/qmm_kernels.hpp"
 #include "schedules/qmm_pack.hpp"
 
@@ -158,4 +159,27 @@ TEST_F(SixteenThreads, ScanOfRowsCutsThemIntoPanelsOfAtMostOneMebibyte) {
 }
 
 }  // namespace
+// The host's plan for a given team (what the host part of scan.split runs with the cores its
+// devices leave): fewer than four long lines a thread are cut into blocks for the whole team, enough rows go whole to
+// each thread, and no plan takes more threads than it is given.
+TEST(HostScanPlan, FewLongLinesAreCutIntoBlocksForTheTeamGiven) {
+  for (const int threads : {3, 31}) {
+    SCOPED_TRACE(threads);
+    const detail::ScanStrategyPlan few =
+        detail::default_host_scan_plan(scan_call(DataType::float32, {2 * std::int64_t(threads), 1 << 22}, 1), threads);
+    ASSERT_TRUE(std::holds_alternative<detail::BlockedScanPlan>(few));
+    EXPECT_EQ(std::get<detail::BlockedScanPlan>(few).threads, threads);
+    const detail::ScanStrategyPlan many =
+        detail::default_host_scan_plan(scan_call(DataType::float32, {4 * std::int64_t(threads), 1 << 16}, 1), threads);
+    ASSERT_TRUE(std::holds_alternative<detail::ParallelScanPlan>(many));
+    EXPECT_EQ(std::get<detail::ParallelScanPlan>(many).threads, threads);
+    const detail::ScanStrategyPlan panels =
+        detail::default_host_scan_plan(scan_call(DataType::float32, {4096, 64}, 0), threads);
+    ASSERT_TRUE(std::holds_alternative<detail::ParallelScanPlan>(panels));
+    EXPECT_LE(std::get<detail::ParallelScanPlan>(panels).threads, threads);
+  }
+  EXPECT_TRUE(std::holds_alternative<detail::TiledScanPlan>(
+      detail::default_host_scan_plan(scan_call(DataType::float32, {64, 1 << 22}, 1), 1)));
+}
+
 }  // namespace hk

@@ -19,6 +19,7 @@
 #include "schedules/strategies/offload_common.hpp"
 #include "schedules/strategies/scan_host_chunks.hpp"
 #include "schedules/strategies/scan_host_common.hpp"
+#include "schedules/strategies/scan_host_default.hpp"
 #include "schedules/strategies/split_common.hpp"
 
 namespace hk::detail {
@@ -226,7 +227,8 @@ const ScanStrategy& scan_split() {
           "them to the offload devices (shared by their measured speeds at scans of host tensors; "
           "each copies its group over, in rounds of at most 1 GiB, and "
           "scans it with the offload strategy for its layout, driven by a host thread of its own) "
-          "and the rest to the host cores (scan.parallel), all at once; with fewer lines than "
+          "and the rest to the host cores (the host's default strategy for that part and their "
+          "count: scan.blocked for a few long lines), all at once; with fewer lines than "
           "parts, each line is cut along its axis in the same shares instead, every part but the "
           "first continuing from the folds of those before it (a device's part, copied over whole, "
           "must fit its memory; the host's runs scan.blocked)",
@@ -270,7 +272,7 @@ const ScanStrategy& scan_split() {
             plan, ranges,
             [&](SplitRange r) {
               const CumulativeCall part = part_of(lines, dim, r);
-              run_scan(part, plan_scan(part, Schedule("scan.parallel").set("threads", plan.threads)));
+              run_scan(part, default_host_scan_plan(part, plan.threads));
             },
             [&](int d, int device, SplitRange r) {
               const bool copied = std::size_t(d) < gathered.size();
