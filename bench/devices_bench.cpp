@@ -15,9 +15,10 @@
 //    (with two, also 0 and 1000: each GPU alone through the spreading path).
 //    Then B packed once on GPU 0 (hk::pack_b, constant weights), which each other GPU copies once.
 //    Median of R calls (default 5) after a warm-up; every output is compared with GPU 0's alone.
-// 3. The host's links: 256 MiB from page-locked host memory to 1, 2, ... GPUs at once and back, a
-//    thread per GPU, then 128 MiB each way at once, a thread per GPU and direction: the rate of all
-//    together, what bounds the scans below on page-locked tensors (which copy both ways at once).
+// 3. The host's memory (1 GiB copied by every core) and its links: 256 MiB from page-locked host
+//    memory to 1, 2, ... GPUs at once and back, a thread per GPU, then 128 MiB each way at once, a
+//    thread per GPU and direction: the rate of all together. These bound the scans below on
+//    page-locked tensors (which copy both ways at once).
 // 4. A batch of L long scans (default 64 lines of 2^22 float32, 1 GiB each way) on host tensors,
 //    pageable (std::vector, which each GPU stages through hetkern's page-locked buffers) and
 //    page-locked (the GPUs read and write them directly): scan.split with every line on the GPUs
@@ -195,6 +196,26 @@ void matmul(std::int64_t n, bool column_major_b, bool packed, int devices, int r
   }
 }
 
+// The host's memory: 1 GiB copied by every core, each its own slice (the bytes a scan of 1 GiB
+// reads and writes), which bounds any host-tensor scan that the host's memory serves, whoever
+// reads and writes it: the cores or the GPUs' copies.
+void host_memory(int reps) {
+  const std::size_t bytes = std::size_t(1) << 30;
+  std::vector<char> from(bytes), to(bytes);
+  const int threads = omp_get_max_threads();
+  const auto copy = [&] {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int t = 0; t < threads; ++t) {
+      const std::size_t begin = bytes * std::size_t(t) / std::size_t(threads);
+      const std::size_t end = bytes * std::size_t(t + 1) / std::size_t(threads);
+      std::memcpy(to.data() + begin, from.data() + begin, end - begin);
+    }
+  };
+  const double t = median_after_warm_up(reps, copy);
+  std::printf("host memory: 1 GiB copied by %d threads in %.3f ms, %.1f GB/s read and written\n", threads, 1e3 * t,
+              2.0 * double(bytes) / t / 1e9);
+}
+
 void host_links(int devices, int reps) {
   const std::size_t bytes = std::size_t(256) << 20;
   const int host = omp_get_initial_device();
@@ -347,7 +368,10 @@ int main(int argc, char** argv) {
     matmul(n, true, false, devices, reps);
     matmul(n, false, true, devices, reps);
   }
-  if (runs("host")) host_links(devices, reps);
+  if (runs("host")) {
+    host_memory(reps);
+    host_links(devices, reps);
+  }
   if (runs("scans")) {
     scans(lines, length, devices, reps, false);
     scans(lines, length, devices, reps, true);
