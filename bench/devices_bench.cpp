@@ -45,6 +45,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/copy_baseline.hpp"
 #include "bench/page_locked.hpp"
 #include "bench/square_qmm.hpp"
 #include "hetkern/device.hpp"
@@ -196,22 +197,14 @@ void matmul(std::int64_t n, bool column_major_b, bool packed, int devices, int r
   }
 }
 
-// The host's memory: 1 GiB copied by every core, each its own slice (the bytes a scan of 1 GiB
+// The host's memory: 1 GiB copied by every core with streaming stores (the bytes a scan of 1 GiB
 // reads and writes), which bounds any host-tensor scan that the host's memory serves, whoever
 // reads and writes it: the cores or the GPUs' copies.
 void host_memory(int reps) {
   const std::size_t bytes = std::size_t(1) << 30;
-  std::vector<char> from(bytes), to(bytes);
+  std::vector<char> from(bytes, 1), to(bytes, 0);
   const int threads = omp_get_max_threads();
-  const auto copy = [&] {
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int t = 0; t < threads; ++t) {
-      const std::size_t begin = bytes * std::size_t(t) / std::size_t(threads);
-      const std::size_t end = bytes * std::size_t(t + 1) / std::size_t(threads);
-      std::memcpy(to.data() + begin, from.data() + begin, end - begin);
-    }
-  };
-  const double t = median_after_warm_up(reps, copy);
+  const double t = median_after_warm_up(reps, [&] { hk::bench::streaming_copy(to.data(), from.data(), bytes, threads); });
   std::printf("host memory: 1 GiB copied by %d threads in %.3f ms, %.1f GB/s read and written\n", threads, 1e3 * t,
               2.0 * double(bytes) / t / 1e9);
 }
