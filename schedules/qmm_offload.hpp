@@ -34,13 +34,16 @@ namespace hk::detail {
 /// null bands_done: nobody counts). The last last_rows tile rows (at most all) are a band of their
 /// own, whose tiles run after all the others, column by column: the outputs that go back after
 /// the launch ends are then those rows' alone (a split tile is counted once its parts are added
-/// up). Only operands that qmm_offload_streamable names may still be arriving.
+/// up). Only operands that qmm_offload_streamable names may still be arriving. With column_sums
+/// (on the launch's device, made by qmm_offload_column_sums from the same B'), the kernels read
+/// B's column sums there and sum no column themselves.
 struct OffloadQmmArrivals {
   const std::int32_t* a_ready = nullptr;
   const std::int32_t* b_ready = nullptr;
   std::int32_t* bands_done = nullptr;
   std::int64_t last_rows = 0;
   std::int64_t band_rows = 0;
+  const std::int64_t* column_sums = nullptr;
   bool any() const { return a_ready || b_ready || bands_done || last_rows > 0; }
 };
 
@@ -79,6 +82,11 @@ std::int64_t qmm_offload_workspace_bytes(const QmmProblem& problem, OffloadQmmKe
 /// Runs the problem on launch.device: qmm_offload_pack, then qmm_offload_product. Every pointer
 /// must be valid there.
 void qmm_offload(const QmmProblem& problem, const OffloadQmmLaunch& launch);
+
+/// B's column sums as the product kernels use them (OffloadQmmArrivals::column_sums), into `sums`
+/// (N int64 on `device`): one launch reading B, which must be B' columns (one int8 matrix,
+/// column-major, columns of K bytes, qmm_b_columns_fit), in place.
+void qmm_offload_column_sums(const QmmProblem& problem, std::int64_t* sums, int device);
 
 /// The two steps of qmm_offload, apart for the benchmark: A' and B' with their sums into the
 /// workspace, then the product and requantization from the workspace into the output.

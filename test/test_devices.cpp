@@ -190,12 +190,16 @@ std::string kernel_name(hk::detail::OffloadQmmKernel kernel) {
 // What a part whose B' is streamed moves between devices: its rows of A a band of the kernels' at
 // a time (each band's span, as qmm_arrival_bands lists them) where A is by rows, else its
 // span once, the N columns of B' (K bytes each), its outputs there first where they have gaps,
-// and back a band at a time where it has several bands (each band's span), else whole.
-i64 streamed_part_bytes(const hk::detail::QmmProblem& part) {
+// and back a band at a time where it has several bands (each band's span), else whole; and B's
+// column sums (N int64) where the products need them. With B' kept on every device, neither B'
+// nor its sums.
+i64 streamed_part_bytes(const hk::detail::QmmProblem& part, bool b_kept = false) {
   const std::vector<SplitRange> bands =
       hk::detail::qmm_arrival_bands(part.M, hk::detail::qmm_offload_band_rows, hk::detail::qmm_stream_last_rows);
   const hk::detail::QmmSpans s = hk::detail::qmm_spans(part);
-  i64 bytes = part.N * part.K + i64(s.out_has_gaps() ? s.out : 0);
+  const bool sums = !b_kept && hk::detail::qmm_sums_needed(part).columns;
+  i64 bytes = (b_kept ? 0 : part.N * part.K) + i64(s.out_has_gaps() ? s.out : 0) +
+              (sums ? part.N * i64(sizeof(std::int64_t)) : 0);
   const bool a_by_rows = part.a.row_stride >= part.K * part.a.col_stride;
   if (!a_by_rows) bytes += i64(s.a);
   for (const SplitRange& rows : bands) {
@@ -203,6 +207,32 @@ i64 streamed_part_bytes(const hk::detail::QmmProblem& part) {
     bytes += i64(a_by_rows ? r.a : 0) + i64(bands.size() > 1 ? r.out : 0);
   }
   return bytes + i64(bands.size() > 1 ? 0 : s.out);
+}
+
+// B's column sums made once on the home device for the parts of a spread call: each is the sum of
+// its column's K int8 values of B' (what the product's tiles would sum), for widths that are
+// not whole tiles and a depth of several slices.
+TEST(QmmDevices, ColumnSumsOfBPrimeAreEachColumnsSum) {
+  std::mt19937_64 rng(0xc5);
+  const int device = hk::offload_device();
+  for (const i64 N : {i64(1), i64(300)})
+    for (const i64 K : {i64(128), i64(384)}) {
+      std::vector<std::int8_t> columns(std::size_t(N * K));
+      for (std::int8_t& v : columns) v = std::int8_t(int(rng() % 256) - 128);
+      hk::detail::ScratchLease b(device, columns.size()), sums(device, std::size_t(N) * sizeof(std::int64_t));
+      hk::detail::copy_to_device(b.data(), 0, columns.data(), columns.size(), device);
+      hk::detail::QmmProblem problem;
+      problem.M = 1, problem.N = N, problem.K = K;
+      problem.b = {DataType::int8, b.data(), {0, 0}, 1, K};
+      hk::detail::qmm_offload_column_sums(problem, static_cast<std::int64_t*>(sums.data()), device);
+      std::vector<std::int64_t> got(static_cast<std::size_t>(N));
+      hk::detail::copy_to_host(got.data(), sums.data(), 0, got.size() * sizeof(std::int64_t), device);
+      for (i64 n = 0; n < N; ++n) {
+        std::int64_t want = 0;
+        for (i64 k = 0; k < K; ++k) want += columns[std::size_t(n * K + k)];
+        ASSERT_EQ(got[std::size_t(n)], want) << "column " << n << " of " << N << ", K " << K;
+      }
+    }
 }
 
 // The part for another device, with the home device standing in for the others: every share,
@@ -349,7 +379,7 @@ TEST(QmmDevices, KeptBCrossesNoLinkAfterTheFirstCall) {
           const hk::detail::QmmSpans spans = hk::detail::qmm_spans(part);
           if (ranges[i].size() == 0) continue;
           ++parts;
-          moved += streamed ? streamed_part_bytes(part) - part.N * part.K
+          moved += streamed ? streamed_part_bytes(part, true)
                             : i64(spans.a + spans.out + (spans.out_has_gaps() ? spans.out : 0));
         }
         for (int call = 0; call < 2; ++call) {

@@ -128,6 +128,9 @@
     (const hk::detail::QmmProblem& problem), (problem), required, )                                        \
   F(qmm_offload_pack_b_columns, void, hk::detail::qmm_offload_pack_b_columns,                              \
     (const hk::detail::QmmProblem& problem, void* dst, int device), (problem, dst, device), required, )     \
+  F(qmm_offload_column_sums, void, hk::detail::qmm_offload_column_sums,                                    \
+    (const hk::detail::QmmProblem& problem, std::int64_t* sums, int device), (problem, sums, device),      \
+    required, )                                                                                            \
   C(lease_new, hk::detail::ScratchLease, ScratchLease, (int device, std::size_t bytes), (device, bytes), , \
     required)                                                                                              \
   D(lease_delete, hk::detail::ScratchLease, ScratchLease)                                                  \
@@ -148,7 +151,7 @@ namespace hk::detail {
 
 /// Changes whenever the list above or a type it passes changes; with the version and the table's
 /// size, it keeps a plugin of another build from being used.
-inline constexpr std::uint32_t gpu_plugin_abi = 11;
+inline constexpr std::uint32_t gpu_plugin_abi = 12;
 
 struct GpuPluginTable {
   std::uint32_t abi;

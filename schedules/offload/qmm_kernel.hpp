@@ -75,6 +75,8 @@ struct Kernel {
   // than a packing launch (qmm_line_sums.hpp): a state per tile of 128 lines in line_tile_states,
   // of this call's epoch.
   bool rows_in_product = false, cols_in_product = false;
+  // col_sums were made before the launch (OffloadQmmArrivals::column_sums): nobody sums B' here.
+  bool col_sums_given = false;
   std::uint64_t* line_tile_states = nullptr;
   // Every alpha is 128 and the kernel is mma: it multiplies A' - 128 (A' ^ 0x80 as int8: 16
   // bitwise ops beside a warp's 32 mma per 32-deep step) by B', which folds alpha into the

@@ -143,7 +143,10 @@ Kernel make_kernel(const QmmProblem& x, const OffloadQmmLaunch& launch, const Wo
   k.ap = w.a_in_place ? static_cast<const u8*>(x.a.data) : k.a_pack;
   k.bp = reinterpret_cast<const std::int8_t*>(w.b_in_place ? static_cast<const u8*>(x.b.data) : k.b_pack);
   k.row_sums = w.row_sums_stored ? reinterpret_cast<i64*>(base + w.row_sums) : nullptr;
-  k.col_sums = w.col_sums_stored ? reinterpret_cast<i64*>(base + w.col_sums) : nullptr;
+  k.col_sums_given = w.col_sums_stored && launch.arrivals.column_sums;
+  k.col_sums = k.col_sums_given            ? const_cast<i64*>(launch.arrivals.column_sums)
+               : w.col_sums_stored ? reinterpret_cast<i64*>(base + w.col_sums)
+                                   : nullptr;
   k.a_centred = w.a_centred;
   k.split = w.split.parts;
   k.split_tiles = w.split.tiles;
@@ -178,7 +181,7 @@ Kernel make_kernel(const QmmProblem& x, const OffloadQmmLaunch& launch, const Wo
   k.o_rs = x.out_row_stride, k.o_cs = x.out_col_stride;
   if (sums_in_product(x, launch.kernel, w, launch.device)) {
     k.rows_in_product = w.a_in_place && w.row_sums_stored;
-    k.cols_in_product = w.b_in_place && w.col_sums_stored;
+    k.cols_in_product = w.b_in_place && w.col_sums_stored && !k.col_sums_given;
     if (k.rows_in_product || k.cols_in_product)
       k.line_tile_states = reinterpret_cast<std::uint64_t*>(base + w.line_tiles);
   }
@@ -219,6 +222,20 @@ OffloadQmmStreamable qmm_offload_streamable(const QmmProblem& problem, OffloadQm
 
 std::int64_t qmm_offload_workspace_bytes(const QmmProblem& problem, OffloadQmmKernel kernel, int device) {
   return workspace_layout(problem, kernel, device).bytes;
+}
+
+void qmm_offload_column_sums(const QmmProblem& x, std::int64_t* sums, int device) {
+  if (x.N == 0) return;
+  // B alone: A is neither packed nor summed (no a_pack, no row_sums).
+  Kernel k;
+  k.batches = k.batch1 = 1;
+  k.K = x.K, k.kp = round_up(x.K, depth_align);
+  k.N = x.N, k.Np = round_up(x.N, tile_cols);
+  k.b = static_cast<const u8*>(x.b.data);
+  k.b_rs = x.b.row_stride, k.b_cs = x.b.col_stride;
+  k.b_shared = true;
+  k.col_sums = sums;
+  launch_pack(k, device);
 }
 
 void qmm_offload_pack(const QmmProblem& x, const OffloadQmmLaunch& launch) {

@@ -50,7 +50,7 @@ inline Operand operand_of(const Kernel& k, bool is_a) {
     return {k.a, {k.a_bs[0], k.a_bs[1]}, k.a_rs, k.a_cs, k.M, k.Mp, k.a_shared ? 1 : k.batches, k.a_flip,
             true, k.a_pack, k.rows_in_product ? nullptr : k.row_sums};
   return {k.b, {k.b_bs[0], k.b_bs[1]}, k.b_cs, k.b_rs, k.N, k.Np, k.b_shared ? 1 : k.batches, k.b_flip,
-          false, k.b_pack, k.cols_in_product ? nullptr : k.col_sums};
+          false, k.b_pack, k.cols_in_product || k.col_sums_given ? nullptr : k.col_sums};
 }
 
 inline bool aligned16(const void* p, i64 a, i64 b, i64 c) {

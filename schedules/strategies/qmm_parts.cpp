@@ -188,6 +188,15 @@ void spread_qmm(const QmmProblem& problem, const PartLaunch& launch, const std::
     qmm_offload_pack_b_columns(problem, b_columns->data(), home);
   }
   const QmmProblem whole = packs_b ? with_b_columns(problem, b_columns->data()) : problem;
+  // B's column sums, where the products need them and B' is not kept: made once here and copied to
+  // each other device ahead of B', whose tiles would otherwise sum each column group of B' as it
+  // lands, slowing the products that wait for it (docs/gpu.md, several GPUs on one call).
+  std::optional<ScratchLease> column_sums;
+  if (streams_b && !kept && qmm_sums_needed(whole).columns && reinterpret_cast<std::uintptr_t>(whole.b.data) % 16 == 0) {
+    column_sums.emplace(home, std::size_t(whole.N) * sizeof(std::int64_t));
+    qmm_offload_column_sums(whole, static_cast<std::int64_t*>(column_sums->data()), home);
+  }
+  const auto* const sums = column_sums ? static_cast<const std::int64_t*>(column_sums->data()) : nullptr;
   std::optional<ColumnRelay> relay;
   // Each other device's B', held until every part has returned: the next device copies from it.
   std::vector<std::unique_ptr<ScratchLease>> columns;
@@ -202,8 +211,8 @@ void spread_qmm(const QmmProblem& problem, const PartLaunch& launch, const std::
       // A kept B' is on every device already (a first call for a device copies it there now).
       void* const there = kept ? const_cast<void*>(kept->on(devices[i]))
                                : columns.emplace_back(std::make_unique<ScratchLease>(devices[i], std::size_t(part.N * part.K)))->data();
-      parts.push_back([part, launch = launch(part), &relay, link = relay->add(devices[i], there, kept != nullptr), start,
-                       &t = times[i]] { multiply_part_streaming_b(part, launch, *relay, link, start, t); });
+      parts.push_back([part, launch = launch(part), &relay, link = relay->add(devices[i], there, kept != nullptr), sums,
+                       start, &t = times[i]] { multiply_part_streaming_b(part, launch, *relay, link, sums, start, t); });
     } else
       parts.push_back([part, launch = launch(part), home, device = devices[i], kept] {
         multiply_part_on_other_device(part, launch, home, device, kept);
@@ -214,9 +223,11 @@ void spread_qmm(const QmmProblem& problem, const PartLaunch& launch, const std::
   // less time to lose.
   if (ranges[0].size() > 0) {
     const QmmProblem part = qmm_part(whole, cut, ranges[0]);
-    parts.push_back([part, launch = launch(part), home, start, &t = times[0]] {
+    parts.push_back([part, launch = launch(part), home, sums, start, &t = times[0]] {
       t = {home, part.M, 0, 0, 0, 0, 0, 0, 0, 0};
-      run_qmm_offload_on_device(part, launch, home);
+      OffloadQmmArrivals given;
+      given.column_sums = sums;
+      run_qmm_offload_arriving(part, launch, home, given);
       t.products = t.computed = t.done = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     });
   }

@@ -151,9 +151,13 @@ inline constexpr std::int64_t qmm_stream_last_rows = 2;
 /// there, then brings the outputs back, each band's as soon as its tiles are done; a kept thread
 /// launches meanwhile, at once, or once an operand that the product packs or sums first
 /// (qmm_offload_streamable) is all there. Any failure fails the relay, so that no later link
-/// waits for groups that will not come. Fills `times` (times.device, times.rows too).
+/// waits for groups that will not come. With `home_column_sums` (B's column sums on the home
+/// device, qmm_offload_column_sums), they are copied over first and the launch reads them, where
+/// its tiles would otherwise sum each column group of B' as it lands. Fills `times`
+/// (times.device, times.rows too).
 void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& relay, std::size_t link,
-                               std::chrono::steady_clock::time_point start, PartTimes& times);
+                               const std::int64_t* home_column_sums, std::chrono::steady_clock::time_point start,
+                               PartTimes& times);
 
 /// The settings a device multiplies a part with, chosen for that part (its size sets the kernel).
 using PartLaunch = std::function<QmmPlan(const QmmProblem& part)>;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 
 #include "runtime/platform/device_memory.hpp"
 #include "schedules/qmm_offload.hpp"
@@ -81,7 +82,7 @@ bool is_b_columns(const MatrixView& b, std::int64_t K) {
 namespace {
 
 void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& relay, std::size_t link,
-                 std::chrono::steady_clock::time_point start, PartTimes& times) {
+                 const std::int64_t* home_column_sums, std::chrono::steady_clock::time_point start, PartTimes& times) {
   times.begun = since(start);
   const int home = relay.home(), device = relay.device(link);
   times.device = device;
@@ -91,6 +92,9 @@ void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& rel
   const std::vector<SplitRange> bands = qmm_arrival_bands(part.M, qmm_offload_band_rows, qmm_stream_last_rows);
   ScratchLease a(device, spans.a), out(device, spans.out);
   ScratchLease flags(device, std::size_t(tiles_m + tiles_n + std::int64_t(bands.size())) * sizeof(std::int32_t));
+  const std::size_t sums_bytes = std::size_t(part.N) * sizeof(std::int64_t);
+  std::optional<ScratchLease> column_sums;
+  if (home_column_sums) column_sums.emplace(device, sums_bytes);
   char* const b = relay.columns(link);
   QmmProblem there = part;
   there.a.data = a.data();
@@ -114,8 +118,9 @@ void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& rel
   const OffloadQmmStreamable streamable = qmm_offload_streamable(there, launch.kernel, device);
   const bool by_bands = bands.size() > 1 && qmm_parts_own_their_spans(part, {-1, part.M}, bands);
   const bool a_rows_apart = part.a.row_stride >= part.K * part.a.col_stride;
-  const OffloadQmmArrivals arrivals{streamable.a ? a_ready : nullptr, streamable.b ? b_ready : nullptr,
-                                    by_bands ? bands_done : nullptr, qmm_stream_last_rows};
+  OffloadQmmArrivals arrivals{streamable.a ? a_ready : nullptr, streamable.b ? b_ready : nullptr,
+                              by_bands ? bands_done : nullptr, qmm_stream_last_rows};
+  if (column_sums) arrivals.column_sums = static_cast<const std::int64_t*>(column_sums->data());
 
   std::mutex mutex;
   std::condition_variable changed;
@@ -182,6 +187,7 @@ void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& rel
       // those. Then the rest of B', which the first band's tiles need group after group, before
       // the other bands of A, which only the later bands need (unless the product sums A first):
       // the home device's links out carry every device's A too.
+      if (column_sums) copy_between_devices(column_sums->data(), device, home_column_sums, home, sums_bytes);
       if (streamable.a && streamable.b) set(launchable);
       copy_a(a_pieces[0]);
       if (!b_kept && !copy_b(0)) return release();
@@ -250,9 +256,10 @@ void stream_part(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& rel
 }  // namespace
 
 void multiply_part_streaming_b(const QmmProblem& part, const QmmPlan& launch, ColumnRelay& relay, std::size_t link,
-                               std::chrono::steady_clock::time_point start, PartTimes& times) {
+                               const std::int64_t* home_column_sums, std::chrono::steady_clock::time_point start,
+                               PartTimes& times) {
   try {
-    stream_part(part, launch, relay, link, start, times);
+    stream_part(part, launch, relay, link, home_column_sums, start, times);
   } catch (...) {
     relay.fail();
     throw;
