@@ -160,10 +160,12 @@ OffloadQmmStreamable qmm_offload_streamable(const QmmProblem& problem, OffloadQm
 /// of the kernels' 128-deep slices (qmm_b_columns_fit) has its B packed as qmm_pack.hpp's s8 B'
 /// into `dst` on `device`, column n at dst + n * K, zero columns up to a whole output tile after
 /// the last (qmm_b_columns_bytes in all). B' is then an int8 column-major B of the same product
-/// (B's zero points less 128 where B is uint8), which the product reads in place.
+/// (B's zero points less 128 where B is uint8), which the product reads in place. With
+/// `column_sums` (N int64 on `device`), the same launch also writes B''s column sums there, as
+/// qmm_offload_column_sums would.
 bool qmm_b_columns_fit(const QmmProblem& problem);
 std::size_t qmm_b_columns_bytes(const QmmProblem& problem);
-void qmm_offload_pack_b_columns(const QmmProblem& problem, void* dst, int device);
+void qmm_offload_pack_b_columns(const QmmProblem& problem, void* dst, int device, std::int64_t* column_sums);
 
 /// Bytes from the first element to the last of A, B and the output (what a copy of each takes),
 /// and the output's element count.

@@ -127,7 +127,8 @@
   F(qmm_b_columns_bytes, std::size_t, hk::detail::qmm_b_columns_bytes,                                     \
     (const hk::detail::QmmProblem& problem), (problem), required, )                                        \
   F(qmm_offload_pack_b_columns, void, hk::detail::qmm_offload_pack_b_columns,                              \
-    (const hk::detail::QmmProblem& problem, void* dst, int device), (problem, dst, device), required, )     \
+    (const hk::detail::QmmProblem& problem, void* dst, int device, std::int64_t* column_sums),            \
+    (problem, dst, device, column_sums), required, )                                                       \
   F(qmm_offload_column_sums, void, hk::detail::qmm_offload_column_sums,                                    \
     (const hk::detail::QmmProblem& problem, std::int64_t* sums, int device), (problem, sums, device),      \
     required, )                                                                                            \

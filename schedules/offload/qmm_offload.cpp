@@ -224,20 +224,6 @@ std::int64_t qmm_offload_workspace_bytes(const QmmProblem& problem, OffloadQmmKe
   return workspace_layout(problem, kernel, device).bytes;
 }
 
-void qmm_offload_column_sums(const QmmProblem& x, std::int64_t* sums, int device) {
-  if (x.N == 0) return;
-  // B alone: A is neither packed nor summed (no a_pack, no row_sums).
-  Kernel k;
-  k.batches = k.batch1 = 1;
-  k.K = x.K, k.kp = round_up(x.K, depth_align);
-  k.N = x.N, k.Np = round_up(x.N, tile_cols);
-  k.b = static_cast<const u8*>(x.b.data);
-  k.b_rs = x.b.row_stride, k.b_cs = x.b.col_stride;
-  k.b_shared = true;
-  k.col_sums = sums;
-  launch_pack(k, device);
-}
-
 void qmm_offload_pack(const QmmProblem& x, const OffloadQmmLaunch& launch) {
   if (x.M == 0 || x.N == 0 || x.batch[0] * x.batch[1] == 0) return;
   launch_pack(make_kernel(x, launch, workspace_layout(x, launch.kernel, launch.device)), launch.device);
@@ -275,15 +261,31 @@ bool qmm_b_columns_fit(const QmmProblem& x) {
 
 std::size_t qmm_b_columns_bytes(const QmmProblem& x) { return std::size_t(round_up(x.N, tile_cols) * x.K); }
 
-void qmm_offload_pack_b_columns(const QmmProblem& x, void* dst, int device) {
-  // Only B's operand: A counts as read in place with no sums to store, which launch_pack skips.
+// A launch of B's operand alone: A counts as read in place with no sums to store, which
+// launch_pack skips.
+Kernel b_alone(const QmmProblem& x) {
   Kernel k;
-  k.N = x.N, k.K = x.K, k.kp = x.K, k.Np = round_up(x.N, tile_cols);
-  k.b_pack = static_cast<u8*>(dst);
+  k.batches = k.batch1 = 1;
+  k.N = x.N, k.K = x.K, k.kp = round_up(x.K, depth_align), k.Np = round_up(x.N, tile_cols);
   k.b_shared = true;
   k.b = static_cast<const u8*>(x.b.data);
   k.b_rs = x.b.row_stride, k.b_cs = x.b.col_stride;
   k.b_flip = x.b.dtype == DataType::uint8 ? 0x80 : 0;
+  return k;
+}
+
+void qmm_offload_pack_b_columns(const QmmProblem& x, void* dst, int device, std::int64_t* column_sums) {
+  Kernel k = b_alone(x);
+  k.kp = x.K;
+  k.b_pack = static_cast<u8*>(dst);
+  k.col_sums = column_sums;
+  launch_pack(k, device);
+}
+
+void qmm_offload_column_sums(const QmmProblem& x, std::int64_t* sums, int device) {
+  if (x.N == 0) return;
+  Kernel k = b_alone(x);
+  k.col_sums = sums;
   launch_pack(k, device);
 }
 

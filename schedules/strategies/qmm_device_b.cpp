@@ -13,7 +13,7 @@ DeviceB::DeviceB(const QmmProblem& problem, int home)
       bytes_(columns_ ? qmm_b_columns_bytes(problem) : problem.K > 0 && problem.N > 0 ? qmm_spans(problem).b : 0) {
   auto kept = std::make_unique<ScratchLease>(home, bytes_);
   if (columns_) {
-    qmm_offload_pack_b_columns(problem, kept->data(), home);
+    qmm_offload_pack_b_columns(problem, kept->data(), home, nullptr);
     view_ = with_b_columns(problem, kept->data()).b;
   } else {
     copy_between_devices(kept->data(), home, problem.b.data, home, bytes_);

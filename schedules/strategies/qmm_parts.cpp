@@ -182,21 +182,22 @@ void spread_qmm(const QmmProblem& problem, const PartLaunch& launch, const std::
   // reads it in place, and streamed to the others, which then neither wait for all of B nor pack it.
   const bool streams_b = !cut.by_batch() && qmm_b_columns_fit(problem);
   const bool packs_b = streams_b && !is_b_columns(problem.b, problem.K);
+  // B's column sums, where the products need them and B' is not kept: made once here (by the
+  // packing launch where B is packed) and copied to each other device ahead of B', whose tiles
+  // would otherwise sum each column group of B' as it lands, slowing the products that wait for
+  // it (docs/gpu.md, several GPUs on one call).
+  const bool sums_made = streams_b && !kept && qmm_sums_needed(problem).columns &&
+                         (packs_b || reinterpret_cast<std::uintptr_t>(problem.b.data) % 16 == 0);
+  std::optional<ScratchLease> column_sums;
+  if (sums_made) column_sums.emplace(home, std::size_t(problem.N) * sizeof(std::int64_t));
+  auto* const sums = column_sums ? static_cast<std::int64_t*>(column_sums->data()) : nullptr;
   std::optional<ScratchLease> b_columns;
   if (packs_b) {
     b_columns.emplace(home, qmm_b_columns_bytes(problem));
-    qmm_offload_pack_b_columns(problem, b_columns->data(), home);
-  }
+    qmm_offload_pack_b_columns(problem, b_columns->data(), home, sums);
+  } else if (sums)
+    qmm_offload_column_sums(problem, sums, home);
   const QmmProblem whole = packs_b ? with_b_columns(problem, b_columns->data()) : problem;
-  // B's column sums, where the products need them and B' is not kept: made once here and copied to
-  // each other device ahead of B', whose tiles would otherwise sum each column group of B' as it
-  // lands, slowing the products that wait for it (docs/gpu.md, several GPUs on one call).
-  std::optional<ScratchLease> column_sums;
-  if (streams_b && !kept && qmm_sums_needed(whole).columns && reinterpret_cast<std::uintptr_t>(whole.b.data) % 16 == 0) {
-    column_sums.emplace(home, std::size_t(whole.N) * sizeof(std::int64_t));
-    qmm_offload_column_sums(whole, static_cast<std::int64_t*>(column_sums->data()), home);
-  }
-  const auto* const sums = column_sums ? static_cast<const std::int64_t*>(column_sums->data()) : nullptr;
   std::optional<ColumnRelay> relay;
   // Each other device's B', held until every part has returned: the next device copies from it.
   std::vector<std::unique_ptr<ScratchLease>> columns;
