@@ -12,9 +12,9 @@
 #include "runtime/platform/topology.hpp"
 #include "runtime/tuning/heuristic.hpp"
 #include "runtime/tuning/tuner_problem.hpp"
-#include "schedules/strategies/scan_host_default.hpp"
 #include "schedules/qmm_kernels.hpp"
 #include "schedules/qmm_pack.hpp"
+#include "schedules/strategies/scan_host_default.hpp"
 
 namespace hk {
 namespace {
@@ -158,10 +158,9 @@ TEST_F(SixteenThreads, ScanOfRowsCutsThemIntoPanelsOfAtMostOneMebibyte) {
   }
 }
 
-}  // namespace
 // The host's plan for a given team (what the host part of scan.split runs with the cores its
-// devices leave): fewer than four long lines a thread are cut into blocks for the whole team, enough rows go whole to
-// each thread, and no plan takes more threads than it is given.
+// devices leave): fewer than four long lines a thread are cut into blocks for the whole team,
+// enough rows go whole to each thread, and no plan takes more threads than it is given.
 TEST(HostScanPlan, FewLongLinesAreCutIntoBlocksForTheTeamGiven) {
   for (const int threads : {3, 31}) {
     SCOPED_TRACE(threads);
@@ -182,4 +181,5 @@ TEST(HostScanPlan, FewLongLinesAreCutIntoBlocksForTheTeamGiven) {
       detail::default_host_scan_plan(scan_call(DataType::float32, {64, 1 << 22}, 1), 1)));
 }
 
+}  // namespace
 }  // namespace hk
