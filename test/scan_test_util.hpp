@@ -41,6 +41,8 @@ inline std::vector<Schedule> all_scan_schedules() {
                            // warp, and lines per warp not dividing 32.
                            "scan.offload_columns(teams=2, threads=80, chunks=1, items=2, width=4)",
                            "scan.offload_columns(teams=3, threads=256, chunks=1, items=3, width=12)",
+                           // 480 threads: 4-byte integers take 15 warps, other types 8.
+                           "scan.offload_columns(teams=2, threads=480, chunks=1, items=5, width=16)",
                            "scan.offload_chained(teams=3, threads=32, items=1)",
                            "scan.offload_chained(teams=4, threads=32, items=3)",
                            // Runs of 16 or 32 bytes: tiles staged through team memory too.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <type_traits>
 
 #include "runtime/platform/device_memory.hpp"
 #include "schedules/offload/scan_columns_kernel.hpp"
@@ -14,8 +15,13 @@ namespace hk::detail::offload::scan {
 namespace {
 
 // The one-pass kernel's launch bound: 256 threads may take the 255 registers that 16 rows of
-// float16 vectors and the next tile's need. Teams asked for more threads get these many.
+// float16 vectors and the next tile's need. Teams asked for more threads get these many. 4-byte
+// integers, whose sums need no wider type, are bound at 512 threads (128 registers): that kernel
+// ran faster at every width and team size, where the floating-point ones, bound so, spilled their
+// float64 or float32 sums and ran slower (docs/performance.md).
 constexpr int columns_max_team_threads = 256;
+template <class T> constexpr bool columns_bound_wide = std::is_integral_v<T> && sizeof(T) == 4;
+template <class T> constexpr int columns_team_threads_most = (columns_bound_wide<T> ? 2 : 1) * columns_max_team_threads;
 // With at least this many lines, one pass; with fewer, the axis is cut into chunks so that about
 // column_target_threads threads work, each chunk at least column_min_chunk rows long.
 constexpr std::int64_t column_lines_single_pass = 16384;
@@ -36,13 +42,25 @@ void columns_one_pass(int dev, const KernelArgs<T> a, int teams, int threads) {
   // Two sets of the warps' totals per group (column_group), when a team has several warps.
   const std::size_t warps = std::size_t(threads / 32);
   const std::size_t shared = warps > 1 ? 2 * warps * std::size_t(a.lanes) * V * sizeof(AccOf<T>) : 0;
+  // Two regions: clang 19 takes only a launch bound that does not depend on the template.
+  if constexpr (columns_bound_wide<T>) {
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) firstprivate(a) \
+    ompx_dyn_cgroup_mem(shared) ompx_attribute(__attribute__((launch_bounds(2 * columns_max_team_threads))))
+#pragma omp parallel
+    {
+#ifdef __NVPTX__
+      gpu_columns<T, Op, V, Cap>(a);
+#endif
+    }
+  } else {
 #pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) firstprivate(a) \
     ompx_dyn_cgroup_mem(shared) ompx_attribute(__attribute__((launch_bounds(columns_max_team_threads))))
 #pragma omp parallel
-  {
+    {
 #ifdef __NVPTX__
-    gpu_columns<T, Op, V, Cap>(a);
+      gpu_columns<T, Op, V, Cap>(a);
 #endif
+    }
   }
 }
 
@@ -58,7 +76,7 @@ void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
     KernelArgs<T> a{.s = s, .x = x, .y = y, .exclusive = exclusive, .start = start};
     a.vec = columns_vectorizable(s, x, y);
     a.lanes = column_lanes<T>(plan.width, a.vec);
-    const int team_threads = std::min(threads, columns_max_team_threads);
+    const int team_threads = std::min(threads, columns_team_threads_most<T>);
     constexpr int cap = offload_column_item_cap(sizeof(T));
     a.items = std::clamp(plan.items, 1, cap);
     if (a.vec)

@@ -31,8 +31,8 @@ const ScanStrategy& scan_offload_columns() {
         "OpenMP teams (default: a team per width lines; chunks > 1: a thread per line and "
         "chunk)"},
        {"threads", 32, offload_max_threads,
-        "threads per team (default 256; chunks = 1: a team gets at most 256; chunks > 1: fewer "
-        "when 256 leaves under 264 teams)"},
+        "threads per team (default 256; chunks = 1: a team gets at most 256, 512 for 4-byte "
+        "integers; chunks > 1: fewer when 256 leaves under 264 teams)"},
        {"chunks", 1, std::int64_t(1) << 20,
         "chunks of the scanned axis (default: 1 when there are at least 16384 lines, else "
         "enough for about 2^18 threads, each chunk at least 64 long)"},
