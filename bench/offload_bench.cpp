@@ -206,7 +206,8 @@ int main(int argc, char** argv) {
     std::vector<std::string> v = {""};
     if (sweep) {
       // Width as bytes of neighbouring lines per team, like items above.
-      for (int threads : {128, 256})
+      // 512-thread teams only for 4-byte integers; other types' teams get 256.
+      for (int threads : {128, 256, 512})
         for (int bytes : {128, 256, 512})
           v.push_back("scan.offload_columns(threads=" + std::to_string(threads) + ", chunks=1, width=" +
                       items(t, bytes) + ")");
