@@ -19,9 +19,10 @@ namespace {
 // integers, whose sums need no wider type, are bound at 512 threads (128 registers): that kernel
 // ran faster at every width and team size, where the floating-point ones, bound so, spilled their
 // float64 or float32 sums and ran slower (docs/performance.md).
-constexpr int columns_max_team_threads = 256;
+constexpr int columns_max_team_threads = 256, columns_wide_team_threads = 512;
 template <class T> constexpr bool columns_bound_wide = std::is_integral_v<T> && sizeof(T) == 4;
-template <class T> constexpr int columns_team_threads_most = (columns_bound_wide<T> ? 2 : 1) * columns_max_team_threads;
+template <class T>
+constexpr int columns_team_threads_most = columns_bound_wide<T> ? columns_wide_team_threads : columns_max_team_threads;
 // With at least this many lines, one pass; with fewer, the axis is cut into chunks so that about
 // column_target_threads threads work, each chunk at least column_min_chunk rows long.
 constexpr std::int64_t column_lines_single_pass = 16384;
@@ -45,7 +46,7 @@ void columns_one_pass(int dev, const KernelArgs<T> a, int teams, int threads) {
   // Two regions: clang 19 takes only a launch bound that does not depend on the template.
   if constexpr (columns_bound_wide<T>) {
 #pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) firstprivate(a) \
-    ompx_dyn_cgroup_mem(shared) ompx_attribute(__attribute__((launch_bounds(2 * columns_max_team_threads))))
+    ompx_dyn_cgroup_mem(shared) ompx_attribute(__attribute__((launch_bounds(columns_wide_team_threads))))
 #pragma omp parallel
     {
 #ifdef __NVPTX__
