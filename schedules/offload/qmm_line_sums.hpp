@@ -69,14 +69,15 @@ template <class Sync> inline void sum_line_tile(const Kernel& k, i64 tile, int t
   for (i64 l = tid / 32; l < count; l += warps) {
     const u32x4* line = reinterpret_cast<const u32x4*>(data + l * k.kp);
     i32 part = 0;  // a lane's at most 2048 bytes
-    // Eight loads in flight a lane: a team sums a tile alone, so its loads in flight set the pace;
-    // more spill the consumers' registers.
-    for (i64 c0 = lane; c0 < chunks; c0 += 8 * 32) {
-      u32x4 w[8];
+    // Loads in flight a lane: a team sums a tile alone, so they set its pace; sixteen (two lines
+    // at once) spilled the consumers' registers.
+    constexpr int in_flight = 8;
+    for (i64 c0 = lane; c0 < chunks; c0 += in_flight * 32) {
+      u32x4 w[in_flight];
 #pragma unroll
-      for (int u = 0; u < 8; ++u) w[u] = c0 + 32 * u < chunks ? line[c0 + 32 * u] : u32x4{0, 0, 0, 0};
+      for (int u = 0; u < in_flight; ++u) w[u] = c0 + 32 * u < chunks ? line[c0 + 32 * u] : u32x4{0, 0, 0, 0};
 #pragma unroll
-      for (int u = 0; u < 8; ++u)
+      for (int u = 0; u < in_flight; ++u)
         part += byte_sum(w[u].x, is_a) + byte_sum(w[u].y, is_a) + byte_sum(w[u].z, is_a) + byte_sum(w[u].w, is_a);
     }
     const i64 sum = warp_sum(part);
