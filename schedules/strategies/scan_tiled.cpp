@@ -11,8 +11,10 @@ const ScanStrategy& scan_tiled() {
   static const ScanStrategy record{
       .name = "scan.tiled",
       .meaning =
-          "single thread; a contiguous line is scanned in registers, a vector at a time (log-step "
-          "scan per vector, the carry added off the dependency chain); lines across the contiguous "
+          "single thread; a contiguous line is scanned in registers, a few vectors at a time in a "
+          "three-stage pipeline (loads, scans, carry and stores of neighbouring steps; with 64-byte "
+          "vectors, types of half their accumulator's width are permuted into quads of elements, "
+          "else each vector takes a log-step scan); lines across the contiguous "
           "axis are walked a tile side by side, one vector of lines per accumulator, row after row "
           "(the hardware prefetcher follows the rows); SIMD level from hk::active_isa()",
       .params = {{"tile", 1, max_scan_tile,
