@@ -197,6 +197,50 @@ TEST(ScanKernels, SidewaysLinesMatchTheReferenceBitForBit) {
   }
 }
 
+// The columns kernel's passes of two rows read both rows before writing either: in place, and with
+// every row of the input the same memory (a broadcast along the scanned axis), each output still
+// equals the reference's bit for bit. Widths cover whole cache lines, single vectors and single
+// elements; odd lengths leave a row of one.
+TEST(ScanKernels, SidewaysLinesInPlaceAndBroadcastUnderEveryIsa) {
+  std::mt19937_64 rng(11);
+  std::vector<Schedule> schedules;
+  for (const char* text : {"scan.tiled(stream=0)", "scan.tiled(stream=1)", "scan.tiled(tile=64, stream=1)",
+                           "scan.parallel(tile=48, threads=2, stream=1)"})
+    schedules.push_back(Schedule::parse(text));
+  for (Isa isa : hk::test::runnable_isas()) {
+    const hk::test::IsaCap cap(isa);
+    for (DataType type : scan_types)
+      for (bool product : {false, true})
+        for (std::int64_t width : {37, 160})
+          for (std::int64_t length : {6, 41}) {
+            const CumulativeOptions o{0, rng() % 2 ? Direction::decreasing : Direction::increasing, rng() % 2 == 0};
+            detail::visit_scan_type(type, [&](auto t) {
+              using T = decltype(t);
+              const TensorDesc d(type, {length, width}), row_broadcast(type, {length, width}, {0, 1});
+              std::vector<T> input(std::size_t(length * width)), expected(input.size());
+              for (auto& v : input) v = random_value<T>(rng, product);
+              const std::string where = std::string(name_of(isa)) + " " + std::string(name_of(type)) +
+                                        (product ? " product" : " sum") + " width " + std::to_string(width) +
+                                        " length " + std::to_string(length);
+              call(product, d, input.data(), d, expected.data(), o, Schedule("reference"));
+              for (const auto& s : schedules) {
+                std::vector<T> y = input;
+                call(product, d, y.data(), d, y.data(), o, s);
+                EXPECT_EQ(std::memcmp(y.data(), expected.data(), y.size() * sizeof(T)), 0)
+                    << "in place, " << where << " " << label(s);
+              }
+              call(product, row_broadcast, input.data(), d, expected.data(), o, Schedule("reference"));
+              for (const auto& s : schedules) {
+                std::vector<T> y(input.size());
+                call(product, row_broadcast, input.data(), d, y.data(), o, s);
+                EXPECT_EQ(std::memcmp(y.data(), expected.data(), y.size() * sizeof(T)), 0)
+                    << "broadcast rows, " << where << " " << label(s);
+              }
+            });
+          }
+  }
+}
+
 // More threads than cores and small blocks: owners are parked mid-group, so threads look back
 // over many published aggregates and fold groups whose owners published nothing yet. Several
 // lines per group (block 24 of lines of 100), groups that start mid-line, both directions, in
