@@ -59,7 +59,7 @@ bench() {
 
 scans=("cumsum float32 67108864 0" "cumsum float32 4096,16384 1" "cumsum float32 4096,16384 0"
        "cumsum int32 67108864 0" "cumprod float32 4096,16384 1" "cumsum float16 4096,16384 0"
-       "cumsum float16 4096,16384 1" "cumsum float64 4096,16384 1")
+       "cumsum float16 4096,16384 1" "cumsum float64 4096,16384 1" "cumsum float64 4096,16384 0")
 for scan in "${scans[@]}"; do
   read -r op dtype shape axis <<< "$scan"
   for t in $threads; do bench "$op" --shape "$shape" --dtype "$dtype" --axis "$axis" --threads "$t"; done
