@@ -413,6 +413,55 @@ TEST(ScanKernels, LongFloat64LinesKeepSpecialValues) {
 }
 
 // Stride 0 along the scanned axis and in place with streaming requested: the generic paths.
+// float64 sums whose prefixes cancel, over 80 binades: the row kernels keep their sums
+// unnormalized between steps and fold segments apart, and the error after a cancellation must
+// stay within the spec's bound, relative to the magnitudes summed. Every value is a multiple of
+// 2^-40 below 2^65, so the exact prefixes are integers of that unit in 128 bits.
+TEST(ScanKernels, Float64SumsCancelAcrossBinades) {
+  constexpr std::int64_t n = 6151;
+  const TensorDesc d(DataType::float64, {n});
+  std::mt19937_64 rng(5);
+  std::vector<double> x(static_cast<std::size_t>(n));
+  std::vector<__int128> units(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const int e = int(rng() % 81) - 40;
+    const auto m = std::int64_t(rng() % 4096) * (rng() % 2 ? 1 : -1);
+    x[i] = std::ldexp(double(m), e);
+    units[i] = __int128(m) * (__int128(1) << (e + 40));
+  }
+  // Every 64th value undoes the prefix before it but for less than 2^12: its multiple of 2^12.
+  for (std::size_t i = 63; i < x.size(); i += 64) {
+    __int128 before = 0;
+    for (std::size_t k = 0; k < i; ++k) before += units[k];
+    const double twelves = std::trunc(std::ldexp(double(before), -52));
+    x[i] = -std::ldexp(twelves, 12);
+    units[i] = -__int128(twelves) * (__int128(1) << 52);
+  }
+  for (Isa isa : hk::test::runnable_isas()) {
+    const hk::test::IsaCap cap(isa);
+    for (const auto& s : line_schedules())
+      for (auto dir : {Direction::increasing, Direction::decreasing})
+        for (bool exclusive : {false, true}) {
+          std::vector<double> y(x.size());
+          cumulative_sum({d, x.data()}, {d, y.data()}, {0, dir, exclusive}, s);
+          __int128 acc = 0;
+          long double magnitude = 0;
+          int failures = 0;
+          for (std::int64_t q = 0; q < n && failures < 3; ++q) {
+            const auto i = std::size_t(dir == Direction::decreasing ? n - 1 - q : q);
+            if (!exclusive) acc += units[i], magnitude += std::fabs((long double)x[i]);
+            const long double exact = std::ldexp((long double)acc, -40);
+            if (std::fabs(y[i] - exact) > hk::test::scan_bound<double>(exact, magnitude, n, false, 0x1p-62L)) {
+              ++failures;
+              ADD_FAILURE() << name_of(isa) << " " << label(s) << " element " << i << ": got " << y[i]
+                            << ", exact " << double(exact);
+            }
+            if (exclusive) acc += units[i], magnitude += std::fabs((long double)x[i]);
+          }
+        }
+  }
+}
+
 TEST(ScanKernels, BroadcastAndInPlaceUnderEveryIsa) {
   for (Isa isa : hk::test::runnable_isas()) {
     const hk::test::IsaCap cap(isa);
