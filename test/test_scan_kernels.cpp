@@ -413,6 +413,39 @@ TEST(ScanKernels, LongFloat64LinesKeepSpecialValues) {
 }
 
 // Stride 0 along the scanned axis and in place with streaming requested: the generic paths.
+// float64 lines across the contiguous axis through infinities, NaN, signed zeros and sums that
+// overflow: the columns kernel combines without its special-value selects where every lane stays
+// finite and non-zero, and must still equal the reference bit for bit (NaN for NaN).
+TEST(ScanKernels, SidewaysFloat64SpecialValuesMatchTheReference) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double picks[] = {0.0, -0.0, 1.0, -1.0, 0.5, 3.0, inf, -inf, std::nan(""), 1.5e308, -1.5e308, 1e-310};
+  std::mt19937_64 rng(13);
+  const std::int64_t length = 37, width = 70;
+  const TensorDesc d(DataType::float64, {length, width});
+  std::vector<double> x(static_cast<std::size_t>(length * width));
+  for (auto& v : x) v = rng() % 3 ? picks[rng() % 6] : picks[rng() % std::size(picks)];
+  std::vector<Schedule> schedules;
+  for (const char* text : {"scan.tiled(stream=0)", "scan.tiled(tile=16, stream=1)"})
+    schedules.push_back(Schedule::parse(text));
+  for (Isa isa : hk::test::runnable_isas()) {
+    const hk::test::IsaCap cap(isa);
+    for (bool product : {false, true})
+      for (int variant = 0; variant < 4; ++variant) {
+        const CumulativeOptions o{0, variant & 1 ? Direction::decreasing : Direction::increasing, (variant & 2) != 0};
+        std::vector<double> expected(x.size()), got(x.size());
+        call(product, d, x.data(), d, expected.data(), o, Schedule("reference"));
+        for (const auto& s : schedules) {
+          call(product, d, x.data(), d, got.data(), o, s);
+          for (std::size_t i = 0; i < x.size(); ++i)
+            ASSERT_TRUE(std::isnan(expected[i]) ? std::isnan(got[i])
+                                                : std::memcmp(&got[i], &expected[i], sizeof(double)) == 0)
+                << name_of(isa) << (product ? " product " : " sum ") << label(s) << " variant " << variant
+                << " element " << i << ": got " << got[i] << ", reference " << expected[i];
+        }
+      }
+  }
+}
+
 // float64 sums whose prefixes cancel, over 80 binades: the row kernels keep their sums
 // unnormalized between steps and fold segments apart, and the error after a cancellation must
 // stay within the spec's bound, relative to the magnitudes summed. Every value is a multiple of
