@@ -181,5 +181,26 @@ TEST(HostScanPlan, FewLongLinesAreCutIntoBlocksForTheTeamGiven) {
       detail::default_host_scan_plan(scan_call(DataType::float32, {64, 1 << 22}, 1), 1)));
 }
 
+// scan.parallel named without a tile takes the one the heuristic gives its thread count: every
+// thread gets panels where the lines allow ({4096,16384} along axis 0 had 4 panels of
+// scan.tiled's width for 16 threads), whole lines a few panels per thread along axis 1.
+TEST(HostScanPlan, ParallelWithoutATileGivesEveryThreadPanels) {
+  for (const int threads : {2, 16}) {
+    for (const DataType type : {DataType::float32, DataType::float16, DataType::float64})
+      for (const int axis : {0, 1}) {
+        SCOPED_TRACE(::testing::Message() << threads << " threads, axis " << axis << ", " << name_of(type));
+        const detail::CumulativeCall c = scan_call(type, {4096, 16384}, axis);
+        const auto named = detail::plan_scan(c, Schedule("scan.parallel").set("threads", threads));
+        ASSERT_TRUE(std::holds_alternative<detail::ParallelScanPlan>(named));
+        const auto& p = std::get<detail::ParallelScanPlan>(named);
+        EXPECT_EQ(p.tile, detail::scan_parallel_default_tile(c, threads));
+        EXPECT_GE(ceil_div(axis == 0 ? 16384 : 4096, p.tile), threads);
+        const auto chosen = detail::default_host_scan_plan(c, threads);
+        ASSERT_TRUE(std::holds_alternative<detail::ParallelScanPlan>(chosen));
+        EXPECT_EQ(std::get<detail::ParallelScanPlan>(chosen).tile, p.tile);
+      }
+  }
+}
+
 }  // namespace
 }  // namespace hk

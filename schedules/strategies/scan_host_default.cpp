@@ -5,6 +5,7 @@
 
 #include "hetkern/dtype.hpp"
 #include "schedules/scan_layout.hpp"
+#include "schedules/strategies/scan_host_common.hpp"
 
 namespace hk::detail {
 namespace {
@@ -25,6 +26,24 @@ constexpr std::int64_t scan_row_panel_max_bytes = std::int64_t(1) << 20;
 
 }  // namespace
 
+std::int64_t scan_parallel_default_tile(const CumulativeCall& call, int threads) {
+  const ScanLayout s = make_scan_layout(call);
+  const std::int64_t default_tile = scan_default_tile(call);
+  if (s.lines_are_rows()) {
+    // Whole lines per thread, a few panels each so that uneven lines still balance.
+    const std::int64_t line_bytes = s.length * std::int64_t(size_of(call.input.desc.dtype()));
+    const std::int64_t max_tile = std::clamp<std::int64_t>(scan_row_panel_max_bytes / line_bytes, 1, default_tile);
+    return std::clamp<std::int64_t>(s.lines() / (scan_lines_per_thread * threads), 1, max_tile);
+  }
+  // Panels of side-by-side lines, no narrower than a cache line of lines nor smaller than
+  // scan_min_panel_elements, enough for every thread; wider panels keep each row's run long for
+  // the prefetcher.
+  const std::int64_t per_group = std::max<std::int64_t>(1, threads / s.outer_lines());
+  const std::int64_t narrowest = std::max<std::int64_t>(16, (scan_min_panel_elements + s.length - 1) / s.length);
+  return std::clamp<std::int64_t>((s.inner_size() + per_group - 1) / per_group, std::min(narrowest, default_tile),
+                                  default_tile);
+}
+
 ScanStrategyPlan default_host_scan_plan(const CumulativeCall& call, int threads) {
   const ScanLayout s = make_scan_layout(call);
   const std::int64_t elements = s.lines() * s.length;
@@ -32,23 +51,10 @@ ScanStrategyPlan default_host_scan_plan(const CumulativeCall& call, int threads)
   const auto parallel = [&](std::int64_t tile, std::int64_t team) {
     return plan_scan(call, Schedule("scan.parallel").set("tile", tile).set("threads", team));
   };
-  const std::int64_t default_tile = std::get<TiledScanPlan>(plan_scan(call, Schedule("scan.tiled"))).tile;
-  const std::int64_t wanted = scan_lines_per_thread * std::int64_t(threads);
+  const std::int64_t tile = scan_parallel_default_tile(call, threads);
   if (s.lines_are_rows()) {
-    // Whole lines per thread, a few panels each so that uneven lines still balance.
-    if (s.lines() >= wanted) {
-      const std::int64_t line_bytes = s.length * std::int64_t(size_of(call.input.desc.dtype()));
-      const std::int64_t max_tile = std::clamp<std::int64_t>(scan_row_panel_max_bytes / line_bytes, 1, default_tile);
-      return parallel(std::clamp<std::int64_t>(s.lines() / wanted, 1, max_tile), threads);
-    }
+    if (s.lines() >= scan_lines_per_thread * std::int64_t(threads)) return parallel(tile, threads);
   } else {
-    // Panels of side-by-side lines, no narrower than a cache line of lines nor smaller than
-    // scan_min_panel_elements, enough for every thread; wider panels keep each row's run long for
-    // the prefetcher.
-    const std::int64_t per_group = std::max<std::int64_t>(1, threads / s.outer_lines());
-    const std::int64_t narrowest = std::max<std::int64_t>(16, (scan_min_panel_elements + s.length - 1) / s.length);
-    const std::int64_t tile = std::clamp<std::int64_t>((s.inner_size() + per_group - 1) / per_group,
-                                                       std::min(narrowest, default_tile), default_tile);
     const std::int64_t panels = s.outer_lines() * ((s.inner_size() + tile - 1) / tile);
     if (panels >= threads) return parallel(tile, threads);
     // Too few panels for the team: scan.blocked would walk each of these lines alone, one strided

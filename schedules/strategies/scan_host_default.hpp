@@ -12,4 +12,9 @@ namespace hk::detail {
 /// line cut into blocks (scan.blocked). Every threaded plan uses `threads` threads at most.
 ScanStrategyPlan default_host_scan_plan(const CumulativeCall& call, int threads);
 
+/// The tile of `threads` threads of scan.parallel where the schedule names none: whole lines per
+/// thread, a few panels each, for lines along the contiguous axis; panels of side-by-side lines
+/// enough for every thread where the lines allow otherwise; never wider than scan.tiled's.
+std::int64_t scan_parallel_default_tile(const CumulativeCall& call, int threads);
+
 }  // namespace hk::detail

@@ -5,6 +5,7 @@
 #include "schedules/scan_kernels.hpp"
 #include "schedules/scan_strategies.hpp"
 #include "schedules/strategies/scan_host_common.hpp"
+#include "schedules/strategies/scan_host_default.hpp"
 
 namespace hk::detail {
 
@@ -12,12 +13,15 @@ const ScanStrategy& scan_parallel() {
   static const ScanStrategy record{
       .name = "scan.parallel",
       .meaning = "scan.tiled with the tiles of lines spread over OpenMP threads",
-      .params = {{"tile", 1, max_scan_tile, "lines processed together (default as scan.tiled)"},
+      .params = {{"tile", 1, max_scan_tile,
+                  "lines processed together (default: a few panels per thread where the lines allow, "
+                  "never wider than scan.tiled's)"},
                  {"threads", 1, 1024, "OpenMP threads"},
                  scan_stream_param(),
                  pin_param()},
       .plan = [](const CumulativeCall& call, const BoundParams& p) -> ScanStrategyPlan {
-        return ParallelScanPlan{p.get("tile", scan_default_tile(call)), int(p.get("threads", default_threads())),
+        const int threads = int(p.get("threads", default_threads()));
+        return ParallelScanPlan{p.get("tile", scan_parallel_default_tile(call, threads)), threads,
                                 p.get("stream", scan_streams_by_default(call)) != 0,
                                 PinPolicy(p.get("pin", std::int64_t(default_pin_policy())))};
       },
