@@ -16,6 +16,7 @@ struct ScanPlan {
   std::int64_t chunks = 1; // pieces the scanned axis is cut into, carries between them (columns)
   int width = 0;           // lines side by side per team (columns)
   int ahead = 0;           // tiles requested into the L2 ahead of the loads (rows)
+  int stages = 1;          // tiles in a ring in team memory, 1: the next tile in registers (columns)
 };
 
 }  // namespace hk::detail

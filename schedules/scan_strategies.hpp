@@ -54,6 +54,7 @@ struct OffloadColumnsScanPlan {
   std::int64_t chunks = 1;  // pieces of the scanned axis, carries between them
   int items = 0;            // rows per thread in a tile (chunks = 1)
   int width = 0;            // lines side by side per team (chunks = 1)
+  int stages = 1;           // tiles in team memory, 1: the next in registers (chunks = 1)
   ScanPlan launch() const;
   Schedule schedule() const;
 };

@@ -38,11 +38,16 @@ inline std::vector<Schedule> all_scan_schedules() {
                            "scan.offload_columns(teams=3, threads=64, chunks=1, items=1, width=3)",
                            "scan.offload_columns(teams=1, threads=32, chunks=1, items=8, width=256)",
                            // Several warps per block (folds through team memory), with a partial
-                           // warp, and lines per warp not dividing 32.
-                           "scan.offload_columns(teams=2, threads=80, chunks=1, items=2, width=4)",
-                           "scan.offload_columns(teams=3, threads=256, chunks=1, items=3, width=12)",
+                           // warp, and lines per warp not dividing 32; the next tile in registers.
+                           "scan.offload_columns(teams=2, threads=80, chunks=1, items=2, width=4, stages=1)",
+                           "scan.offload_columns(teams=3, threads=256, chunks=1, items=3, width=12, stages=1)",
+                           // The same through rings of two, three and eight tiles in team memory.
+                           "scan.offload_columns(teams=2, threads=80, chunks=1, items=2, width=4, stages=3)",
+                           "scan.offload_columns(teams=3, threads=256, chunks=1, items=3, width=12, stages=2)",
+                           "scan.offload_columns(teams=2, threads=48, chunks=1, items=3, width=8, stages=8)",
                            // 480 threads: 4-byte integers take 15 warps, other types 8.
                            "scan.offload_columns(teams=2, threads=480, chunks=1, items=5, width=16)",
+                           "scan.offload_columns(teams=2, threads=480, chunks=1, items=5, width=16, stages=1)",
                            "scan.offload_chained(teams=3, threads=32, items=1)",
                            "scan.offload_chained(teams=4, threads=32, items=3)",
                            // Runs of 16 or 32 bytes: tiles staged through team memory too.

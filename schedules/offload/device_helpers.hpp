@@ -14,6 +14,8 @@ namespace hk::detail::offload {
 /// Team memory an offload kernel asks for at most: under the 48 KB a team gets without opting in,
 /// leaving room for the runtime's own.
 inline constexpr std::int64_t max_team_memory_bytes = 47 * 1024;
+/// Team memory the runtime keeps for itself out of a team's share (cuda_team_memory_limit).
+inline constexpr int runtime_team_memory_bytes = 1024;
 
 using u32 = std::uint32_t;
 using u32x4 = u32 __attribute__((ext_vector_type(4)));

@@ -60,16 +60,13 @@ template <int Stages> void product_wgmma_tma(const Kernel k, int device, int tea
   product_team_tma<tma_slice, Stages>(k);
 }
 
-// Team memory the runtime keeps for itself out of a team's share.
-constexpr int runtime_team_memory = 1024;
-
 // The stages a tensor-core launch on `device` runs with: `requested` (0: two) where the GPU
 // grants a team the memory of that many (bytes_of), else the most that fit, at least two. Deep
 // products keep two.
 template <class BytesOf> int granted_stages(int requested, int device, BytesOf bytes_of) {
   int stages = std::clamp(requested > 0 ? requested : mma_stages, mma_stages, max_tensor_stages);
   const int limit = device == omp_get_initial_device() ? 0 : cuda_team_memory_limit(device);
-  while (stages > mma_stages && bytes_of(stages) + runtime_team_memory > limit) --stages;
+  while (stages > mma_stages && bytes_of(stages) + runtime_team_memory_bytes > limit) --stages;
   return stages;
 }
 
@@ -103,7 +100,7 @@ i64 map_lines(const Kernel& k, bool a) {
 bool tma_applies(i64 kp, i64 a_lines, i64 b_lines, int device) {
   return device != omp_get_initial_device() && cuda_has_wgmma(device) && cuda_tensor_maps_available() &&
          kp <= int32_depth && std::max(a_lines, b_lines) < (i64(1) << 31) &&
-         tma_bytes(2) + runtime_team_memory <= cuda_team_memory_limit(device);
+         tma_bytes(2) + runtime_team_memory_bytes <= cuda_team_memory_limit(device);
 }
 
 bool tma_applies(const Kernel& k, int device) {

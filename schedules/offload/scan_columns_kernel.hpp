@@ -25,6 +25,13 @@ template <class T> bool columns_vectorizable(const ScanLayout& s, const T* x, co
   return true;
 }
 
+// Team memory of one-pass scan.offload_columns before its ring: two sets of the warps' totals per
+// group (column_group) where a team has several warps, rounded up to whole 16-byte slots.
+template <class Acc> constexpr std::int64_t column_folds_bytes(int threads, int lanes, int V) {
+  const std::int64_t warps = threads / 32;
+  return warps > 1 ? (2 * warps * lanes * V * std::int64_t(sizeof(Acc)) + 15) / 16 * 16 : 0;
+}
+
 // Groups (vectors of adjacent lines, or single lines) side by side per warp in one-pass
 // scan.offload_columns, from the schedule's width in lines.
 template <class T> int column_lanes(int width, bool vec) {
@@ -48,6 +55,23 @@ template <class T, int V, int cap> struct ColumnTile {
           const u32x4 w = *reinterpret_cast<const u32x4*>(p);
           __builtin_memcpy(v[k], &w, 16);
         }
+      }
+  }
+
+  // Staged tiles (V > 1): the rows' 16-byte vectors copied into team memory without passing
+  // through registers, row k at slot + k * row_stride (team addresses), then read back once their
+  // copies are complete. Each lane reads only what it copied.
+  void stage(u32 slot, u32 row_stride, const T* base, std::int64_t offset, std::int64_t step, int count) const {
+#pragma unroll
+    for (int k = 0; k < cap; ++k)
+      if (k < count) copy_async_16(slot + u32(k) * row_stride, base + offset + k * step);
+  }
+  void read(u32 slot, u32 row_stride, int count) {
+#pragma unroll
+    for (int k = 0; k < cap; ++k)
+      if (k < count) {
+        const u32x4 w = load_team16(slot + u32(k) * row_stride);
+        __builtin_memcpy(v[k], &w, 16);
       }
   }
 
@@ -90,19 +114,45 @@ template <class T, int V, int cap> struct ColumnTile {
   }
 };
 
+// Waits until at most `pending` (0 to 7) of this thread's copy groups are in flight.
+inline void copy_async_wait_at_most(int pending) {
+  switch (pending) {
+    case 0: return copy_async_wait<0>();
+    case 1: return copy_async_wait<1>();
+    case 2: return copy_async_wait<2>();
+    case 3: return copy_async_wait<3>();
+    case 4: return copy_async_wait<4>();
+    case 5: return copy_async_wait<5>();
+    case 6: return copy_async_wait<6>();
+    default: return copy_async_wait<7>();
+  }
+}
+
+// The ring of staged tiles (Staged kernels): `stages` tiles of the team, each lane's rows of a tile
+// in slots `threads` apart, so that a warp's row of vectors lies in consecutive 16-byte slots.
+struct ColumnRing {
+  u32 base = 0;        // team address of stage 0, this thread's first slot
+  u32 row_stride = 0;  // between a lane's consecutive rows
+  u32 stage_bytes = 0;
+  int stages = 1;
+
+  u32 slot(std::int64_t tile) const { return base + u32(tile % stages) * stage_bytes; }
+};
+
 // Group g (lines g * V ...) of one-pass scan.offload_columns, walked by warp w of the team's Wp
 // warps that share its block, lanes that share lane % W: a team tile holds Wp x L x items rows,
 // warp w the rows w * L * items ..., row-thread r of them rows r * items ... The L folds of a
 // warp are scanned with shuffles (every lane of the warp takes part, those without a group too:
 // valid false); with Wp > 1 each warp's totals go through team memory (two sets, used
 // alternately, so one barrier per tile suffices) and every lane adds those of the warps before
-// its own. Each row-thread then rescans its rows from its carry. The next tile's rows are loaded
-// before the current tile is combined. Reading ahead is safe in place: each element is read,
-// then written, by one lane only. Lanes of a partial warp (in_warp false) hold no group and only
-// keep the team's barriers.
-template <class T, class Op, int V, int Cap>
-void column_group(const KernelArgs<T>& a, AccOf<T>* folds, std::int64_t g, bool valid, bool in_warp, int w, int Wp,
-                  int r, int L, int W, u32 lane, u32 mask) {
+// its own. Each row-thread then rescans its rows from its carry. The tiles ahead are loaded before
+// the current tile is combined: the next one into registers, or (Staged) stages - 1 of them into
+// the ring by asynchronous copies, which hold no registers while in flight. Reading ahead is safe
+// in place: each element is read, then written, by one lane only. Lanes of a partial warp
+// (in_warp false) hold no group and only keep the team's barriers.
+template <class T, class Op, int V, int Cap, bool Staged>
+void column_group(const KernelArgs<T>& a, AccOf<T>* folds, const ColumnRing& ring, std::int64_t g, bool valid,
+                  bool in_warp, int w, int Wp, int r, int L, int W, u32 lane, u32 mask) {
   using Acc = AccOf<T>;
   const ScanLayout& s = a.s;
   std::int64_t xo = 0, yo = 0;
@@ -115,12 +165,29 @@ void column_group(const KernelArgs<T>& a, AccOf<T>* folds, std::int64_t g, bool 
   for (int j = 0; j < V; ++j) carry[j] = a.start;
   ColumnTile<T, V, Cap> cur, next;
   int count = run_count(length, first, items);
-  cur.load(a.x, xo + first * s.in_step, s.in_step, count);
+  if constexpr (Staged) {
+    for (int t = 0; t + 1 < ring.stages; ++t) {
+      const std::int64_t q = t * rows + first;
+      cur.stage(ring.slot(t), ring.row_stride, a.x, xo + q * s.in_step, s.in_step, run_count(length, q, items));
+      copy_async_commit();
+    }
+  } else {
+    cur.load(a.x, xo + first * s.in_step, s.in_step, count);
+  }
   const u32 group_lane = lane % u32(W), last_row = u32((L - 1) * W) + group_lane;
   int buf = 0;
-  for (std::int64_t q = 0; q < s.length; q += rows) {
+  for (std::int64_t q = 0, tile = 0; q < s.length; q += rows, ++tile) {
     const int next_count = run_count(length, q + rows + first, items);
-    next.load(a.x, xo + (q + rows + first) * s.in_step, s.in_step, next_count);
+    if constexpr (Staged) {
+      const std::int64_t ahead = q + std::int64_t(ring.stages - 1) * rows + first;
+      cur.stage(ring.slot(tile + ring.stages - 1), ring.row_stride, a.x, xo + ahead * s.in_step, s.in_step,
+                run_count(length, ahead, items));
+      copy_async_commit();
+      copy_async_wait_at_most(ring.stages - 1);
+      cur.read(ring.slot(tile), ring.row_stride, count);
+    } else {
+      next.load(a.x, xo + (q + rows + first) * s.in_step, s.in_step, next_count);
+    }
     Acc before[V], total[V];
     cur.template fold<Op>(count, total);
 #pragma unroll
@@ -164,7 +231,7 @@ void column_group(const KernelArgs<T>& a, AccOf<T>* folds, std::int64_t g, bool 
       carry[j] = Op::apply(carry[j], total[j]);
     }
     cur.template scan_store<Op>(a.y, yo + (q + first) * s.out_step, s.out_step, count, c, a.exclusive);
-    cur = next;
+    if constexpr (!Staged) cur = next;
     count = next_count;
   }
 }
@@ -175,7 +242,7 @@ void column_group(const KernelArgs<T>& a, AccOf<T>* folds, std::int64_t g, bool 
 // warp idle. A team of one partial warp (fewer than 32 threads) puts one lane on a group, its
 // lanes taking the block's groups in turn, without barriers. Both cases go through one call of
 // column_group: a second inlined copy of it made ptxas spill the 16-row tiles of 2-byte types.
-template <class T, class Op, int V, int Cap>
+template <class T, class Op, int V, int Cap, bool Staged>
 void gpu_columns(const KernelArgs<T>& a) {
   const int n = omp_get_num_threads(), Wp = n / 32, w = omp_get_thread_num() >> 5;
   const u32 lane = lane_id(), mask = warp_mask(n);
@@ -187,10 +254,17 @@ void gpu_columns(const KernelArgs<T>& a) {
   const int L = full ? 32 / W : 1, r = full ? int(lane) / W : 0;
   // Full warps: lane % W is the lane's group, one pass. A partial warp: every group in turn.
   const int first = full ? int(lane) % W : int(lane), stride = full ? W : __builtin_popcount(mask);
+  ColumnRing ring;
+  if constexpr (Staged) {
+    ring.stages = a.stages;
+    ring.row_stride = u32(n) * 16;
+    ring.stage_bytes = u32(a.items) * ring.row_stride;
+    ring.base = team_address(folds) + u32(column_folds_bytes<AccOf<T>>(n, W, V)) + u32(omp_get_thread_num()) * 16;
+  }
   for (std::int64_t b = omp_get_team_num(); b < blocks; b += omp_get_num_teams())
     for (int k = first; k < W; k += stride) {
       const std::int64_t g = b * W + k;
-      column_group<T, Op, V, Cap>(a, folds, g, in_warp && r < L && g < groups, in_warp, full ? w : 0, full ? Wp : 1, r,
+      column_group<T, Op, V, Cap, Staged>(a, folds, ring, g, in_warp && r < L && g < groups, in_warp, full ? w : 0, full ? Wp : 1, r,
                                   L, W, lane, mask);
     }
 }

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "runtime/platform/device_memory.hpp"
+#include "runtime/platform/gpu_arch.hpp"
 #include "schedules/offload/scan_columns_kernel.hpp"
 #include "schedules/offload/scan_launch.hpp"
 #include "schedules/offload/scan_limits.hpp"
@@ -35,14 +36,29 @@ constexpr std::int64_t columns_teams_min = 264;
 constexpr int column_default_threads = 256;
 constexpr std::int64_t column_default_width_bytes = 512;
 constexpr std::int64_t column_default_width_bytes_2byte = 256;
+// One tile scanned while three are copied into team memory.
+constexpr int column_default_stages = 4;
+
+// Team memory of a one-pass launch: the warps' totals, then (stages > 1) the ring of tiles.
+template <class T, int V> std::int64_t columns_team_bytes(int threads, int lanes, int items, int stages) {
+  const std::int64_t ring = stages > 1 ? std::int64_t(stages) * items * threads * 16 : 0;
+  return column_folds_bytes<AccOf<T>>(threads, lanes, V) + ring;
+}
+
+// The ring's stages a launch on `device` runs with: `requested` where the GPU grants a team their
+// memory, else the most that do fit; 1 (the next tile in registers) where not even two fit.
+template <class T, int V> int granted_column_stages(int requested, int device, int threads, int lanes, int items) {
+  const std::int64_t limit = cuda_team_memory_limit(device) - runtime_team_memory_bytes;
+  int stages = requested;
+  while (stages > 1 && columns_team_bytes<T, V>(threads, lanes, items, stages) > limit) --stages;
+  return stages < 2 ? 1 : stages;
+}
 
 // Launches one-pass scan.offload_columns on groups of V lines with runs of up to Cap rows: a
-// kernel per (V, Cap), so that each reserves the registers of its own tiles only.
-template <class T, class Op, int V, int Cap>
+// kernel per (V, Cap, Staged), so that each reserves the registers of its own tiles only.
+template <class T, class Op, int V, int Cap, bool Staged>
 void columns_one_pass(int dev, const KernelArgs<T> a, int teams, int threads) {
-  // Two sets of the warps' totals per group (column_group), when a team has several warps.
-  const std::size_t warps = std::size_t(threads / 32);
-  const std::size_t shared = warps > 1 ? 2 * warps * std::size_t(a.lanes) * V * sizeof(AccOf<T>) : 0;
+  const std::size_t shared = std::size_t(columns_team_bytes<T, V>(threads, a.lanes, a.items, Staged ? a.stages : 1));
   // Two regions: clang 19 takes only a launch bound that does not depend on the template.
   if constexpr (columns_bound_wide<T>) {
 #pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) firstprivate(a) \
@@ -50,7 +66,7 @@ void columns_one_pass(int dev, const KernelArgs<T> a, int teams, int threads) {
 #pragma omp parallel
     {
 #ifdef __NVPTX__
-      gpu_columns<T, Op, V, Cap>(a);
+      gpu_columns<T, Op, V, Cap, Staged>(a);
 #endif
     }
   } else {
@@ -59,7 +75,7 @@ void columns_one_pass(int dev, const KernelArgs<T> a, int teams, int threads) {
 #pragma omp parallel
     {
 #ifdef __NVPTX__
-      gpu_columns<T, Op, V, Cap>(a);
+      gpu_columns<T, Op, V, Cap, Staged>(a);
 #endif
     }
   }
@@ -80,10 +96,16 @@ void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
     const int team_threads = std::min(threads, columns_team_threads_most<T>);
     constexpr int cap = offload_column_item_cap(sizeof(T));
     a.items = std::clamp(plan.items, 1, cap);
-    if (a.vec)
-      columns_one_pass<T, Op, vec_elems<T>, cap>(dev, a, teams, team_threads);
-    else
-      columns_one_pass<T, Op, 1, cap>(dev, a, teams, team_threads);
+    if (a.vec) {
+      constexpr int v = vec_elems<T>;
+      a.stages = granted_column_stages<T, v>(plan.stages, dev, team_threads, a.lanes, a.items);
+      if (a.stages > 1)
+        columns_one_pass<T, Op, v, cap, true>(dev, a, teams, team_threads);
+      else
+        columns_one_pass<T, Op, v, cap, false>(dev, a, teams, team_threads);
+    } else {
+      columns_one_pass<T, Op, 1, cap, false>(dev, a, teams, team_threads);
+    }
     return;
   }
   // Work item i: chunk i / lines of line i % lines, so that neighbouring threads read
@@ -144,6 +166,7 @@ ScanPlan columns_defaults(const CumulativeCall& call) {
     const std::int64_t lanes = std::clamp<std::int64_t>(vec ? plan.width / v : plan.width, 1, 32);
     const std::int64_t blocks = ((vec ? lines / v : lines) + lanes - 1) / lanes;
     plan.team_threads = column_default_threads;
+    plan.stages = column_default_stages;
     plan.teams = int(std::clamp<std::int64_t>(blocks, 1, std::int64_t(1) << 20));
     return plan;
   }

@@ -19,6 +19,8 @@ inline constexpr std::int64_t offload_max_threads = 1024;
 inline constexpr int offload_column_max_items = 16;
 constexpr int offload_column_item_cap(std::int64_t element_bytes) { return element_bytes == 2 ? 16 : 8; }
 inline constexpr int offload_column_max_width = 256;
+/// scan.offload_columns in one pass: tiles in its ring in team memory (copy_async_wait_at_most).
+inline constexpr int offload_column_max_stages = 8;
 
 /// Rows: at most this many tiles requested into the L2 ahead of the loads.
 inline constexpr int offload_max_ahead = 8;

@@ -60,6 +60,7 @@ template <class T> struct KernelArgs {
   unsigned long long* ticket = nullptr; // chained: the next tile
   unsigned long long* done = nullptr;   // chained: the teams that drew their last tile
   int lanes = 1;                        // columns: groups of adjacent lines side by side per warp
+  int stages = 1;                       // columns, staged: tiles of the ring in team memory
   int ahead = 0;                        // rows: tiles requested into the L2 ahead of the loads
   int buffers = 1;                      // rows: tile buffers per warp in team memory (rows_buffers)
 };

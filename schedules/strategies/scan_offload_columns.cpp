@@ -7,12 +7,13 @@ namespace hk::detail {
 
 ScanPlan OffloadColumnsScanPlan::launch() const {
   return {.kind = ScanPlan::Kind::columns, .teams = teams, .team_threads = team_threads, .items = items,
-          .chunks = chunks, .width = width};
+          .chunks = chunks, .width = width, .stages = stages};
 }
 
 Schedule OffloadColumnsScanPlan::schedule() const {
   return Schedule("scan.offload_columns").set("teams", teams).set("threads", team_threads)
-      .set("chunks", chunks).set("items", items).set("width", width);
+      .set("chunks", chunks).set("items", items).set("width", width)
+      .set("stages", stages);
 }
 
 const ScanStrategy& scan_offload_columns() {
@@ -23,8 +24,9 @@ const ScanStrategy& scan_offload_columns() {
       "and walks the whole axis in tiles of items rows per thread, its warps and their lanes "
       "splitting a tile's rows among them: each lane folds its rows in registers, the folds are "
       "scanned with shuffles within a warp and through team memory across warps (one barrier "
-      "per tile), each lane rescans its rows from its carry; the next tile's rows are loaded "
-      "before the current one is combined. chunks > 1: one thread per line and axis "
+      "per tile), each lane rescans its rows from its carry; the tiles ahead are loaded before "
+      "the current one is combined, stages - 1 of them into a ring in team memory by "
+      "asynchronous copies, or the next one into registers. chunks > 1: one thread per line and axis "
       "chunk, consecutive threads on neighbouring lines, 32 loads in flight each: the chunks' "
       "folds, the carries, then each chunk rescanned from its carry",
       {{"teams", 1, std::int64_t(1) << 20,
@@ -41,12 +43,16 @@ const ScanStrategy& scan_offload_columns() {
         "for 2-byte types, 8 for wider ones)"},
        {"width", 1, offload_column_max_width,
         "chunks = 1: neighbouring lines per team, at most 32 vectors or single lines (default: "
-        "512 bytes of them, 256 for 2-byte types: 128 lines of 4-byte types or of float16)"}},
+        "512 bytes of them, 256 for 2-byte types: 128 lines of 4-byte types or of float16)"},
+       {"stages", 1, offload_column_max_stages,
+        "chunks = 1, lines in 16-byte vectors: tiles in a ring in team memory, stages - 1 of them in "
+        "flight while one is scanned; fewer where the GPU grants a team less memory, and 1 (the "
+        "next tile in registers) where not even two fit (default 4)"}},
       [](const CumulativeCall& call, const BoundParams& p) -> ScanStrategyPlan {
         const ScanPlan d = checked_offload_defaults(call, p, ScanPlan::Kind::columns);
         const OffloadColumnsScanPlan plan{int(p.get("teams", d.teams)), int(p.get("threads", d.team_threads)),
                                           p.get("chunks", d.chunks), int(p.get("items", d.items)),
-                                          int(p.get("width", d.width))};
+                                          int(p.get("width", d.width)), int(p.get("stages", d.stages))};
         // A thread's rows must fit the registers the tile kernels give it.
         const int cap = offload_column_item_cap(scan_element_bytes(call));
         if (plan.items > cap)
