@@ -214,12 +214,12 @@ int main(int argc, char** argv) {
       // Runs of 8 rows at the default threads and width (2-byte types default to 16).
       v.push_back("scan.offload_columns(chunks=1, items=8)");
       v.push_back("scan.offload_columns(threads=256, chunks=4)");
-      // Tiles in flight through team memory (1: the next tile in registers), and shorter runs
-      // with more of them.
-      for (int stages : {1, 2, 3, 6})
-        v.push_back("scan.offload_columns(chunks=1, stages=" + std::to_string(stages) + ")");
-      for (int stages : {4, 8})
-        v.push_back("scan.offload_columns(chunks=1, items=" + items(t, 16) + ", stages=" + std::to_string(stages) + ")");
+      // The next tile in registers, against tiles in flight through team memory by rows a thread.
+      v.push_back("scan.offload_columns(chunks=1, stages=1)");
+      for (int rows : {8, 12, 16})
+        for (int stages : {2, 3})
+          v.push_back("scan.offload_columns(chunks=1, items=" + std::to_string(rows) +
+                      ", stages=" + std::to_string(stages) + ")");
     }
     return v;
   };

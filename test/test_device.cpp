@@ -364,7 +364,7 @@ TEST(OffloadSchedules, RefuseRunsBeyondRegisters) {
   const TensorDesc desc(DataType::float32, {8, 8});
   std::vector<float> x(64), y(64);
   for (const char* text : {"scan.offload_rows(threads=1024, items=64)", "scan.offload_chained(threads=512, items=33)",
-                           "scan.offload_columns(items=9)"}) {
+                           "scan.offload_columns(items=9, stages=1)", "scan.offload_columns(items=17)"}) {
     try {
       cumulative_sum({desc, x.data()}, {desc, y.data()}, {.axis = 1}, Schedule::parse(text));
       FAIL() << text << " accepted";

@@ -211,17 +211,26 @@ void column_group(const KernelArgs<T>& a, AccOf<T>* folds, const ColumnRing& rin
 #pragma unroll
         for (int j = 0; j < V; ++j) set[(w * W + int(group_lane)) * V + j] = total[j];
 #pragma omp barrier
-      if (in_warp)
+      // Warp by warp, the V groups' totals side by side: V independent chains of Wp steps.
+      if (in_warp) {
+        Acc warps_before[V], team[V];
+#pragma unroll
+        for (int j = 0; j < V; ++j) warps_before[j] = team[j] = inclusive_start<Op, Acc>();
+#pragma unroll 4
+        for (int k = 0; k < Wp; ++k) {
+          const Acc* const warp_totals = set + (k * W + int(group_lane)) * V;
+#pragma unroll
+          for (int j = 0; j < V; ++j) {
+            if (k == w) warps_before[j] = team[j];
+            team[j] = Op::apply(team[j], warp_totals[j]);
+          }
+        }
 #pragma unroll
         for (int j = 0; j < V; ++j) {
-          Acc warps_before = inclusive_start<Op, Acc>(), team = warps_before;
-          for (int k = 0; k < Wp; ++k) {
-            if (k == w) warps_before = team;
-            team = Op::apply(team, set[(k * W + int(group_lane)) * V + j]);
-          }
-          before[j] = Op::apply(warps_before, before[j]);
-          total[j] = team;
+          before[j] = Op::apply(warps_before[j], before[j]);
+          total[j] = team[j];
         }
+      }
       buf ^= 1;
     }
     Acc c[V];

@@ -97,12 +97,15 @@ void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
     constexpr int cap = offload_column_item_cap(sizeof(T));
     a.items = std::clamp(plan.items, 1, cap);
     if (a.vec) {
-      constexpr int v = vec_elems<T>;
-      a.stages = granted_column_stages<T, v>(plan.stages, dev, team_threads, a.lanes, a.items);
-      if (a.stages > 1)
-        columns_one_pass<T, Op, v, cap, true>(dev, a, teams, team_threads);
-      else
+      constexpr int v = vec_elems<T>, staged_cap = offload_column_staged_max_items;
+      const int staged_items = std::clamp(plan.items, 1, staged_cap);
+      a.stages = granted_column_stages<T, v>(plan.stages, dev, team_threads, a.lanes, staged_items);
+      if (a.stages > 1) {
+        a.items = staged_items;
+        columns_one_pass<T, Op, v, staged_cap, true>(dev, a, teams, team_threads);
+      } else {
         columns_one_pass<T, Op, v, cap, false>(dev, a, teams, team_threads);
+      }
     } else {
       columns_one_pass<T, Op, 1, cap, false>(dev, a, teams, team_threads);
     }

@@ -19,8 +19,10 @@ inline constexpr std::int64_t offload_max_threads = 1024;
 inline constexpr int offload_column_max_items = 16;
 constexpr int offload_column_item_cap(std::int64_t element_bytes) { return element_bytes == 2 ? 16 : 8; }
 inline constexpr int offload_column_max_width = 256;
-/// scan.offload_columns in one pass: tiles in its ring in team memory (copy_async_wait_at_most).
+/// scan.offload_columns in one pass: tiles in its ring in team memory (copy_async_wait_at_most),
+/// and rows per thread in a tile of the staged kernel, which holds no next tile in registers.
 inline constexpr int offload_column_max_stages = 8;
+inline constexpr int offload_column_staged_max_items = 16;
 
 /// Rows: at most this many tiles requested into the L2 ahead of the loads.
 inline constexpr int offload_max_ahead = 8;

@@ -54,7 +54,8 @@ const ScanStrategy& scan_offload_columns() {
                                           p.get("chunks", d.chunks), int(p.get("items", d.items)),
                                           int(p.get("width", d.width)), int(p.get("stages", d.stages))};
         // A thread's rows must fit the registers the tile kernels give it.
-        const int cap = offload_column_item_cap(scan_element_bytes(call));
+        const int cap = plan.stages > 1 ? offload_column_staged_max_items
+                                         : offload_column_item_cap(scan_element_bytes(call));
         if (plan.items > cap)
           throw Error(Errc::invalid_schedule, call.op_name(), p.schedule().to_string(),
                       "items = " + std::to_string(plan.items) + " rows exceed the " + std::to_string(cap) +
