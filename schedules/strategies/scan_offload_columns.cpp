@@ -39,8 +39,9 @@ const ScanStrategy& scan_offload_columns() {
         "chunks of the scanned axis (default: 1 when there are at least 16384 lines, else "
         "enough for about 2^18 threads, each chunk at least 64 long)"},
        {"items", 1, offload_column_max_items,
-        "chunks = 1: consecutive rows of the axis per thread in a tile (default and most: 16 "
-        "for 2-byte types, 8 for wider ones)"},
+        "chunks = 1: consecutive rows of the axis per thread in a tile (default 16 for 2-byte "
+        "types, 8 for wider ones; at most 16, and 8 for types wider than 2 bytes with stages = 1, "
+        "where a thread holds the next tile's rows too)"},
        {"width", 1, offload_column_max_width,
         "chunks = 1: neighbouring lines per team, at most 32 vectors or single lines (default: "
         "512 bytes of them, 256 for 2-byte types: 128 lines of 4-byte types or of float16)"},
@@ -60,7 +61,8 @@ const ScanStrategy& scan_offload_columns() {
           throw Error(Errc::invalid_schedule, call.op_name(), p.schedule().to_string(),
                       "items = " + std::to_string(plan.items) + " rows exceed the " + std::to_string(cap) +
                           " rows of " + std::to_string(scan_element_bytes(call)) +
-                          "-byte elements a thread holds in registers");
+                          "-byte elements a thread holds in registers" +
+                          (plan.stages > 1 ? "" : " beside the next tile's (stages = 1)"));
         return plan;
       });
   return record;
