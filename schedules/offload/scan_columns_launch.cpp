@@ -36,8 +36,18 @@ constexpr std::int64_t columns_teams_min = 264;
 constexpr int column_default_threads = 256;
 constexpr std::int64_t column_default_width_bytes = 512;
 constexpr std::int64_t column_default_width_bytes_2byte = 256;
-// One tile scanned while three are copied into team memory.
-constexpr int column_default_stages = 4;
+// One pass, rows a thread holds and tiles in flight: 4-byte types scan one tile while the next is
+// copied into team memory, float32 with 16 rows a thread (the register kernel, which also holds
+// the next tile, has room for 8 beside its float64 sums); other types hold the next tile in
+// registers.
+struct ColumnRows {
+  int items, stages;
+};
+ColumnRows column_default_rows(DataType type, std::int64_t element_bytes) {
+  if (type == DataType::float32) return {offload_column_staged_max_items, 2};
+  if (element_bytes == 4) return {offload_column_item_cap(element_bytes), 2};
+  return {offload_column_item_cap(element_bytes), 1};
+}
 
 // Team memory of a one-pass launch: the warps' totals, then (stages > 1) the ring of tiles.
 template <class T, int V> std::int64_t columns_team_bytes(int threads, int lanes, int items, int stages) {
@@ -169,7 +179,9 @@ ScanPlan columns_defaults(const CumulativeCall& call) {
     const std::int64_t lanes = std::clamp<std::int64_t>(vec ? plan.width / v : plan.width, 1, 32);
     const std::int64_t blocks = ((vec ? lines / v : lines) + lanes - 1) / lanes;
     plan.team_threads = column_default_threads;
-    plan.stages = column_default_stages;
+    const ColumnRows rows = column_default_rows(call.input.desc.dtype(), element_bytes(call));
+    plan.items = rows.items;
+    plan.stages = rows.stages;
     plan.teams = int(std::clamp<std::int64_t>(blocks, 1, std::int64_t(1) << 20));
     return plan;
   }

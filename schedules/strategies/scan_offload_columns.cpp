@@ -39,16 +39,16 @@ const ScanStrategy& scan_offload_columns() {
         "chunks of the scanned axis (default: 1 when there are at least 16384 lines, else "
         "enough for about 2^18 threads, each chunk at least 64 long)"},
        {"items", 1, offload_column_max_items,
-        "chunks = 1: consecutive rows of the axis per thread in a tile (default 16 for 2-byte "
-        "types, 8 for wider ones; at most 16, and 8 for types wider than 2 bytes with stages = 1, "
-        "where a thread holds the next tile's rows too)"},
+        "chunks = 1: consecutive rows of the axis per thread in a tile (default 16 for float32 "
+        "and 2-byte types, 8 for others; at most 16, and 8 for types wider than 2 bytes with "
+        "stages = 1, where a thread holds the next tile's rows too)"},
        {"width", 1, offload_column_max_width,
         "chunks = 1: neighbouring lines per team, at most 32 vectors or single lines (default: "
         "512 bytes of them, 256 for 2-byte types: 128 lines of 4-byte types or of float16)"},
        {"stages", 1, offload_column_max_stages,
         "chunks = 1, lines in 16-byte vectors: tiles in a ring in team memory, stages - 1 of them in "
         "flight while one is scanned; fewer where the GPU grants a team less memory, and 1 (the "
-        "next tile in registers) where not even two fit (default 4)"}},
+        "next tile in registers) where not even two fit (default 2 for 4-byte types, 1 for others)"}},
       [](const CumulativeCall& call, const BoundParams& p) -> ScanStrategyPlan {
         const ScanPlan d = checked_offload_defaults(call, p, ScanPlan::Kind::columns);
         const OffloadColumnsScanPlan plan{int(p.get("teams", d.teams)), int(p.get("threads", d.team_threads)),
