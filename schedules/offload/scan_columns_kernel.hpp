@@ -273,8 +273,8 @@ void gpu_columns(const KernelArgs<T>& a) {
   for (std::int64_t b = omp_get_team_num(); b < blocks; b += omp_get_num_teams())
     for (int k = first; k < W; k += stride) {
       const std::int64_t g = b * W + k;
-      column_group<T, Op, V, Cap, Staged>(a, folds, ring, g, in_warp && r < L && g < groups, in_warp, full ? w : 0, full ? Wp : 1, r,
-                                  L, W, lane, mask);
+      column_group<T, Op, V, Cap, Staged>(a, folds, ring, g, in_warp && r < L && g < groups, in_warp, full ? w : 0,
+                                          full ? Wp : 1, r, L, W, lane, mask);
     }
 }
 #endif
