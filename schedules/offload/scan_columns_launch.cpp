@@ -44,7 +44,7 @@ struct ColumnRows {
   int items, stages;
 };
 ColumnRows column_default_rows(DataType type, std::int64_t element_bytes) {
-  if (type == DataType::float32) return {offload_column_staged_max_items, 2};
+  if (type == DataType::float32) return {offload_column_max_items, 2};
   if (element_bytes == 4) return {offload_column_item_cap(element_bytes), 2};
   return {offload_column_item_cap(element_bytes), 1};
 }
@@ -107,7 +107,7 @@ void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
     constexpr int cap = offload_column_item_cap(sizeof(T));
     a.items = std::clamp(plan.items, 1, cap);
     if (a.vec) {
-      constexpr int v = vec_elems<T>, staged_cap = offload_column_staged_max_items;
+      constexpr int v = vec_elems<T>, staged_cap = offload_column_max_items;
       const int staged_items = std::clamp(plan.items, 1, staged_cap);
       a.stages = granted_column_stages<T, v>(plan.stages, dev, team_threads, a.lanes, staged_items);
       if (a.stages > 1) {

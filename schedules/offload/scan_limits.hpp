@@ -13,16 +13,16 @@ inline constexpr std::int64_t offload_rows_max_item_bytes = 64;
 inline constexpr std::int64_t offload_chained_max_item_bytes = 128;
 inline constexpr std::int64_t offload_max_threads = 1024;
 /// scan.offload_columns in one pass (chunks = 1): rows of the scanned axis per thread in a tile,
-/// kept in registers (with the next tile's), and lines side by side per team. 2-byte types take
-/// up to 16 rows, wider types up to 8: each (type, path) has its own kernel, whose registers hold
-/// that many rows without spills (ptxas for sm_90: 245 registers for float16 16-byte vectors).
+/// kept in registers, and lines side by side per team. The staged kernel (tiles ahead in team
+/// memory) holds up to offload_column_max_items rows of every type; the register kernel, which
+/// also holds the next tile's, up to offload_column_item_cap: 16 for 2-byte types, 8 for wider
+/// ones. Each (type, path) has its own kernel, whose registers hold that many rows without spills
+/// (ptxas for sm_90: 245 registers for float16 16-byte vectors in the register kernel).
 inline constexpr int offload_column_max_items = 16;
 constexpr int offload_column_item_cap(std::int64_t element_bytes) { return element_bytes == 2 ? 16 : 8; }
 inline constexpr int offload_column_max_width = 256;
-/// scan.offload_columns in one pass: tiles in its ring in team memory (copy_async_wait_at_most),
-/// and rows per thread in a tile of the staged kernel, which holds no next tile in registers.
+/// scan.offload_columns in one pass: tiles in its ring in team memory (copy_async_wait_at_most).
 inline constexpr int offload_column_max_stages = 8;
-inline constexpr int offload_column_staged_max_items = 16;
 
 /// Rows: at most this many tiles requested into the L2 ahead of the loads.
 inline constexpr int offload_max_ahead = 8;

@@ -54,15 +54,14 @@ const ScanStrategy& scan_offload_columns() {
         const OffloadColumnsScanPlan plan{int(p.get("teams", d.teams)), int(p.get("threads", d.team_threads)),
                                           p.get("chunks", d.chunks), int(p.get("items", d.items)),
                                           int(p.get("width", d.width)), int(p.get("stages", d.stages))};
-        // A thread's rows must fit the registers the tile kernels give it.
-        const int cap = plan.stages > 1 ? offload_column_staged_max_items
-                                         : offload_column_item_cap(scan_element_bytes(call));
-        if (plan.items > cap)
+        // A thread's rows must fit the registers the tile kernels give it: the parameter's range
+        // is the staged kernel's, the register kernel (stages = 1) holds fewer of wider types.
+        const int cap = offload_column_item_cap(scan_element_bytes(call));
+        if (plan.stages == 1 && plan.items > cap)
           throw Error(Errc::invalid_schedule, call.op_name(), p.schedule().to_string(),
                       "items = " + std::to_string(plan.items) + " rows exceed the " + std::to_string(cap) +
                           " rows of " + std::to_string(scan_element_bytes(call)) +
-                          "-byte elements a thread holds in registers" +
-                          (plan.stages > 1 ? "" : " beside the next tile's (stages = 1)"));
+                          "-byte elements a thread holds in registers beside the next tile's (stages = 1)");
         return plan;
       });
   return record;
