@@ -1,4 +1,4 @@
-// DLPack results, device checks and the producer stream (device_glue.hpp).
+// DLPack results, device checks and the producers' streams (device_glue.hpp).
 #include "python/ext/device_glue.hpp"
 
 #include <dlpack/dlpack.h>
@@ -50,13 +50,13 @@ DLDataType dlpack_type(hk::DataType type) {
 }
 
 #ifdef HETKERN_OFFLOAD
-// The legacy default stream of the current CUDA context, through the driver library that the
-// offload runtime already loaded (hetkern links no CUDA library).
-bool sync_legacy_stream(const char* op) {
-  using Sync = int (*)(void*);
+// Waits for every stream of the current CUDA context, the producers' included, through the driver
+// library that the offload runtime already loaded (hetkern links no CUDA library).
+bool sync_producers(const char* op) {
+  using Sync = int (*)();
   static const Sync sync = [] {
     void* cuda = dlopen("libcuda.so.1", RTLD_NOW);
-    return cuda ? reinterpret_cast<Sync>(dlsym(cuda, "cuStreamSynchronize")) : nullptr;
+    return cuda ? reinterpret_cast<Sync>(dlsym(cuda, "cuCtxSynchronize")) : nullptr;
   }();
   if (!sync) {
     raise_error(hk::Errc::invalid_parameter, op, "stream", "libcuda.so.1 cannot be loaded");
@@ -64,11 +64,11 @@ bool sync_legacy_stream(const char* op) {
   }
   int status = 0;
   Py_BEGIN_ALLOW_THREADS
-  status = sync(reinterpret_cast<void*>(std::uintptr_t(1)));
+  status = sync();
   Py_END_ALLOW_THREADS
   if (status != 0) {
     raise_error(hk::Errc::invalid_parameter, op, "stream",
-                "waiting for the producer's CUDA stream failed (CUresult " + std::to_string(status) + ")");
+                "waiting for the producers' CUDA streams failed (CUresult " + std::to_string(status) + ")");
     return false;
   }
   return true;
@@ -169,7 +169,7 @@ int device_call(const char* op, std::initializer_list<const Operand*> operands) 
                       "; hetkern offloads to OpenMP device " + std::to_string(hk::offload_device()));
       return -1;
     }
-  return sync_legacy_stream(op) ? 1 : -1;
+  return sync_producers(op) ? 1 : -1;
 #else
   raise_error(hk::Errc::invalid_parameter, op, "device",
               "CUDA tensors need a build with offload (the offload preset)");

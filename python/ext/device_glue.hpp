@@ -1,5 +1,5 @@
 // What a call on DLPack tensors needs around the library: results as DLPack capsules, device
-// tensors as borrowed device buffers, and the producer's CUDA stream waited for.
+// tensors as borrowed device buffers, and the producers' CUDA streams waited for.
 #pragma once
 
 #include <Python.h>
@@ -14,10 +14,10 @@ namespace hkpy {
 PyObject* py_empty(PyObject* self, PyObject* args);
 
 /// Checks that every device operand lies on the device hetkern offloads to and that host and
-/// device operands are not mixed, then waits for the work the producers queued before their
-/// `__dlpack__(stream=1)` (the legacy default stream, which the producers made wait for their
-/// own). Returns -1 with a Python exception set, else 1 when the call runs on the device and
-/// 0 when it runs on the host.
+/// device operands are not mixed, then waits for all the work queued on the current CUDA context
+/// (`cuCtxSynchronize`), which holds whatever the producers queued on any of their streams before
+/// handing out the capsules. Returns -1 with a Python exception set, else 1 when the call runs
+/// on the device and 0 when it runs on the host.
 int device_call(const char* op, std::initializer_list<const Operand*> operands);
 
 }  // namespace hkpy

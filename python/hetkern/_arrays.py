@@ -3,17 +3,27 @@ import sys
 
 from . import _hetkern
 
-# DLPack device types whose memory only the GPU reads.
-_CUDA_DEVICES = (2, 13)  # kDLCUDA, kDLCUDAManaged
-
 
 def dlpack_capsule(x):
-    """x's DLPack capsule. A CUDA producer is asked to make the legacy default stream (1) wait
-    for its own stream; hetkern waits for that stream before its kernels start."""
-    device = x.__dlpack_device__()
-    if device[0] in _CUDA_DEVICES:
-        return x.__dlpack__(stream=1)
+    """x's DLPack capsule, asked for without a stream: before its kernels start, hetkern waits for
+    all the work on the CUDA context, whichever stream the producer queued it on. (PyTorch orders
+    streams for __dlpack__(stream=...) in Python, at a cost that small calls feel:
+    docs/performance.md.)"""
     return x.__dlpack__()
+
+
+def new_output(x, shape, dtype):
+    """A new tensor for a result, from x's own library where hetkern knows how to ask it (PyTorch:
+    torch.empty, through its caching allocator, on x's device), else None. shape and dtype (a
+    name) of None take x's; a name PyTorch does not know gives None too, so that the call reports
+    it."""
+    if type(x).__module__.partition(".")[0] != "torch":
+        return None
+    torch = sys.modules["torch"]
+    torch_dtype = x.dtype if dtype is None else getattr(torch, dtype, None)
+    if not isinstance(torch_dtype, torch.dtype):
+        return None
+    return torch.empty(x.shape if shape is None else shape, dtype=torch_dtype, device=x.device)
 
 
 class DLPackResult:

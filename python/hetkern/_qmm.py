@@ -2,7 +2,7 @@
 import numpy as np
 
 from . import _hetkern
-from ._arrays import dlpack_capsule, dtype_name, empty_like, like
+from ._arrays import dlpack_capsule, dtype_name, empty_like, like, new_output
 from ._errors import DTypeError, Error
 
 _OP = "quantized_linear_matmul"
@@ -156,6 +156,8 @@ def _qmm(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_poi
         return out if mode == 0 else chosen
     a_arg = dlpack_capsule(a)
     b_arg = b._capsule if packed else dlpack_capsule(b)
+    if out is None and not mode:
+        out = new_output(a, _matmul_shape(a.shape, b.shape), dtype)
     result = empty_like(a_arg, _matmul_shape(a.shape, b.shape), dtype) if out is None else dlpack_capsule(out)
     chosen = _hetkern.qmm(a_arg, params[0], params[1], b_arg, *params[2:], result, schedule, mode)
     if mode:

@@ -2,7 +2,7 @@
 import numpy as np
 
 from . import _hetkern
-from ._arrays import dlpack_capsule, empty_like, like
+from ._arrays import dlpack_capsule, empty_like, like, new_output
 
 _run = _hetkern.cumulative
 _ndarray = np.ndarray
@@ -23,6 +23,8 @@ def _scan(product, x, axis, reverse, exclusive, out, schedule, mode):
 
 def _scan_dlpack(product, x, axis, reverse, exclusive, out, schedule, mode):
     capsule = dlpack_capsule(x)
+    if out is None and not mode:
+        out = new_output(x, None, None)
     result = empty_like(capsule) if out is None else dlpack_capsule(out)
     chosen = _run(product, capsule, result, axis, reverse, exclusive, schedule, mode)
     if mode:

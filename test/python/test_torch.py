@@ -75,6 +75,31 @@ def test_producer_stream_is_respected():
 
 
 @cuda
+def test_output_is_not_written_before_the_producer_read_it():
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        x = torch.ones(1 << 22, device="cuda")
+        out = torch.zeros(1 << 22, device="cuda")
+        seen = out.add(1)  # reads out on s, maybe unfinished when hetkern writes it
+        hetkern.cumsum(x, out=out)
+    assert torch.equal(seen, torch.ones_like(seen)) and out[-1].item() == 1 << 22
+
+
+@cuda
+def test_new_results_come_from_torchs_allocator():
+    x = torch.ones(1 << 20, device="cuda")
+    a = torch.ones(64, 96, dtype=torch.uint8, device="cuda")
+    b = torch.ones(96, 32, dtype=torch.int8, device="cuda")
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    y = hetkern.cumsum(x)
+    z = hetkern.qlinear_matmul(a, 0.25, 3, b, 0.5, 1, 64.0, 7)
+    assert torch.cuda.memory_allocated() - before >= y.numel() * 4 + z.numel()
+    assert y.is_contiguous() and z.shape == (64, 32) and z.dtype == torch.uint8
+    assert y[-1].item() == 1 << 20
+
+
+@cuda
 def test_pinned_cpu_tensors_go_to_the_gpu_directly():
     # Page-locked CPU tensors (pin_memory()) are host tensors whose memory the GPU reads and writes
     # itself: the offload schedules copy them without staging, and give the same results.
