@@ -47,14 +47,10 @@ class DLPackResult:
 
 
 def like(x, capsule):
-    """The result `capsule` as the same kind of object as x: a torch.Tensor for a torch.Tensor
-    (torch.from_dlpack reads the capsule itself), through the library's from_dlpack where it has
-    one, else a DLPackResult."""
-    name = type(x).__module__.partition(".")[0]
-    library = sys.modules.get(name)
+    """The result `capsule` (for inputs whose library new_output cannot ask) as the same kind of
+    object as x: through the library's from_dlpack where it has one, else a DLPackResult."""
+    library = sys.modules.get(type(x).__module__.partition(".")[0])
     from_dlpack = getattr(library, "from_dlpack", None)
-    if name == "torch":
-        return from_dlpack(capsule)
     result = DLPackResult(capsule, x.__dlpack_device__())
     return from_dlpack(result) if from_dlpack is not None else result
 
