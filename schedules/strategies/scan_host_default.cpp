@@ -24,10 +24,8 @@ constexpr std::int64_t scan_lines_per_thread = 4;
 // wait however long the lines are.
 constexpr std::int64_t scan_row_panel_max_bytes = std::int64_t(1) << 20;
 
-}  // namespace
-
-std::int64_t scan_parallel_default_tile(const CumulativeCall& call, int threads) {
-  const ScanLayout s = make_scan_layout(call);
+// scan_parallel_default_tile for the call's layout s.
+std::int64_t parallel_tile(const CumulativeCall& call, const ScanLayout& s, int threads) {
   const std::int64_t default_tile = scan_default_tile(call);
   if (s.lines_are_rows()) {
     // Whole lines per thread, a few panels each so that uneven lines still balance.
@@ -44,6 +42,12 @@ std::int64_t scan_parallel_default_tile(const CumulativeCall& call, int threads)
                                   default_tile);
 }
 
+}  // namespace
+
+std::int64_t scan_parallel_default_tile(const CumulativeCall& call, int threads) {
+  return parallel_tile(call, make_scan_layout(call), threads);
+}
+
 ScanStrategyPlan default_host_scan_plan(const CumulativeCall& call, int threads) {
   const ScanLayout s = make_scan_layout(call);
   const std::int64_t elements = s.lines() * s.length;
@@ -51,7 +55,7 @@ ScanStrategyPlan default_host_scan_plan(const CumulativeCall& call, int threads)
   const auto parallel = [&](std::int64_t tile, std::int64_t team) {
     return plan_scan(call, Schedule("scan.parallel").set("tile", tile).set("threads", team));
   };
-  const std::int64_t tile = scan_parallel_default_tile(call, threads);
+  const std::int64_t tile = parallel_tile(call, s, threads);
   if (s.lines_are_rows()) {
     if (s.lines() >= scan_lines_per_thread * std::int64_t(threads)) return parallel(tile, threads);
   } else {
