@@ -191,9 +191,12 @@ class Bench(unittest.TestCase):
             (qmm + ["--b-range", "1"], "--b-range"),
             (qmm + ["--schedule", "scan.tiled"], "scan.tiled"),
         ]
+        # nan and inf once passed CLI11's check of --min-time, and nan never ended the timing loop.
+        for value in ("nan", "inf", "-1", "1e9", "x"):
+            cases.append((scan + ["--min-reps", "3", "--min-time", value], "--min-time"))
         for args, phrase in cases:
             with self.subTest(args=args):
-                result = run(*args, *(QUICK if args else []))
+                result = run(*args, *(QUICK if args and "--min-time" not in args else []))
                 self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
                 self.assertEqual(result.stdout, "")
                 self.assertEqual(result.stderr.count("\n"), 1, result.stderr)

@@ -242,7 +242,9 @@ class Tune(unittest.TestCase):
         for args in (["tune"], ["tune", "--list", "--export", "x.json"], ["tune", "--calibrate", "--clear-rates"],
                      ["tune", "cumsum", "--shape", "4", "--dtype", "float99", "--axis", "0"],
                      ["tune", "qlinear-matmul", "--shape", "4,4"],
-                     ["tune", "--shapes", os.path.join(self.dir, "missing.txt")]):
+                     ["tune", "--shapes", os.path.join(self.dir, "missing.txt")],
+                     *(["tune", "--budget", b, "cumsum", "--shape", "4", "--dtype", "float32", "--axis", "0"]
+                       for b in ("nan", "inf", "0", "-1", "1e6"))):
             r = run(*args, env=self.env)
             self.assertEqual(r.returncode, 2, args)
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)

@@ -487,6 +487,24 @@ TEST_F(Tuning, TunerPicksAVerifiedCandidateOfTheSpace) {
   }
 }
 
+TEST(TunerOptions, RefusesABudgetThatIsNotAFiniteNumberOfSecondsAboveZero) {
+  const hk::TuneProblem p{hk::Operator::cumulative_sum, {hk::DataType::float32}, {4, 16}, {.axis = 1}};
+  for (double budget : {std::nan(""), HUGE_VAL, -HUGE_VAL, 0.0, -1.0}) {
+    hk::TuneOptions options;
+    options.budget_seconds = budget;
+    bool measured = false;
+    options.progress = [&](const hk::TuneProgress&) { measured = true; };
+    try {
+      hk::tune(p, options);
+      ADD_FAILURE() << "budget " << budget << " was accepted";
+    } catch (const hk::Error& e) {
+      EXPECT_EQ(e.code(), hk::Errc::invalid_parameter) << budget;
+      EXPECT_EQ(e.subject(), "budget_seconds") << budget;
+    }
+    EXPECT_FALSE(measured) << "budget " << budget << ": a candidate was measured before the refusal";
+  }
+}
+
 // Past 2^30 multiply-adds the tuner takes its expected results from the heuristic's schedule
 // rather than the slow reference: the reference algorithm must agree with them bit for bit.
 TEST(TunerWorkload, LargeMatmulExpectationsMatchTheReference) {

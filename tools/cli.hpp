@@ -1,9 +1,15 @@
-// The subcommands of the `hetkern` command line; main.cpp wires them up.
+// The subcommands of the `hetkern` command line, and the option checks they share; main.cpp wires
+// them up.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
 namespace hk::cli {
+
+/// Checks that an option's value is a finite number of seconds from `lo` (above it when
+/// `above_lo`) to `hi`. CLI11's number checks let nan and inf through, which never end a timing
+/// loop, and name the largest double as their bound.
+CLI::Validator seconds_within(double lo, double hi, bool above_lo = false);
 
 /// Thrown by a command that stopped early on Ctrl-C after reporting and writing what finished:
 /// hetkern then exits with status 130, as a shell reports a process ended by SIGINT.

@@ -40,8 +40,8 @@ void add_common_options(CLI::App& cmd, CommonArgs& args, const char* schedule_ex
                  "avx512_vnni or amx");
   cmd.add_flag("--json", args.json, "print one JSON object per line instead of a table");
   cmd.add_option("--min-time", args.timing.min_seconds,
-                 "repeat until the measured rounds took at least this many seconds")
-      ->check(CLI::NonNegativeNumber)
+                 "repeat until the measured rounds took at least this many seconds (0 to 3600)")
+      ->check(seconds_within(0, 3600))
       ->capture_default_str();
   cmd.add_option("--min-reps", args.timing.min_repetitions, "and at least this many repetitions")
       ->check(CLI::Range(1, 1 << 30))

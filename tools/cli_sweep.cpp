@@ -64,8 +64,8 @@ void add_bench_sweep(CLI::App& bench) {
                  "results.json, results.csv, summary.md and plots there are removed first); "
                  "without it such a directory is refused");
   bench.add_option("--min-time", args->timing.min_seconds,
-                   "sweep: seconds of measured rounds per measurement")
-      ->check(CLI::NonNegativeNumber)
+                   "sweep: seconds of measured rounds per measurement (0 to 3600)")
+      ->check(seconds_within(0, 3600))
       ->capture_default_str();
   bench.add_option("--min-reps", args->timing.min_repetitions, "sweep: and at least this many repetitions")
       ->check(CLI::Range(1, 1 << 30))

@@ -335,8 +335,9 @@ void add_tune(CLI::App& app) {
               "stops at the next candidate, prints the summary of the shapes that finished (their "
               "records are kept) and exits with status 130, a second Ctrl-C at once");
   tune_cmd->require_subcommand(0, 1);
-  tune_cmd->add_option("--budget", args->budget, "seconds the search of one shape may take")
-      ->check(CLI::PositiveNumber)
+  tune_cmd->add_option("--budget", args->budget,
+                       "seconds the search of one shape may take (above 0, at most 86400)")
+      ->check(seconds_within(0, 86400, true))
       ->capture_default_str();
   tune_cmd->add_option("--db", args->db,
                        "database file; default $HETKERN_TUNING_DB, else $XDG_CACHE_HOME/hetkern/tuning.sqlite");

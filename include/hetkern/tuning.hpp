@@ -154,7 +154,8 @@ struct TuneProgress {
 
 struct TuneOptions {
   double budget_seconds = 8;    // the search stops starting candidates after this long (the
-                                // shape's data and expected results are made before it starts)
+                                // shape's data and expected results are made before it starts);
+                                // finite and above 0, else tune() throws invalid_parameter
   bool exhaustive = false;      // measure the whole space whatever its size
   std::uint64_t seed = 1;       // for the random restarts
   std::function<void(const TuneProgress&)> progress;

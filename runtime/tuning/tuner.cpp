@@ -3,6 +3,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <random>
 
@@ -167,6 +168,13 @@ std::vector<double> time_schedules(const TuneProblem& problem, const std::vector
 }
 
 TuneResult tune(const TuneProblem& problem, const TuneOptions& options) {
+  // NaN would never end the search's rounds, and an infinite budget never ends a large space.
+  if (!std::isfinite(options.budget_seconds) || options.budget_seconds <= 0) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%g", options.budget_seconds);
+    throw Error(Errc::invalid_parameter, "tune", "budget_seconds",
+                std::string("must be a finite number of seconds above 0, got ") + got);
+  }
 #ifdef HETKERN_OFFLOAD
   // The kernels' JIT compilation belongs to the process, not to this shape's budget.
   warm_up_offload();
