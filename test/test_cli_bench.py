@@ -191,7 +191,7 @@ class Bench(unittest.TestCase):
             (qmm + ["--b-range", "1"], "--b-range"),
             (qmm + ["--schedule", "scan.tiled"], "scan.tiled"),
         ]
-        # nan and inf once passed CLI11's check of --min-time, and nan never ended the timing loop.
+        # nan and inf passed CLI11's check of --min-time, and nan never ended the timing loop.
         for value in ("nan", "inf", "-1", "1e9", "x"):
             cases.append((scan + ["--min-reps", "3", "--min-time", value], "--min-time"))
         for args, phrase in cases:

@@ -168,7 +168,8 @@ std::vector<double> time_schedules(const TuneProblem& problem, const std::vector
 }
 
 TuneResult tune(const TuneProblem& problem, const TuneOptions& options) {
-  // NaN would never end the search's rounds, and an infinite budget never ends a large space.
+  // NaN would stop the search after its first candidate and inf measure nearly the whole space:
+  // neither is what a caller meant.
   if (!std::isfinite(options.budget_seconds) || options.budget_seconds <= 0) {
     char got[32];
     std::snprintf(got, sizeof got, "%g", options.budget_seconds);
