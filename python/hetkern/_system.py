@@ -70,8 +70,8 @@ def tune(op, shapes, budget=8.0, *, dtype=None, axis=-1, reverse=False, exclusiv
 
     op: ``hetkern.cumsum``, ``hetkern.cumprod`` or ``hetkern.qlinear_matmul`` (or a name).
     shapes: one shape or a list of them; for qlinear_matmul (M, N, K).
-    budget: seconds per shape, finite and above 0. dtype: the scans' type (float32 by default); for qlinear_matmul
-    the types of (a, b, output), ("uint8", "int8", "uint8") by default.
+    budget: seconds per shape, finite and above 0. dtype: the scans' type (float32 by default);
+    for qlinear_matmul the types of (a, b, output), ("uint8", "int8", "uint8") by default.
 
     >>> import hetkern
     >>> r = hetkern.tune(hetkern.cumsum, (8, 256), budget=0.2)[0]  # doctest: +SKIP
