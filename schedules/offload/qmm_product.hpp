@@ -282,18 +282,26 @@ inline std::uint64_t* split_words(const Kernel& k, i64 slot) {
   return k.split_counts + slot * split_count_words(k.split);
 }
 
-// Adds one to a count and returns it.
-inline i64 bump_count(const Kernel& k, std::uint64_t* count) {
-  const std::uint64_t fresh = k.epoch << 16;
-  std::uint64_t seen = 0, next = 0;
 #ifdef __NVPTX__
-  constexpr int order = __ATOMIC_RELAXED;  // the fences around it order the products
+inline constexpr int count_order = __ATOMIC_RELAXED;  // the fences around the counts order the products
 #else
-  constexpr int order = __ATOMIC_ACQ_REL;
+inline constexpr int count_order = __ATOMIC_ACQ_REL;
 #endif
+
+// Adds one to a count and returns it; `seen`, what the count was last read as, saves a swap that
+// would fail where it is still current.
+inline i64 bump_count(const Kernel& k, std::uint64_t* count, std::uint64_t seen = 0) {
+  const std::uint64_t fresh = k.epoch << 16;
+  std::uint64_t next = 0;
   do next = (seen >> 16 == k.epoch ? seen : fresh) + 1;
-  while (!__atomic_compare_exchange_n(count, &seen, next, false, order, __ATOMIC_RELAXED));
+  while (!__atomic_compare_exchange_n(count, &seen, next, false, count_order, __ATOMIC_RELAXED));
   return i64(next & 0xffff);
+}
+
+// The same for a count this team has seen hold the call's epoch: one atomic add, where the swaps
+// retry as long as other teams bump the count too.
+inline i64 bump_current_count(std::uint64_t* count) {
+  return i64((__atomic_fetch_add(count, 1, count_order) + 1) & 0xffff);
 }
 
 inline i64 read_count(const Kernel& k, const std::uint64_t* count) {
@@ -333,7 +341,8 @@ inline void sum_split_rows(const Kernel& k, i64 slot, const Kernel::Place& at, i
 #pragma unroll
       for (int u = 0; u < ahead; ++u)
         if (v0 + u * nth < end) sum[u] += first[part * part_step + v0 + u * nth];
-#pragma unroll
+    // One copy of the epilogue: a team runs this once a tile, from instructions not yet cached.
+#pragma unroll 1
     for (int u = 0; u < ahead; ++u) {
       const i64 e = 4 * (v0 + u * nth), r = e / tile_cols, c = e % tile_cols;
       if (e >= 4 * end || at.i0 + r >= k.M) continue;
@@ -371,6 +380,7 @@ inline void split_part_done(const Kernel& k, const Kernel::Item& w, Kernel::Row*
   sync();
   if (tid == 0) {
     // The starts read before the count, four loads in flight at a time.
+    const std::uint64_t progress = load_relaxed(words + progress_word);
     bool running = last_item && chunks > 1;
     for (i64 part = 0; running && part < k.split; part += 4) {
       std::uint64_t started[4];
@@ -378,7 +388,7 @@ inline void split_part_done(const Kernel& k, const Kernel::Item& w, Kernel::Row*
         started[u] = part + u < k.split ? load_relaxed(words + started_words + part + u) : k.epoch;
       for (const std::uint64_t epoch : started) running &= epoch == k.epoch;
     }
-    const i64 done = bump_count(k, words + progress_word);
+    const i64 done = bump_count(k, words + progress_word, progress);
     fence_device();  // the parts' products, counted, before what this thread tells the others
     k.team_last[team] = done == k.split ? 0 : running ? wait : leave;
   }
@@ -395,7 +405,7 @@ inline void split_part_done(const Kernel& k, const Kernel::Item& w, Kernel::Row*
         sched_yield();  // the parts' teams may need this core
 #endif
       }
-      const i64 claimed = bump_count(k, words + progress_word) - k.split;
+      const i64 claimed = bump_current_count(words + progress_word) - k.split;
       fence_device();
       k.team_last[team] = i32(claimed);
     }
@@ -419,7 +429,7 @@ inline void split_part_done(const Kernel& k, const Kernel::Item& w, Kernel::Row*
     }
     if (chunks == 1) break;
     sync();  // every thread has read the team's word
-    if (tid == 0) k.team_last[team] = i32(bump_count(k, words + progress_word) - k.split);
+    if (tid == 0) k.team_last[team] = i32(bump_current_count(words + progress_word) - k.split);
     sync();
     chunk = k.team_last[team];
   }
