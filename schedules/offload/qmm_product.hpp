@@ -290,10 +290,10 @@ inline constexpr int count_order = __ATOMIC_ACQ_REL;
 
 // Adds one to a count and returns it; `seen`, what the count was last read as, saves a swap that
 // would fail where it is still current.
-inline i64 bump_count(const Kernel& k, std::uint64_t* count, std::uint64_t seen = 0) {
-  const std::uint64_t fresh = k.epoch << 16;
+inline i64 bump_count(std::uint64_t epoch, std::uint64_t* count, std::uint64_t seen = 0) {
+  const std::uint64_t fresh = epoch << 16;
   std::uint64_t next = 0;
-  do next = (seen >> 16 == k.epoch ? seen : fresh) + 1;
+  do next = (seen >> 16 == epoch ? seen : fresh) + 1;
   while (!__atomic_compare_exchange_n(count, &seen, next, false, count_order, __ATOMIC_RELAXED));
   return i64(next & 0xffff);
 }
@@ -304,9 +304,9 @@ inline i64 bump_current_count(std::uint64_t* count) {
   return i64((__atomic_fetch_add(count, 1, count_order) + 1) & 0xffff);
 }
 
-inline i64 read_count(const Kernel& k, const std::uint64_t* count) {
+inline i64 read_count(std::uint64_t epoch, const std::uint64_t* count) {
   const std::uint64_t v = load_relaxed(count);
-  return v >> 16 == k.epoch ? i64(v & 0xffff) : 0;
+  return v >> 16 == epoch ? i64(v & 0xffff) : 0;
 }
 
 inline i64 split_chunks(const Kernel& k) { return (k.partial_rows + sum_rows - 1) / sum_rows; }
@@ -317,52 +317,72 @@ inline void split_part_started(const Kernel& k, const Kernel::Item& w) {
   store_relaxed(split_words(k, w.slot) + started_words + w.part, k.epoch);
 }
 
-// Rows first_row .. + rows_count of split tile `slot` (at `at`): each output from the sum of every
+// What adding up split tile `slot` (at `at`) reads of k, taken before the fences that order the
+// parts' products: each fence empties the L1, through which k's fields would be read again.
+struct SplitSource {
+  const u32x4* first;  // part 0's products
+  i64 part_step, partial_rows, split, M;
+  Kernel::Tile tl;
+#ifdef __NVPTX__
+  EpilogueScalars scalars;
+#endif
+};
+
+inline SplitSource split_source(const Kernel& k, i64 slot, const Kernel::Place& at) {
+  const i64 slot_size = k.partial_rows * tile_cols;
+  return {reinterpret_cast<const u32x4*>(k.partials + slot * slot_size),
+          k.split_tiles * slot_size / 4,
+          k.partial_rows,
+          k.split,
+          k.M,
+          k.tile(at.t),
+#ifdef __NVPTX__
+          epilogue_scalars<false>(k),
+#endif
+  };
+}
+
+// Rows first_row .. + rows_count of split tile `from` (at `at`): each output from the sum of every
 // part's products, requantized, by threads tid of nth. Four neighbouring outputs of a row at a
 // time, `ahead` groups of them per thread with their parts' loads in flight together (the loads
 // take the time). The int32 sums wrap in unsigned lanes: the whole depth's dot fits int32. With
 // the tile's terms in team memory (rows, cols) the outputs finish as the tensor-core epilogues'
 // do, the kernel's scalars read once; without, each works its terms out (finish() reads the
 // scalars from the argument block after each store, which waits for it).
-inline void sum_split_rows(const Kernel& k, i64 slot, const Kernel::Place& at, i64 first_row, i64 rows_count,
-                           const Kernel::Row* rows, const Kernel::Col* cols, int tid, int nth) {
+inline void sum_split_rows(const Kernel& k, const SplitSource& from, const Kernel::Place& at, i64 first_row,
+                           i64 rows_count, const Kernel::Row* rows, const Kernel::Col* cols, int tid, int nth) {
   constexpr int ahead = 4;
-  const i64 slot_size = k.partial_rows * tile_cols, part_step = k.split_tiles * slot_size / 4;
-  const i64 begin = first_row * tile_cols / 4, end = std::min(first_row + rows_count, k.partial_rows) * tile_cols / 4;
-  const u32x4* first = reinterpret_cast<const u32x4*>(k.partials + slot * slot_size);
-  const Kernel::Tile tl = k.tile(at.t);
-#ifdef __NVPTX__
-  const EpilogueScalars scalars = epilogue_scalars<false>(k);
-#endif
+  const i64 begin = first_row * tile_cols / 4, end = std::min(first_row + rows_count, from.partial_rows) * tile_cols / 4;
   for (i64 v0 = begin + tid; v0 < end; v0 += ahead * nth) {
     u32x4 sum[ahead] = {};
 #pragma unroll 4
-    for (i64 part = 0; part < k.split; ++part)
+    for (i64 part = 0; part < from.split; ++part)
 #pragma unroll
       for (int u = 0; u < ahead; ++u)
-        if (v0 + u * nth < end) sum[u] += first[part * part_step + v0 + u * nth];
+        if (v0 + u * nth < end) sum[u] += from.first[part * from.part_step + v0 + u * nth];
     // One copy of the epilogue: a team runs this once a tile, from instructions not yet cached.
 #pragma unroll 1
     for (int u = 0; u < ahead; ++u) {
       const i64 e = 4 * (v0 + u * nth), r = e / tile_cols, c = e % tile_cols;
-      if (e >= 4 * end || at.i0 + r >= k.M) continue;
+      if (e >= 4 * end || at.i0 + r >= from.M) continue;
       const i64 v[4] = {i32(sum[u].x), i32(sum[u].y), i32(sum[u].z), i32(sum[u].w)};
 #ifdef __NVPTX__
       if (rows) {
-        finish_four<false>(rows[r], four_columns(cols + c, scalars), v, scalars);
+        finish_four<false>(rows[r], four_columns(cols + c, from.scalars), v, from.scalars);
         continue;
       }
 #endif
-      const Kernel::Row row = rows ? rows[r] : k.row(tl, at.i0 + r);
+      const Kernel::Row row = rows ? rows[r] : k.row(from.tl, at.i0 + r);
       for (int j = 0; j < 4 && at.j0 + c + j < k.N; ++j)
-        k.template finish<false>(row, cols ? cols[c + j] : k.col(tl, at.j0 + c + j), v[j]);
+        k.template finish<false>(row, cols ? cols[c + j] : k.col(from.tl, at.j0 + c + j), v[j]);
     }
   }
 }
 
 // Split-K's hand-over (Kernel::split_counts), called by every thread that stored a part of split
 // tile w.slot (tid of nth, joined by the barrier `sync`; `team` numbers the team's word in
-// team_last, through which its first thread tells the others what it counted): the part is
+// team_last, through which its first thread tells the others what it counted; k's fields are read
+// before the first fence, as SplitSource's are): the part is
 // counted, and the teams that add the tile up take its chunks of rows one at a time
 // (sum_split_rows), the tile's terms in rows and cols (team memory, gathered there already or
 // first; null: each output works its terms out). The team whose part completes the count takes
@@ -374,7 +394,10 @@ template <class Sync>
 inline void split_part_done(const Kernel& k, const Kernel::Item& w, Kernel::Row* rows, Kernel::Col* cols,
                             bool gathered, i64 team, bool last_item, int tid, int nth, Sync sync) {
   std::uint64_t* words = split_words(k, w.slot);
-  const i64 chunks = split_chunks(k);
+  const i64 chunks = split_chunks(k), split = k.split;
+  const std::uint64_t epoch = k.epoch;
+  i32* const said = k.team_last + team;
+  const SplitSource from = split_source(k, w.slot, w.at);
   constexpr i32 leave = -1, wait = -2;
   fence_device();
   sync();
@@ -382,35 +405,35 @@ inline void split_part_done(const Kernel& k, const Kernel::Item& w, Kernel::Row*
     // The starts read before the count, four loads in flight at a time.
     const std::uint64_t progress = load_relaxed(words + progress_word);
     bool running = last_item && chunks > 1;
-    for (i64 part = 0; running && part < k.split; part += 4) {
+    for (i64 part = 0; running && part < split; part += 4) {
       std::uint64_t started[4];
       for (int u = 0; u < 4; ++u)
-        started[u] = part + u < k.split ? load_relaxed(words + started_words + part + u) : k.epoch;
-      for (const std::uint64_t epoch : started) running &= epoch == k.epoch;
+        started[u] = part + u < split ? load_relaxed(words + started_words + part + u) : epoch;
+      for (const std::uint64_t seen : started) running &= seen == epoch;
     }
-    const i64 done = bump_count(k, words + progress_word, progress);
+    const i64 done = bump_count(epoch, words + progress_word, progress);
     fence_device();  // the parts' products, counted, before what this thread tells the others
-    k.team_last[team] = done == k.split ? 0 : running ? wait : leave;
+    *said = done == split ? 0 : running ? wait : leave;
   }
   sync();
-  i64 chunk = k.team_last[team];
+  i64 chunk = *said;
   sync();  // every thread has read the word before its first thread writes it again
   if (chunk == leave) return;
   if (chunk == wait) {
     if (tid == 0) {
-      while (read_count(k, words + progress_word) < k.split) {
+      while (read_count(epoch, words + progress_word) < split) {
 #ifdef __NVPTX__
         asm volatile("nanosleep.u32 200;");
 #else
         sched_yield();  // the parts' teams may need this core
 #endif
       }
-      const i64 claimed = bump_current_count(words + progress_word) - k.split;
+      const i64 claimed = bump_current_count(words + progress_word) - split;
       fence_device();
-      k.team_last[team] = i32(claimed);
+      *said = i32(claimed);
     }
     sync();
-    chunk = k.team_last[team];
+    chunk = *said;
   }
   fence_device();
   for (; chunk < chunks; gathered = true) {
@@ -418,20 +441,20 @@ inline void split_part_done(const Kernel& k, const Kernel::Item& w, Kernel::Row*
       gather_terms(k, w.at.t, w.at.i0, w.at.j0, rows, cols, tid, nth);
       sync();
     }
-    sum_split_rows(k, w.slot, w.at, chunk * sum_rows, sum_rows, rows, cols, tid, nth);
+    sum_split_rows(k, from, w.at, chunk * sum_rows, sum_rows, rows, cols, tid, nth);
     if (k.bands_done) {
       fence_system();
       sync();
-      if (tid == 0 && bump_count(k, words + chunks_done_word) == chunks) {
+      if (tid == 0 && bump_count(epoch, words + chunks_done_word) == chunks) {
         fence_system();  // the other chunks' outputs, counted, before the band's count
         count_in_band(k.bands_done + w.at.t * k.bands() + w.at.band);
       }
     }
     if (chunks == 1) break;
     sync();  // every thread has read the team's word
-    if (tid == 0) k.team_last[team] = i32(bump_current_count(words + progress_word) - k.split);
+    if (tid == 0) *said = i32(bump_current_count(words + progress_word) - split);
     sync();
-    chunk = k.team_last[team];
+    chunk = *said;
   }
   sync();  // the next item may gather its terms where these were read
 }
