@@ -318,7 +318,8 @@ inline void split_part_started(const Kernel& k, const Kernel::Item& w) {
 }
 
 // What adding up split tile `slot` (at `at`) reads of k, taken before the fences that order the
-// parts' products: each fence empties the L1, through which k's fields would be read again.
+// parts' products: after each fence k's fields would be read again (it clobbers memory), from the
+// L2 (it empties the L1).
 struct SplitSource {
   const u32x4* first;  // part 0's products
   i64 part_step, partial_rows, split, M;
