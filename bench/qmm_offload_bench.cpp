@@ -8,8 +8,11 @@
 // For every product kernel and team shape it prints the median time of qmm_offload (packing,
 // product and requantization; no transfers), the TOPS (2*M*N*K per call) and how many outputs
 // differ from the host's exact result (must be 0), and the medians of its two steps apart
-// (qmm_offload_pack, qmm_offload_product); then the same call through the host-tensor entry, whose
-// time includes the allocations and transfers. One line per measurement, the table last; with
+// (qmm_offload_pack, qmm_offload_product); then the library's own entry on the same device tensors
+// (B column-major; the default schedule, then each tensor-core kernel), whose time adds what an
+// application's call adds to those launches (validation, dispatch, the quantization parameters'
+// copy, the workspace); then the same call through the host-tensor entry, whose time includes
+// the allocations and transfers. One line per measurement, the table last; with
 // --jsonl the measurements go to stderr and stdout gets one JSON record per row instead of the
 // table, in the form bench/offload_report.py tables next to offload_torch.py's torch._int_mm.
 #include <dlfcn.h>
@@ -157,6 +160,33 @@ void run_shape(std::int64_t M, std::int64_t N, std::int64_t K, int reps, int dev
     std::fprintf(progress, "%-16s %-48s pack %8.3f ms product %8.3f ms total %8.3f ms %8.1f TOPS  mismatches %lld\n",
                  shape.c_str(), v.name, pack_s * 1e3, product_s * 1e3, s * 1e3, ops / s / 1e12, (long long)bad);
     std::fflush(progress);
+  }
+  {
+    hk::DeviceBuffer a_buffer = hk::DeviceBuffer::borrow(d_a.data, a.size()),
+                     b_buffer = hk::DeviceBuffer::borrow(d_b_cols.data, b_cols.size()),
+                     y_buffer = hk::DeviceBuffer::borrow(d_y.data, y_dev.size());
+    const hk::TensorDesc b_columns(hk::DataType::int8, {K, N}, {1, K});
+    hk::DeviceQuantizedMatMulArgs device_args;
+    device_args.a = {a_desc, &a_buffer, 0};
+    device_args.b = {b_columns, &b_buffer, 0};
+    device_args.a_scale = args.a_scale, device_args.b_scale = args.b_scale, device_args.output_scale = args.output_scale;
+    device_args.a_zero_point = args.a_zero_point, device_args.output_zero_point = args.output_zero_point;
+    for (const char* kernel : {"default", "mma", "wgmma"}) {
+      const std::string text = std::string("qmm.offload_mma(tensor_cores=") + kernel + ")";
+      const hk::Schedule schedule = std::strcmp(kernel, "default") ? hk::Schedule::parse(text) : hk::Schedule{};
+      const auto call = [&] { hk::quantized_linear_matmul(device_args, {y_desc, &y_buffer, 0}, schedule); };
+      omp_target_memcpy(d_y.data, zeros.data(), zeros.size(), 0, 0, device, omp_get_initial_device());
+      call();
+      omp_target_memcpy(y_dev.data(), d_y.data, y_dev.size(), 0, 0, omp_get_initial_device(), device);
+      std::int64_t bad = 0;
+      for (std::size_t i = 0; i < y_dev.size(); ++i) bad += y_dev[i] != y_host[i];
+      const double s = median_seconds(reps, call);
+      const std::string what = std::string("library, device tensors, B column-major, ") + kernel;
+      rows.push_back({shape, what, 0, 0, s * 1e3, ops / s / 1e12, bad});
+      std::fprintf(progress, "%-16s %-48s total %8.3f ms %8.1f TOPS  mismatches %lld\n", shape.c_str(), what.c_str(),
+                   s * 1e3, ops / s / 1e12, (long long)bad);
+      std::fflush(progress);
+    }
   }
   for (const char* text : {"qmm.offload", "qmm.offload_mma"}) {
     std::vector<std::uint8_t> y(y_host.size());
