@@ -1,7 +1,8 @@
 // Host lowering of QuantizedLinearMatMul: qmm.tiled and qmm.parallel, and the reference from a
 // caller's packed B.
 //
-// A is packed once per call (A' rows with row sums). B is either packed by the caller
+// A is packed once per call (A' rows with row sums), or read where it lies when it already is A'
+// and no row sums are wanted (a_read_in_place). B is either packed by the caller
 // (hk::pack_b), or packed here: when there are enough column blocks for every thread, each
 // thread packs its own block right before using it, so B is read from memory once and its packed
 // form stays in cache; otherwise all of B is packed first and shared. Every (row block, column
@@ -48,6 +49,17 @@ const void* element(const MatrixView& v, std::int64_t offset) {
   return static_cast<const std::uint8_t*>(v.data) + offset;
 }
 
+// Whether the kernels may read A where it lies, a copy being pure cost: uint8 (A' = A), rows of K
+// contiguous bytes, K whole 64-byte depth groups (a kernel call then reads only inside rows), every
+// column's beta 0 (the epilogue multiplies the row sums by it), no row of ones appended (strips),
+// and not the AMX kernel, which reads rows in sixteens past M.
+bool a_read_in_place(const QmmProblem& p, Isa isa, bool strips) {
+  const std::int32_t cb = p.b.dtype == DataType::uint8 ? 128 : 0;
+  const bool betas_zero = std::all_of(p.q.b_zero.begin(), p.q.b_zero.end(), [&](std::int32_t z) { return z == cb; });
+  return p.a.dtype == DataType::uint8 && p.a.col_stride == 1 && p.K % qmm_depth_align == 0 && !strips &&
+         isa != Isa::amx && betas_zero;
+}
+
 // Buffers of one thread, kept across calls (thread_local, and OpenMP keeps its threads) so that a
 // call allocates and faults in nothing once a thread has seen a problem of that size. The calling
 // thread's `a` and `shared_b` are read by the whole team; the rest is private to each worker.
@@ -82,12 +94,20 @@ struct Job {
   const bool a_shared;
   const Isa isa;
   const bool deep;
+  const bool a_in_place;  // a_read_in_place: `a` holds only (zero) row sums
 
   const PackedRows& rows_of(std::int64_t t) const { return a[std::size_t(a_shared ? 0 : t)]; }
 
-  // C (+)= rows [i0, i0+mcb) of A' times the B' panels at `panels` over packed depths [k0, k1),
-  // cut into kernel calls of at most kc. `first` starts C afresh.
-  void multiply(Scratch& w, const PackedRows& rows, std::int64_t i0, std::int64_t mcb,
+  // Batch t's A' as the kernels read it: its first row, and the bytes from a row to the next.
+  std::pair<const std::uint8_t*, std::int64_t> a_rows(std::int64_t t) const {
+    if (a_in_place)
+      return {static_cast<const std::uint8_t*>(element(p.a, p.a.batch_offset(t, p.batch[1]))), p.a.row_stride};
+    return {rows_of(t).row(0), rows_of(t).kp};
+  }
+
+  // C (+)= rows [i0, i0+mcb) of A' (rows apart by lda from a0) times the B' panels at `panels`
+  // over packed depths [k0, k1), cut into kernel calls of at most kc. `first` starts C afresh.
+  void multiply(Scratch& w, const std::uint8_t* a0, std::int64_t lda, std::int64_t i0, std::int64_t mcb,
                 std::int64_t ncb, std::int64_t k0, std::int64_t k1, const std::int8_t* panels,
                 std::int64_t panel_bytes, bool pairs_fit, bool first) const {
     const QmmKernelChoice kernel = select_qmm_kernel(isa, pairs_fit);
@@ -96,7 +116,7 @@ struct Job {
     for (std::int64_t k = k0; k < k1; k += g.kc) {
       const std::int64_t kcb = std::min(g.kc, k1 - k);
       const bool accumulate = !deep && !(first && k == k0);
-      const QmmTile tile{rows.row(i0) + k, rows.kp, panels + ((k - k0) / qmm_group_depth) * 64,
+      const QmmTile tile{a0 + i0 * lda + k, lda, panels + ((k - k0) / qmm_group_depth) * 64,
                          panel_bytes, mcb, (ncb + qmm_panel_cols - 1) / qmm_panel_cols,
                          kcb / qmm_group_depth, c, g.nc, accumulate};
       kernel.run(tile);
@@ -126,10 +146,10 @@ struct Job {
   // column sums `col_sums` (both at the block's first column).
   void block(Scratch& w, std::int64_t t, std::int64_t ib, std::int64_t jb, const std::int8_t* panels,
              std::int64_t panel_bytes, const std::int64_t* col_sums, bool pairs_fit) const {
-    const PackedRows& rows = rows_of(t);
+    const auto [a0, lda] = a_rows(t);
     const std::int64_t i0 = ib * g.mc, mcb = std::min(g.mc, p.M - i0);
     const std::int64_t j0 = jb * g.nc, ncb = std::min(g.nc, p.N - j0);
-    multiply(w, rows, i0, mcb, ncb, 0, rows.kp, panels, panel_bytes, pairs_fit, true);
+    multiply(w, a0, lda, i0, mcb, ncb, 0, packed_depth(p.K), panels, panel_bytes, pairs_fit, true);
     finish(w, t, i0, mcb, j0, ncb, col_sums);
   }
 
@@ -146,7 +166,7 @@ struct Job {
       shape_panels(w.own_b, 1, kcb, ncb, p.b.dtype, false);
       const bool fits = pack_panels(w.own_b, 0, element(p.b, p.b.batch_offset(t, p.batch[1]) + k0 * p.b.row_stride + j0 * p.b.col_stride),
                                     p.b.row_stride, p.b.col_stride, 0, panels, false);
-      multiply(w, rows, 0, p.M + 1, ncb, k0, k0 + w.own_b.kp, w.own_b.panel(0, 0),
+      multiply(w, rows.row(0), rows.kp, 0, p.M + 1, ncb, k0, k0 + w.own_b.kp, w.own_b.panel(0, 0),
                w.own_b.panel_bytes, fits, k0 == 0);
     }
     const std::size_t row = std::size_t(p.M * g.nc);
@@ -176,13 +196,16 @@ void run_qmm_blocks(const QmmProblem& p, const QmmBlocks& blocks, int threads) {
   const bool pack_shared = !prepacked && !pack_on_the_fly;
   const bool strips = pack_on_the_fly && g.m_blocks == 1;
   const std::int64_t c_rows = strips ? round_up(p.M + 1, qmm_row_align) : g.mc;
+  const bool a_in_place = a_read_in_place(p, active_isa(), strips);
   for (std::int64_t t = 0; t < (a_shared ? 1 : batches); ++t) {
-    a[std::size_t(t)].shape(strips ? p.M + 1 : p.M, kp);
-    if (strips) a[std::size_t(t)].ones_row(p.M);
+    PackedRows& rows = a[std::size_t(t)];
+    rows.shape(strips ? p.M + 1 : p.M, a_in_place ? 0 : kp);
+    if (strips) rows.ones_row(p.M);
+    if (a_in_place) std::fill_n(rows.row_sums.as<std::int64_t>(), rows.rows, 0);
   }
   if (pack_shared) shape_panels(caller.shared_b, b_batches, p.K, p.N, p.b.dtype, false);
   const PackedPanels* b = prepacked ? prepacked : pack_shared ? &caller.shared_b : nullptr;
-  const Job job{p, g, a, a_shared, active_isa(), kp > int32_safe_depth};
+  const Job job{p, g, a, a_shared, active_isa(), kp > int32_safe_depth, a_in_place};
   std::atomic<bool> all_pairs_fit{true}, out_of_memory{false};
   // Packing tasks of up to 64 rows of A or 16 panels of B, smaller where that leaves threads idle:
   // 16 threads packed a 1024-column B in four tasks of 16 panels.
@@ -206,7 +229,7 @@ void run_qmm_blocks(const QmmProblem& p, const QmmBlocks& blocks, int threads) {
       out_of_memory.store(true);
     }
     const auto [row_begin, row_end] = share((a_shared ? 1 : batches) * row_tasks, thread, team);
-    for (std::int64_t i = row_begin; i < row_end; ++i) {
+    for (std::int64_t i = row_begin; i < row_end && !a_in_place; ++i) {
       const std::int64_t t = i / row_tasks, r0 = (i % row_tasks) * rows_per_task;
       pack_rows(a[std::size_t(t)], element(p.a, p.a.batch_offset(t, p.batch[1])), p.a.dtype, p.K,
                 p.a.row_stride, p.a.col_stride, r0, std::min(p.M, r0 + rows_per_task));

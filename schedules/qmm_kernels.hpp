@@ -10,8 +10,8 @@ namespace hk::detail {
 
 /// One kernel call: C[r][j] (+)= sum over the block's depth of A'[r][k] * B'[k][j].
 struct QmmTile {
-  const std::uint8_t* a;     // packed A' at the block's first row and depth; row r at a + r*lda
-  std::int64_t lda;          // bytes between packed rows (a multiple of 64)
+  const std::uint8_t* a;     // A' at the block's first row and depth; row r at a + r*lda
+  std::int64_t lda;          // bytes between rows: packed, a multiple of 64; A read in place, its row stride
   const std::int8_t* b;      // packed B' at the first panel and the depth's first group
   std::int64_t panel_bytes;  // bytes between panels
   std::int64_t rows;         // rows of C (the AMX kernel computes them rounded up to 16, which

@@ -100,6 +100,43 @@ TEST(QmmKernels, SmallAndFullRangeWeights) {
     }
 }
 
+// A that the kernels read where it lies (uint8, rows of K contiguous bytes, K a multiple of 64,
+// B at its zero point so that no row sums are wanted): rows further apart than K, row counts that
+// are not multiples of any kernel's row tile, one matrix or one per batch, at every level; and
+// beside them the same A that must still be packed (a B zero point off B's shift, K not a
+// multiple of 64).
+TEST(QmmKernels, AReadWhereItLies) {
+  std::mt19937_64 rng(11);
+  for (const DataType tb : {DataType::int8, DataType::uint8})
+    for (const i64 M : {1, 7, 37})
+      for (const i64 K : {64, 192, 200})
+        for (const i64 gap : {0, 64, 3})
+          for (const bool batched : {false, true}) {
+            const i64 N = 45, row_stride = K + gap;
+            Problem p = make_problem(M, N, K, DataType::uint8, tb, random_values(std::size_t(M * K), 0, 255, rng),
+                                     random_values(std::size_t(K * N), tb == DataType::int8 ? -128 : 0,
+                                                   tb == DataType::int8 ? 127 : 255, rng),
+                                     rng);
+            const std::vector<int> a_values = random_values(std::size_t(2 * M * K), 0, 255, rng);
+            if (batched) {
+              p.batch = {2};
+              p.a = qmmt::literal_q(DataType::uint8, {2, M, K}, a_values, rng, {M * row_stride + 7, row_stride, 1});
+              p.y = Buffer(DataType::uint8, {2, M, N}, {}, rng);
+            } else {
+              p.a = qmmt::literal_q(DataType::uint8, {M, K}, a_values, rng, {row_stride, 1});
+            }
+            p.a_zero = qmmt::literal_q(DataType::uint8, {1}, {101}, rng);
+            const int shift = tb == DataType::uint8 ? 128 : 0;
+            for (const int b_zero : {shift, shift + 3}) {
+              SCOPED_TRACE("B " + std::string(hk::name_of(tb)) + ", M " + std::to_string(M) + ", K " +
+                           std::to_string(K) + ", row stride " + std::to_string(row_stride) + ", B zero point " +
+                           std::to_string(b_zero) + (batched ? ", two batches of A" : ""));
+              p.b_zero = qmmt::literal_q(tb, {1}, {b_zero}, rng);
+              qmmt::check_all(p, schedules(), qmmt::oracle(p, false));
+            }
+          }
+}
+
 // K = 70001 of 255 x -128: the kernels' int32 dot products of u8 x s8 would overflow, so depth
 // blocks are summed in int64 (the deep path), split at several block depths.
 TEST(QmmKernels, DotProductsBeyondInt32) {
