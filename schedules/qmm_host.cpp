@@ -50,14 +50,12 @@ const void* element(const MatrixView& v, std::int64_t offset) {
 }
 
 // Whether the kernels may read A where it lies, a copy being pure cost: uint8 (A' = A), rows of K
-// contiguous bytes, K whole 64-byte depth groups (a kernel call then reads only inside rows), every
-// column's beta 0 (the epilogue multiplies the row sums by it), no row of ones appended (strips),
-// and not the AMX kernel, which reads rows in sixteens past M.
+// contiguous bytes, K whole 64-byte depth groups (a kernel call then reads only inside rows), no
+// row sums wanted by the epilogue, no row of ones appended (strips), and not the AMX kernel, which
+// reads rows in sixteens past M.
 bool a_read_in_place(const QmmProblem& p, Isa isa, bool strips) {
-  const std::int32_t cb = p.b.dtype == DataType::uint8 ? 128 : 0;
-  const bool betas_zero = std::all_of(p.q.b_zero.begin(), p.q.b_zero.end(), [&](std::int32_t z) { return z == cb; });
   return p.a.dtype == DataType::uint8 && p.a.col_stride == 1 && p.K % qmm_depth_align == 0 && !strips &&
-         isa != Isa::amx && betas_zero;
+         isa != Isa::amx && !qmm_row_sums_wanted(p);
 }
 
 // Buffers of one thread, kept across calls (thread_local, and OpenMP keeps its threads) so that a
