@@ -27,18 +27,17 @@ struct Driver {
   SetAttribute set = nullptr;
 };
 
-const Driver& driver() {
-  static const Driver d = [] {
-    Driver found;
-    // Loaded already, as this library's dependency.
-    if (void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD)) {
-      found.launch = reinterpret_cast<Launch>(dlsym(cuda, "cuLaunchKernel"));
-      found.get = reinterpret_cast<GetAttribute>(dlsym(cuda, "cuFuncGetAttribute"));
-      found.set = reinterpret_cast<SetAttribute>(dlsym(cuda, "cuFuncSetAttribute"));
-    }
-    return found;
-  }();
-  return d;
+// Filled as the library loads (its dependency is loaded by then). A function-local static would
+// need the C++ runtime's guards, which this library does not link, and a process whose libstdc++
+// is not global (Python's, through an extension module) could not open it.
+Driver driver;
+
+__attribute__((constructor)) void find_driver() {
+  if (void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD)) {
+    driver.launch = reinterpret_cast<Launch>(dlsym(cuda, "cuLaunchKernel"));
+    driver.get = reinterpret_cast<GetAttribute>(dlsym(cuda, "cuFuncGetAttribute"));
+    driver.set = reinterpret_cast<SetAttribute>(dlsym(cuda, "cuFuncSetAttribute"));
+  }
 }
 
 }  // namespace
@@ -52,7 +51,7 @@ __attribute__((visibility("default"))) Result cuLaunchKernel(Function f, unsigne
                                                              unsigned bx, unsigned by, unsigned bz,
                                                              unsigned shared_bytes, Stream stream, void** params,
                                                              void** extra) {
-  const Driver& d = driver();
+  const Driver& d = driver;
   if (!d.launch) return not_found;
   if (shared_bytes > default_limit && d.get && d.set) {
     int allowed = 0;
