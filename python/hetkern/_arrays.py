@@ -8,7 +8,11 @@ def dlpack_capsule(x):
     """x's DLPack capsule, asked for without a stream: before its kernels start, hetkern waits for
     all the work on the CUDA context, whichever stream the producer queued it on. (PyTorch orders
     streams for __dlpack__(stream=...) in Python, at a cost that small calls feel:
-    docs/performance.md.)"""
+    docs/performance.md.) A plain PyTorch tensor's capsule comes from torch.utils.dlpack, which
+    skips __dlpack__'s stream bookkeeping; __dlpack__ still refuses what it refuses (tensors that
+    require gradients, conjugate or negative views)."""
+    if type(x).__module__ == "torch" and not (x.requires_grad or x.is_conj() or x.is_neg()):
+        return sys.modules["torch"].utils.dlpack.to_dlpack(x)
     return x.__dlpack__()
 
 

@@ -129,3 +129,26 @@ def test_cuda_weights_packed_once(k):
         assert got.device == a.device and torch.equal(got, want)
     with pytest.raises(hetkern.Error, match="CUDA tensors"):
         hetkern.qlinear_matmul(a.cpu(), 0.25, 3, w, 0.5, 130, 64.0, 7)
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=cuda)])
+def test_tensors_that_require_gradients_are_refused_and_out_is_untouched(device):
+    x = torch.ones(64, device=device, requires_grad=True)
+    out = torch.full((64,), 5.0, device=device)
+    with pytest.raises((RuntimeError, BufferError), match="gradient"):  # BufferError from PyTorch 2.5
+        hetkern.cumsum(x, out=out)
+    assert torch.equal(out, torch.full_like(out, 5.0))
+    np.testing.assert_array_equal(hetkern.cumsum(x.detach(), out=out).cpu().numpy(), np.arange(1, 65))
+
+
+@cuda
+def test_the_launch_shim_is_the_offload_runtimes_driver_from_python():
+    # Without it, kernels keep within 48 KB of team memory (fewer pipeline stages): the same
+    # results, slower. Python holds no global C++ runtime, which the shim once needed.
+    import ctypes
+    import os
+    a = torch.ones(16, 64, dtype=torch.uint8, device="cuda")
+    b = torch.ones(64, 8, dtype=torch.int8, device="cuda")
+    assert hetkern.qlinear_matmul(a, 1.0, 0, b, 1.0, 0, 1.0, 0)[0, 0].item() == 64
+    driver = ctypes.CDLL("libcuda.so", mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    assert ctypes.c_int.in_dll(driver, "hetkern_cuda_launch_shim").value == 1
