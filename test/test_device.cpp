@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "hetkern/device.hpp"
+#include "runtime/platform/gpu_arch.hpp"
 #include "scan_test_util.hpp"
 #include "schedules/scan_offload.hpp"
 
@@ -148,6 +149,16 @@ TEST(DeviceWaitDeathTest, GpuWaitTakesSpinOrBlockAndWarnsOfOtherValues) {
   expect_gpu_wait_warning("spin", false);
   expect_gpu_wait_warning("block", false);
   expect_gpu_wait_warning("sleep", true);
+}
+
+TEST(OffloadDevice, ReportsTheTeamMemoryAKernelMayHave) {
+  const int bytes = gpu_team_memory_bytes();
+  if (offload_on_host()) {
+    EXPECT_EQ(bytes, 0);
+  } else {
+    EXPECT_GE(bytes, 48 * 1024);
+    EXPECT_EQ(bytes > 48 * 1024, detail::cuda_launch_shim_in_use());
+  }
 }
 
 TEST(DeviceCopy, CopiesEveryByteAlignedOrNot) {

@@ -105,6 +105,12 @@ void print_offload(bool devices) {
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
     std::cout << "ready in " << std::fixed << std::setprecision(2) << took.count() << std::defaultfloat
               << " s (compiled once per machine, then read from the GPU kernel cache)\n";
+    const int team_memory = gpu_team_memory_bytes();
+    std::cout << "team memory: " << team_memory / 1024 << " KB a kernel team"
+              << (team_memory > 48 * 1024 ? " (past 48 KB through hetkern's launch shim)\n"
+                                          : " (without hetkern's launch shim as the CUDA driver, or on a GPU that "
+                                            "allows no more: kernels that want more run fewer pipeline stages; "
+                                            "docs/gpu.md)\n");
   }
 }
 #endif

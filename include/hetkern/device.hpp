@@ -42,6 +42,11 @@ bool offload_on_host();
 /// the visible GPUs, OpenMP devices 0 to n - 1; 1 on the host fallback, whose one device is the
 /// host itself.
 int offload_device_count();
+/// Bytes of team memory (CUDA dynamic shared memory) a GPU kernel may have on offload_device():
+/// the GPU's opt-in limit where hetkern's launch shim is the offload runtime's CUDA driver, else
+/// 48 KB, with which kernels that want more run fewer pipeline stages (docs/gpu.md); 0 on the
+/// host fallback.
+int gpu_team_memory_bytes();
 
 /// Starts the offload runtime on offload_device() now: its first target region compiles every
 /// kernel of the library for the GPU found (tens of seconds), which would otherwise land on the

@@ -100,6 +100,7 @@ PyObject* py_devices(PyObject*, PyObject*) {
   if (!hk::offload_on_host()) {
     PyObject* gpu = PyDict_New();
     if (!gpu || !put(gpu, "kind", text("cuda")) || !put(gpu, "openmp_device", PyLong_FromLong(hk::offload_device())) ||
+        !put(gpu, "team_memory_bytes", PyLong_FromLong(hk::gpu_team_memory_bytes())) ||
         PyList_Append(list, gpu) != 0) {
       Py_XDECREF(gpu);
       Py_DECREF(list);

@@ -35,7 +35,8 @@ def info():
 def devices():
     """Where hetkern runs: a list of dicts, the CPU first (``kind`` "cpu", ``isa``, ``threads``)
     and, in a build with GPU offload that found a GPU, ``kind`` "cuda" with its
-    ``openmp_device`` (the CUDA device whose tensors run there).
+    ``openmp_device`` (the CUDA device whose tensors run there) and ``team_memory_bytes`` (what
+    one kernel team may have: 48 KB where hetkern's launch shim is not the CUDA driver, docs/gpu.md).
 
     >>> import hetkern
     >>> hetkern.devices()[0]["kind"]

@@ -1,10 +1,14 @@
-// Build description and CPU feature detection.
+// Build description, CPU feature detection and the GPU's team memory.
 #include "hetkern/info.hpp"
 
 #include <omp.h>
 
 #include "schedules/qmm_kernels.hpp"
 #include "schedules/scan_kernels.hpp"
+#ifdef HETKERN_OFFLOAD
+#include "hetkern/device.hpp"
+#include "runtime/platform/gpu_arch.hpp"
+#endif
 
 namespace hk {
 
@@ -20,6 +24,10 @@ BuildInfo build_info() {
 #endif
   return b;
 }
+
+#ifdef HETKERN_OFFLOAD
+int gpu_team_memory_bytes() { return offload_on_host() ? 0 : detail::cuda_team_memory_limit(offload_device()); }
+#endif
 
 std::vector<std::string> cpu_features() {
   std::vector<std::string> out;

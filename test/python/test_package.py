@@ -36,6 +36,7 @@ def test_info_and_devices():
     assert d["version"] and d["default_threads"] >= 1 and isinstance(d["cpu_features"], list)
     kinds = [dev["kind"] for dev in hetkern.devices()]
     assert kinds[0] == "cpu" and (("cuda" in kinds) <= d["offload"])
+    assert all(dev["team_memory_bytes"] >= 48 * 1024 for dev in hetkern.devices() if dev["kind"] == "cuda")
 
 
 def test_tune_writes_the_database(tmp_path, monkeypatch):

@@ -152,3 +152,5 @@ def test_the_launch_shim_is_the_offload_runtimes_driver_from_python():
     assert hetkern.qlinear_matmul(a, 1.0, 0, b, 1.0, 0, 1.0, 0)[0, 0].item() == 64
     driver = ctypes.CDLL("libcuda.so", mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
     assert ctypes.c_int.in_dll(driver, "hetkern_cuda_launch_shim").value == 1
+    gpu = next(d for d in hetkern.devices() if d["kind"] == "cuda")
+    assert gpu["team_memory_bytes"] > 48 * 1024
