@@ -11,6 +11,7 @@
 #include "algorithms/tensor_checks.hpp"
 #include "hetkern/device.hpp"
 #include "runtime/platform/device_memory.hpp"
+#include "runtime/platform/kept_device_copies.hpp"
 #include "schedules/qmm_offload.hpp"
 #include "schedules/qmm_pack.hpp"
 #include "schedules/scan_offload.hpp"
@@ -86,16 +87,23 @@ void run_qmm_offload_on_device(const QmmProblem& p, const QmmPlan& plan, int dev
 
 void run_qmm_offload_arriving(const QmmProblem& p, const QmmPlan& plan, int device, const OffloadQmmArrivals& arrivals) {
   if (p.M == 0 || p.N == 0 || p.batch[0] * p.batch[1] == 0) return;
+  // Repeated calls mostly repeat their parameters: a kept copy spares each a synchronous copy.
   const std::vector<std::byte> params = qmm_parameter_block(p.q);
-  ScratchLease d_params(device, params.size());
-  copy_to_device(d_params.data(), 0, params.data(), params.size(), device);
+  KeptDeviceCopy kept_params;  // held until the launches have ended
+  const void* d_params = kept_params.keep(device, "qmm parameters", params.data(), params.size());
+  std::optional<ScratchLease> own_params;
+  if (!d_params) {
+    own_params.emplace(device, params.size());
+    copy_to_device(own_params->data(), 0, params.data(), params.size(), device);
+    d_params = own_params->data();
+  }
   OffloadQmmLaunch launch;
   launch.device = device;
   launch.kernel = plan.kernel;
   launch.teams = plan.teams;
   launch.team_threads = plan.team_threads;
   launch.stages = plan.stages;
-  launch.parameters = d_params.data();
+  launch.parameters = d_params;
   ScratchLease workspace(device, std::size_t(qmm_offload_workspace_bytes(p, launch.kernel, device)));
   launch.workspace = workspace.data();
   launch.arrivals = arrivals;

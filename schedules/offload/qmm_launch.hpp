@@ -2,7 +2,7 @@
 // sees them: each launches its kernels for a filled argument block on `device`.
 #pragma once
 
-#include "runtime/platform/kept_tensor_maps.hpp"
+#include "runtime/platform/kept_device_copies.hpp"
 #include "schedules/offload/qmm_kernel.hpp"
 
 namespace hk::detail::offload::qmm {
@@ -23,7 +23,7 @@ bool tma_applies(i64 kp, i64 a_lines, i64 b_lines, int device);
 /// Where the warp-specialized wgmma kernel runs k on `device`: its tensor maps named in k, a copy
 /// that `kept` holds for the launch where it can, else one written to `maps` (device memory,
 /// 64-byte aligned, 256 bytes). False (k unchanged) elsewhere.
-bool prepare_tensor_maps(Kernel& k, int device, void* maps, KeptTensorMaps& kept);
+bool prepare_tensor_maps(Kernel& k, int device, void* maps, KeptDeviceCopy& kept);
 
 /// Tensor cores: with `warpgroups`, wgmma where the device is a Hopper GPU and the depth fits int32
 /// accumulators (teams of one warpgroup, or of three, one an SM, where k has tensor maps; `threads`

@@ -233,7 +233,7 @@ void qmm_offload_product(const QmmProblem& x, const OffloadQmmLaunch& launch) {
   if (x.M == 0 || x.N == 0 || x.batch[0] * x.batch[1] == 0) return;
   const WorkspaceLayout w = workspace_layout(x, launch.kernel, launch.device);
   Kernel k = make_kernel(x, launch, w);
-  KeptTensorMaps kept;  // held until the product's launch has ended
+  KeptDeviceCopy kept;  // held until the product's launch has ended
   if (launch.kernel == OffloadQmmKernel::wgmma)
     prepare_tensor_maps(k, launch.device, static_cast<u8*>(launch.workspace) + w.maps, kept);
   if (k.line_tile_states && !k.tensor_maps) {

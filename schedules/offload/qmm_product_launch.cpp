@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "hetkern/error.hpp"
 #include "runtime/platform/cuda_tensor_map.hpp"
+#include "runtime/platform/device_memory.hpp"
 #include "runtime/platform/gpu_arch.hpp"
 #include "schedules/offload/qmm_dp4a_kernel.hpp"
 #include "schedules/offload/qmm_launch.hpp"
@@ -112,18 +114,22 @@ void launch_dp4a(const Kernel& k, int device, int teams, int threads) {
   with_depth(k, [&](auto deep) { product_dp4a<decltype(deep)::value>(k, device, teams, team_threads); });
 }
 
-bool prepare_tensor_maps(Kernel& k, int device, void* maps, KeptTensorMaps& kept) {
+bool prepare_tensor_maps(Kernel& k, int device, void* maps, KeptDeviceCopy& kept) {
   if (!tma_applies(k, device)) return false;
   alignas(64) unsigned char host[2 * cuda_tensor_map_bytes];
-  static_assert(cuda_tensor_map_bytes == tensor_map_bytes && sizeof host <= KeptTensorMaps::max_bytes);
+  static_assert(cuda_tensor_map_bytes == tensor_map_bytes && sizeof host <= KeptDeviceCopy::max_bytes);
   if (!cuda_byte_matrix_map(host, k.ap, k.kp, map_lines(k, true), k.kp, tma_slice, tile_rows) ||
       !cuda_byte_matrix_map(host + cuda_tensor_map_bytes, k.bp, k.kp, map_lines(k, false), k.kp, tma_slice, tile_cols))
     return false;
-  if (const void* at = kept.keep(device, host, sizeof host)) {
+  if (const void* at = kept.keep(device, "qmm tensor maps", host, sizeof host)) {
     k.tensor_maps = at;
     return true;
   }
-  if (omp_target_memcpy(maps, host, sizeof host, 0, 0, device, omp_get_initial_device()) != 0) return false;
+  try {
+    copy_to_device(maps, 0, host, sizeof host, device);
+  } catch (const Error&) {
+    return false;
+  }
   k.tensor_maps = maps;
   return true;
 }

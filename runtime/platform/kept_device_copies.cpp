@@ -1,5 +1,5 @@
-// Tensor maps kept in device memory from call to call (kept_tensor_maps.hpp).
-#include "runtime/platform/kept_tensor_maps.hpp"
+// Small blocks kept in device memory from call to call (kept_device_copies.hpp).
+#include "runtime/platform/kept_device_copies.hpp"
 
 #include <omp.h>
 
@@ -7,38 +7,44 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <string>
+#include <utility>
+
+#include "hetkern/error.hpp"
+#include "runtime/platform/device_memory.hpp"
 
 namespace hk::detail {
 namespace {
 
 constexpr int slot_count = 16;
 
-// One device's slots and what each holds, mirrored on the host. The device memory (4 KB) lives as
-// long as the process: the slots' contents are worth keeping, and no call needs it back.
+// One kind of block's slots on one device and what each holds, mirrored on the host. The device
+// memory (4 KB) lives as long as the process: the slots' contents are worth keeping, and no call
+// needs it back.
 struct Slots {
   std::mutex mutex;
   unsigned char* memory = nullptr;
   bool unavailable = false;
-  std::array<std::array<unsigned char, KeptTensorMaps::max_bytes>, slot_count> held{};
+  std::array<std::array<unsigned char, KeptDeviceCopy::max_bytes>, slot_count> held{};
   std::array<std::size_t, slot_count> bytes{};  // 0: empty
   std::array<unsigned long long, slot_count> used{};
   unsigned long long clock = 0;
 };
 
-Slots& slots_of(int device) {
+Slots& slots_of(int device, const char* owner) {
   static std::mutex mutex;
-  static std::map<int, std::unique_ptr<Slots>> devices;
+  static std::map<std::pair<int, std::string>, std::unique_ptr<Slots>> kept;
   const std::lock_guard lock(mutex);
-  std::unique_ptr<Slots>& slots = devices[device];
+  std::unique_ptr<Slots>& slots = kept[{device, owner}];
   if (!slots) slots = std::make_unique<Slots>();
   return *slots;
 }
 
 }  // namespace
 
-const void* KeptTensorMaps::keep(int device, const void* maps, std::size_t bytes) {
+const void* KeptDeviceCopy::keep(int device, const char* owner, const void* block, std::size_t bytes) {
   if (bytes == 0 || bytes > max_bytes || hold_) return nullptr;
-  Slots& s = slots_of(device);
+  Slots& s = slots_of(device, owner);
   std::unique_lock lock(s.mutex, std::try_to_lock);
   if (!lock) return nullptr;
   if (!s.memory && !s.unavailable) {
@@ -48,7 +54,7 @@ const void* KeptTensorMaps::keep(int device, const void* maps, std::size_t bytes
   if (!s.memory) return nullptr;
   int oldest = 0;
   for (int i = 0; i < slot_count; ++i) {
-    if (s.bytes[i] == bytes && std::memcmp(s.held[i].data(), maps, bytes) == 0) {
+    if (s.bytes[i] == bytes && std::memcmp(s.held[i].data(), block, bytes) == 0) {
       s.used[i] = ++s.clock;
       hold_ = std::move(lock);
       return s.memory + i * max_bytes;
@@ -57,8 +63,12 @@ const void* KeptTensorMaps::keep(int device, const void* maps, std::size_t bytes
   }
   unsigned char* at = s.memory + oldest * max_bytes;
   s.bytes[oldest] = 0;  // until the copy has succeeded
-  if (omp_target_memcpy(at, maps, bytes, 0, 0, device, omp_get_initial_device()) != 0) return nullptr;
-  std::memcpy(s.held[oldest].data(), maps, bytes);
+  try {
+    copy_to_device(at, 0, block, bytes, device);
+  } catch (const Error&) {
+    return nullptr;
+  }
+  std::memcpy(s.held[oldest].data(), block, bytes);
   s.bytes[oldest] = bytes;
   s.used[oldest] = ++s.clock;
   hold_ = std::move(lock);
