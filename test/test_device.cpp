@@ -7,12 +7,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <tuple>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "hetkern/device.hpp"
 #include "runtime/platform/gpu_arch.hpp"
+#include "schedules/offload/kernel_words.hpp"
+#include "schedules/offload/scan_tiles.hpp"
 #include "scan_test_util.hpp"
 #include "schedules/scan_offload.hpp"
 
@@ -426,6 +429,47 @@ TEST(OffloadSchedules, ChainedCallsInTurnStayExact) {
       ASSERT_EQ(std::uint32_t(y[i]), acc) << c.schedule << ", length " << c.length << ", element " << i;
     }
   }
+}
+
+// The scan kernels' arguments reach their target regions as words (kernel_words.hpp): every field
+// of a full-rank layout comes back as it went, and the words past the block are zero.
+TEST(KernelWords, CarryEveryFieldOfAScanKernelsArguments) {
+  using namespace hk::detail::offload;
+  using Args = scan::KernelArgs<float>;
+  Args a{};
+  a.s.length = 1000003;
+  a.s.in_step = -3;
+  a.s.out_step = 5;
+  a.s.in_origin = 77;
+  a.s.out_origin = 1 << 20;
+  a.s.rank = int(std::size(a.s.sizes));
+  for (int d = 0; d < a.s.rank; ++d) {
+    a.s.sizes[d] = d + 2;
+    a.s.in_strides[d] = -(d + 1) * 1000;
+    a.s.out_strides[d] = (std::int64_t(1) << 40) + d;
+  }
+  a.x = reinterpret_cast<const float*>(std::uintptr_t(0x7f0012345678));
+  a.y = reinterpret_cast<float*>(std::uintptr_t(0x7f00abcdef00));
+  a.exclusive = true;
+  a.start = -0.0;
+  a.vec = true;
+  a.items = 28;
+  a.width = 3584;
+  a.tiles = 74899;
+  a.folded = ~0ull - 1;
+  a.team_bytes = 14336;
+  a.lanes = 3;
+  a.stages = 4;
+  a.ahead = 2;
+  a.buffers = 5;
+  const KernelWords words = to_kernel_words(a);
+  const Args b = std::apply([](auto... w) { return from_kernel_words<Args>(w...); }, words);
+  EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0);
+  EXPECT_EQ(b.s.out_strides[a.s.rank - 1], (std::int64_t(1) << 40) + a.s.rank - 1);
+  EXPECT_TRUE(std::signbit(b.start));
+  EXPECT_EQ(b.x, a.x);
+  EXPECT_EQ(b.buffers, 5);
+  for (std::size_t i = (sizeof a + 7) / 8; i < words.size(); ++i) EXPECT_EQ(words[i], 0u) << "word " << i;
 }
 
 }  // namespace

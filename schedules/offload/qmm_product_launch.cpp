@@ -27,6 +27,8 @@ constexpr int default_dp4a_threads = 256, default_mma_threads = 128;
 // than one template over the kernel: clang 19 crashes on a launch bound that depends on a template
 // parameter.)
 constexpr int dp4a_bound = 512, mma_bound = 256;
+// Each launch takes its Kernel as a firstprivate struct: as launch parameters (kernel_words.hpp)
+// these kernels ran slower (docs/gpu.md#launches).
 
 template <bool Deep> void product_dp4a(const Kernel k, int device, int teams, int threads) {
 #pragma omp target teams num_teams(teams) thread_limit(threads) device(device) firstprivate(k) \

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "runtime/platform/kept_scratch.hpp"
+#include "schedules/offload/kernel_words.hpp"
 #include "schedules/offload/scan_chained_kernel.hpp"
 #include "schedules/offload/scan_launch.hpp"
 
@@ -58,22 +59,28 @@ void chained(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
       threads <= staged_max_threads) {
     a.team_bytes = staged_bytes;
     const std::size_t shared = std::size_t(staged_bytes);
-#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) firstprivate(a) \
+    const KernelWords words = to_kernel_words(a);
+    HK_KERNEL_WORDS_DECLARE(a, words)
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) \
+    firstprivate(HK_KERNEL_WORDS(a)) \
     ompx_dyn_cgroup_mem(shared) ompx_attribute(__attribute__((launch_bounds(staged_launch_bound))))
 #pragma omp parallel
     {
 #ifdef __NVPTX__
-      gpu_chained_staged<T, Op>(a);
+      gpu_chained_staged<T, Op>(from_kernel_words<KernelArgs<T>>(HK_KERNEL_WORDS(a)));
 #endif
     }
   } else {
     const std::size_t shared = sizeof(TileShared<AccOf<T>>);
-#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) firstprivate(a) \
+    const KernelWords words = to_kernel_words(a);
+    HK_KERNEL_WORDS_DECLARE(a, words)
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) \
+    firstprivate(HK_KERNEL_WORDS(a)) \
     ompx_dyn_cgroup_mem(shared)
 #pragma omp parallel
     {
 #ifdef __NVPTX__
-      gpu_chained<T, Op>(a);
+      gpu_chained<T, Op>(from_kernel_words<KernelArgs<T>>(HK_KERNEL_WORDS(a)));
 #endif
     }
   }

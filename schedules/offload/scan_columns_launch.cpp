@@ -8,6 +8,7 @@
 
 #include "runtime/platform/device_memory.hpp"
 #include "runtime/platform/gpu_arch.hpp"
+#include "schedules/offload/kernel_words.hpp"
 #include "schedules/offload/scan_columns_kernel.hpp"
 #include "schedules/offload/scan_launch.hpp"
 #include "schedules/offload/scan_limits.hpp"
@@ -71,21 +72,27 @@ void columns_one_pass(int dev, const KernelArgs<T> a, int teams, int threads) {
   const std::size_t shared = std::size_t(columns_team_bytes<T, V>(threads, a.lanes, a.items, Staged ? a.stages : 1));
   // Two regions: clang 19 takes only a launch bound that does not depend on the template.
   if constexpr (columns_bound_wide<T>) {
-#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) firstprivate(a) \
+    const KernelWords words = to_kernel_words(a);
+    HK_KERNEL_WORDS_DECLARE(a, words)
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) \
+    firstprivate(HK_KERNEL_WORDS(a)) \
     ompx_dyn_cgroup_mem(shared) ompx_attribute(__attribute__((launch_bounds(columns_wide_team_threads))))
 #pragma omp parallel
     {
 #ifdef __NVPTX__
-      gpu_columns<T, Op, V, Cap, Staged>(a);
+      gpu_columns<T, Op, V, Cap, Staged>(from_kernel_words<KernelArgs<T>>(HK_KERNEL_WORDS(a)));
 #endif
     }
   } else {
-#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) firstprivate(a) \
+    const KernelWords words = to_kernel_words(a);
+    HK_KERNEL_WORDS_DECLARE(a, words)
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) \
+    firstprivate(HK_KERNEL_WORDS(a)) \
     ompx_dyn_cgroup_mem(shared) ompx_attribute(__attribute__((launch_bounds(columns_max_team_threads))))
 #pragma omp parallel
     {
 #ifdef __NVPTX__
-      gpu_columns<T, Op, V, Cap, Staged>(a);
+      gpu_columns<T, Op, V, Cap, Staged>(from_kernel_words<KernelArgs<T>>(HK_KERNEL_WORDS(a)));
 #endif
     }
   }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "schedules/offload/kernel_words.hpp"
 #include "schedules/offload/scan_launch.hpp"
 #include "schedules/offload/scan_rows_kernel.hpp"
 
@@ -30,14 +31,17 @@ void rows(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const S
   const int threads = std::min(plan.team_threads, rows_max_team_threads);
   const std::size_t shared = rows_shared_bytes<AccOf<T>>(threads);
   a.buffers = rows_buffers<AccOf<T>>(threads);  // for the threads asked for: a team given fewer fits too
-#pragma omp target teams num_teams(plan.teams) thread_limit(threads) device(dev) firstprivate(a) \
+  const KernelWords words = to_kernel_words(a);
+  HK_KERNEL_WORDS_DECLARE(a, words)
+#pragma omp target teams num_teams(plan.teams) thread_limit(threads) device(dev) \
+    firstprivate(HK_KERNEL_WORDS(a)) \
     ompx_dyn_cgroup_mem(shared) ompx_attribute(__attribute__((launch_bounds(rows_max_team_threads))))
 #pragma omp parallel
   {
 #ifdef __NVPTX__
-    gpu_rows<T, Op>(a);
+    gpu_rows<T, Op>(from_kernel_words<KernelArgs<T>>(HK_KERNEL_WORDS(a)));
 #else
-    serial_lines<T, Op>(a);
+    serial_lines<T, Op>(from_kernel_words<KernelArgs<T>>(HK_KERNEL_WORDS(a)));
 #endif
   }
 }
