@@ -77,10 +77,6 @@ void QmmEpilogueScratch::reserve(std::int64_t rows, std::int64_t cols) {
   value.resize(std::size_t(cols));
 }
 
-bool qmm_row_sums_wanted(const QmmProblem& p) {
-  return std::any_of(p.q.b_zero.begin(), p.q.b_zero.end(), [&](std::int32_t z) { return z != b_shift(p); });
-}
-
 void requantize_block(const QmmProblem& p, const QmmBlockResult& r, QmmEpilogueScratch& s) {
   const QuantParams& q = p.q;
   const std::int32_t ca = a_shift(p), cb = b_shift(p);

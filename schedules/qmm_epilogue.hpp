@@ -32,8 +32,4 @@ struct QmmEpilogueScratch {
 /// Writes every output of the block: exact accumulator, then requantize() semantics.
 void requantize_block(const QmmProblem& p, const QmmBlockResult& r, QmmEpilogueScratch& s);
 
-/// Whether requantize_block reads A's row sums: false when every column's beta (B's zero point
-/// less B's shift) is 0, which multiplies them.
-bool qmm_row_sums_wanted(const QmmProblem& p);
-
 }  // namespace hk::detail

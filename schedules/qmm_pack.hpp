@@ -9,6 +9,7 @@
 // with alpha = ca + za per row and beta = zb - cb per column, all exact in 64-bit integers.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -36,6 +37,12 @@ struct AlignedBytes {
   template <class T> T* as() { return reinterpret_cast<T*>(data.get()); }
   template <class T> const T* as() const { return reinterpret_cast<const T*>(data.get()); }
 };
+
+/// Whether some column's beta is not 0: only then do the zero points need A's row sums.
+inline bool qmm_row_sums_wanted(const QmmProblem& p) {
+  const std::int32_t cb = p.b.dtype == DataType::uint8 ? 128 : 0;
+  return std::any_of(p.q.b_zero.begin(), p.q.b_zero.end(), [&](std::int32_t z) { return z != cb; });
+}
 
 inline std::int64_t round_up(std::int64_t v, std::int64_t to) { return (v + to - 1) / to * to; }
 

@@ -204,10 +204,10 @@ std::vector<std::byte> qmm_parameter_block(const QuantParams& q) {
 }
 
 OffloadQmmSums qmm_sums_needed(const QmmProblem& problem) {
-  const std::vector<std::int32_t>&a_zero = problem.q.a_zero, &b_zero = problem.q.b_zero;
-  const std::int32_t ca = a_shift(problem.a), cb = b_shift(problem.b);
+  const std::vector<std::int32_t>& a_zero = problem.q.a_zero;
+  const std::int32_t ca = a_shift(problem.a);
   OffloadQmmSums sums;
-  sums.rows = std::any_of(b_zero.begin(), b_zero.end(), [&](std::int32_t z) { return z != cb; });
+  sums.rows = qmm_row_sums_wanted(problem);
   sums.columns = std::any_of(a_zero.begin(), a_zero.end(), [&](std::int32_t z) { return z != -ca; });
   sums.every_alpha_128 = std::all_of(a_zero.begin(), a_zero.end(), [&](std::int32_t z) { return z == 128 - ca; });
   return sums;
