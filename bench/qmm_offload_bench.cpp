@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <random>
 #include <string>
 #include <vector>
@@ -219,9 +220,7 @@ void open_launch_shim(char** argv) {
   execv("/proc/self/exe", argv);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   open_launch_shim(argv);
   // This program's own target regions run before any call opens the GPU plugin, which registers
   // the backend for the library's.
@@ -275,4 +274,15 @@ int main(int argc, char** argv) {
   for (const Row& r : rows)
     if (r.mismatches != 0) return 1;
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hetkern-qmm-offload-bench: %s\n", e.what());
+    return 1;
+  }
 }

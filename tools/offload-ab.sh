@@ -47,18 +47,26 @@ for line in sys.stdin:
     try: r = json.loads(line)
     except ValueError: continue
     r["build"] = sys.argv[1]; print(json.dumps(r))' "$1"; }
+# Runs one bench (its arguments) with one build's plugin; a failure stops the comparison with the
+# end of the bench's messages.
+bench() {
+  local build=$1
+  local log=$work/$build.log
+  shift
+  echo "$build: $*" >&2
+  if ! HETKERN_GPU_PLUGIN=$work/$build/libhetkern_gpu.so timeout "${LIMIT:-600}" "$@" 2> "$log" | tag "$build" >> "$out"; then
+    echo "offload-ab.sh: $* failed with the $build plugin:" >&2
+    tail -n 20 "$log" >&2
+    exit 1
+  fi
+}
+export OMP_TARGET_OFFLOAD=${OMP_TARGET_OFFLOAD:-MANDATORY}
 for ((r = 1; r <= rounds; ++r)); do
   for build in old new; do
-    echo "round $r: $build" >&2
-    export HETKERN_GPU_PLUGIN=$work/$build/libhetkern_gpu.so OMP_TARGET_OFFLOAD=${OMP_TARGET_OFFLOAD:-MANDATORY}
-    if [[ $scan != none ]]; then
-      # shellcheck disable=SC2086  # the options are separate arguments
-      timeout "${LIMIT:-600}" "$BIN/hetkern-offload-bench" $scan 2> /dev/null | tag "$build" >> "$out"
-    fi
-    if [[ $qmm != none ]]; then
-      # shellcheck disable=SC2086  # the shapes are separate arguments
-      timeout "${LIMIT:-600}" "$BIN/hetkern-qmm-offload-bench" $qmm --jsonl 2> /dev/null | tag "$build" >> "$out"
-    fi
+    # shellcheck disable=SC2086  # the options and shapes are separate arguments
+    [[ $scan == none ]] || bench "$build" "$BIN/hetkern-offload-bench" $scan
+    # shellcheck disable=SC2086
+    [[ $qmm == none ]] || bench "$build" "$BIN/hetkern-qmm-offload-bench" $qmm --jsonl
   done
 done
 python3 - "$out" "$1" "$2" << 'EOF'
