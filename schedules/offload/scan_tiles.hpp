@@ -42,8 +42,8 @@ struct alignas(16) TileWord {
 };
 
 
-// Everything a kernel reads, handed to its target region as one firstprivate value (the pointers
-// are addresses on the device).
+// Everything a kernel reads, handed to its target region as launch parameters (kernel_words.hpp;
+// the pointers are addresses on the device).
 template <class T> struct KernelArgs {
   ScanLayout s;
   const T* x = nullptr;
