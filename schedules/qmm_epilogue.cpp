@@ -8,14 +8,13 @@
 #include <bit>
 
 #include "algorithms/requantize.hpp"
+#include "schedules/qmm_pack.hpp"
 
 namespace hk::detail {
 namespace {
 
 constexpr std::int64_t double_path_max_k = std::int64_t(1) << 30;
 
-std::int32_t a_shift(const QmmProblem& p) { return p.a.dtype == DataType::int8 ? 128 : 0; }
-std::int32_t b_shift(const QmmProblem& p) { return p.b.dtype == DataType::uint8 ? 128 : 0; }
 
 // One row through the double path into int32 values (the low half of each biased double). `beta`
 // is null when every column's beta is 0 (zb at B's shift, the common case), which saves a term.
@@ -79,7 +78,7 @@ void QmmEpilogueScratch::reserve(std::int64_t rows, std::int64_t cols) {
 
 void requantize_block(const QmmProblem& p, const QmmBlockResult& r, QmmEpilogueScratch& s) {
   const QuantParams& q = p.q;
-  const std::int32_t ca = a_shift(p), cb = b_shift(p);
+  const std::int32_t ca = a_shift(p.a), cb = b_shift(p.b);
   const double low = round_bias + (p.out_type == DataType::uint8 ? 0.0 : -128.0);
   const double high = round_bias + (p.out_type == DataType::uint8 ? 255.0 : 127.0);
   bool betas_zero = true;

@@ -38,10 +38,13 @@ struct AlignedBytes {
   template <class T> const T* as() const { return reinterpret_cast<const T*>(data.get()); }
 };
 
+/// ca and cb above: what A' adds to A, what B' takes from B.
+inline std::int32_t a_shift(const MatrixView& a) { return a.dtype == DataType::int8 ? 128 : 0; }
+inline std::int32_t b_shift(const MatrixView& b) { return b.dtype == DataType::uint8 ? 128 : 0; }
+
 /// Whether some column's beta is not 0: only then do the zero points need A's row sums.
 inline bool qmm_row_sums_wanted(const QmmProblem& p) {
-  const std::int32_t cb = p.b.dtype == DataType::uint8 ? 128 : 0;
-  return std::any_of(p.q.b_zero.begin(), p.q.b_zero.end(), [&](std::int32_t z) { return z != cb; });
+  return std::any_of(p.q.b_zero.begin(), p.q.b_zero.end(), [&](std::int32_t z) { return z != b_shift(p.b); });
 }
 
 inline std::int64_t round_up(std::int64_t v, std::int64_t to) { return (v + to - 1) / to * to; }

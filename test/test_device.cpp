@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
-#include <tuple>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "hetkern/device.hpp"

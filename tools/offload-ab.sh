@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Two builds of hetkern's GPU plugin in turns, on a machine with an NVIDIA GPU: the offload
 # benches run once with OLD, then with NEW, ROUNDS times, each in its own process under
-# OMP_TARGET_OFFLOAD=MANDATORY (unless set otherwise), so that a machine whose speed drifts drifts under both alike. The
-# same libhetkern loads either plugin (HETKERN_GPU_PLUGIN), each from a folder of its own with the
-# build's launch shim and kernel-cache wrapper beside it, as an installed plugin has them. Prints
-# one Markdown table last: per case and implementation the median (and range) of each plugin's
-# times, and OLD's median over NEW's (above 1: NEW is faster).
+# OMP_TARGET_OFFLOAD=MANDATORY (unless set otherwise), so that a machine whose speed drifts
+# drifts under both alike. The same libhetkern loads either plugin (HETKERN_GPU_PLUGIN), each
+# from a folder of its own with the build's launch shim and kernel-cache wrapper beside it, as an
+# installed plugin has them. Prints one Markdown table last: per case and implementation the
+# median (and range) of each plugin's times, and OLD's median over NEW's (above 1: NEW is faster).
 #
 # usage: tools/offload-ab.sh OLD_PLUGIN NEW_PLUGIN
 #   *_PLUGIN             a libhetkern_gpu.so built for this hetkern version

@@ -118,10 +118,6 @@ std::uint64_t next_epoch() {
   return next.fetch_add(1, std::memory_order_relaxed) % ((std::uint64_t(1) << 48) - 2) + 1;
 }
 
-// ca and cb of qmm_pack.hpp: what A' adds to A, what B' takes from B.
-i32 a_shift(const MatrixView& a) { return a.dtype == DataType::int8 ? 128 : 0; }
-i32 b_shift(const MatrixView& b) { return b.dtype == DataType::uint8 ? 128 : 0; }
-
 // Whether the warp-specialized wgmma kernel would run the product (the sums of its in-place lines
 // then in it, no packing launch before it).
 bool sums_in_product(const QmmProblem& x, OffloadQmmKernel kernel, const WorkspaceLayout& w, int device) {
