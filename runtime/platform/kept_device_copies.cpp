@@ -18,9 +18,9 @@ namespace {
 
 constexpr int slot_count = 16;
 
-// One kind of block's slots on one device and what each holds, mirrored on the host. The device
-// memory (4 KB) lives as long as the process: the slots' contents are worth keeping, and no call
-// needs it back.
+// One kind of block's slots on one device and what each holds, mirrored on the host, and the last
+// block that matched none (Fill::when_repeated). The device memory (8 KB) lives as long as the
+// process: the slots' contents are worth keeping, and no call needs it back.
 struct Slots {
   std::mutex mutex;
   unsigned char* memory = nullptr;
@@ -29,6 +29,8 @@ struct Slots {
   std::array<std::size_t, slot_count> bytes{};  // 0: empty
   std::array<unsigned long long, slot_count> used{};
   unsigned long long clock = 0;
+  std::array<unsigned char, KeptDeviceCopy::max_bytes> missed{};
+  std::size_t missed_bytes = 0;
 };
 
 Slots& slots_of(int device, const char* owner) {
@@ -42,7 +44,7 @@ Slots& slots_of(int device, const char* owner) {
 
 }  // namespace
 
-const void* KeptDeviceCopy::keep(int device, const char* owner, const void* block, std::size_t bytes) {
+const void* KeptDeviceCopy::keep(int device, const char* owner, const void* block, std::size_t bytes, Fill fill) {
   if (bytes == 0 || bytes > max_bytes || hold_) return nullptr;
   Slots& s = slots_of(device, owner);
   std::unique_lock lock(s.mutex, std::try_to_lock);
@@ -60,6 +62,12 @@ const void* KeptDeviceCopy::keep(int device, const char* owner, const void* bloc
       return s.memory + i * max_bytes;
     }
     if (s.used[i] < s.used[oldest]) oldest = i;
+  }
+  if (fill == Fill::when_repeated &&
+      (s.missed_bytes != bytes || std::memcmp(s.missed.data(), block, bytes) != 0)) {
+    std::memcpy(s.missed.data(), block, bytes);
+    s.missed_bytes = bytes;
+    return nullptr;
   }
   unsigned char* at = s.memory + oldest * max_bytes;
   s.bytes[oldest] = 0;  // until the copy has succeeded

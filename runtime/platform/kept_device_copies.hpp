@@ -1,6 +1,7 @@
 // Small blocks kept in device memory from call to call (a kernel's tensor maps, its quantization
-// parameters): a call whose block a kept copy already holds, as repeated calls on the same buffers
-// with the same parameters have, launches with that copy and copies nothing to the device first.
+// parameters, the matmul product's argument block): a call whose block a kept copy already holds,
+// as repeated calls on the same buffers with the same parameters have, launches with that copy and
+// copies nothing to the device first.
 // Offload builds only.
 #pragma once
 
@@ -14,13 +15,18 @@ namespace hk::detail {
 class KeptDeviceCopy {
  public:
   /// The most bytes of a kept block.
-  static constexpr std::size_t max_bytes = 256;
+  static constexpr std::size_t max_bytes = 512;
+  /// Where no kept copy matches: make one now (`always`), or only where the kind's last such
+  /// block had the same bytes (`when_repeated`, for blocks whose launch can copy them itself,
+  /// sooner than a copy of their own: a block seen once then costs no extra copy).
+  enum class Fill { always, when_repeated };
   /// A device address on `device` holding `bytes` equal to `block` (host memory), among the kept
   /// copies of blocks of kind `owner` (a name, one set of copies each): a kept copy where one
-  /// matches, else one made now (a counted copy, hk::transfer_counters) in place of the least
-  /// recently used. Null where `bytes` is 0 or above max_bytes, another call holds this kind's
-  /// copies on the device, or their memory or the copy cannot be had.
-  const void* keep(int device, const char* owner, const void* block, std::size_t bytes);
+  /// matches, else one made now as `fill` says (a counted copy, hk::transfer_counters) in place
+  /// of the least recently used. Null where `bytes` is 0 or above max_bytes, `fill` makes none,
+  /// another call holds this kind's copies on the device, or their memory or the copy cannot be
+  /// had.
+  const void* keep(int device, const char* owner, const void* block, std::size_t bytes, Fill fill = Fill::always);
 
  private:
   std::unique_lock<std::mutex> hold_;

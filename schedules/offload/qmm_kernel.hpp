@@ -5,6 +5,7 @@
 #include <sched.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "algorithms/requantize.hpp"
 #include "schedules/offload/device_helpers.hpp"
@@ -53,7 +54,8 @@ inline i32 dot4_centred(u32 a, u32 b, i32 c) {
 // unsigned, so A' bytes times ones, ones times B' bytes).
 inline i32 byte_sum(u32 word, bool is_a) { return is_a ? dot4(word, 0x01010101u, 0) : dot4(0x01010101u, word, 0); }
 
-// Everything a kernel reads, passed by value into each target region.
+// Everything a kernel reads but the call's epoch (ProductArgs): copied to the device with each
+// launch, or a product launch's kept copy there.
 struct Kernel {
   i64 batches = 1, batch1 = 1, M = 0, N = 0, K = 0, kp = 0, Mp = 0, Np = 0;
   i64 tiles_m = 0, tiles_n = 0;
@@ -73,11 +75,10 @@ struct Kernel {
   i64* col_sums = nullptr;  // [b_batches][N]; the same
   // The warp-specialized wgmma kernel sums A's rows (B's columns), read in place, itself rather
   // than a packing launch (qmm_line_sums.hpp): a state per tile of 128 lines in line_tile_states,
-  // of this call's epoch.
+  // of this call's epoch (ProductArgs::epoch).
   bool rows_in_product = false, cols_in_product = false;
   // col_sums were made before the launch (OffloadQmmArrivals::column_sums): nobody sums B' here.
   bool col_sums_given = false;
-  std::uint64_t* line_tile_states = nullptr;
   // Every alpha is 128 and the kernel is mma: it multiplies A' - 128 (A' ^ 0x80 as int8: 16
   // bitwise ops beside a warp's 32 mma per 32-deep step) by B', which folds alpha into the
   // product, so that no column sum is needed; the row sums are then those of A' - 128 (the
@@ -85,21 +86,20 @@ struct Kernel {
   // slots the dp4a need (docs/gpu-measurements.md, matmul mma).
   bool a_centred = false;
   bool a_shared = false, b_shared = false;
+  u8 a_flip = 0, b_flip = 0;  // xor'ed into the caller's A and B bytes: the signedness fold (qmm_pack.hpp)
+  std::uint64_t* line_tile_states = nullptr;
   // Split-K (tensor cores, depth within one int32 slice: qmm_offload_split): the last split_tiles
   // tiles in the teams' order are each cut in depth into `split` parts of whole slices, work items
   // after the whole tiles; a part's int32 products go to its tile's slot of partials,
   // [split][split_tiles][partial_rows][tile_cols]. The parts' own teams add them up and
   // requantize them (split_part_done), keeping a tile's progress, its chunks done and its parts'
-  // starts in split_counts. Each word holds this call's epoch, so that a word left by an earlier
-  // call counts as zero and no launch clears them; team_last (one a team) tells a team's threads
-  // what its first thread counted.
+  // starts in split_counts. Each word holds this call's epoch (ProductArgs::epoch), so that a word
+  // left by an earlier call counts as zero and no launch clears them; team_last (one a team) tells
+  // a team's threads what its first thread counted.
   i64 split = 1, split_tiles = 0, partial_rows = 0;
   i32* partials = nullptr;
   std::uint64_t* split_counts = nullptr;
   i32* team_last = nullptr;
-  // The call's own number (1 to 2^48 - 2) for the words its kernels keep in the workspace, split
-  // counts and line tile states, where it has any.
-  std::uint64_t epoch = 0;
   // A part whose operands are still arriving (OffloadQmmArrivals): a tile first waits for its row
   // tile's a_ready and its column tile's b_ready to turn non-zero (null: there already), and once
   // its outputs are written counts itself in bands_done[its band] (null: nobody waits for them);
@@ -114,7 +114,6 @@ struct Kernel {
   const u8* a = nullptr;
   const u8* b = nullptr;
   i64 a_bs[2] = {0, 0}, a_rs = 0, a_cs = 0, b_bs[2] = {0, 0}, b_rs = 0, b_cs = 0;
-  u8 a_flip = 0, b_flip = 0;
   // Epilogue.
   const float *sa = nullptr, *sb = nullptr, *sy = nullptr;
   const i32 *za = nullptr, *zb = nullptr, *zy = nullptr;
@@ -229,6 +228,8 @@ struct Kernel {
                               : requantize_below_2_39(acc, multiplier, r.zy, qmin, qmax));
   }
 };
+// No padding: a kept copy is found by its bytes (ProductArgs), which must then be the fields' alone.
+static_assert(std::has_unique_object_representations_v<Kernel>);
 
 // Whether an operand's tile that may still be arriving (Kernel::a_ready, b_ready) is there: a host
 // thread's copy has marked it (ready null: it is), read by an acquiring load, so that the calling

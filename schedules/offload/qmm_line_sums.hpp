@@ -25,16 +25,16 @@ inline i64 line_tiles(const Kernel& k) {
 }
 
 #ifdef __NVPTX__
-inline bool line_tile_summed_now(const Kernel& k, i64 tile) {
-  return load_relaxed(k.line_tile_states + tile) == (k.epoch << 2 | line_tile_summed);
+inline bool line_tile_summed_now(const Kernel& k, std::uint64_t epoch, i64 tile) {
+  return load_relaxed(k.line_tile_states + tile) == (epoch << 2 | line_tile_summed);
 }
 
 // True where the caller is to sum line tile `tile`: nobody had claimed it in this call.
-inline bool claim_line_tile(const Kernel& k, i64 tile) {
+inline bool claim_line_tile(const Kernel& k, std::uint64_t epoch, i64 tile) {
   std::uint64_t* state = k.line_tile_states + tile;
   std::uint64_t seen = 0;
-  while (seen >> 2 != k.epoch)
-    if (__atomic_compare_exchange_n(state, &seen, k.epoch << 2 | line_tile_claimed, false, __ATOMIC_RELAXED,
+  while (seen >> 2 != epoch)
+    if (__atomic_compare_exchange_n(state, &seen, epoch << 2 | line_tile_claimed, false, __ATOMIC_RELAXED,
                                     __ATOMIC_RELAXED))
       return true;
   return false;
@@ -54,7 +54,8 @@ inline LineTileArrival line_tile_arrival(const Kernel& k, i64 tile) {
 
 // Sums line tile `tile` (claimed by the caller) with threads tid of nth, joined by `sync`, a warp
 // a line, once its lines have arrived, and marks it summed once every sum is stored.
-template <class Sync> inline void sum_line_tile(const Kernel& k, i64 tile, int tid, int nth, Sync sync) {
+template <class Sync>
+inline void sum_line_tile(const Kernel& k, std::uint64_t epoch, i64 tile, int tid, int nth, Sync sync) {
   const bool is_a = tile < row_line_tiles(k);
   const i64 index = is_a ? tile : tile - row_line_tiles(k), per_matrix = is_a ? k.tiles_m : k.tiles_n;
   const i64 matrix = index / per_matrix, first = index % per_matrix * (is_a ? tile_rows : tile_cols);
@@ -85,7 +86,7 @@ template <class Sync> inline void sum_line_tile(const Kernel& k, i64 tile, int t
   }
   fence_device();
   sync();
-  if (tid == 0) __atomic_exchange_n(k.line_tile_states + tile, k.epoch << 2 | line_tile_summed, __ATOMIC_RELAXED);
+  if (tid == 0) __atomic_exchange_n(k.line_tile_states + tile, epoch << 2 | line_tile_summed, __ATOMIC_RELAXED);
 }
 
 // The line tiles whose sums work item w's terms read (-1: none), and whether both are summed.
@@ -93,8 +94,9 @@ inline void line_tiles_of(const Kernel& k, const Kernel::Item& w, i64 (&tiles)[2
   tiles[0] = k.rows_in_product ? k.a_batch(w.at.t) * k.tiles_m + w.at.i0 / tile_rows : -1;
   tiles[1] = k.cols_in_product ? row_line_tiles(k) + k.b_batch(w.at.t) * k.tiles_n + w.at.j0 / tile_cols : -1;
 }
-inline bool line_tiles_summed_now(const Kernel& k, const i64 (&tiles)[2]) {
-  return (tiles[0] < 0 || line_tile_summed_now(k, tiles[0])) && (tiles[1] < 0 || line_tile_summed_now(k, tiles[1]));
+inline bool line_tiles_summed_now(const Kernel& k, std::uint64_t epoch, const i64 (&tiles)[2]) {
+  return (tiles[0] < 0 || line_tile_summed_now(k, epoch, tiles[0])) &&
+         (tiles[1] < 0 || line_tile_summed_now(k, epoch, tiles[1]));
 }
 
 // At a team's start, every thread of it: the line tiles it prefers (the last teams prefer the
@@ -102,15 +104,15 @@ inline bool line_tiles_summed_now(const Kernel& k, const i64 (&tiles)[2]) {
 // claimed it yet (one still arriving is left to the first tile that needs it, whose operands the
 // team then waits for anyway). `word`: a team-memory word through which the first thread tells
 // the others what it claimed.
-inline void sum_preferred_line_tiles(const Kernel& k, volatile u32* word, int tid, int nth) {
+inline void sum_preferred_line_tiles(const Kernel& k, std::uint64_t epoch, volatile u32* word, int tid, int nth) {
   const i64 team = omp_get_team_num(), teams = omp_get_num_teams(), tiles = line_tiles(k);
   for (i64 tile = teams - 1 - team; tile < tiles; tile += teams) {
     const LineTileArrival arrival = line_tile_arrival(k, tile);
-    if (tid == 0) *word = arrived_now(arrival.ready, arrival.index) && claim_line_tile(k, tile);
+    if (tid == 0) *word = arrived_now(arrival.ready, arrival.index) && claim_line_tile(k, epoch, tile);
     team_barrier();
     const bool mine = *word != 0;
     team_barrier();
-    if (mine) sum_line_tile(k, tile, tid, nth, team_barrier);
+    if (mine) sum_line_tile(k, epoch, tile, tid, nth, team_barrier);
   }
 }
 
@@ -122,19 +124,20 @@ inline void sum_preferred_line_tiles(const Kernel& k, volatile u32* word, int ti
 // here too, with fewer threads than a tile's consumers, made host-tensor calls slower (docs/gpu.md).
 // `word`: a team-memory word through which tid 0 tells the others.
 template <class Sync>
-inline void sum_arriving_column_tiles(const Kernel& k, volatile u32* word, int tid, int nth, Sync sync) {
+inline void sum_arriving_column_tiles(const Kernel& k, std::uint64_t epoch, volatile u32* word, int tid, int nth,
+                                      Sync sync) {
   if (!k.b_ready || !k.cols_in_product) return;
   const i64 team = omp_get_team_num(), teams = omp_get_num_teams(), first = row_line_tiles(k), tiles = line_tiles(k);
   for (i64 tile = first + teams - 1 - team; tile < tiles; tile += teams) {
     if (tid == 0) {
       const LineTileArrival arrival = line_tile_arrival(k, tile);
       await_ready(arrival.ready, arrival.index);
-      *word = claim_line_tile(k, tile);
+      *word = claim_line_tile(k, epoch, tile);
     }
     sync();
     const bool mine = *word != 0;
     sync();
-    if (mine) sum_line_tile(k, tile, tid, nth, sync);
+    if (mine) sum_line_tile(k, epoch, tile, tid, nth, sync);
   }
 }
 
@@ -142,15 +145,16 @@ inline void sum_arriving_column_tiles(const Kernel& k, volatile u32* word, int t
 // `sync`): line tile `tile` summed, by these threads if nobody has claimed it, else by waiting
 // for its claimer; then their reads of the sums ordered after it.
 template <class Sync>
-inline void await_line_tile(const Kernel& k, i64 tile, volatile u32* word, int tid, int nth, Sync sync) {
+inline void await_line_tile(const Kernel& k, std::uint64_t epoch, i64 tile, volatile u32* word, int tid, int nth,
+                            Sync sync) {
   for (;;) {
-    if (tid == 0) *word = line_tile_summed_now(k, tile) ? 2 : claim_line_tile(k, tile) ? 1 : 0;
+    if (tid == 0) *word = line_tile_summed_now(k, epoch, tile) ? 2 : claim_line_tile(k, epoch, tile) ? 1 : 0;
     sync();
     const u32 what = *word;
     sync();
     if (what == 2) break;
     if (what == 1) {
-      sum_line_tile(k, tile, tid, nth, sync);
+      sum_line_tile(k, epoch, tile, tid, nth, sync);
       break;
     }
     asm volatile("nanosleep.u32 500;");

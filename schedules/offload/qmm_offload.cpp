@@ -109,7 +109,7 @@ WorkspaceLayout workspace_layout(const QmmProblem& x, OffloadQmmKernel kernel, i
   return w;
 }
 
-// A call's epoch for the counts and states its kernels keep in the workspace (Kernel::epoch):
+// A call's epoch for the counts and states its kernels keep in the workspace (ProductArgs::epoch):
 // 1 to 2^48 - 2 (neither all zeros nor all ones), in turn from a random start, so that a word a
 // call finds in reused workspace, from this process or another, is of its own epoch only by a
 // 2^-48 chance.
@@ -181,7 +181,6 @@ Kernel make_kernel(const QmmProblem& x, const OffloadQmmLaunch& launch, const Wo
     if (k.rows_in_product || k.cols_in_product)
       k.line_tile_states = reinterpret_cast<std::uint64_t*>(base + w.line_tiles);
   }
-  if (k.split_counts || k.line_tile_states) k.epoch = next_epoch();
   return k;
 }
 
@@ -244,11 +243,18 @@ void qmm_offload_product(const QmmProblem& x, const OffloadQmmLaunch& launch) {
   }
   const i64 items = k.items();
   const int teams = int(std::min<i64>(launch.teams > 0 ? launch.teams : items, items));
+  // A repeated call (the same buffers, shapes and parameters) launches with the block it kept; a
+  // call seen once has its launch copy the block, which is sooner than a copy of its own.
+  KeptDeviceCopy kept_kernel;  // held until the product's launch has ended
+  const void* kept_block =
+      kept_kernel.keep(launch.device, "qmm kernels", &k, sizeof k, KeptDeviceCopy::Fill::when_repeated);
+  const ProductArgs args{k, static_cast<const Kernel*>(kept_block),
+                         k.split_counts || k.line_tile_states ? next_epoch() : 0};
   if (launch.kernel != OffloadQmmKernel::dp4a)
-    launch_mma(k, launch.device, teams, launch.team_threads, launch.kernel == OffloadQmmKernel::wgmma,
+    launch_mma(args, launch.device, teams, launch.team_threads, launch.kernel == OffloadQmmKernel::wgmma,
                launch.stages);
   else
-    launch_dp4a(k, launch.device, teams, launch.team_threads);
+    launch_dp4a(args, launch.device, teams, launch.team_threads);
 }
 
 bool qmm_b_columns_fit(const QmmProblem& x) {

@@ -313,8 +313,8 @@ inline i64 split_chunks(const Kernel& k) { return (k.partial_rows + sum_rows - 1
 
 // As a team starts item w, a part of a split tile, by one of its threads (a store, no wait): the
 // part has a running team, which the tile's other parts may wait for (split_part_done).
-inline void split_part_started(const Kernel& k, const Kernel::Item& w) {
-  store_relaxed(split_words(k, w.slot) + started_words + w.part, k.epoch);
+inline void split_part_started(const Kernel& k, std::uint64_t epoch, const Kernel::Item& w) {
+  store_relaxed(split_words(k, w.slot) + started_words + w.part, epoch);
 }
 
 // What adding up split tile `slot` (at `at`) reads of k, taken before the fences that order the
@@ -392,11 +392,10 @@ inline void sum_split_rows(const Kernel& k, const SplitSource& from, const Kerne
 // started. Each then claims chunks until none is left. Where bands are waited for, the team that
 // finishes the tile's last chunk counts it in its band.
 template <class Sync>
-inline void split_part_done(const Kernel& k, const Kernel::Item& w, Kernel::Row* rows, Kernel::Col* cols,
-                            bool gathered, i64 team, bool last_item, int tid, int nth, Sync sync) {
+inline void split_part_done(const Kernel& k, std::uint64_t epoch, const Kernel::Item& w, Kernel::Row* rows,
+                            Kernel::Col* cols, bool gathered, i64 team, bool last_item, int tid, int nth, Sync sync) {
   std::uint64_t* words = split_words(k, w.slot);
   const i64 chunks = split_chunks(k), split = k.split;
-  const std::uint64_t epoch = k.epoch;
   i32* const said = k.team_last + team;
   const SplitSource from = split_source(k, w.slot, w.at);
   constexpr i32 leave = -1, wait = -2;
@@ -467,7 +466,7 @@ inline void split_part_done(const Kernel& k, const Kernel::Item& w, Kernel::Row*
 // blocks thread by thread. Inlined into its kernel, which then calls no function: ptxas serializes
 // wgmma whose pipeline crosses a call.
 template <Family F, bool Deep, int Stages>
-[[gnu::always_inline]] inline void product_team(const Kernel& k) {
+[[gnu::always_inline]] inline void product_team(const Kernel& k, std::uint64_t epoch) {
   const i64 items = k.items(), team = omp_get_team_num(), team_count = omp_get_num_teams();
   const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
 #ifdef __NVPTX__
@@ -484,7 +483,7 @@ template <Family F, bool Deep, int Stages>
   for (i64 index = team; index < items; index += team_count) {
     const Kernel::Item w = k.item(index);
     const Kernel::Place& at = w.at;
-    if (w.partial && tid == 0) split_part_started(k, w);
+    if (w.partial && tid == 0) split_part_started(k, epoch, w);
     await_ready(k.a_ready, at.i0 / tile_rows);
     await_ready(k.b_ready, at.j0 / tile_cols);
 #ifdef __NVPTX__
@@ -506,7 +505,8 @@ template <Family F, bool Deep, int Stages>
       // A split tile is counted once its parts are added up.
       Kernel::Col* cols = rows ? reinterpret_cast<Kernel::Col*>(rows + tile_rows) : nullptr;
       // The mma kernel gathers a tile's terms as it starts, where no stage overlays them.
-      split_part_done(k, w, rows, cols, F == Family::mma, team, index + team_count >= items, tid, nth, team_sync);
+      split_part_done(k, epoch, w, rows, cols, F == Family::mma, team, index + team_count >= items, tid, nth,
+                      team_sync);
     } else if (k.bands_done)
       count_tile_done(k.bands_done + at.t * k.bands() + at.band, tid, team_sync);
   }

@@ -27,42 +27,62 @@ constexpr int default_dp4a_threads = 256, default_mma_threads = 128;
 // than one template over the kernel: clang 19 crashes on a launch bound that depends on a template
 // parameter.)
 constexpr int dp4a_bound = 512, mma_bound = 256;
-// Each launch takes its Kernel as a firstprivate struct: as launch parameters (kernel_words.hpp)
-// these kernels ran slower (docs/gpu.md#launches).
+// Each launch reads its Kernel through `kept`, a copy kept on the device (ProductArgs), or else
+// through `host[0:copies]`, which the launch copies there: an array section, so that a launch
+// with a kept copy maps nothing. (Not as launch parameters, kernel_words.hpp: these kernels ran
+// slower so, docs/gpu.md#launches.) The same region serves both, so the image holds each kernel
+// once.
+#define HK_PRODUCT_ARGS(a)                        \
+  const Kernel* kept = (a).kept;                  \
+  const Kernel* host = &(a).k;                    \
+  const int copies = kept ? 0 : 1;                \
+  const std::uint64_t epoch = (a).epoch
+#define HK_PRODUCT_KERNEL (kept ? *kept : *host)
 
-template <bool Deep> void product_dp4a(const Kernel k, int device, int teams, int threads) {
-#pragma omp target teams num_teams(teams) thread_limit(threads) device(device) firstprivate(k) \
-    ompx_dyn_cgroup_mem(dp4a_memory_bytes) ompx_attribute(__attribute__((launch_bounds(dp4a_bound))))
+template <bool Deep> void product_dp4a(const ProductArgs& a, int device, int teams, int threads) {
+  HK_PRODUCT_ARGS(a);
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(device) map(to : host[0 : copies]) \
+    is_device_ptr(kept) firstprivate(epoch) ompx_dyn_cgroup_mem(dp4a_memory_bytes)                      \
+    ompx_attribute(__attribute__((launch_bounds(dp4a_bound))))
 #pragma omp parallel
-  product_team<Family::dp4a, Deep, dp4a_stages>(k);
+  product_team<Family::dp4a, Deep, dp4a_stages>(HK_PRODUCT_KERNEL, epoch);
 }
 
-template <bool Deep, int Stages> void product_mma(const Kernel k, int device, int teams, int threads) {
+template <bool Deep, int Stages> void product_mma(const ProductArgs& a, int device, int teams, int threads) {
   const int memory = mma_memory_bytes<Stages>;
-#pragma omp target teams num_teams(teams) thread_limit(threads) device(device) firstprivate(k) \
-    ompx_dyn_cgroup_mem(memory) ompx_attribute(__attribute__((launch_bounds(mma_bound))))
+  HK_PRODUCT_ARGS(a);
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(device) map(to : host[0 : copies]) \
+    is_device_ptr(kept) firstprivate(epoch) ompx_dyn_cgroup_mem(memory)                                 \
+    ompx_attribute(__attribute__((launch_bounds(mma_bound))))
 #pragma omp parallel
-  product_team<Family::mma, Deep, Stages>(k);
+  product_team<Family::mma, Deep, Stages>(HK_PRODUCT_KERNEL, epoch);
 }
 
-template <int Stages> void product_wgmma(const Kernel k, int device, int teams) {
+template <int Stages> void product_wgmma(const ProductArgs& a, int device, int teams) {
   const int memory = wgmma_memory_bytes<Stages>;
-#pragma omp target teams num_teams(teams) thread_limit(wgmma_team_threads) device(device) firstprivate(k) \
-    ompx_dyn_cgroup_mem(memory) ompx_attribute(__attribute__((launch_bounds(wgmma_team_threads))))
+  HK_PRODUCT_ARGS(a);
+#pragma omp target teams num_teams(teams) thread_limit(wgmma_team_threads) device(device) \
+    map(to : host[0 : copies]) is_device_ptr(kept) firstprivate(epoch) ompx_dyn_cgroup_mem(memory) \
+    ompx_attribute(__attribute__((launch_bounds(wgmma_team_threads))))
 #pragma omp parallel
-  product_team<Family::wgmma, false, Stages>(k);
+  product_team<Family::wgmma, false, Stages>(HK_PRODUCT_KERNEL, epoch);
 }
 
 // The warp-specialized kernel's slices: 128 deep, the widest swizzle.
 constexpr int tma_slice = 128;
 
-template <int Stages> void product_wgmma_tma(const Kernel k, int device, int teams) {
+template <int Stages> void product_wgmma_tma(const ProductArgs& a, int device, int teams) {
   const int memory = tma_memory_bytes<tma_slice, Stages>;
-#pragma omp target teams num_teams(teams) thread_limit(tma_team_threads) device(device) firstprivate(k) \
-    ompx_dyn_cgroup_mem(memory) ompx_attribute(__attribute__((launch_bounds(tma_team_threads))))
+  HK_PRODUCT_ARGS(a);
+#pragma omp target teams num_teams(teams) thread_limit(tma_team_threads) device(device) \
+    map(to : host[0 : copies]) is_device_ptr(kept) firstprivate(epoch) ompx_dyn_cgroup_mem(memory) \
+    ompx_attribute(__attribute__((launch_bounds(tma_team_threads))))
 #pragma omp parallel
-  product_team_tma<tma_slice, Stages>(k);
+  product_team_tma<tma_slice, Stages>(HK_PRODUCT_KERNEL, epoch);
 }
+
+#undef HK_PRODUCT_KERNEL
+#undef HK_PRODUCT_ARGS
 
 // The stages a tensor-core launch on `device` runs with: `requested` (0: two) where the GPU
 // grants a team the memory of that many (bytes_of), else the most that fit, at least two. Deep
@@ -111,9 +131,9 @@ bool tma_applies(const Kernel& k, int device) {
   return tma_applies(k.kp, map_lines(k, true), map_lines(k, false), device);
 }
 
-void launch_dp4a(const Kernel& k, int device, int teams, int threads) {
+void launch_dp4a(const ProductArgs& a, int device, int teams, int threads) {
   const int team_threads = staged_team_threads(threads, default_dp4a_threads, dp4a_bound);
-  with_depth(k, [&](auto deep) { product_dp4a<decltype(deep)::value>(k, device, teams, team_threads); });
+  with_depth(a.k, [&](auto deep) { product_dp4a<decltype(deep)::value>(a, device, teams, team_threads); });
 }
 
 bool prepare_tensor_maps(Kernel& k, int device, void* maps, KeptDeviceCopy& kept) {
@@ -136,27 +156,27 @@ bool prepare_tensor_maps(Kernel& k, int device, void* maps, KeptDeviceCopy& kept
   return true;
 }
 
-void launch_mma(const Kernel& k, int device, int teams, int threads, bool warpgroups, int stages) {
-  if (warpgroups && k.tensor_maps) {
+void launch_mma(const ProductArgs& a, int device, int teams, int threads, bool warpgroups, int stages) {
+  if (warpgroups && a.k.tensor_maps) {
     // Persistent teams, one an SM (each takes most of its team memory).
     const int multiprocessors = cuda_multiprocessors(device);
     const int team_count = multiprocessors > 0 ? std::min(teams, multiprocessors) : teams;
     with_stages(granted_stages(stages, device, tma_bytes),
-                [&](auto n) { product_wgmma_tma<decltype(n)::value>(k, device, team_count); });
+                [&](auto n) { product_wgmma_tma<decltype(n)::value>(a, device, team_count); });
     return;
   }
-  if (warpgroups && k.kp <= int32_depth && cuda_has_wgmma(device)) {
+  if (warpgroups && a.k.kp <= int32_depth && cuda_has_wgmma(device)) {
     with_stages(granted_stages(stages, device, wgmma_bytes),
-                [&](auto n) { product_wgmma<decltype(n)::value>(k, device, teams); });
+                [&](auto n) { product_wgmma<decltype(n)::value>(a, device, teams); });
     return;
   }
   const int team_threads = staged_team_threads(threads, default_mma_threads, mma_bound);
-  if (k.kp > int32_depth) {
-    product_mma<true, mma_stages>(k, device, teams, team_threads);
+  if (a.k.kp > int32_depth) {
+    product_mma<true, mma_stages>(a, device, teams, team_threads);
     return;
   }
   with_stages(granted_stages(stages, device, mma_bytes),
-              [&](auto n) { product_mma<false, decltype(n)::value>(k, device, teams, team_threads); });
+              [&](auto n) { product_mma<false, decltype(n)::value>(a, device, teams, team_threads); });
 }
 
 }  // namespace hk::detail::offload::qmm

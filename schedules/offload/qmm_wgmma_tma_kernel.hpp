@@ -74,7 +74,8 @@ template <int Slice, int Stages> [[gnu::always_inline]] inline void tma_produce(
 // (lanes 4g + q: columns 8j + 2q, + 1 of rows g and g + 8, as mma.sync's m16n8 blocks), finished as
 // the one-warpgroup kernel finishes them (tile_wgmma). ctid: the thread among the consumers.
 template <int Slice, int Stages>
-[[gnu::always_inline]] inline void tma_consume(const Kernel& k, u8* memory, u32 shared, int half, int ctid) {
+[[gnu::always_inline]] inline void tma_consume(const Kernel& k, std::uint64_t epoch, u8* memory, u32 shared, int half,
+                                               int ctid) {
   using L = TmaLayout<Slice, Stages>;
   constexpr u32 consumers = 1;  // named barrier of the two consumer warpgroups
   Kernel::Row* rows = reinterpret_cast<Kernel::Row*>(memory + L::terms);
@@ -88,7 +89,7 @@ template <int Slice, int Stages>
   for (i64 index = omp_get_team_num(); index < k.items(); index += omp_get_num_teams()) {
     const Kernel::Item w = k.item(index);
     const i64 t = w.at.t, i0 = w.at.i0, j0 = w.at.j0;
-    if (w.partial && ctid == 0) split_part_started(k, w);
+    if (w.partial && ctid == 0) split_part_started(k, epoch, w);
     named_barrier(consumers, tma_consumer_threads);  // the last tile's epilogue is done with the terms
     // Where the kernel sums lines itself, the terms are gathered now if their sums are there, else
     // after the products, once they are.
@@ -96,7 +97,7 @@ template <int Slice, int Stages>
     bool summed = true;
     if (k.line_tile_states) {
       line_tiles_of(k, w, sums_from);
-      if (ctid == 0) *word = line_tiles_summed_now(k, sums_from);
+      if (ctid == 0) *word = line_tiles_summed_now(k, epoch, sums_from);
       consumers_sync();
       summed = *word != 0;
       consumers_sync();
@@ -125,12 +126,12 @@ template <int Slice, int Stages>
     mbarrier_arrive_if(L::empty(shared, (n + Stages - 1) % Stages), end != begin && lane == 0);
     if (!summed) {
       for (const i64 tile : sums_from)
-        if (tile >= 0) await_line_tile(k, tile, word, ctid, tma_consumer_threads, consumers_sync);
+        if (tile >= 0) await_line_tile(k, epoch, tile, word, ctid, tma_consumer_threads, consumers_sync);
       gather_terms(k, t, i0, j0, rows, cols, ctid, tma_consumer_threads);
     }
     if (w.partial) {
       store_partial_rows(k, w, d, half, warp, lane);
-      split_part_done(k, w, rows, cols, true, omp_get_team_num(), index + omp_get_num_teams() >= k.items(), ctid,
+      split_part_done(k, epoch, w, rows, cols, true, omp_get_team_num(), index + omp_get_num_teams() >= k.items(), ctid,
                       tma_consumer_threads, consumers_sync);
       continue;
     }
@@ -143,7 +144,8 @@ template <int Slice, int Stages>
 
 // The body of the kernel (SPMD, tma_team_threads a team). Warpgroup 0 produces, 1 and 2 consume;
 // the role is read through a shuffle so that ptxas sees it uniform across each warp.
-template <int Slice, int Stages> [[gnu::always_inline]] inline void product_team_tma(const Kernel& k) {
+template <int Slice, int Stages>
+[[gnu::always_inline]] inline void product_team_tma(const Kernel& k, std::uint64_t epoch) {
 #ifdef __NVPTX__
   u8* memory = static_cast<u8*>(llvm_omp_target_dynamic_shared_alloc());
   memory += (tma_alignment - team_address(memory) % tma_alignment) % tma_alignment;
@@ -158,7 +160,7 @@ template <int Slice, int Stages> [[gnu::always_inline]] inline void product_team
   }
   team_barrier();
   if (k.line_tile_states)
-    sum_preferred_line_tiles(k, reinterpret_cast<volatile u32*>(memory + TmaLayout<Slice, Stages>::words), tid,
+    sum_preferred_line_tiles(k, epoch, reinterpret_cast<volatile u32*>(memory + TmaLayout<Slice, Stages>::words), tid,
                              tma_team_threads);
   const int role = int(shfl_idx_b32(u32(tid / wgmma_team_threads), 0, ~0u));
   if (role == 0) {
@@ -168,13 +170,14 @@ template <int Slice, int Stages> [[gnu::always_inline]] inline void product_team
     if (tid == 0)
       tma_produce<Slice, Stages>(k, shared);
     else if (tid >= 32)
-      sum_arriving_column_tiles(k, reinterpret_cast<volatile u32*>(memory + TmaLayout<Slice, Stages>::words) + 2, tid - 32,
-                                summing_threads, [] { named_barrier(summing, summing_threads); });
+      sum_arriving_column_tiles(k, epoch, reinterpret_cast<volatile u32*>(memory + TmaLayout<Slice, Stages>::words) + 2,
+                                tid - 32, summing_threads, [] { named_barrier(summing, summing_threads); });
   } else {
-    tma_consume<Slice, Stages>(k, memory, shared, role - 1, tid - wgmma_team_threads);
+    tma_consume<Slice, Stages>(k, epoch, memory, shared, role - 1, tid - wgmma_team_threads);
   }
 #else
   (void)k;
+  (void)epoch;
 #endif
 }
 
