@@ -88,7 +88,8 @@ TEST(DeviceQmm, EveryOffloadScheduleMatchesTheOracle) {
 
 // Per-tensor parameters are kept on the device, and so is the product's argument block once a call
 // repeats it: the second of the same calls copies that block alone, the third nothing; one with a
-// parameter changed copies them again; every result exact.
+// parameter changed copies them again; two calls taking turns each keep their own; every result
+// exact.
 TEST(DeviceQmm, RepeatedParametersAreNotCopiedAgain) {
   std::mt19937_64 rng(515);
   Problem p = random_problem(rng, 0);
@@ -110,6 +111,22 @@ TEST(DeviceQmm, RepeatedParametersAreNotCopiedAgain) {
   EXPECT_GE(copies("another output scale"), 1);
   EXPECT_EQ(copies("that call again"), 1);
   EXPECT_EQ(copies("and a third time"), 0);
+  // Two calls not seen before, taking turns: each block is kept at its second sighting, though
+  // the other call's came between.
+  const auto first_scale = qmmt::literal_f({1}, {0.555f}, rng), second_scale = qmmt::literal_f({1}, {0.999f}, rng);
+  for (int turn = 0; turn < 3; ++turn) {
+    p.y_scale = first_scale;
+    const std::int64_t first = copies("the first of two calls taking turns");
+    p.y_scale = second_scale;
+    const std::int64_t second = copies("the second of two calls taking turns");
+    if (turn == 0) {
+      EXPECT_GE(first, 1);
+      EXPECT_GE(second, 1);
+    } else {
+      EXPECT_EQ(first, turn == 1 ? 1 : 0) << "turn " << turn;
+      EXPECT_EQ(second, turn == 1 ? 1 : 0) << "turn " << turn;
+    }
+  }
 }
 
 TEST(DeviceQmm, RefusesHostSchedulesShortBuffersAndBadParameters) {

@@ -3,11 +3,13 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "hetkern/error.hpp"
@@ -18,9 +20,10 @@ namespace {
 
 constexpr int slot_count = 16;
 
-// One kind of block's slots on one device and what each holds, mirrored on the host, and the last
-// block that matched none (Fill::when_repeated). The device memory (8 KB) lives as long as the
-// process: the slots' contents are worth keeping, and no call needs it back.
+// One kind of block's slots on one device and what each holds, mirrored on the host, and the
+// hashes of the last blocks that matched none (Fill::when_repeated: as many as there are slots, so
+// that calls taking turns, a model's layers, find theirs again). The device memory (8 KB) lives as
+// long as the process: the slots' contents are worth keeping, and no call needs it back.
 struct Slots {
   std::mutex mutex;
   unsigned char* memory = nullptr;
@@ -29,8 +32,8 @@ struct Slots {
   std::array<std::size_t, slot_count> bytes{};  // 0: empty
   std::array<unsigned long long, slot_count> used{};
   unsigned long long clock = 0;
-  std::array<unsigned char, KeptDeviceCopy::max_bytes> missed{};
-  std::size_t missed_bytes = 0;
+  std::array<std::size_t, slot_count> missed{};
+  int next_missed = 0;
 };
 
 Slots& slots_of(int device, const char* owner) {
@@ -63,11 +66,14 @@ const void* KeptDeviceCopy::keep(int device, const char* owner, const void* bloc
     }
     if (s.used[i] < s.used[oldest]) oldest = i;
   }
-  if (fill == Fill::when_repeated &&
-      (s.missed_bytes != bytes || std::memcmp(s.missed.data(), block, bytes) != 0)) {
-    std::memcpy(s.missed.data(), block, bytes);
-    s.missed_bytes = bytes;
-    return nullptr;
+  if (fill == Fill::when_repeated) {
+    // A hash that collides only makes a copy one call early.
+    const std::size_t hash = std::hash<std::string_view>{}({static_cast<const char*>(block), bytes});
+    if (std::find(s.missed.begin(), s.missed.end(), hash) == s.missed.end()) {
+      s.missed[std::size_t(s.next_missed)] = hash;
+      s.next_missed = (s.next_missed + 1) % slot_count;
+      return nullptr;
+    }
   }
   unsigned char* at = s.memory + oldest * max_bytes;
   s.bytes[oldest] = 0;  // until the copy has succeeded

@@ -16,9 +16,9 @@ class KeptDeviceCopy {
  public:
   /// The most bytes of a kept block.
   static constexpr std::size_t max_bytes = 512;
-  /// Where no kept copy matches: make one now (`always`), or only where the kind's last such
-  /// block had the same bytes (`when_repeated`, for blocks whose launch can copy them itself,
-  /// sooner than a copy of their own: a block seen once then costs no extra copy).
+  /// Where no kept copy matches: make one now (`always`), or only where one of the kind's last
+  /// 16 such blocks had the same bytes (`when_repeated`, for blocks whose launch can copy them
+  /// itself, sooner than a copy of their own: a block seen once then costs no extra copy).
   enum class Fill { always, when_repeated };
   /// A device address on `device` holding `bytes` equal to `block` (host memory), among the kept
   /// copies of blocks of kind `owner` (a name, one set of copies each): a kept copy where one
