@@ -180,7 +180,7 @@ TEST(DeviceQmm, PackedBMatchesTheOracleOnEverySchedule) {
       hk::reset_transfer_counters();
       hk::quantized_linear_matmul(args, y.view(), text[0] ? hk::Schedule::parse(text) : hk::Schedule());
       // Only the quantization parameters, where no kept copy holds them, and the product's
-      // argument block where it repeats the last call's, to each GPU with a part (qmm.devices:
+      // argument block where it repeats an earlier call's, to each GPU with a part (qmm.devices:
       // one per batch matrix here, on as many GPUs as there are).
       const std::int64_t copies = hk::transfer_counters().to_device_copies;
       EXPECT_LE(copies, 2 * (std::string(text).starts_with("qmm.devices") ? hk::offload_device_count() : 1)) << where;
