@@ -15,7 +15,6 @@ namespace {
 
 constexpr std::int64_t double_path_max_k = std::int64_t(1) << 30;
 
-
 // One row through the double path into int32 values (the low half of each biased double). `beta`
 // is null when every column's beta is 0 (zb at B's shift, the common case), which saves a term.
 __attribute__((target_clones("avx512f", "avx2", "default"))) void requantize_row(

@@ -44,7 +44,8 @@ inline std::int32_t b_shift(const MatrixView& b) { return b.dtype == DataType::u
 
 /// Whether some column's beta is not 0: only then do the zero points need A's row sums.
 inline bool qmm_row_sums_wanted(const QmmProblem& p) {
-  return std::any_of(p.q.b_zero.begin(), p.q.b_zero.end(), [&](std::int32_t z) { return z != b_shift(p.b); });
+  const std::int32_t cb = b_shift(p.b);
+  return std::any_of(p.q.b_zero.begin(), p.q.b_zero.end(), [&](std::int32_t z) { return z != cb; });
 }
 
 inline std::int64_t round_up(std::int64_t v, std::int64_t to) { return (v + to - 1) / to * to; }
