@@ -272,11 +272,14 @@ template <class Sync> inline void count_tile_done(i32* counter, int tid, Sync sy
   if (tid == 0) count_in_band(counter);
 }
 
-// A split tile's words (Kernel::split_counts): its progress, counting its parts done, then its
-// chunks claimed after the first; its chunks done; then per part the epoch of the call once a
-// team has started it. The counts hold the call's epoch above 16 bits; a word of an earlier call
-// counts as zero.
+// A split tile's words (Kernel::split_counts): its progress, then its chunks done, then per part
+// the epoch of the call once a team has started it. The counts hold the call's epoch above 16
+// bits; a word of an earlier call counts as zero. The progress word counts the parts done in its
+// low byte and the chunks handed out after the first (progress_claim each) in the next: at most
+// 128 parts (int32_depth / 512) and, after their reservations, one claim a chunk and one that
+// finds none for each team that added a chunk up.
 enum SplitWord : int { progress_word, chunks_done_word, started_words };
+inline constexpr std::uint64_t progress_part = 1, progress_claim = 256;
 
 inline std::uint64_t* split_words(const Kernel& k, i64 slot) {
   return k.split_counts + slot * split_count_words(k.split);
@@ -298,15 +301,16 @@ inline i64 bump_count(std::uint64_t epoch, std::uint64_t* count, std::uint64_t s
   return i64(next & 0xffff);
 }
 
-// The same for a count this team has seen hold the call's epoch: one atomic add, where the swaps
-// retry as long as other teams bump the count too.
-inline i64 bump_current_count(std::uint64_t* count) {
-  return i64((__atomic_fetch_add(count, 1, count_order) + 1) & 0xffff);
+// Makes a count left by an earlier call (as read: `seen`) this call's zero, unless another team
+// already has: after it the count holds the call's epoch, and one atomic add bumps it.
+inline void make_count_current(std::uint64_t epoch, std::uint64_t* count, std::uint64_t seen) {
+  if (seen >> 16 != epoch)
+    __atomic_compare_exchange_n(count, &seen, epoch << 16, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
-inline i64 read_count(std::uint64_t epoch, const std::uint64_t* count) {
-  const std::uint64_t v = load_relaxed(count);
-  return v >> 16 == epoch ? i64(v & 0xffff) : 0;
+// Adds `amount` to a count that holds the call's epoch; returns the count before.
+inline std::uint64_t add_to_count(std::uint64_t* count, std::uint64_t amount) {
+  return __atomic_fetch_add(count, amount, count_order) & 0xffff;
 }
 
 inline i64 split_chunks(const Kernel& k) { return (k.partial_rows + sum_rows - 1) / sum_rows; }
@@ -356,7 +360,7 @@ inline void sum_split_rows(const Kernel& k, const SplitSource& from, const Kerne
   const i64 begin = first_row * tile_cols / 4, end = std::min(first_row + rows_count, from.partial_rows) * tile_cols / 4;
   for (i64 v0 = begin + tid; v0 < end; v0 += ahead * nth) {
     u32x4 sum[ahead] = {};
-#pragma unroll 4
+#pragma unroll 8
     for (i64 part = 0; part < from.split; ++part)
 #pragma unroll
       for (int u = 0; u < ahead; ++u)
@@ -383,59 +387,68 @@ inline void sum_split_rows(const Kernel& k, const SplitSource& from, const Kerne
 // Split-K's hand-over (Kernel::split_counts), called by every thread that stored a part of split
 // tile w.slot (tid of nth, joined by the barrier `sync`; `team` numbers the team's word in
 // team_last, through which its first thread tells the others what it counted; k's fields are read
-// before the first fence, as SplitSource's are): the part is
-// counted, and the teams that add the tile up take its chunks of rows one at a time
-// (sum_split_rows), the tile's terms in rows and cols (team memory, gathered there already or
-// first; null: each output works its terms out). The team whose part completes the count takes
-// the first chunk. Where there are more, so does any team with no further item once every part
-// has a running team, after waiting for them to end: nothing waits for a team that may not have
-// started. Each then claims chunks until none is left. Where bands are waited for, the team that
+// before the first fence, as SplitSource's are): the part is counted, and the teams that add the
+// tile up take its chunks of rows (sum_split_rows), the tile's terms in rows and cols (team memory,
+// gathered there already or first; null: each output works its terms out). The team whose part
+// completes the count takes chunk 0. Where there are more, a team with no further item that finds
+// every part with a running team reserves the next chunk as it counts, and adds it up once the
+// count is complete (nothing waits for a team that may not have started). Every team that added a
+// chunk up then claims chunks until none is left. Where bands are waited for, the team that
 // finishes the tile's last chunk counts it in its band.
 template <class Sync>
 inline void split_part_done(const Kernel& k, std::uint64_t epoch, const Kernel::Item& w, Kernel::Row* rows,
                             Kernel::Col* cols, bool gathered, i64 team, bool last_item, int tid, int nth, Sync sync) {
   std::uint64_t* words = split_words(k, w.slot);
+  std::uint64_t* const progress = words + progress_word;
   const i64 chunks = split_chunks(k), split = k.split;
   i32* const said = k.team_last + team;
   const SplitSource from = split_source(k, w.slot, w.at);
-  constexpr i32 leave = -1, wait = -2;
-  fence_device();
-  sync();
+  // What the first thread tells the others: bit 0, the part completed the count; above it, the
+  // chunk reserved (0: none).
+  bool running = false;
   if (tid == 0) {
-    // The starts read before the count, four loads in flight at a time.
-    const std::uint64_t progress = load_relaxed(words + progress_word);
-    bool running = last_item && chunks > 1;
-    for (i64 part = 0; running && part < split; part += 4) {
-      std::uint64_t started[4];
-      for (int u = 0; u < 4; ++u)
-        started[u] = part + u < split ? load_relaxed(words + started_words + part + u) : epoch;
-      for (const std::uint64_t seen : started) running &= seen == epoch;
+    // The count and the parts' starts, read together while the team's products are still being
+    // stored, and the count made this call's.
+    const std::uint64_t seen = load_relaxed(progress);
+    running = last_item && chunks > 1;
+    for (i64 part = 0; running && part < split; part += 8) {
+      std::uint64_t started[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) started[u] = part + u < split ? load_relaxed(words + started_words + part + u) : epoch;
+#pragma unroll
+      for (int u = 0; u < 8; ++u) running &= started[u] == epoch;
     }
-    const i64 done = bump_count(epoch, words + progress_word, progress);
+    make_count_current(epoch, progress, seen);
+  }
+  sync();  // the team's products stored
+  if (tid == 0) {
+    fence_device();  // they are visible before the count (the barrier put them before this fence)
+    const std::uint64_t before = add_to_count(progress, progress_part + (running ? progress_claim : 0));
     fence_device();  // the parts' products, counted, before what this thread tells the others
-    *said = done == split ? 0 : running ? wait : leave;
+    const bool complete = i64(before & 0xff) + 1 == split;
+    const i64 reserved = running ? i64(before >> 8) + 1 : 0;
+    *said = i32(complete) | i32(reserved < chunks ? reserved : 0) << 1;
   }
   sync();
-  i64 chunk = *said;
+  const i32 told = *said;
   sync();  // every thread has read the word before its first thread writes it again
-  if (chunk == leave) return;
-  if (chunk == wait) {
+  const bool complete = told & 1;
+  i64 chunk = complete ? 0 : told >> 1;
+  if (!complete && chunk == 0) return;
+  if (!complete) {
     if (tid == 0) {
-      while (read_count(epoch, words + progress_word) < split) {
+      while (i64(load_relaxed(progress) & 0xff) < split) {
 #ifdef __NVPTX__
-        asm volatile("nanosleep.u32 200;");
+        asm volatile("nanosleep.u32 100;");
 #else
         sched_yield();  // the parts' teams may need this core
 #endif
       }
-      const i64 claimed = bump_current_count(words + progress_word) - split;
       fence_device();
-      *said = i32(claimed);
     }
     sync();
-    chunk = *said;
   }
-  fence_device();
+  i64 next = complete ? told >> 1 : 0;  // a chunk the completing team reserved, after chunk 0
   for (; chunk < chunks; gathered = true) {
     if (rows && !gathered) {
       gather_terms(k, w.at.t, w.at.i0, w.at.j0, rows, cols, tid, nth);
@@ -451,8 +464,13 @@ inline void split_part_done(const Kernel& k, std::uint64_t epoch, const Kernel::
       }
     }
     if (chunks == 1) break;
+    if (next > 0) {
+      chunk = next;
+      next = 0;
+      continue;
+    }
     sync();  // every thread has read the team's word
-    if (tid == 0) *said = i32(bump_current_count(words + progress_word) - split);
+    if (tid == 0) *said = i32(add_to_count(progress, progress_claim) >> 8) + 1;
     sync();
     chunk = *said;
   }
