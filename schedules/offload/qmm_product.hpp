@@ -35,10 +35,13 @@ constexpr bool evenly_staged(int nth) {
 }
 // The mma kernel's team memory: the stages, which its epilogue reuses to stage up to four warps'
 // 16 x 64 accumulators (int64 at most), then the tile's row and column terms, gathered as the tile
-// starts. The dp4a epilogue holds a tile's row and column terms where its stages were.
+// starts, then the word through which split-K's hand-over tells the team what its first thread
+// counted. The dp4a epilogue holds a tile's row and column terms where its stages were.
 inline constexpr int tile_terms_bytes = int(tile_rows * sizeof(Kernel::Row) + tile_cols * sizeof(Kernel::Col));
+inline constexpr int split_word_bytes = 16;
 template <int Stages> inline constexpr int mma_stage_bytes = std::max(mma_slice * 256 * Stages, 4 * 16 * 64 * 8);
-template <int Stages> inline constexpr int mma_memory_bytes = mma_stage_bytes<Stages> + tile_terms_bytes;
+template <int Stages>
+inline constexpr int mma_memory_bytes = mma_stage_bytes<Stages> + tile_terms_bytes + split_word_bytes;
 inline constexpr int dp4a_memory_bytes = std::max(dp4a_slice * 256 * dp4a_stages, tile_terms_bytes);
 // The wgmma kernel's: its stages, which after a tile's last slice hold its terms, then the
 // epilogue's staged blocks, from an address aligned to the swizzle's period within the block: the
@@ -328,6 +331,7 @@ struct SplitSource {
   const u32x4* first;  // part 0's products
   i64 part_step, partial_rows, split, M;
   Kernel::Tile tl;
+  i32* band;  // the count of the tile's band (Kernel::bands_done), or null
 #ifdef __NVPTX__
   EpilogueScalars scalars;
 #endif
@@ -341,6 +345,7 @@ inline SplitSource split_source(const Kernel& k, i64 slot, const Kernel::Place& 
           k.split,
           k.M,
           k.tile(at.t),
+          k.bands_done ? k.bands_done + at.t * k.bands() + at.band : nullptr,
 #ifdef __NVPTX__
           epilogue_scalars<false>(k),
 #endif
@@ -385,26 +390,29 @@ inline void sum_split_rows(const Kernel& k, const SplitSource& from, const Kerne
 }
 
 // Split-K's hand-over (Kernel::split_counts), called by every thread that stored a part of split
-// tile w.slot (tid of nth, joined by the barrier `sync`; `team` numbers the team's word in
-// team_last, through which its first thread tells the others what it counted; k's fields are read
-// before the first fence, as SplitSource's are): the part is counted, and the teams that add the
-// tile up take its chunks of rows (sum_split_rows), the tile's terms in rows and cols (team memory,
-// gathered there already or first; null: each output works its terms out). The team whose part
-// completes the count takes chunk 0. Where there are more, a team with no further item that finds
-// every part with a running team reserves the next chunk as it counts, and adds it up once the
-// count is complete (nothing waits for a team that may not have started). Every team that added a
-// chunk up then claims chunks until none is left. Where bands are waited for, the team that
+// tile w.slot (tid of nth, joined by the barrier `sync`; through `said`, in team memory where the
+// kernel has it, else the team's word of team_last, its first thread tells the others what it
+// counted; k's fields are read before the first fence, as SplitSource's are): the part is counted,
+// and the teams that add the tile up take its chunks of rows (sum_split_rows), the tile's terms in
+// rows and cols (team memory, gathered there already or first; null: each output works its terms
+// out). The team whose part completes the count takes chunk 0. Where there are more, a team with
+// no further item that finds every part with a running team reserves the next chunk as it counts,
+// and adds it up once the count is complete (nothing waits for a team that may not have started).
+// Each team that added a chunk up then claims chunks until none is left, unless the count, once
+// complete, showed every chunk handed out already. Where bands are waited for, the team that
 // finishes the tile's last chunk counts it in its band.
 template <class Sync>
 inline void split_part_done(const Kernel& k, std::uint64_t epoch, const Kernel::Item& w, Kernel::Row* rows,
-                            Kernel::Col* cols, bool gathered, i64 team, bool last_item, int tid, int nth, Sync sync) {
+                            Kernel::Col* cols, bool gathered, i32* said, bool last_item, int tid, int nth, Sync sync) {
   std::uint64_t* words = split_words(k, w.slot);
   std::uint64_t* const progress = words + progress_word;
   const i64 chunks = split_chunks(k), split = k.split;
-  i32* const said = k.team_last + team;
   const SplitSource from = split_source(k, w.slot, w.at);
-  // What the first thread tells the others: bit 0, the part completed the count; above it, the
-  // chunk reserved (0: none).
+  // Whether chunks may be left once the count is complete: some were not handed out with it.
+  const auto chunks_left = [&](std::uint64_t count) { return i64((count >> 8) & 0xff) + 1 < chunks; };
+  // What the first thread tells the others: bit 0, the part completed the count; bit 1, chunks may
+  // be left; above them, the chunk reserved (0: none).
+  constexpr i32 completed = 1, left = 2;
   bool running = false;
   if (tid == 0) {
     // The count and the parts' starts, read together while the team's products are still being
@@ -423,21 +431,24 @@ inline void split_part_done(const Kernel& k, std::uint64_t epoch, const Kernel::
   sync();  // the team's products stored
   if (tid == 0) {
     fence_device();  // they are visible before the count (the barrier put them before this fence)
-    const std::uint64_t before = add_to_count(progress, progress_part + (running ? progress_claim : 0));
+    const std::uint64_t reserving = running ? progress_claim : 0;
+    const std::uint64_t before = add_to_count(progress, progress_part + reserving);
     fence_device();  // the parts' products, counted, before what this thread tells the others
     const bool complete = i64(before & 0xff) + 1 == split;
     const i64 reserved = running ? i64(before >> 8) + 1 : 0;
-    *said = i32(complete) | i32(reserved < chunks ? reserved : 0) << 1;
+    *said = (complete ? completed | (chunks_left(before + reserving) ? left : 0) : 0) |
+            i32(reserved < chunks ? reserved : 0) << 2;
   }
   sync();
-  const i32 told = *said;
+  i32 told = *said;
   sync();  // every thread has read the word before its first thread writes it again
-  const bool complete = told & 1;
-  i64 chunk = complete ? 0 : told >> 1;
+  const bool complete = told & completed;
+  i64 chunk = complete ? 0 : told >> 2;
   if (!complete && chunk == 0) return;
   if (!complete) {
     if (tid == 0) {
-      while (i64(load_relaxed(progress) & 0xff) < split) {
+      std::uint64_t count = 0;
+      while (i64((count = load_relaxed(progress)) & 0xff) < split) {
 #ifdef __NVPTX__
         asm volatile("nanosleep.u32 100;");
 #else
@@ -445,30 +456,33 @@ inline void split_part_done(const Kernel& k, std::uint64_t epoch, const Kernel::
 #endif
       }
       fence_device();
+      *said = chunks_left(count) ? left : 0;
     }
     sync();
+    told = (told & ~left) | *said;
+    sync();
   }
-  i64 next = complete ? told >> 1 : 0;  // a chunk the completing team reserved, after chunk 0
+  i64 next = complete ? told >> 2 : 0;  // a chunk the completing team reserved, after chunk 0
   for (; chunk < chunks; gathered = true) {
     if (rows && !gathered) {
       gather_terms(k, w.at.t, w.at.i0, w.at.j0, rows, cols, tid, nth);
       sync();
     }
     sum_split_rows(k, from, w.at, chunk * sum_rows, sum_rows, rows, cols, tid, nth);
-    if (k.bands_done) {
+    if (from.band) {
       fence_system();
       sync();
       if (tid == 0 && bump_count(epoch, words + chunks_done_word) == chunks) {
         fence_system();  // the other chunks' outputs, counted, before the band's count
-        count_in_band(k.bands_done + w.at.t * k.bands() + w.at.band);
+        count_in_band(from.band);
       }
     }
-    if (chunks == 1) break;
     if (next > 0) {
       chunk = next;
       next = 0;
       continue;
     }
+    if (!(told & left)) break;
     sync();  // every thread has read the team's word
     if (tid == 0) *said = i32(add_to_count(progress, progress_claim) >> 8) + 1;
     sync();
@@ -495,9 +509,12 @@ template <Family F, bool Deep, int Stages>
   // Where the staged kernels keep a tile's terms, for split_part_done.
   const int terms = F == Family::mma ? mma_stage_bytes<Stages> : 0;
   Kernel::Row* rows = staged ? reinterpret_cast<Kernel::Row*>(memory + terms) : nullptr;
+  i32* said = staged && F == Family::mma ? reinterpret_cast<i32*>(memory + terms + tile_terms_bytes) : nullptr;
 #else
   Kernel::Row* rows = nullptr;
+  i32* said = nullptr;
 #endif
+  if (!said && k.team_last) said = k.team_last + team;
   for (i64 index = team; index < items; index += team_count) {
     const Kernel::Item w = k.item(index);
     const Kernel::Place& at = w.at;
@@ -523,7 +540,7 @@ template <Family F, bool Deep, int Stages>
       // A split tile is counted once its parts are added up.
       Kernel::Col* cols = rows ? reinterpret_cast<Kernel::Col*>(rows + tile_rows) : nullptr;
       // The mma kernel gathers a tile's terms as it starts, where no stage overlays them.
-      split_part_done(k, epoch, w, rows, cols, F == Family::mma, team, index + team_count >= items, tid, nth,
+      split_part_done(k, epoch, w, rows, cols, F == Family::mma, said, index + team_count >= items, tid, nth,
                       team_sync);
     } else if (k.bands_done)
       count_tile_done(k.bands_done + at.t * k.bands() + at.band, tid, team_sync);

@@ -131,8 +131,8 @@ template <int Slice, int Stages>
     }
     if (w.partial) {
       store_partial_rows(k, w, d, half, warp, lane);
-      split_part_done(k, epoch, w, rows, cols, true, omp_get_team_num(), index + omp_get_num_teams() >= k.items(), ctid,
-                      tma_consumer_threads, consumers_sync);
+      split_part_done(k, epoch, w, rows, cols, true, k.team_last + omp_get_team_num(),
+                      index + omp_get_num_teams() >= k.items(), ctid, tma_consumer_threads, consumers_sync);
       continue;
     }
     named_barrier(consumers, tma_consumer_threads);  // the terms are gathered
