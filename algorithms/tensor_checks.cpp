@@ -10,6 +10,8 @@
 namespace hk::detail {
 namespace {
 
+constexpr std::int64_t int64_max = INT64_MAX;
+
 std::string dims_text(std::span<const std::int64_t> v) {
   std::string s = "{";
   for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
@@ -38,22 +40,21 @@ void check_tensor(std::string_view op, std::string_view name, const TensorDesc& 
       throw Error(Errc::invalid_stride, std::string(op), std::string(name),
                   "stride " + std::to_string(s) + " of dimension " + std::to_string(d) +
                       " is negative");
-    // Overflow tests rather than divisions: every call checks each of its tensors.
-    if (__builtin_mul_overflow(count, n, &count))
+    if (count > int64_max / n)
       throw Error(Errc::invalid_shape, std::string(op), std::string(name),
                   "element count of sizes " + dims_text(desc.sizes()) + " exceeds 64 bits");
-    std::int64_t reach = 0;
-    if (__builtin_mul_overflow(n - 1, s, &reach) || __builtin_add_overflow(max_offset, reach, &max_offset))
+    count *= n;
+    if (s != 0 && (n - 1) > (int64_max - max_offset) / s)
       throw Error(Errc::invalid_stride, std::string(op), std::string(name), "element offsets exceed 64 bits");
+    max_offset += (n - 1) * s;
   }
   const auto elem = std::int64_t(size_of(desc.dtype()));
-  std::int64_t byte_end = 0;
-  if (__builtin_add_overflow(max_offset, 1, &byte_end) || __builtin_mul_overflow(byte_end, elem, &byte_end))
+  if (max_offset > int64_max / elem - 1)
     throw Error(Errc::invalid_stride, std::string(op), std::string(name), "byte offsets exceed 64 bits");
   if (data == nullptr) throw Error(Errc::invalid_parameter, std::string(op), std::string(name), "data pointer is null");
   // The last byte must be addressable from the data pointer: a span that wraps around the address
   // space cannot describe a buffer, and the overlap tests below add spans to addresses.
-  const auto bytes = std::uint64_t(byte_end);
+  const auto bytes = std::uint64_t(max_offset + 1) * std::uint64_t(elem);
   if (reinterpret_cast<std::uintptr_t>(data) > UINTPTR_MAX - bytes)
     throw Error(Errc::invalid_stride, std::string(op), std::string(name),
                 "the " + std::to_string(bytes) + " bytes its strides span from the data pointer "

@@ -20,36 +20,37 @@ void dispatch_scan(benchmark::State& state) {
 }
 BENCHMARK(dispatch_scan)->Name("dispatch/cumsum/float32/64,64/cached");
 
-void dispatch_qmm(benchmark::State& state) {
-  std::vector<std::uint8_t> a(32 * 48), out(32 * 16), zero = {128};
-  std::vector<std::int8_t> b(48 * 16);
+// A 32 x 16 x 48 u8 x s8 -> u8 call with per-tensor parameters, A's zero point among them.
+struct SmallQmm {
+  std::vector<std::uint8_t> a = std::vector<std::uint8_t>(32 * 48), out = std::vector<std::uint8_t>(32 * 16),
+                            zero = {128};
+  std::vector<std::int8_t> b = std::vector<std::int8_t>(48 * 16);
   std::vector<float> scale = {0.5f};
-  const hk::TensorDesc s(hk::DataType::float32, {1});
   hk::QuantizedMatMulArgs args;
-  args.a = {hk::TensorDesc(hk::DataType::uint8, {32, 48}), a.data()};
-  args.b = {hk::TensorDesc(hk::DataType::int8, {48, 16}), b.data()};
-  args.a_scale = args.b_scale = args.output_scale = {s, scale.data()};
-  args.output_zero_point = hk::ConstTensor{hk::TensorDesc(hk::DataType::uint8, {1}), zero.data()};
-  const hk::detail::QmmProblem p =
-      hk::detail::validate(args, {hk::TensorDesc(hk::DataType::uint8, {32, 16}), out.data()});
+  hk::Tensor y{hk::TensorDesc(hk::DataType::uint8, {32, 16}), out.data()};
+
+  SmallQmm() {
+    const hk::TensorDesc s(hk::DataType::float32, {1});
+    args.a = {hk::TensorDesc(hk::DataType::uint8, {32, 48}), a.data()};
+    args.b = {hk::TensorDesc(hk::DataType::int8, {48, 16}), b.data()};
+    args.a_scale = args.b_scale = args.output_scale = {s, scale.data()};
+    args.a_zero_point = args.output_zero_point = hk::ConstTensor{hk::TensorDesc(hk::DataType::uint8, {1}), zero.data()};
+  }
+};
+
+void dispatch_qmm(benchmark::State& state) {
+  const SmallQmm call;
+  const hk::detail::QmmProblem p = hk::detail::validate(call.args, call.y);
   benchmark::DoNotOptimize(hk::detail::dispatch_qmm(p));
   for (auto _ : state) benchmark::DoNotOptimize(hk::detail::dispatch_qmm(p));
 }
 BENCHMARK(dispatch_qmm)->Name("dispatch/qlinear-matmul/uint8,int8,uint8/32x16x48/cached");
+
 // Validating a call's arguments, which every call pays before its dispatch: the checks of its
 // tensors and the read of its quantization parameters.
 void validate_qmm(benchmark::State& state) {
-  std::vector<std::uint8_t> a(32 * 48), out(32 * 16), zero = {128};
-  std::vector<std::int8_t> b(48 * 16);
-  std::vector<float> scale = {0.5f};
-  const hk::TensorDesc s(hk::DataType::float32, {1});
-  hk::QuantizedMatMulArgs args;
-  args.a = {hk::TensorDesc(hk::DataType::uint8, {32, 48}), a.data()};
-  args.b = {hk::TensorDesc(hk::DataType::int8, {48, 16}), b.data()};
-  args.a_scale = args.b_scale = args.output_scale = {s, scale.data()};
-  args.a_zero_point = args.output_zero_point = hk::ConstTensor{hk::TensorDesc(hk::DataType::uint8, {1}), zero.data()};
-  const hk::Tensor y{hk::TensorDesc(hk::DataType::uint8, {32, 16}), out.data()};
-  for (auto _ : state) benchmark::DoNotOptimize(hk::detail::validate(args, y));
+  const SmallQmm call;
+  for (auto _ : state) benchmark::DoNotOptimize(hk::detail::validate(call.args, call.y));
 }
 BENCHMARK(validate_qmm)->Name("validate/qlinear-matmul/uint8,int8,uint8/32x16x48");
 
