@@ -316,6 +316,16 @@ inline std::uint64_t add_to_count(std::uint64_t* count, std::uint64_t amount) {
   return __atomic_fetch_add(count, amount, count_order) & 0xffff;
 }
 
+// The count as a waiting team polls it: relaxed on a GPU, where a fence follows the poll; acquire on
+// the host, where the fences are no-ops and the parts' products must be seen once it is complete.
+inline std::uint64_t poll_count(const std::uint64_t* count) {
+#ifdef __NVPTX__
+  return load_relaxed(count);
+#else
+  return __atomic_load_n(count, __ATOMIC_ACQUIRE);
+#endif
+}
+
 inline i64 split_chunks(const Kernel& k) { return (k.partial_rows + sum_rows - 1) / sum_rows; }
 
 // As a team starts item w, a part of a split tile, by one of its threads (a store, no wait): the
@@ -448,7 +458,7 @@ inline void split_part_done(const Kernel& k, std::uint64_t epoch, const Kernel::
   if (!complete) {
     if (tid == 0) {
       std::uint64_t count = 0;
-      while (i64((count = load_relaxed(progress)) & 0xff) < split) {
+      while (i64((count = poll_count(progress)) & 0xff) < split) {
 #ifdef __NVPTX__
         asm volatile("nanosleep.u32 100;");
 #else
