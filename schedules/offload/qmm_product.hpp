@@ -294,11 +294,10 @@ inline constexpr int count_order = __ATOMIC_RELAXED;  // the fences around the c
 inline constexpr int count_order = __ATOMIC_ACQ_REL;
 #endif
 
-// Adds one to a count and returns it; `seen`, what the count was last read as, saves a swap that
-// would fail where it is still current.
-inline i64 bump_count(std::uint64_t epoch, std::uint64_t* count, std::uint64_t seen = 0) {
+// Adds one to a count (an earlier call's counting as zero) and returns it.
+inline i64 bump_count(std::uint64_t epoch, std::uint64_t* count) {
   const std::uint64_t fresh = epoch << 16;
-  std::uint64_t next = 0;
+  std::uint64_t seen = 0, next = 0;
   do next = (seen >> 16 == epoch ? seen : fresh) + 1;
   while (!__atomic_compare_exchange_n(count, &seen, next, false, count_order, __ATOMIC_RELAXED));
   return i64(next & 0xffff);
