@@ -32,16 +32,6 @@ const QmmCase& checked_case(const QmmCase& c) {
   return c;
 }
 
-std::pair<int, int> checked_b_range(const QmmCase& c) {
-  const auto full = type_range(c.b_type);
-  const auto range = c.b_range.value_or(full);
-  if (range.first > range.second || range.first < full.first || range.second > full.second)
-    throw Error(Errc::invalid_parameter, "bench", "b_range",
-                "needs LO <= HI within " + std::string(name_of(c.b_type)) + " [" +
-                    std::to_string(full.first) + ", " + std::to_string(full.second) + "], got [" +
-                    std::to_string(range.first) + ", " + std::to_string(range.second) + "]");
-  return range;
-}
 
 // Powers of two throughout, with the output's standard deviation near 32 levels: the sum of K
 // products of independent uniform values has sigma sqrt(K) * rms(A - za) * rms(B).
@@ -82,6 +72,17 @@ OnednnQmmProblem onednn_problem(const QmmCase& c, const Buffer& a, const Buffer&
 }
 
 }  // namespace
+
+std::pair<int, int> checked_b_range(const QmmCase& c) {
+  const auto full = type_range(c.b_type);
+  const auto range = c.b_range.value_or(full);
+  if (range.first > range.second || range.first < full.first || range.second > full.second)
+    throw Error(Errc::invalid_parameter, "bench", "b_range",
+                "needs LO <= HI within " + std::string(name_of(c.b_type)) + " [" +
+                    std::to_string(full.first) + ", " + std::to_string(full.second) + "], got [" +
+                    std::to_string(range.first) + ", " + std::to_string(range.second) + "]");
+  return range;
+}
 
 QmmWorkload::QmmWorkload(const QmmCase& c)
     : case_(checked_case(c)),

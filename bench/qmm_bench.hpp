@@ -26,6 +26,10 @@ struct QmmCase {
   bool packed_b = false;
 };
 
+/// The case's b_range, or its B type's full range by default; throws hk::Error
+/// (Errc::invalid_parameter) unless LO <= HI within that type.
+std::pair<int, int> checked_b_range(const QmmCase& c);
+
 /// Per-tensor quantization parameters; zero points are 0 or 128, stored in one byte of the
 /// tensor's type (B has none).
 struct QmmQuantization {

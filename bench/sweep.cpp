@@ -275,6 +275,20 @@ int run_python(const fs::path& script_path, const std::vector<std::string>& args
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// Whether the interpreter run_python would start runs at all: it writes the CSV, the summary and
+// the plots at the end, so a sweep without one stops before measuring anything.
+bool python_runs() {
+  const std::string interpreter = python();
+  std::string flag = "-c", code = "";
+  char* argv[] = {const_cast<char*>(interpreter.c_str()), flag.data(), code.data(), nullptr};
+  pid_t pid = 0;
+  if (posix_spawnp(&pid, interpreter.c_str(), nullptr, nullptr, argv, environ) != 0) return false;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return false;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
@@ -409,6 +423,10 @@ void validate(const SweepOptions& o) {
 
 SweepResult run_sweep(const SweepOptions& o) {
   validate(o);
+  if (!python_runs())
+    throw Error(Errc::invalid_parameter, "sweep", "python",
+                "cannot run '" + python() +
+                    "' (HETKERN_PYTHON, else python3), which writes the CSV, the summary and the plots");
   const fs::path dir = o.out_dir;
   std::error_code ec;
   fs::create_directories(dir, ec);

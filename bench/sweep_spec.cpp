@@ -1,8 +1,11 @@
 // The cases of a benchmark sweep: the presets and SPEC files (sweep_spec.hpp).
 #include "bench/sweep_spec.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
+#include <limits>
+#include <set>
 #include <sstream>
 
 #include "hetkern/error.hpp"
@@ -92,10 +95,12 @@ DataType data_type(std::string_view text, const std::string& source, int line) {
 
 void parse_scan_options(SweepCase& c, const std::vector<std::string>& w, const std::string& source) {
   bool have_axis = false;
+  std::set<std::string> seen;
   for (std::size_t i = 3; i < w.size(); ++i) {
     const std::string& opt = w[i];
     const std::size_t eq = opt.find('=');
     const std::string key = opt.substr(0, eq), value = eq == std::string::npos ? "" : opt.substr(eq + 1);
+    if (!seen.insert(key).second) fail(source, c.line, "scan option '" + key + "' given twice");
     if (key == "axis" && eq != std::string::npos) {
       const auto v = integer(value);
       const auto rank = std::int64_t(c.scan.shape.size());
@@ -138,9 +143,18 @@ void parse_qmm(SweepCase& c, const std::vector<std::string>& w, const std::strin
   for (std::size_t i = 3; i < w.size(); ++i) {
     if (w[i].rfind("b_range=", 0) != 0)
       fail(source, c.line, "unknown qlinear-matmul option '" + w[i] + "' (options: b_range=LO,HI)");
+    if (c.qmm.b_range) fail(source, c.line, "b_range given twice");
     const auto range = integers(w[i].substr(8), "b_range", source, c.line);
     if (range.size() != 2) fail(source, c.line, "b_range is LO,HI, got '" + w[i].substr(8) + "'");
-    c.qmm.b_range = std::pair(int(range[0]), int(range[1]));
+    // Beyond int, the narrowing could land inside B's range.
+    constexpr std::int64_t widest = std::numeric_limits<int>::max();
+    const auto lo = std::clamp(range[0], -widest, widest), hi = std::clamp(range[1], -widest, widest);
+    c.qmm.b_range = std::pair(int(lo), int(hi));
+    try {
+      checked_b_range(c.qmm);
+    } catch (const Error& e) {
+      fail(source, c.line, e.what());
+    }
   }
 }
 

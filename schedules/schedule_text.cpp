@@ -1,5 +1,7 @@
 // The text and JSON forms of hk::Schedule.
 #include <cctype>
+#include <string>
+#include <string_view>
 
 #include "hetkern/error.hpp"
 #include "hetkern/schedule.hpp"
@@ -9,6 +11,16 @@ namespace {
 
 [[noreturn]] void malformed(std::string_view text, const std::string& why) {
   throw Error(Errc::invalid_schedule, "schedule", "\"" + std::string(text) + "\"", why);
+}
+
+// The character at `pos` for a message: itself where printable ASCII, else its byte's value, so
+// that no message holds part of a multi-byte character.
+std::string character_at(std::string_view text, std::size_t pos) {
+  if (pos >= text.size()) return "the end";
+  const auto c = static_cast<unsigned char>(text[pos]);
+  if (c >= 0x20 && c < 0x7f) return "'" + std::string(1, char(c)) + "'";
+  static constexpr char digits[] = "0123456789ABCDEF";
+  return std::string("byte 0x") + digits[c >> 4] + digits[c & 15] + " (names are ASCII)";
 }
 
 bool is_ident_start(char c) { return std::islower(static_cast<unsigned char>(c)) || c == '_'; }
@@ -53,8 +65,7 @@ class Reader {
       skip_space();
     }
     if (pos_ != text_.size())
-      malformed(text_, "unexpected '" + std::string(1, text_[pos_]) + "' at offset " +
-                           std::to_string(pos_));
+      malformed(text_, "unexpected " + character_at(text_, pos_) + " at offset " + std::to_string(pos_));
     return Schedule(std::move(name), std::move(params));
   }
 
@@ -90,7 +101,9 @@ class Reader {
     std::size_t start = pos_;
     while (pos_ < text_.size() && is_ident_char(text_[pos_])) ++pos_;
     std::string v(text_.substr(start, pos_ - start));
-    if (v.empty()) malformed(text_, "expected a value at offset " + std::to_string(start));
+    if (v.empty())
+      malformed(text_, "expected a value (a non-negative integer or a name) at offset " + std::to_string(start) +
+                           ", got " + character_at(text_, start));
     if (std::isdigit(static_cast<unsigned char>(v[0])) && !is_integer(v))
       malformed(text_, "'" + v + "' is neither an integer nor a name");
     if (is_integer(v) && v.size() > 18) malformed(text_, "integer '" + v + "' is too large");

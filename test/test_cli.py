@@ -385,6 +385,18 @@ class OutputPaths(Workdir):
                 np.testing.assert_array_equal(np.load(target), self.expected)
                 self.assertEqual(sorted(f for f in os.listdir(self.dir) if ".tmp." in f), [])
 
+    def test_a_replaced_file_keeps_its_mode(self):
+        for mode in (0o600, 0o640, 0o755):
+            with self.subTest(mode=oct(mode)):
+                out = self.path(f"kept-{mode:o}.npy")
+                with open(out, "wb") as f:
+                    f.write(b"old contents")
+                os.chmod(out, mode)
+                result = self.cumsum_to(out)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertEqual(os.stat(out).st_mode & 0o7777, mode)
+                np.testing.assert_array_equal(np.load(out), self.expected)
+
     def test_dash_is_standard_output(self):
         result = self.cumsum_to("-")
         self.assertEqual(result.returncode, 0, result.stderr)
@@ -475,6 +487,7 @@ class BadInputs(Workdir):
             (["run", "cumsum", good, out, "--axis", "2"], "axis"),
             (["run", "cumsum", good, out, "--axis", "-3"], "out of range"),
             (["run", "cumsum", good, out, "--axis", "x"], "axis"),
+            (["run", "cumsum", good, out, "--axis", ""], "axis"),
             (["run", "cumprod", good, out, "--axis", "0", "--schedule", "scan.tiled(tile=0)"], "tile"),
             (["run", "cumprod", good, out, "--axis", "0", "--schedule", "scan.tiled("], "schedule"),
             (["run", "cumsum", good, out], "axis"),

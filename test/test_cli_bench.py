@@ -181,6 +181,9 @@ class Bench(unittest.TestCase):
             (scan + ["--schedule", "scan.tiled("], "schedule"),
             (scan + ["--schedule", "qmm.tiled"], "qmm.tiled"),
             (scan + ["--threads", "0"], "threads"),
+            # OpenMP aborted the process where it could not start the threads asked for.
+            (scan + ["--threads", "65536"], "threads"),
+            (qmm + ["--threads", "40000"], "threads"),
             (scan + ["--isa", "sse9"], "sse9"),
             (scan + ["--min-reps", "0"], "min-reps"),
             (["qlinear-matmul", "--shape", "4,5"], "M,N,K"),

@@ -1,6 +1,8 @@
 // The text and JSON forms of schedules, and their checking against strategy tables.
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "hetkern/hetkern.hpp"
 
 namespace {
@@ -48,6 +50,27 @@ TEST(ScheduleText, MalformedTextIsAnError) {
       EXPECT_EQ(e.code(), Errc::invalid_schedule) << text;
       EXPECT_EQ(e.op(), "schedule") << text;
       EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    }
+  }
+}
+
+// A message names the offending character whole: a byte of a multi-byte character by its value, so
+// that the message stays valid UTF-8 (Python decodes it).
+TEST(ScheduleText, MessagesNameTheOffendingCharacter) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"scan.tiled(tile=-1)", "got '-'"},
+      {"scan.til\xc3\xa9" "d", "byte 0xC3"},
+      {"scan.tiled(tile=3)\xe2\x82\xac", "byte 0xE2"},
+      {"scan.tiled(tile=3) x", "unexpected 'x'"}};
+  for (const auto& [text, phrase] : cases) {
+    try {
+      Schedule::parse(text);
+      ADD_FAILURE() << "accepted \"" << text << "\"";
+    } catch (const hk::Error& e) {
+      const std::string rule = e.rule();
+      EXPECT_NE(rule.find(phrase), std::string::npos) << rule;
+      EXPECT_EQ(rule.find('\xc3'), std::string::npos) << rule;
+      EXPECT_EQ(rule.find('\xe2'), std::string::npos) << rule;
     }
   }
 }

@@ -352,6 +352,11 @@ class Options(unittest.TestCase):
                  ("cumsum 100 int8 axis=0\n", "1", "scans take"),
                  ("cumsum 100 float64 axis=-2\n", "1", "axis"),
                  ("cumsum 100 float32 axis=0 sideways\n", "1", "unknown scan option"),
+                 ("cumsum 100 float32 axis=0 axis=1\n", "1", "twice"),
+                 ("qlinear-matmul 8,8,8 u8,s8,u8 b_range=100,-100\n", "1", "b_range"),
+                 ("qlinear-matmul 8,8,8 u8,s8,u8 b_range=-1000,1000\n", "1", "b_range"),
+                 ("qlinear-matmul 8,8,8 u8,s8,u8 b_range=-4294967296,4294967295\n", "1", "b_range"),
+                 ("qlinear-matmul 8,8,8 u8,s8,u8 b_range=0,1 b_range=0,2\n", "1", "twice"),
                  ("# nothing\n", None, "no case")]
         for text, line, words in cases:
             with self.subTest(text=text), tempfile.TemporaryDirectory() as tmp:
@@ -374,6 +379,17 @@ class Options(unittest.TestCase):
                     self.assertEqual(result.returncode, 2, result.stderr)
                     self.assertEqual(len(result.stderr.splitlines()), 1, result.stderr)
                     self.assertFalse(os.path.exists(os.path.join(tmp, "x")))
+
+    def test_a_python_that_does_not_start_stops_the_sweep_first(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "x")
+            env = dict(os.environ, HETKERN_PYTHON=os.path.join(tmp, "no-python"))
+            result = subprocess.run([HETKERN, "bench", "--sweep", "small", "--out", out, *QUICK],
+                                    capture_output=True, text=True, timeout=60, env=env)
+            self.assertEqual(result.returncode, 2, result.stderr)
+            self.assertEqual(len(result.stderr.splitlines()), 1, result.stderr)
+            self.assertIn("no-python", result.stderr)
+            self.assertFalse(os.path.exists(out))
 
     def test_sweep_and_an_operator_exclude_each_other(self):
         with tempfile.TemporaryDirectory() as tmp:

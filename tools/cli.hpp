@@ -11,9 +11,17 @@ namespace hk::cli {
 /// loop, and name the largest double as their bound.
 CLI::Validator seconds_within(double lo, double hi, bool above_lo = false);
 
+/// Makes every option of `app` and its subcommands that takes a value refuse an empty one: CLI11
+/// reads "" as 0 for a number (`--axis ""` scanned axis 0) and the commands read it as "not given".
+void refuse_empty_values(CLI::App& app);
+
 /// Thrown by a command that stopped early on Ctrl-C after reporting and writing what finished:
 /// hetkern then exits with status 130, as a shell reports a process ended by SIGINT.
 struct Interrupted {};
+
+/// The most host threads a --threads option takes: the bound of every schedule's `threads`
+/// parameter. OpenMP aborts the process where it cannot start the threads it was asked for.
+inline constexpr int max_threads = 1024;
 
 /// `hetkern run cumsum|cumprod|qlinear-matmul ...`: one operator over .npy files.
 void add_run(CLI::App& app);

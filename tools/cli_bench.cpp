@@ -32,7 +32,7 @@ struct QmmBenchArgs : ProblemArgs {
 void add_common_options(CLI::App& cmd, CommonArgs& args, const char* schedule_example) {
   cmd.add_option("--threads", args.threads,
                  "threads for hetkern and the baseline; default: every CPU this process may use")
-      ->check(CLI::Range(1, 1 << 16));
+      ->check(CLI::Range(1, max_threads));
   cmd.add_option("--schedule", args.schedule,
                  std::string("schedule text, e.g. ") + schedule_example + "; default: chosen by hetkern");
   cmd.add_option("--isa", args.isa,

@@ -22,4 +22,13 @@ CLI::Validator seconds_within(double lo, double hi, bool above_lo) {
       "SECONDS");
 }
 
+void refuse_empty_values(CLI::App& app) {
+  const CLI::Validator non_empty(
+      [](std::string& text) -> std::string { return text.empty() ? "expected a value, got an empty one" : ""; },
+      "", "NON_EMPTY");
+  for (CLI::Option* option : app.get_options())
+    if (option->get_type_size() != 0) option->check(non_empty);
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) refuse_empty_values(*sub);
+}
+
 }  // namespace hk::cli

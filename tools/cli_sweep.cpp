@@ -47,7 +47,7 @@ void add_bench_sweep(CLI::App& bench) {
   bench.add_option("--threads", args->threads,
                    "sweep: host thread counts, e.g. 1,2,4 (default: 1, 2, 4, ... and every CPU)")
       ->delimiter(',')
-      ->check(CLI::Range(1, 1024));
+      ->check(CLI::Range(1, max_threads));
   bench.add_option("--schedule", args->schedules,
                    "sweep: schedules to run (repeatable or a ;-separated list; strategies with a "
                    "threads parameter take each --threads count unless the text fixes one); "

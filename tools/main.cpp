@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   hk::cli::add_demo(app);
   hk::cli::add_bench(app);
   hk::cli::add_tune(app);
+  hk::cli::refuse_empty_values(app);
   try {
     app.parse(argc, argv);
     if (app.get_subcommands().empty())

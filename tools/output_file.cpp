@@ -62,10 +62,11 @@ fs::path final_target(const std::string& path, const char* subject) {
 }
 
 // Into a temporary file beside `target`, then renamed over it. O_EXCL with a per-process, per-call
-// name: never reuse a stale temporary or share one with a concurrent writer. Mode 0666 lets the
-// umask decide the final permissions, as for a plain open().
+// name: never reuse a stale temporary or share one with a concurrent writer. A new file gets mode
+// 0666 less the umask, as from a plain open(); a replaced one keeps its mode, and its owner and
+// group where this process may set them, as a plain open() and write would leave them.
 void replace_atomically(const fs::path& target, const std::string& path, std::span<const std::byte> bytes,
-                        const char* subject) {
+                        const char* subject, const struct stat* replaced = nullptr) {
   if (!target.has_filename()) fail(subject, path, "path names a directory, not a file");
   const fs::path directory = target.has_parent_path() ? target.parent_path() : ".";
   static std::atomic<unsigned> counter{0};
@@ -83,6 +84,18 @@ void replace_atomically(const fs::path& target, const std::string& path, std::sp
     ::unlink(temporary.c_str());
     fail(subject, path, what + ": " + errno_text(error));
   };
+  if (replaced) {
+    if (::fchown(fd, replaced->st_uid, replaced->st_gid) != 0 && errno != EPERM) {
+      const int error = errno;
+      ::close(fd);
+      discard("cannot set the owner of " + temporary, error);
+    }
+    if (::fchmod(fd, replaced->st_mode & 07777) != 0) {
+      const int error = errno;
+      ::close(fd);
+      discard("cannot set the mode of " + temporary, error);
+    }
+  }
   const bool written = write_all(fd, bytes.data(), bytes.size());
   const int write_error = errno;
   if (::close(fd) != 0 && written) discard("cannot write " + temporary, errno);
@@ -109,7 +122,7 @@ void write_output(const std::string& path, std::span<const std::byte> bytes, con
     std::error_code ec;
     const fs::path target = fs::canonical(path, ec);
     if (ec) fail(subject, path, "cannot resolve: " + ec.message());
-    replace_atomically(target, path, bytes, subject);
+    replace_atomically(target, path, bytes, subject, &status);
     return;
   }
   if (errno != ENOENT) fail(subject, path, "cannot stat: " + errno_text(errno));

@@ -48,7 +48,9 @@ PyObject* Failure::raise() const {
   switch (kind) {
     case none: break;
     case error: return raise_error(code, op, subject, rule);
-    case no_memory: return PyErr_NoMemory();
+    case no_memory:
+      PyErr_SetString(PyExc_MemoryError, "hetkern: not enough memory for this call (its packed operands or buffers)");
+      return nullptr;
     case other: PyErr_SetString(PyExc_RuntimeError, what.c_str()); return nullptr;
   }
   PyErr_SetString(PyExc_SystemError, "hetkern: no failure to raise");

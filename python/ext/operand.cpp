@@ -21,6 +21,13 @@ std::string format_type_name(const char* format, Py_ssize_t item) {
   if (!f.empty() && (f[0] == '@' || f[0] == '=' || f[0] == '<')) f.erase(0, 1);
   else if (!f.empty() && (f[0] == '>' || f[0] == '!')) return "big-endian " + f.substr(1);
   const std::string bits = std::to_string(item * 8);
+  // Text and objects: numpy's "3w" (str), "5s" (bytes), "O"; complex numbers "Zf", "Zd".
+  const std::size_t count_end = f.find_first_not_of("0123456789");
+  const std::string kind = count_end == std::string::npos ? f : f.substr(count_end);
+  if (kind == "w") return "str";
+  if (kind == "s") return "bytes";
+  if (kind == "O") return "object";
+  if (kind.size() == 2 && kind[0] == 'Z') return "complex" + bits;
   if (f.size() != 1) return "'" + f + "'";
   switch (f[0]) {
     case 'e': case 'f': case 'd': return "float" + bits;

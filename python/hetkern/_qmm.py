@@ -72,10 +72,12 @@ def _scale(p, subject):
         raise Error(f"{_OP}: {subject}: is required", "invalid_parameter", _OP, subject, "is required")
     if isinstance(p, (int, float)):
         return p
+    given = isinstance(p, np.ndarray) or hasattr(p, "dtype")
     p = _host(p)
     if not isinstance(p, np.ndarray):
         return p
-    if p.dtype == np.float64:  # numpy's default float; ONNX's scales are float32
+    # numpy's default float, and a list of Python ints, read as numbers are; ONNX's scales are float32
+    if p.dtype == np.float64 or (not given and p.dtype.kind in "iu"):
         p = p.astype(np.float32)
     return p.item() if p.ndim == 0 else p
 

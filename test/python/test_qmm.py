@@ -63,6 +63,17 @@ def test_spec_case_with_other_scales():
     np.testing.assert_array_equal(y, want)
 
 
+def test_lists_of_numbers_as_scales():
+    """A list of Python ints is a list of numbers, as a single int is; a typed integer array is not."""
+    rng = np.random.default_rng(7)
+    a, b = random_int8(rng, (3, 5), np.uint8), random_int8(rng, (5, 2), np.int8)
+    want = hetkern.qlinear_matmul(a, 0.5, 1, b, np.array([2, 4], np.float32), 0, 64, 3)
+    np.testing.assert_array_equal(hetkern.qlinear_matmul(a, 0.5, 1, b, [2, 4], 0, 64, 3), want)
+    np.testing.assert_array_equal(hetkern.qlinear_matmul(a, 0.5, 1, b, (2.0, 4), 0, 64, 3), want)
+    with pytest.raises(TypeError):
+        hetkern.qlinear_matmul(a, 0.5, 1, b, np.array([2, 4]), 0, 64, 3)
+
+
 @pytest.mark.parametrize("a_shape,b_shape", [
     ((2, 3, 5, 7), (7, 4)), ((5, 7), (3, 7, 4)), ((2, 1, 5, 7), (3, 7, 4)), ((7,), (7, 4)),
     ((5, 7), (7,)), ((3, 5, 7), (7,)), ((7,), (2, 7, 4))])

@@ -152,6 +152,12 @@ def test_errors_write_nothing(rng):
 def test_error_paths():
     expect_error("invalid_type", "input", lambda: hetkern.cumsum(np.ones(3, bool)), TypeError)
     expect_error("invalid_type", "input", lambda: hetkern.cumprod(np.ones(3, np.complex64)), TypeError)
+    # Types are named as numpy names them, not by their buffer format codes.
+    for array, name in ((np.ones(3, np.complex64), "complex64"), (np.ones(3, np.complex128), "complex128"),
+                        (np.array(["a", "bc"]), "str"), (np.array([b"a"]), "bytes"),
+                        (np.array([1, None], dtype=object), "object")):
+        err = expect_error("invalid_type", "input", lambda: hetkern.cumsum(array), TypeError)
+        assert err.rule.startswith(name + " "), err.rule
     expect_error("invalid_type", "input", lambda: hetkern.cumsum(np.ones(3, np.int16)), TypeError)
     expect_error("invalid_type", "input", lambda: hetkern.cumsum(np.ones(3, ">f4")), TypeError)
     expect_error("invalid_type", "input", lambda: hetkern.cumsum(np.ones(3, np.int8)), TypeError)
