@@ -397,6 +397,17 @@ class OutputPaths(Workdir):
                 self.assertEqual(os.stat(out).st_mode & 0o7777, mode)
                 np.testing.assert_array_equal(np.load(out), self.expected)
 
+    def test_an_unknown_log_channel_warns_and_the_call_runs(self):
+        out = self.path("logged.npy")
+        env = dict(os.environ, HETKERN_LOG="dispatch,bogus")
+        result = subprocess.run([HETKERN, "run", "cumsum", self.src, out, "--axis", "1"], capture_output=True,
+                                text=True, timeout=60, env=env)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("HETKERN_LOG item 'bogus' ignored", result.stderr)
+        self.assertEqual(result.stderr.count("'bogus'"), 1, result.stderr)
+        self.assertIn("cumulative_sum", result.stderr)  # the dispatch line it did ask for
+        np.testing.assert_array_equal(np.load(out), self.expected)
+
     def test_dash_is_standard_output(self):
         result = self.cumsum_to("-")
         self.assertEqual(result.returncode, 0, result.stderr)

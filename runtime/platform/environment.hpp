@@ -39,8 +39,27 @@ inline bool log_requested(const char* value, std::string_view channel) {
   return false;
 }
 
+/// HETKERN_LOG's items that name no channel, each warned of on stderr (the first time the variable is
+/// read): a typo would otherwise silence the log it asked for.
+inline void warn_of_unknown_log_channels(const char* value) {
+  if (!value) return;
+  const std::string_view v = value;
+  for (std::size_t start = 0; start <= v.size();) {
+    const std::size_t end = std::min(v.find(',', start), v.size());
+    const std::string_view item = v.substr(start, end - start);
+    if (!item.empty() && item != "dispatch" && item != "devices" && item != "all")
+      std::fprintf(stderr, "hetkern: warning: HETKERN_LOG item '%.*s' ignored: expected dispatch, devices or all\n",
+                   int(item.size()), item.data());
+    start = end + 1;
+  }
+}
+
 /// Whether HETKERN_LOG asks for `channel`.
-inline bool log_requested(std::string_view channel) { return log_requested(std::getenv("HETKERN_LOG"), channel); }
+inline bool log_requested(std::string_view channel) {
+  static const bool warned = (warn_of_unknown_log_channels(std::getenv("HETKERN_LOG")), true);
+  (void)warned;
+  return log_requested(std::getenv("HETKERN_LOG"), channel);
+}
 
 /// HETKERN_GPU_WAIT: spin (the default) or block, read once. Whether the host's threads that wait
 /// for GPUs may spin (the CUDA driver's wait, and the kept threads of a call spread over GPUs
