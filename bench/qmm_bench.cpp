@@ -32,7 +32,6 @@ const QmmCase& checked_case(const QmmCase& c) {
   return c;
 }
 
-
 // Powers of two throughout, with the output's standard deviation near 32 levels: the sum of K
 // products of independent uniform values has sigma sqrt(K) * rms(A - za) * rms(B).
 QmmQuantization quantization_for(const QmmCase& c, std::pair<int, int> b_range) {

@@ -20,7 +20,7 @@ std::string character_at(std::string_view text, std::size_t pos) {
   const auto c = static_cast<unsigned char>(text[pos]);
   if (c >= 0x20 && c < 0x7f) return "'" + std::string(1, char(c)) + "'";
   static constexpr char digits[] = "0123456789ABCDEF";
-  return std::string("byte 0x") + digits[c >> 4] + digits[c & 15] + " (names are ASCII)";
+  return std::string("byte 0x") + digits[c >> 4] + digits[c & 15] + (c >= 0x80 ? " (names are ASCII)" : "");
 }
 
 bool is_ident_start(char c) { return std::islower(static_cast<unsigned char>(c)) || c == '_'; }
