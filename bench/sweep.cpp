@@ -250,12 +250,12 @@ std::string python() {
   return "python3";
 }
 
-// Runs `PYTHON SCRIPT ARGS...` with stdin and stdout from and to the files given; returns the exit
-// status, or -1 when Python could not be started.
-int run_python(const fs::path& script_path, const std::vector<std::string>& args,
-               const std::optional<fs::path>& stdin_file, const std::optional<fs::path>& stdout_file) {
+// Runs `PYTHON ARGS...` (a script and its arguments, or -c CODE) with stdin and stdout from and to
+// the files given; returns the exit status, or -1 when Python could not be started.
+int run_python(const std::vector<std::string>& args, const std::optional<fs::path>& stdin_file,
+               const std::optional<fs::path>& stdout_file) {
   const std::string interpreter = python();
-  std::vector<std::string> argv_text = {interpreter, script_path.string()};
+  std::vector<std::string> argv_text = {interpreter};
   argv_text.insert(argv_text.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_text) argv.push_back(a.data());
@@ -277,17 +277,7 @@ int run_python(const fs::path& script_path, const std::vector<std::string>& args
 
 // Whether the interpreter run_python would start runs at all: it writes the CSV, the summary and
 // the plots at the end, so a sweep without one stops before measuring anything.
-bool python_runs() {
-  const std::string interpreter = python();
-  std::string flag = "-c", code = "";
-  char* argv[] = {const_cast<char*>(interpreter.c_str()), flag.data(), code.data(), nullptr};
-  pid_t pid = 0;
-  if (posix_spawnp(&pid, interpreter.c_str(), nullptr, nullptr, argv, environ) != 0) return false;
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return false;
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
+bool python_runs() { return run_python({"-c", ""}, std::nullopt, std::nullopt) == 0; }
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -359,7 +349,7 @@ PeerOutput run_peers(const SweepOptions& o, const std::vector<Record>& measured,
   PeerOutput out;
   const fs::path in = dir / ".peers-input.json", result = dir / ".peers-output.jsonl";
   write_atomically(in, peer_input(o, measured));
-  const int status = run_python(script("peers.py"), {}, in, result);
+  const int status = run_python({script("peers.py").string()}, in, result);
   const std::string text = read_file(result);
   fs::remove(in);
   fs::remove(result);
@@ -547,7 +537,7 @@ SweepResult run_sweep(const SweepOptions& o) {
   }
   // bench/plot.py writes results.csv, summary.md and the plots from results.json, so that every
   // column of every record, peers' included, appears once and the report also works standalone.
-  const int status = run_python(script("plot.py"), {(dir / "results.json").string(), "--out", dir.string()},
+  const int status = run_python({script("plot.py").string(), (dir / "results.json").string(), "--out", dir.string()},
                                 std::nullopt, std::nullopt);
   if (status != 0)
     throw Error(Errc::invalid_file, "sweep", "bench/plot.py",

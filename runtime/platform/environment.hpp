@@ -26,32 +26,33 @@ auto setting_from_environment(const char* name, Parse parse) -> std::optional<de
   }
 }
 
-/// Whether the comma-separated list `value` (HETKERN_LOG's) names `channel` or "all".
-inline bool log_requested(const char* value, std::string_view channel) {
+/// Calls f(item) for each item of the comma-separated list `value` (HETKERN_LOG's), empty ones
+/// included, until f returns true; returns whether one did.
+template <class F> bool any_log_item(const char* value, F f) {
   if (!value) return false;
   const std::string_view v = value;
   for (std::size_t start = 0; start <= v.size();) {
     const std::size_t end = std::min(v.find(',', start), v.size());
-    const std::string_view item = v.substr(start, end - start);
-    if (item == channel || item == "all") return true;
+    if (f(v.substr(start, end - start))) return true;
     start = end + 1;
   }
   return false;
 }
 
+/// Whether the comma-separated list `value` (HETKERN_LOG's) names `channel` or "all".
+inline bool log_requested(const char* value, std::string_view channel) {
+  return any_log_item(value, [&](std::string_view item) { return item == channel || item == "all"; });
+}
+
 /// HETKERN_LOG's items that name no channel, each warned of on stderr (the first time the variable is
 /// read): a typo would otherwise silence the log it asked for.
 inline void warn_of_unknown_log_channels(const char* value) {
-  if (!value) return;
-  const std::string_view v = value;
-  for (std::size_t start = 0; start <= v.size();) {
-    const std::size_t end = std::min(v.find(',', start), v.size());
-    const std::string_view item = v.substr(start, end - start);
+  any_log_item(value, [](std::string_view item) {
     if (!item.empty() && item != "dispatch" && item != "devices" && item != "all")
       std::fprintf(stderr, "hetkern: warning: HETKERN_LOG item '%.*s' ignored: expected dispatch, devices or all\n",
                    int(item.size()), item.data());
-    start = end + 1;
-  }
+    return false;
+  });
 }
 
 /// Whether HETKERN_LOG asks for `channel`.

@@ -136,6 +136,8 @@ struct Kernel {
   struct Place {
     i64 t, band, i0, j0;  // matrix, band, first row and column
   };
+  // The count of the band of the tile at `at` in bands_done, or null where nobody waits for bands.
+  i32* band_count(const Place& at) const { return bands_done ? bands_done + at.t * bands() + at.band : nullptr; }
   Place place(i64 tile) const {
     const i64 per_batch = tiles_m * tiles_n, t = tile / per_batch, in_batch = tile % per_batch;
     const i64 banded = tiles_m - last_rows;

@@ -354,7 +354,7 @@ inline SplitSource split_source(const Kernel& k, i64 slot, const Kernel::Place& 
           k.split,
           k.M,
           k.tile(at.t),
-          k.bands_done ? k.bands_done + at.t * k.bands() + at.band : nullptr,
+          k.band_count(at),
 #ifdef __NVPTX__
           epilogue_scalars<false>(k),
 #endif
@@ -552,7 +552,7 @@ template <Family F, bool Deep, int Stages>
       split_part_done(k, epoch, w, rows, cols, F == Family::mma, said, index + team_count >= items, tid, nth,
                       team_sync);
     } else if (k.bands_done)
-      count_tile_done(k.bands_done + at.t * k.bands() + at.band, tid, team_sync);
+      count_tile_done(k.band_count(at), tid, team_sync);
   }
 }
 

@@ -137,7 +137,7 @@ template <int Slice, int Stages>
     }
     named_barrier(consumers, tma_consumer_threads);  // the terms are gathered
     finish_rows(d, half, warp, lane, staged, rows, cols, scalars);
-    if (k.bands_done) count_tile_done(k.bands_done + t * k.bands() + w.at.band, ctid, consumers_sync);
+    if (k.bands_done) count_tile_done(k.band_count(w.at), ctid, consumers_sync);
   }
 }
 #endif
