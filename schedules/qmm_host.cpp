@@ -3,9 +3,9 @@
 //
 // A is packed once per call (A' rows with row sums), or read where it lies when it already is A'
 // and no row sums are wanted (a_read_in_place). B is either packed by the caller
-// (hk::pack_b), or packed here: when there are enough column blocks for every thread, each
-// thread packs its own block right before using it, so B is read from memory once and its packed
-// form stays in cache; otherwise all of B is packed first and shared. Every (row block, column
+// (hk::pack_b), or packed here: when there are enough column blocks for every thread, or one row
+// block, each thread packs its own block right before using it, so B is read from memory once and
+// its packed form stays in cache; otherwise all of B is packed first and shared. Every (row block, column
 // block) runs the selected kernel over depth blocks into an int32 C block (int64 partial sums when
 // the depth could overflow int32), then the epilogue requantizes it into the output.
 #include "schedules/qmm_host.hpp"
@@ -189,8 +189,11 @@ void run_qmm_blocks(const QmmProblem& p, const QmmBlocks& blocks, int threads) {
   std::vector<PackedRows>& a = caller.a;
   if (a.size() < std::size_t(a_shared ? 1 : batches)) a.resize(std::size_t(a_shared ? 1 : batches));
   const std::int64_t b_batches = b_shared ? 1 : batches;
-  // Packing on the fly needs a column block per thread; otherwise B is packed up front.
-  const bool pack_on_the_fly = !prepacked && batches * g.n_blocks >= threads;
+  // Packing on the fly needs a column block per thread, or one row block: then the blocks are the
+  // column blocks either way, and packing each as it is used keeps B's packed form to a slice of
+  // its depth (all of a 3e8-deep B padded to 16 columns took 4.8 GB where B has 0.6). Otherwise B
+  // is packed up front.
+  const bool pack_on_the_fly = !prepacked && (batches * g.n_blocks >= threads || g.m_blocks == 1);
   const bool pack_shared = !prepacked && !pack_on_the_fly;
   const bool strips = pack_on_the_fly && g.m_blocks == 1;
   const std::int64_t c_rows = strips ? round_up(p.M + 1, qmm_row_align) : g.mc;

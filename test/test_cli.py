@@ -358,6 +358,45 @@ class QuantizedMatMulConventions(Workdir):
         np.testing.assert_array_equal(y, expected)
 
 
+class OffloadSchedules(Workdir):
+    """The offload schedules wherever they run: on a host with no GPU they run on the host fallback,
+    asked for more teams than it has cores (libomp once warned on stderr for each such launch, and
+    a line cut in parts took a product of zero from the teams not formed)."""
+
+    def setUp(self):
+        super().setUp()
+        if "scan.split" not in run("info").stdout:
+            self.skipTest("built without offload")
+
+    def test_scans_are_exact_and_quiet(self):
+        # Odd factors: no prefix product wraps to zero. 100003 elements: the first part's fold is
+        # cut among 6 teams.
+        line = RNG.integers(-(2**62), 2**62, size=(1, 100003), dtype=np.int64) | 1
+        lines = RNG.integers(-1000, 1000, size=(1030, 37)).astype(np.int32)
+        cases = [("cumprod", line, 1, "scan.split(gpu_share=500)"), ("cumsum", line, 1, "scan.split(gpu_share=500)"),
+                 ("cumprod", line, 1, "scan.offload_chained"), ("cumsum", lines, 1, "scan.offload_rows"),
+                 ("cumsum", lines, 0, "scan.offload_columns"), ("cumsum", lines, 1, "scan.split(gpu_share=1000)")]
+        for op, x, axis, schedule in cases:
+            with self.subTest(op=op, shape=x.shape, schedule=schedule):
+                out = self.path("y.npy")
+                self.assert_ok(run("run", op, self.save("x.npy", x), out, "--axis", axis, "--schedule", schedule))
+                np.testing.assert_array_equal(np.load(out), scan_oracle(x, axis, False, False, op == "cumprod")[0])
+
+    def test_matmuls_are_exact_and_quiet(self):
+        # 300 rows: three tiles of 128, so more teams than a 2-core host has.
+        a, b = random_q(np.uint8, (300, 20)), random_q(np.int8, (20, 19))
+        expected = qmm_oracle(a, np.zeros((1, 1), np.uint8), np.full((1, 1), 0.5, np.float32), b, np.zeros((1, 1), np.int8),
+                              np.full((1, 1), 0.25, np.float32), np.full((1, 1), 7, np.uint8),
+                              np.full((1, 1), 16, np.float32), np.uint8)
+        for schedule in ("qmm.offload", "qmm.offload_mma", "qmm.split(gpu_share=500)"):
+            with self.subTest(schedule=schedule):
+                out = self.path("y.npy")
+                self.assert_ok(run("run", "qlinear-matmul", out, "--a", self.save("a.npy", a), "--b", self.save("b.npy", b),
+                                   "--a-scale", "0.5", "--b-scale", "0.25", "--out-scale", "16", "--out-zero-point", "7",
+                                   "--schedule", schedule))
+                np.testing.assert_array_equal(np.load(out), expected)
+
+
 class OutputPaths(Workdir):
     """Links are followed and kept, - is standard output, FIFOs and devices are written in place."""
 

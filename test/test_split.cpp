@@ -311,7 +311,8 @@ TEST(ScanSplit, OneLinePrimeLinesAndColumns) {
 // Fewer lines than parts: each line is cut along its axis, every part after the first continuing
 // from the folds of those before it. float32 values with full mantissas, so that the carries'
 // rounding shows; every output within the spec's bound of the exact prefix. Integer sums and
-// products that wrap, bit for bit.
+// products that wrap, bit for bit; lines of 100003 fold their first parts in more teams than a
+// host has cores.
 TEST(ScanSplit, LinesCutAlongTheAxisCarryBetweenTheirParts) {
   std::mt19937_64 rng(0xca77);
   const int devices = hk::offload_device_count();
@@ -359,6 +360,9 @@ TEST(ScanSplit, LinesCutAlongTheAxisCarryBetweenTheirParts) {
           c.options = options;
           std::vector<unsigned char> input(std::size_t(length) * hk::size_of(c.type));
           for (auto& b : input) b = static_cast<unsigned char>(rng());
+          // Odd factors, so that no prefix product wraps to zero and every carry shows.
+          if (product)
+            for (std::size_t i = 0; i < input.size(); i += hk::size_of(c.type)) input[i] |= 1;
           const std::vector<unsigned char> want = run_scan(c, input, Schedule("reference"));
           for (const int share : {1, 500, 999}) {
             const Schedule split = Schedule("scan.split").set("gpu_share", share).set("threads", 2);

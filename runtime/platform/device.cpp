@@ -13,6 +13,7 @@
 #include "hetkern/error.hpp"
 #include "runtime/platform/device_memory.hpp"
 #include "runtime/platform/environment.hpp"
+#include "runtime/platform/launch_shape.hpp"
 #include "runtime/platform/nvptx_backend.hpp"
 
 // Names hetkern's device image in the PTX the offload runtime compiles from it: the GPU kernel
@@ -140,11 +141,13 @@ void DeviceBuffer::download(void* host, std::size_t bytes, std::size_t offset) c
 // Loads a thread of the 16-byte copy issues before it stores any.
 constexpr int copy_loads_in_flight = 4;
 
-void device_copy(const void* src, void* dst, std::size_t bytes, int teams, int threads) {
-  if (teams < 1 || threads < 1)
-    throw Error(Errc::invalid_parameter, "device_copy", teams < 1 ? "teams" : "threads",
+void device_copy(const void* src, void* dst, std::size_t bytes, int teams_asked, int threads_asked) {
+  if (teams_asked < 1 || threads_asked < 1)
+    throw Error(Errc::invalid_parameter, "device_copy", teams_asked < 1 ? "teams" : "threads",
                 "must be at least 1");
   const int dev = offload_device();
+  const detail::LaunchShape shape = detail::launch_shape(dev, teams_asked, threads_asked);
+  const int teams = shape.teams, threads = shape.threads;
   using Vec16 = unsigned __attribute__((ext_vector_type(4)));
   if (reinterpret_cast<std::uintptr_t>(src) % 16 == 0 &&
       reinterpret_cast<std::uintptr_t>(dst) % 16 == 0 && bytes % 16 == 0) {

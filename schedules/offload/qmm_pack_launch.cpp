@@ -3,6 +3,7 @@
 
 #include <initializer_list>
 
+#include "runtime/platform/launch_shape.hpp"
 #include "schedules/offload/qmm_launch.hpp"
 #include "schedules/offload/qmm_pack_kernel.hpp"
 
@@ -29,8 +30,9 @@ void pack_lines(const PackJob job, i64 K, i64 kp, i64 batch1, int device) {
   const i64 units = job.units[0] + job.units[1];
   const i64 zeros = job.zero_count[0] + job.zero_count[1];
   const i64 wanted = units > 0 ? units : (zeros + pack_threads - 1) / pack_threads;
-  const int teams = int(wanted < 1 ? 1 : wanted > 65536 ? 65536 : wanted);
-#pragma omp target teams num_teams(teams) thread_limit(pack_threads) device(device) firstprivate(job) \
+  const LaunchShape shape = launch_shape(device, std::clamp<i64>(wanted, 1, 65536), pack_threads);
+  const int teams = shape.teams, threads = shape.threads;
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(device) firstprivate(job) \
     ompx_dyn_cgroup_mem(Transposes ? pack_memory_bytes : 0) ompx_attribute(__attribute__((launch_bounds(pack_threads))))
 #pragma omp parallel
   {

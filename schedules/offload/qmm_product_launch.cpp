@@ -9,6 +9,7 @@
 #include "runtime/platform/cuda_tensor_map.hpp"
 #include "runtime/platform/device_memory.hpp"
 #include "runtime/platform/gpu_arch.hpp"
+#include "runtime/platform/launch_shape.hpp"
 #include "schedules/offload/qmm_dp4a_kernel.hpp"
 #include "schedules/offload/qmm_launch.hpp"
 #include "schedules/offload/qmm_mma_kernel.hpp"
@@ -32,15 +33,18 @@ constexpr int dp4a_bound = 512, mma_bound = 256;
 // with a kept copy maps nothing. (Not as launch parameters, kernel_words.hpp: these kernels ran
 // slower so, docs/gpu.md#launches.) The same region serves both, so the image holds each kernel
 // once.
-#define HK_PRODUCT_ARGS(a)                        \
-  const Kernel* kept = (a).kept;                  \
-  const Kernel* host = &(a).k;                    \
-  const int copies = kept ? 0 : 1;                \
-  const std::uint64_t epoch = (a).epoch
+// The teams and their threads come from launch_shape.
+#define HK_PRODUCT_ARGS(a, teams_asked, threads_asked)                       \
+  const Kernel* kept = (a).kept;                                             \
+  const Kernel* host = &(a).k;                                               \
+  const int copies = kept ? 0 : 1;                                           \
+  const std::uint64_t epoch = (a).epoch;                                     \
+  const LaunchShape shape = launch_shape(device, teams_asked, threads_asked); \
+  const int teams = shape.teams, threads = shape.threads
 #define HK_PRODUCT_KERNEL (kept ? *kept : *host)
 
-template <bool Deep> void product_dp4a(const ProductArgs& a, int device, int teams, int threads) {
-  HK_PRODUCT_ARGS(a);
+template <bool Deep> void product_dp4a(const ProductArgs& a, int device, int teams_asked, int threads_asked) {
+  HK_PRODUCT_ARGS(a, teams_asked, threads_asked);
 #pragma omp target teams num_teams(teams) thread_limit(threads) device(device) map(to : host[0 : copies]) \
     is_device_ptr(kept) firstprivate(epoch) ompx_dyn_cgroup_mem(dp4a_memory_bytes)                      \
     ompx_attribute(__attribute__((launch_bounds(dp4a_bound))))
@@ -48,9 +52,9 @@ template <bool Deep> void product_dp4a(const ProductArgs& a, int device, int tea
   product_team<Family::dp4a, Deep, dp4a_stages>(HK_PRODUCT_KERNEL, epoch);
 }
 
-template <bool Deep, int Stages> void product_mma(const ProductArgs& a, int device, int teams, int threads) {
+template <bool Deep, int Stages> void product_mma(const ProductArgs& a, int device, int teams_asked, int threads_asked) {
   const int memory = mma_memory_bytes<Stages>;
-  HK_PRODUCT_ARGS(a);
+  HK_PRODUCT_ARGS(a, teams_asked, threads_asked);
 #pragma omp target teams num_teams(teams) thread_limit(threads) device(device) map(to : host[0 : copies]) \
     is_device_ptr(kept) firstprivate(epoch) ompx_dyn_cgroup_mem(memory)                                 \
     ompx_attribute(__attribute__((launch_bounds(mma_bound))))
@@ -58,10 +62,10 @@ template <bool Deep, int Stages> void product_mma(const ProductArgs& a, int devi
   product_team<Family::mma, Deep, Stages>(HK_PRODUCT_KERNEL, epoch);
 }
 
-template <int Stages> void product_wgmma(const ProductArgs& a, int device, int teams) {
+template <int Stages> void product_wgmma(const ProductArgs& a, int device, int teams_asked) {
   const int memory = wgmma_memory_bytes<Stages>;
-  HK_PRODUCT_ARGS(a);
-#pragma omp target teams num_teams(teams) thread_limit(wgmma_team_threads) device(device) \
+  HK_PRODUCT_ARGS(a, teams_asked, wgmma_team_threads);
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(device) \
     map(to : host[0 : copies]) is_device_ptr(kept) firstprivate(epoch) ompx_dyn_cgroup_mem(memory) \
     ompx_attribute(__attribute__((launch_bounds(wgmma_team_threads))))
 #pragma omp parallel
@@ -71,10 +75,10 @@ template <int Stages> void product_wgmma(const ProductArgs& a, int device, int t
 // The warp-specialized kernel's slices: 128 deep, the widest swizzle.
 constexpr int tma_slice = 128;
 
-template <int Stages> void product_wgmma_tma(const ProductArgs& a, int device, int teams) {
+template <int Stages> void product_wgmma_tma(const ProductArgs& a, int device, int teams_asked) {
   const int memory = tma_memory_bytes<tma_slice, Stages>;
-  HK_PRODUCT_ARGS(a);
-#pragma omp target teams num_teams(teams) thread_limit(tma_team_threads) device(device) \
+  HK_PRODUCT_ARGS(a, teams_asked, tma_team_threads);
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(device) \
     map(to : host[0 : copies]) is_device_ptr(kept) firstprivate(epoch) ompx_dyn_cgroup_mem(memory) \
     ompx_attribute(__attribute__((launch_bounds(tma_team_threads))))
 #pragma omp parallel

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/platform/device_memory.hpp"
+#include "runtime/platform/launch_shape.hpp"
 #include "schedules/offload/scan_launch.hpp"
 #include "schedules/offload/scan_tiles.hpp"
 
@@ -22,8 +23,11 @@ constexpr std::int64_t fold_teams_cap = 1056;
 
 template <class Op, class T> void fold(int dev, const ScanLayout& s, const T* x, void* result) {
   using Acc = AccOf<T>;
-  const int teams = int(std::clamp<std::int64_t>(s.length / fold_min_team_elements, 1, fold_teams_cap));
-  // The teams' folds: in device memory on a GPU, in place on the host fallback.
+  const LaunchShape shape =
+      launch_shape(dev, std::clamp<std::int64_t>(s.length / fold_min_team_elements, 1, fold_teams_cap), fold_threads);
+  const int teams = shape.teams, threads = shape.threads;
+  // The folds of the line's `teams` parts, each by the team of its number modulo the teams formed:
+  // in device memory on a GPU, in place on the host fallback.
   std::vector<Acc> team_folds(static_cast<std::size_t>(teams));
   const bool on_host = dev == omp_get_initial_device();
   std::optional<ScratchLease> scratch;
@@ -34,12 +38,11 @@ template <class Op, class T> void fold(int dev, const ScanLayout& s, const T* x,
   const T* const line = x + xo;
   const std::int64_t length = s.length, step = s.in_step;
   const std::size_t shared = 32 * sizeof(Acc);
-#pragma omp target teams num_teams(teams) thread_limit(fold_threads) device(dev) is_device_ptr(line, folds) \
-    firstprivate(length, step) ompx_dyn_cgroup_mem(shared)
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) is_device_ptr(line, folds) \
+    firstprivate(length, step, teams) ompx_dyn_cgroup_mem(shared)
 #pragma omp parallel
-  {
-    const std::int64_t team = omp_get_team_num(), count = omp_get_num_teams();
-    const std::int64_t begin = length * team / count, end = length * (team + 1) / count;
+  for (std::int64_t part = omp_get_team_num(); part < teams; part += omp_get_num_teams()) {
+    const std::int64_t begin = length * part / teams, end = length * (part + 1) / teams;
 #ifdef __NVPTX__
     const int t = omp_get_thread_num(), n = omp_get_num_threads();
     Acc acc = inclusive_start<Op, Acc>();
@@ -52,13 +55,14 @@ template <class Op, class T> void fold(int dev, const ScanLayout& s, const T* x,
     if (t == 0) {
       Acc f = inclusive_start<Op, Acc>();
       for (int w = 0; w < (n + 31) / 32; ++w) f = Op::apply(f, warps[w]);
-      folds[team] = f;
+      folds[part] = f;
     }
+#pragma omp barrier
 #else
     if (omp_get_thread_num() == 0) {
       Acc f = inclusive_start<Op, Acc>();
       for (std::int64_t q = begin; q < end; ++q) f = Op::apply(f, widen(line[q * step]));
-      folds[team] = f;
+      folds[part] = f;
     }
 #endif
   }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "runtime/platform/launch_shape.hpp"
 #include "schedules/offload/kernel_words.hpp"
 #include "schedules/offload/scan_launch.hpp"
 #include "schedules/offload/scan_rows_kernel.hpp"
@@ -28,12 +29,13 @@ void rows(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const S
   a.vec = rows_congruent(s, x, y);
   a.items = plan.items;
   a.ahead = plan.ahead;
-  const int threads = std::min(plan.team_threads, rows_max_team_threads);
+  const LaunchShape shape = launch_shape(dev, plan.teams, std::min(plan.team_threads, rows_max_team_threads));
+  const int teams = shape.teams, threads = shape.threads;
   const std::size_t shared = rows_shared_bytes<AccOf<T>>(threads);
   a.buffers = rows_buffers<AccOf<T>>(threads);  // for the threads asked for: a team given fewer fits too
   const KernelWords words = to_kernel_words(a);
   HK_KERNEL_WORDS_DECLARE(a, words)
-#pragma omp target teams num_teams(plan.teams) thread_limit(threads) device(dev) \
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) \
     firstprivate(HK_KERNEL_WORDS(a)) \
     ompx_dyn_cgroup_mem(shared) ompx_attribute(__attribute__((launch_bounds(rows_max_team_threads))))
 #pragma omp parallel
