@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -69,6 +70,14 @@ std::vector<V> read_param(const std::string& name, const ConstTensor& t, Along a
   return values;
 }
 
+// A float in enough digits to name it exactly: std::to_string's fixed six decimals wrote a small
+// negative scale as "-0.000000".
+std::string float_text(float v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", double(v));
+  return text;
+}
+
 std::vector<float> read_scale(const std::string& name, const ConstTensor& t, Along along,
                               std::int64_t count, const char* count_name) {
   if (t.desc.dtype() != DataType::float32 && t.desc.dtype() != DataType::float16)
@@ -78,7 +87,7 @@ std::vector<float> read_scale(const std::string& name, const ConstTensor& t, Alo
   for (std::size_t i = 0; i < v.size(); ++i)
     if (!(v[i] > 0.0f) || !std::isfinite(v[i]))
       throw Error(Errc::invalid_parameter, op_name, name,
-                  "value " + std::to_string(v[i]) + " at index " + std::to_string(i) +
+                  "value " + float_text(v[i]) + " at index " + std::to_string(i) +
                       " is not a positive finite number");
   return v;
 }

@@ -161,13 +161,25 @@ class CumulativeCli(Workdir):
             bound = Fraction(1, 2**53) * abs(want) + Fraction(length + 2, 2**104) * (abs(want) if product else mag)
             self.assertLessEqual(abs(Fraction(float(got)) - want), bound, f"got {got!r}, exact {float(want)!r}")
 
+    def test_more_openmp_threads_than_a_schedule_takes(self):
+        # The default schedules took OpenMP's maximum as their thread count and refused it past 1024.
+        env = dict(os.environ, OMP_NUM_THREADS="1025")
+        for shape in ((8192, 64), (512, 512)):
+            with self.subTest(shape=shape):
+                x = RNG.integers(-1000, 1000, size=shape).astype(np.int32)
+                src, out = self.save("x.npy", x), self.path("y.npy")
+                result = subprocess.run([HETKERN, "run", "cumsum", src, out, "--axis", "1"], capture_output=True, text=True,
+                                        timeout=120, env=env)
+                self.assert_ok(result)
+                np.testing.assert_array_equal(np.load(out), np.cumsum(x, axis=1, dtype=np.int32))
+
     def test_random_float64(self):
         self.check_random(np.float64, False, 10)
         self.check_random(np.float64, True, 8)
 
     def test_float64_sums_are_rounded_once(self):
         """A million tenths: numpy's float64 fold drifts to 100000.00000133288; the exact sum of
-        the stored tenths, rounded once, is 100000.00000000001."""
+        the stored tenths, rounded once, is 100000.0."""
         src, out = self.save("tenths.npy", np.full(10**6, 0.1)), self.path("y.npy")
         self.assert_ok(run("run", "cumsum", src, out, "--axis", "-1"))
         y = np.load(out)

@@ -130,6 +130,46 @@ class Tune(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertEqual(len(r.stderr.strip().splitlines()), 1)
 
+    def test_database_of_something_else_is_refused_and_left_as_it_is(self):
+        import sqlite3
+        connection = sqlite3.connect(self.db)
+        connection.execute("CREATE TABLE notes(x)")
+        connection.execute("INSERT INTO notes VALUES('mine')")
+        connection.commit()
+        connection.close()
+        with open(self.db, "rb") as f:
+            before = f.read()
+        x = np.arange(12, dtype=np.float32).reshape(3, 4)
+        inp, out = os.path.join(self.dir, "x.npy"), os.path.join(self.dir, "y.npy")
+        np.save(inp, x)
+        r = run("run", "cumsum", inp, out, "--axis", "1", env=self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr.count("warning"), 1, r.stderr)
+        self.assertIn("not a hetkern tuning database", r.stderr)
+        np.testing.assert_array_equal(np.load(out), np.cumsum(x, axis=1))
+        for args in (["tune", "--list"], ["tune", "cumsum", "--shape", "3,4", "--dtype", "float32", "--axis", "1"]):
+            r = run(*args, env=self.env)
+            self.assertEqual(r.returncode, 2, (args, r.stderr))
+            self.assertIn("not a hetkern tuning database", r.stderr)
+        with open(self.db, "rb") as f:
+            self.assertEqual(f.read(), before)
+        self.assertFalse(os.path.exists(self.db + "-wal"))
+
+    def test_bad_shapes_are_refused_before_anything_is_allocated(self):
+        # Under a 3 GB address space: each of these once allocated the problem first, then
+        # reported no memory (exit 1) or an overflow, or took seconds to name a bad axis.
+        cases = [(["qlinear-matmul", "--shape", "1,1,140737488355328"], "2^47"),
+                 (["qlinear-matmul", "--shape", "65536,65536,140737488355328"], "64 bits"),
+                 (["cumsum", "--shape", "1000000000", "--dtype", "float32", "--axis", "5"], "axis")]
+        for args, phrase in cases:
+            with self.subTest(args=args):
+                r = subprocess.run(["bash", "-c", 'ulimit -v 3000000 && exec "$@"', "-", HETKERN, "tune", *args],
+                                   capture_output=True, text=True, timeout=60, env=self.env)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+                self.assertIn(phrase, r.stderr)
+        self.assertFalse(os.path.exists(self.db))
+
     def test_export_import_round_trip(self):
         path = self.shapes_file(SHAPES[:3])
         self.assertEqual(run("tune", "--shapes", path, "--budget", "2", env=self.env).returncode, 0)

@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "hetkern/info.hpp"  // max_threads, the bound of every --threads option
+
 namespace hk::cli {
 
 /// Checks that an option's value is a finite number of seconds from `lo` (above it when
@@ -18,10 +20,6 @@ void refuse_empty_values(CLI::App& app);
 /// Thrown by a command that stopped early on Ctrl-C after reporting and writing what finished:
 /// hetkern then exits with status 130, as a shell reports a process ended by SIGINT.
 struct Interrupted {};
-
-/// The most host threads a --threads option takes: the bound of every schedule's `threads`
-/// parameter. OpenMP aborts the process where it cannot start the threads it was asked for.
-inline constexpr int max_threads = 1024;
 
 /// `hetkern run cumsum|cumprod|qlinear-matmul ...`: one operator over .npy files.
 void add_run(CLI::App& app);

@@ -20,7 +20,11 @@ BuildInfo build_info();
 /// ("sse4.2", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vnni", "amx-int8", ...).
 std::vector<std::string> cpu_features();
 
-/// Threads a host-parallel schedule uses by default (OpenMP's maximum for this process).
+/// The most OpenMP threads a host schedule's `threads` parameter takes.
+inline constexpr int max_threads = 1024;
+
+/// Threads a host-parallel schedule uses by default: OpenMP's maximum for this process, at most
+/// max_threads.
 int default_threads();
 
 /// Instruction-set levels of the host kernels; each level includes the ones before it.

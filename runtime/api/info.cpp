@@ -3,6 +3,8 @@
 
 #include <omp.h>
 
+#include <algorithm>
+
 #include "schedules/qmm_kernels.hpp"
 #include "schedules/scan_kernels.hpp"
 #ifdef HETKERN_OFFLOAD
@@ -53,7 +55,7 @@ std::vector<std::string> cpu_features() {
   return out;
 }
 
-int default_threads() { return omp_get_max_threads(); }
+int default_threads() { return std::min(omp_get_max_threads(), max_threads); }
 
 std::vector<KernelPath> kernel_paths(Isa isa) {
   const auto fast = detail::select_qmm_kernel(isa, true), exact = detail::select_qmm_kernel(isa, false);

@@ -1,6 +1,10 @@
 // Reproducible data and reference results for the tuner.
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <initializer_list>
+#include <limits>
+#include <vector>
 
 #include "algorithms/scan_types.hpp"
 #include "hetkern/error.hpp"
@@ -19,12 +23,6 @@ std::uint64_t random_bits(std::uint64_t seed, std::uint64_t index) {
 }
 
 double unit(std::uint64_t bits) { return double(bits >> 11) * 0x1p-53; }
-
-std::int64_t element_count(const std::vector<std::int64_t>& shape) {
-  std::int64_t n = 1;
-  for (const auto s : shape) n *= s;
-  return n;
-}
 
 // Sums: values in [-1, 1); products: magnitudes in [0.8, 1.25), so that lines of a few thousand
 // stay finite. Integers: any bits (they wrap).
@@ -69,6 +67,29 @@ constexpr std::int64_t reference_scan_max_elements = std::int64_t(1) << 24;
 // (about a second).
 constexpr double reference_qmm_max_work = double(std::int64_t(1) << 30);
 
+// Addresses for validating a problem before anything is allocated for it, never read: spans of
+// the given bytes one after another from a static byte, so that no output overlaps an input. Spans
+// past the end of the address space describe no buffer and are refused.
+std::vector<void*> placeholders(std::initializer_list<std::int64_t> bytes) {
+  static std::byte anchor;
+  std::vector<void*> at;
+  auto next = reinterpret_cast<std::uintptr_t>(&anchor);
+  for (const std::int64_t b : bytes) {
+    at.push_back(reinterpret_cast<void*>(next));
+    if (b < 0 || std::uint64_t(b) > UINTPTR_MAX - next)
+      throw Error(Errc::invalid_shape, "tune", "shape", "the operands' bytes exceed the address space");
+    next += std::uintptr_t(b);
+  }
+  return at;
+}
+
+// a * b, refused past 64 bits.
+std::int64_t checked_product(std::int64_t a, std::int64_t b) {
+  if (a > std::numeric_limits<std::int64_t>::max() / b)
+    throw Error(Errc::invalid_shape, "tune", "shape", "an operand's element count exceeds 64 bits");
+  return a * b;
+}
+
 }  // namespace
 
 TuneWorkload::TuneWorkload(const TuneProblem& problem, bool data) : problem_(problem) {
@@ -76,16 +97,19 @@ TuneWorkload::TuneWorkload(const TuneProblem& problem, bool data) : problem_(pro
     if (problem.types.size() != 1)
       throw Error(Errc::invalid_type, "tune", "types", "a scan takes one element type");
     const TensorDesc desc(problem.types[0], problem.shape);
-    // Validation first, with no data, so that a bad shape is refused before any allocation.
-    scan_ = {problem.op == Operator::cumulative_product, {desc, nullptr}, {desc, nullptr}, problem.options};
-    const std::int64_t n = element_count(problem.shape);
     for (const auto s : problem.shape)
       if (s <= 0) throw Error(Errc::invalid_shape, "tune", "shape", "sizes must be positive");
+    // Validation first, in place on a placeholder, so that a bad shape or axis is refused before
+    // any allocation.
+    std::int64_t n = 1;
+    for (const auto s : problem.shape) n = checked_product(n, s);
+    void* const at = placeholders({checked_product(n, std::int64_t(size_of(problem.types[0])))})[0];
+    scan_ = {problem.op == Operator::cumulative_product, {desc, at}, {desc, at}, problem.options};
+    validate(scan_);
     a_.resize(std::size_t(n) * size_of(problem.types[0]));
     output_.resize(a_.size());
     scan_.input.data = a_.data();
     scan_.output.data = output_.data();
-    validate(scan_);
     if (!data) return;
     visit_scan_type(problem.types[0], [&](auto t) { fill_scan<decltype(t)>(a_, scan_.product); });
     // The reference walks one element at a time, across the cache when the axis is not the
@@ -103,9 +127,7 @@ TuneWorkload::TuneWorkload(const TuneProblem& problem, bool data) : problem_(pro
     const std::int64_t M = problem.shape[0], N = problem.shape[1], K = problem.shape[2];
     for (const auto s : problem.shape)
       if (s <= 0) throw Error(Errc::invalid_shape, "tune", "shape", "sizes must be positive");
-    a_.resize(std::size_t(M * K));
-    b_.resize(std::size_t(K * N));
-    output_.resize(std::size_t(M * N));
+    const std::int64_t a_bytes = checked_product(M, K), b_bytes = checked_product(K, N), out_bytes = checked_product(M, N);
     // Centred zero points for unsigned types; an output scale that spreads the results over a
     // few dozen steps (|acc| grows like sqrt(K) * 128 * 64).
     const bool a_unsigned = problem.types[0] == DataType::uint8;
@@ -114,14 +136,23 @@ TuneWorkload::TuneWorkload(const TuneProblem& problem, bool data) : problem_(pro
     out_zero_ = {std::uint8_t(out_unsigned ? 128 : 0)};
     out_scale_ = {float(std::ldexp(1.0, int(std::ceil(std::log2(std::sqrt(double(K)) * 128 * 64 / 32))) - 8))};
     const TensorDesc scalar_f(DataType::float32, {1});
-    args_.a = {TensorDesc(problem.types[0], {M, K}), a_.data()};
-    args_.b = {TensorDesc(problem.types[1], {K, N}), b_.data()};
+    // Validation first, on placeholders, so that a bad shape is refused before any allocation.
+    const std::vector<void*> at = placeholders({a_bytes, b_bytes, out_bytes});
+    args_.a = {TensorDesc(problem.types[0], {M, K}), at[0]};
+    args_.b = {TensorDesc(problem.types[1], {K, N}), at[1]};
     args_.a_scale = {scalar_f, a_scale_.data()};
     args_.b_scale = {scalar_f, b_scale_.data()};
     args_.output_scale = {scalar_f, out_scale_.data()};
     args_.a_zero_point = ConstTensor{TensorDesc(problem.types[0], {1}), a_zero_.data()};
     args_.output_zero_point = ConstTensor{TensorDesc(problem.types[2], {1}), out_zero_.data()};
-    out_tensor_ = {TensorDesc(problem.types[2], {M, N}), output_.data()};
+    out_tensor_ = {TensorDesc(problem.types[2], {M, N}), at[2]};
+    validate(args_, out_tensor_);
+    a_.resize(std::size_t(a_bytes));
+    b_.resize(std::size_t(b_bytes));
+    output_.resize(std::size_t(out_bytes));
+    args_.a.data = a_.data();
+    args_.b.data = b_.data();
+    out_tensor_.data = output_.data();
     qmm_ = validate(args_, out_tensor_);
     if (!data) return;
     for (std::size_t i = 0; i < a_.size(); ++i) a_[i] = std::byte(random_bits(11, i));

@@ -88,6 +88,22 @@ const char* const class_condition =
     "op = ?1 AND algorithm_version = ?2 AND dtype = ?3 AND stride_class = ?5 AND params = ?6 AND "
     "fingerprint = ?7";
 
+// A URI that opens `path` read-only as a file nobody changes, its reserved characters escaped.
+std::string immutable_uri(const std::string& path) {
+  std::string uri = "file:";
+  for (const char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      static const char digits[] = "0123456789ABCDEF";
+      uri += '%';
+      uri += digits[(static_cast<unsigned char>(c) >> 4) & 0xf];
+      uri += digits[static_cast<unsigned char>(c) & 0xf];
+    } else {
+      uri += c;
+    }
+  }
+  return uri + "?mode=ro&immutable=1";
+}
+
 }  // namespace
 
 struct TuningDb::Impl {
@@ -172,12 +188,21 @@ struct TuningDb::Impl {
   }
 
   // The version the file holds: 0 for a new empty file. Reading it is also the first access,
-  // where a file that is not a database is found out.
+  // where a file that is not a database is found out, and a database of something else, which
+  // is left as it is.
   int read_version() {
     Statement st;
     prepare(st, "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'");
     const int rc = sqlite3_step(st.s);
-    if (rc == SQLITE_DONE) return 0;
+    if (rc == SQLITE_DONE) {
+      Statement any;
+      prepare(any, "SELECT count(*) FROM sqlite_master");
+      if (sqlite3_step(any.s) != SQLITE_ROW) fail("cannot read");
+      if (sqlite3_column_int64(any.s, 0) > 0)
+        throw Error(Errc::invalid_file, "tuning database", path,
+                    "is an SQLite database of something else (no schema_version table): not a hetkern tuning database");
+      return 0;
+    }
     if (rc != SQLITE_ROW) fail("cannot read");
     Statement v;
     prepare(v, "SELECT version FROM schema_version");
@@ -229,21 +254,25 @@ struct TuningDb::Impl {
     const bool write_access = writable || access(path.c_str(), W_OK) == 0;
     const int flags = write_access ? (SQLITE_OPEN_READWRITE | (writable ? SQLITE_OPEN_CREATE : 0))
                                    : SQLITE_OPEN_READONLY;
-    if (sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) fail("cannot open");
+    // Reading a write-ahead-logged file needs its shared-memory file beside it, which a directory
+    // the process may not write cannot take: there nobody of this user writes the file either, and
+    // SQLite reads it as immutable.
+    const auto dir = std::filesystem::path(path).parent_path();
+    const bool immutable = !write_access && access(dir.empty() ? "." : dir.c_str(), W_OK) != 0;
+    const std::string name = immutable ? immutable_uri(path) : path;
+    if (sqlite3_open_v2(name.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX | (immutable ? SQLITE_OPEN_URI : 0), nullptr) !=
+        SQLITE_OK)
+      fail("cannot open");
     sqlite3_busy_timeout(db, busy_timeout_ms);
-    if (!writable) {
-      // A reader of a current file takes no write lock; only an old one is migrated.
-      version = read_version();
-      check_version();
-      if (version == current_schema_version) return;
-    }
+    // A reader of a current file takes no write lock, and nobody writes a file of something else.
+    version = read_version();
+    check_version();
+    if (!writable && version == current_schema_version) return;
     if (write_access) {
       switch_to_wal();
       exec("PRAGMA synchronous=NORMAL", "cannot set the sync mode");
       prepare_schema();
     } else {
-      version = read_version();
-      check_version();
       if (version != current_schema_version)
         throw Error(Errc::invalid_file, "tuning database", path,
                     "schema version " + std::to_string(version) +

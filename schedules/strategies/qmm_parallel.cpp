@@ -16,7 +16,7 @@ const QmmStrategy& qmm_parallel() {
       .params =
           [] {
             std::vector<ParamSpec> params = qmm_block_params();
-            params.push_back({"threads", 1, 1024, "OpenMP threads"});
+            params.push_back({"threads", 1, max_threads, "OpenMP threads"});
             params.push_back(pin_param());
             return params;
           }(),

@@ -38,7 +38,7 @@ const ScanStrategy& scan_blocked() {
       .params = {{"block", 16, std::int64_t(1) << 40,
                   "elements per block (default: a quarter of the L2, at most 256 KiB, of elements, so a "
                   "block stays in L2 between its two passes)"},
-                 {"threads", 1, 1024, "OpenMP threads"},
+                 {"threads", 1, max_threads, "OpenMP threads"},
                  scan_stream_param(),
                  pin_param()},
       .plan = [](const CumulativeCall& call, const BoundParams& p) -> ScanStrategyPlan {

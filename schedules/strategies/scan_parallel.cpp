@@ -16,7 +16,7 @@ const ScanStrategy& scan_parallel() {
       .params = {{"tile", 1, max_scan_tile,
                   "lines processed together (default: a few panels per thread where the lines allow, "
                   "never wider than scan.tiled's)"},
-                 {"threads", 1, 1024, "OpenMP threads"},
+                 {"threads", 1, max_threads, "OpenMP threads"},
                  scan_stream_param(),
                  pin_param()},
       .plan = [](const CumulativeCall& call, const BoundParams& p) -> ScanStrategyPlan {

@@ -160,7 +160,7 @@ std::vector<ParamSpec> split_params(const char* share_help) {
   return {{"gpu_share", 0, 1000, share_help},
           device_count_param("offload devices used, the home device (hk::offload_device()) first (default: every visible "
                              "one; the host fallback has one)"),
-          {"threads", 1, 1024,
+          {"threads", 1, max_threads,
            "OpenMP threads of the host part (default: hk::default_threads() less one per device, "
            "whose thread drives it, at least 1)"}};
 }
