@@ -1,4 +1,5 @@
 // Reproducible data and reference results for the tuner.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -68,12 +69,11 @@ constexpr std::int64_t reference_scan_max_elements = std::int64_t(1) << 24;
 constexpr double reference_qmm_max_work = double(std::int64_t(1) << 30);
 
 // Addresses for validating a problem before anything is allocated for it, never read: spans of
-// the given bytes one after another from a static byte, so that no output overlaps an input. Spans
-// past the end of the address space describe no buffer and are refused.
-std::vector<void*> placeholders(std::initializer_list<std::int64_t> bytes) {
-  static std::byte anchor;
+// the given bytes one after another from `after` (past the call's real tensors), so that no output
+// overlaps an input. Spans past the end of the address space describe no buffer and are refused.
+std::vector<void*> placeholders(std::initializer_list<std::int64_t> bytes, std::uintptr_t after) {
   std::vector<void*> at;
-  auto next = reinterpret_cast<std::uintptr_t>(&anchor);
+  auto next = after;
   for (const std::int64_t b : bytes) {
     at.push_back(reinterpret_cast<void*>(next));
     if (b < 0 || std::uint64_t(b) > UINTPTR_MAX - next)
@@ -103,7 +103,9 @@ TuneWorkload::TuneWorkload(const TuneProblem& problem, bool data) : problem_(pro
     // any allocation.
     std::int64_t n = 1;
     for (const auto s : problem.shape) n = checked_product(n, s);
-    void* const at = placeholders({checked_product(n, std::int64_t(size_of(problem.types[0])))})[0];
+    static const std::byte anchor{};
+    void* const at = placeholders({checked_product(n, std::int64_t(size_of(problem.types[0])))},
+                                  reinterpret_cast<std::uintptr_t>(&anchor))[0];
     scan_ = {problem.op == Operator::cumulative_product, {desc, at}, {desc, at}, problem.options};
     validate(scan_);
     a_.resize(std::size_t(n) * size_of(problem.types[0]));
@@ -136,8 +138,12 @@ TuneWorkload::TuneWorkload(const TuneProblem& problem, bool data) : problem_(pro
     out_zero_ = {std::uint8_t(out_unsigned ? 128 : 0)};
     out_scale_ = {float(std::ldexp(1.0, int(std::ceil(std::log2(std::sqrt(double(K)) * 128 * 64 / 32))) - 8))};
     const TensorDesc scalar_f(DataType::float32, {1});
-    // Validation first, on placeholders, so that a bad shape is refused before any allocation.
-    const std::vector<void*> at = placeholders({a_bytes, b_bytes, out_bytes});
+    // Validation first, on placeholders past the parameters' vectors, so that a bad shape is refused
+    // before any allocation.
+    const auto end = [](const auto& v) { return reinterpret_cast<std::uintptr_t>(v.data() + v.size()); };
+    const std::uintptr_t after =
+        std::max({end(a_scale_), end(b_scale_), end(out_scale_), end(a_zero_), end(out_zero_)});
+    const std::vector<void*> at = placeholders({a_bytes, b_bytes, out_bytes}, after);
     args_.a = {TensorDesc(problem.types[0], {M, K}), at[0]};
     args_.b = {TensorDesc(problem.types[1], {K, N}), at[1]};
     args_.a_scale = {scalar_f, a_scale_.data()};
