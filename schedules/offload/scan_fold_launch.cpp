@@ -57,6 +57,7 @@ template <class Op, class T> void fold(int dev, const ScanLayout& s, const T* x,
       for (int w = 0; w < (n + 31) / 32; ++w) f = Op::apply(f, warps[w]);
       folds[part] = f;
     }
+    // The next part's warps rewrite warps[].
 #pragma omp barrier
 #else
     if (omp_get_thread_num() == 0) {
