@@ -50,6 +50,9 @@ class Info(unittest.TestCase):
         r = run("info", env={"HETKERN_GPU_PLUGIN": missing})
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("unavailable (" + missing + ": No such file or directory)", offload_line(r.stdout))
+        # The offload strategies say why they cannot run, as a call with one of them does.
+        self.assertIn("not available here: the GPU plugin cannot be opened: " + missing, r.stdout)
+        self.assertNotIn("host fallback\n", r.stdout)
         r = run("info", "--devices", env={"HETKERN_GPU_PLUGIN": missing})
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("cannot open shared object file", offload_line(r.stdout))
