@@ -103,12 +103,12 @@ TuneWorkload::TuneWorkload(const TuneProblem& problem, bool data) : problem_(pro
     // any allocation.
     std::int64_t n = 1;
     for (const auto s : problem.shape) n = checked_product(n, s);
+    const std::int64_t bytes = checked_product(n, std::int64_t(size_of(problem.types[0])));
     static const std::byte anchor{};
-    void* const at = placeholders({checked_product(n, std::int64_t(size_of(problem.types[0])))},
-                                  reinterpret_cast<std::uintptr_t>(&anchor))[0];
+    void* const at = placeholders({bytes}, reinterpret_cast<std::uintptr_t>(&anchor))[0];
     scan_ = {problem.op == Operator::cumulative_product, {desc, at}, {desc, at}, problem.options};
     validate(scan_);
-    a_.resize(std::size_t(n) * size_of(problem.types[0]));
+    a_.resize(std::size_t(bytes));
     output_.resize(a_.size());
     scan_.input.data = a_.data();
     scan_.output.data = output_.data();

@@ -243,8 +243,8 @@ struct TuningDb::Impl {
     std::error_code ec;
     const bool exists = std::filesystem::exists(path, ec);
     if (!writable && !exists) return;
+    const auto dir = std::filesystem::path(path).parent_path();
     if (writable && !exists) {
-      const auto dir = std::filesystem::path(path).parent_path();
       if (!dir.empty()) std::filesystem::create_directories(dir, ec);
       if (ec)
         throw Error(Errc::invalid_file, "tuning database", path,
@@ -257,7 +257,6 @@ struct TuningDb::Impl {
     // Reading a write-ahead-logged file needs its shared-memory file beside it, which a directory
     // the process may not write cannot take: there nobody of this user writes the file either, and
     // SQLite reads it as immutable.
-    const auto dir = std::filesystem::path(path).parent_path();
     const bool immutable = !write_access && access(dir.empty() ? "." : dir.c_str(), W_OK) != 0;
     const std::string name = immutable ? immutable_uri(path) : path;
     if (sqlite3_open_v2(name.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX | (immutable ? SQLITE_OPEN_URI : 0), nullptr) !=
