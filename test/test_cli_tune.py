@@ -95,6 +95,20 @@ class Tune(unittest.TestCase):
         self.assertIn("-> scan.tiled(tile=3, stream=0) on host CPU (HETKERN_SCHEDULE)", r.stderr)
         np.testing.assert_allclose(np.load(out), np.cumsum(x[:60, :40].astype(np.float64), axis=1), rtol=1e-6, atol=1e-5)
 
+    def test_unusable_record_warns_and_the_log_says_why_the_heuristic_decided(self):
+        import sqlite3
+        self.assertEqual(run("tune", "cumsum", "--shape", "3,4", "--dtype", "int32", "--axis", "1",
+                             "--budget", "2", env=self.env).returncode, 0)
+        connection = sqlite3.connect(self.db)
+        connection.execute("UPDATE records SET schedule = 'scan.tiled(tile=0)'")
+        connection.commit()
+        connection.close()
+        stderr = self.run_warns_once_and_computes(dict(self.env, HETKERN_LOG="dispatch"))
+        self.assertIn("holds an unusable schedule", stderr)
+        self.assertIn("(heuristic, no usable tuning record", stderr)
+        self.assertIn("the exact record's scan.tiled(tile=0) is unusable", stderr)
+        self.assertNotIn("no tuning record", stderr)
+
     def test_new_types_and_negative_axes(self):
         """float64 and bfloat16 tune like the spec's types; a negative axis is stored as the axis
         it names, so that a later call with either spelling finds the record."""
@@ -116,12 +130,13 @@ class Tune(unittest.TestCase):
             self.assertIn("-> " + records["float64"]["schedule"] + " on host CPU (exact record", r.stderr)
             np.testing.assert_allclose(np.load(out), np.cumsum(x, axis=1), rtol=1e-13, atol=1e-13)
 
-    def run_warns_once_and_computes(self):
-        """A call with the database at self.db: one warning, the right result; returns stderr."""
+    def run_warns_once_and_computes(self, env=None):
+        """An int32 {3,4} call along axis 1 with the database at self.db (env: self.env): one
+        warning, the right result; returns stderr."""
         x = np.arange(12, dtype=np.int32).reshape(3, 4)
         inp, out = os.path.join(self.dir, "x.npy"), os.path.join(self.dir, "y.npy")
         np.save(inp, x)
-        r = run("run", "cumsum", inp, out, "--axis", "1", env=self.env)
+        r = run("run", "cumsum", inp, out, "--axis", "1", env=env or self.env)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stderr.count("warning"), 1, r.stderr)
         np.testing.assert_array_equal(np.load(out), np.cumsum(x, axis=1))

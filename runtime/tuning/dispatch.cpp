@@ -251,8 +251,14 @@ template <class List, class PlanFn> class Candidates {
 
   Plan plan(const Schedule& schedule) const { return plan_(schedule); }
 
-  // The decision's reason, with what was skipped to reach it.
+  // An exact tuning record whose schedule could not be planned for the call: the later rules
+  // decide, and their reason says that a record was there.
+  void note_unusable_record(const std::string& schedule) { unusable_record_ = schedule; }
+  bool had_unusable_record() const { return !unusable_record_.empty(); }
+
+  // The decision's reason, with what was passed over to reach it.
   Decision decision(Plan plan, std::string reason) const {
+    if (!unusable_record_.empty()) reason += "; the exact record's " + unusable_record_ + " is unusable";
     if (!skipped_.empty()) {
       reason += "; skipped, a host strategy for device tensors:";
       for (std::size_t i = 0; i < skipped_.size(); ++i) reason += (i ? ", " : " ") + skipped_[i];
@@ -265,6 +271,7 @@ template <class List, class PlanFn> class Candidates {
   DataHome home_;
   PlanFn plan_;
   std::vector<std::string> skipped_;
+  std::string unusable_record_;
 };
 
 // The database's schedule for a key: exact record, else the nearest legal one of the same class,
@@ -281,6 +288,7 @@ template <class C> std::optional<Decision> from_database(const Settings& setting
       } catch (const Error& e) {
         Dispatcher::instance().warn("tuning database " + settings.db_path + ": record for " + key.op + " " +
                                     shape_to_text(key.shape) + " holds an unusable schedule (" + e.what() + ")");
+        c.note_unusable_record(exact->schedule);
       }
     }
     std::vector<TuningRecord> candidates = db.same_class(key);
@@ -333,10 +341,11 @@ auto from_model(const Settings& s, const Call& call, DataHome home, Model&& mode
   return conservative();
 }
 
-std::string heuristic_reason(const Settings& s) {
+std::string heuristic_reason(const Settings& s, bool had_unusable_record) {
+  std::string reason = had_unusable_record ? "heuristic, no usable tuning record" : "heuristic, no tuning record";
   if (gpu_present() && !dispatch_machine_rates(s.db_path, false))
-    return "heuristic, no tuning record, no machine rates (hetkern tune --calibrate measures them)";
-  return "heuristic, no tuning record";
+    reason += ", no machine rates (hetkern tune --calibrate measures them)";
+  return reason;
 }
 
 // A plan that spreads a call over several devices shares it by their measured speeds, which the
@@ -368,7 +377,7 @@ Decision decide(const Settings& s, const TuningRecord& key, C& c, Model&& model,
       if (c.qualifies(env, "HETKERN_SCHEDULE").value_or(false)) return c.decision(c.plan(env), "HETKERN_SCHEDULE");
     if (auto d = from_database(s, key, c)) return *std::move(d);
     if (auto d = model()) return c.decision(std::move(d->plan), std::move(d->reason));
-    return c.decision(heuristic(), heuristic_reason(s));
+    return c.decision(heuristic(), heuristic_reason(s, c.had_unusable_record()));
   }();
   std::visit([&](const auto& plan) { read_device_speeds_for(plan, s.db_path); }, d.plan);
   return d;
