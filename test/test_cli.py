@@ -173,6 +173,19 @@ class CumulativeCli(Workdir):
                 self.assert_ok(result)
                 np.testing.assert_array_equal(np.load(out), np.cumsum(x, axis=1, dtype=np.int32))
 
+    def test_omp_num_threads_that_the_openmp_runtime_aborts_on(self):
+        # libomp 19 fails an assertion (status 134) on these; hetkern removes them with a warning.
+        x = RNG.integers(-1000, 1000, size=(64, 48)).astype(np.int32)
+        src, out = self.save("x.npy", x), self.path("y.npy")
+        for value in ("abc", "-1", "2.5", "4,x", "2147483647", ""):
+            with self.subTest(value=value):
+                result = subprocess.run([HETKERN, "run", "cumsum", src, out, "--axis", "1"], capture_output=True,
+                                        text=True, timeout=120, env=dict(os.environ, OMP_NUM_THREADS=value))
+                self.assertEqual(result.returncode, 0, result.stderr)
+                np.testing.assert_array_equal(np.load(out), np.cumsum(x, axis=1, dtype=np.int32))
+                self.assertNotIn("Assertion", result.stderr)
+                self.assertEqual(f'hetkern: warning: OMP_NUM_THREADS="{value}" ignored' in result.stderr, bool(value))
+
     def test_random_float64(self):
         self.check_random(np.float64, False, 10)
         self.check_random(np.float64, True, 8)

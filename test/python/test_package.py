@@ -67,3 +67,16 @@ def test_python_m_hetkern_runs_the_command_line():
     assert r.returncode == 0 and "tune" in r.stdout
     r = subprocess.run([sys.executable, "-m", "hetkern", "no-such-command"], capture_output=True, text=True)
     assert r.returncode != 0
+
+
+@pytest.mark.parametrize("value", ["abc", "", "-1", "2.5", "4,x", "2147483647"])
+def test_an_omp_num_threads_that_libomp_aborts_on_is_ignored(value):
+    """LLVM's OpenMP runtime fails an assertion and aborts the process on these values; importing
+    hetkern removes them first, with a warning unless the value is blank."""
+    code = "import numpy as np, hetkern; print(hetkern.cumsum(np.arange(1, 6, dtype=np.int32)).tolist())"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, OMP_NUM_THREADS=value))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[1, 3, 6, 10, 15]"
+    assert "Assertion" not in r.stderr and "OMP: Error" not in r.stderr
+    assert ("OMP_NUM_THREADS" in r.stderr) == bool(value.strip()), r.stderr
