@@ -5,7 +5,8 @@
 // and no row sums are wanted (a_read_in_place). B is either packed by the caller
 // (hk::pack_b), or packed here: when there are enough column blocks for every thread, or one row
 // block, each thread packs its own block right before using it, so B is read from memory once and
-// its packed form stays in cache; otherwise all of B is packed first and shared. Every (row block, column
+// its packed form stays in cache (with one row block and fewer column blocks than threads, the
+// threads split each block's depth); otherwise all of B is packed first and shared. Every (row block, column
 // block) runs the selected kernel over depth blocks into an int32 C block (int64 partial sums when
 // the depth could overflow int32), then the epilogue requantizes it into the output.
 #include "schedules/qmm_host.hpp"
@@ -68,6 +69,7 @@ struct Scratch {
   AlignedBytes c;
   std::vector<std::int64_t> wide;
   std::vector<std::int64_t> strip_sums;  // column sums over the slices of a strip
+  std::vector<std::int64_t> part_sums;   // the caller's: every strip's depth parts' sums
   QmmEpilogueScratch epilogue;
 
   static Scratch& of_this_thread() {
@@ -151,28 +153,74 @@ struct Job {
     finish(w, t, i0, mcb, j0, ncb, col_sums);
   }
 
-  // Column block jb of batch t when all rows fit one row block: B is packed kc depths at a time
-  // into this thread's buffer, each slice used at once while it is in cache, so B is read once
-  // and never written back to memory. Packed A ends with a row of ones (row M), so the kernel
-  // also yields B's column sums and the packing skips them.
-  void strip(Scratch& w, std::int64_t t, std::int64_t jb) const {
+  // Column block jb of batch t when all rows fit one row block, over depths [k_begin, k_end)
+  // (multiples of kc but the last): B is packed kc depths at a time into this thread's buffer,
+  // each slice used at once while it is in cache, so B is read once and never written back to
+  // memory. Packed A ends with a row of ones (row M), so the kernel also yields B's column sums
+  // and the packing skips them. The sums are left in w.c (w.wide when deep), M + 1 rows.
+  void strip_depths(Scratch& w, std::int64_t t, std::int64_t jb, std::int64_t k_begin, std::int64_t k_end) const {
     const PackedRows& rows = rows_of(t);
     const std::int64_t j0 = jb * g.nc, ncb = std::min(g.nc, p.N - j0);
     const std::int64_t panels = (ncb + qmm_panel_cols - 1) / qmm_panel_cols;
-    for (std::int64_t k0 = 0; k0 < p.K; k0 += g.kc) {
-      const std::int64_t kcb = std::min(g.kc, p.K - k0);
+    for (std::int64_t k0 = k_begin; k0 < k_end; k0 += g.kc) {
+      const std::int64_t kcb = std::min(g.kc, k_end - k0);
       shape_panels(w.own_b, 1, kcb, ncb, p.b.dtype, false);
       const bool fits = pack_panels(w.own_b, 0, element(p.b, p.b.batch_offset(t, p.batch[1]) + k0 * p.b.row_stride + j0 * p.b.col_stride),
                                     p.b.row_stride, p.b.col_stride, 0, panels, false);
       multiply(w, rows.row(0), rows.kp, 0, p.M + 1, ncb, k0, k0 + w.own_b.kp, w.own_b.panel(0, 0),
-               w.own_b.panel_bytes, fits, k0 == 0);
+               w.own_b.panel_bytes, fits, k0 == k_begin);
     }
+  }
+
+  // Requantizes the strip whose sums strip_depths left in w.
+  void finish_strip(Scratch& w, std::int64_t t, std::int64_t jb) const {
+    const std::int64_t j0 = jb * g.nc, ncb = std::min(g.nc, p.N - j0);
     const std::size_t row = std::size_t(p.M * g.nc);
     for (std::int64_t j = 0; j < ncb; ++j)
       w.strip_sums[std::size_t(j)] = deep ? w.wide[row + std::size_t(j)] : w.c.as<std::int32_t>()[row + std::size_t(j)];
     finish(w, t, 0, p.M, j0, ncb, w.strip_sums.data());
   }
+
+  // Depth part `part` of `parts` of a strip: its share of the kc slices, its sums stored at `to`
+  // ((M + 1) x nc, exact: int64).
+  void strip_part(Scratch& w, std::int64_t t, std::int64_t jb, std::int64_t part, std::int64_t parts,
+                  std::int64_t* to) const {
+    const std::int64_t slices = (p.K + g.kc - 1) / g.kc;
+    strip_depths(w, t, jb, slices * part / parts * g.kc, std::min(p.K, slices * (part + 1) / parts * g.kc));
+    const std::int32_t* c = w.c.as<std::int32_t>();
+    const std::int64_t ncb = std::min(g.nc, p.N - jb * g.nc);
+    for (std::int64_t r = 0; r <= p.M; ++r)
+      for (std::int64_t e = r * g.nc; e < r * g.nc + ncb; ++e) to[e] = deep ? w.wide[std::size_t(e)] : c[e];
+  }
+
+  // The strip's sums from its parts' (exact: a total within int32 when not deep, as every part's
+  // is), then its outputs.
+  void add_up_strip(Scratch& w, std::int64_t t, std::int64_t jb, const std::int64_t* parts_sums,
+                    std::int64_t parts) const {
+    const std::int64_t size = (p.M + 1) * g.nc, ncb = std::min(g.nc, p.N - jb * g.nc);
+    std::int32_t* c = w.c.as<std::int32_t>();
+    for (std::int64_t r = 0; r <= p.M; ++r)
+      for (std::int64_t e = r * g.nc; e < r * g.nc + ncb; ++e) {
+        std::int64_t total = 0;
+        for (std::int64_t q = 0; q < parts; ++q) total += parts_sums[q * size + e];
+        if (deep)
+          w.wide[std::size_t(e)] = total;
+        else
+          c[e] = std::int32_t(total);
+      }
+    finish_strip(w, t, jb);
+  }
 };
+
+// Depth parts per strip where the strips are fewer than the threads: the idle threads take
+// shares of each strip's kc slices (K = 1e8 with M = N = 2 ran on one thread), each at least
+// min_part_depth deep so that adding the parts up stays small beside the products.
+constexpr std::int64_t min_part_depth = 4096;
+std::int64_t strip_depth_parts(std::int64_t strips, std::int64_t K, std::int64_t kc, int threads) {
+  if (strips >= threads) return 1;
+  const std::int64_t slices = (K + kc - 1) / kc;
+  return std::clamp<std::int64_t>(std::min({threads / strips, K / min_part_depth, slices}), 1, threads);
+}
 
 }  // namespace
 
@@ -197,6 +245,10 @@ void run_qmm_blocks(const QmmProblem& p, const QmmBlocks& blocks, int threads) {
   const bool pack_shared = !prepacked && !pack_on_the_fly;
   const bool strips = pack_on_the_fly && g.m_blocks == 1;
   const std::int64_t c_rows = strips ? round_up(p.M + 1, qmm_row_align) : g.mc;
+  const std::int64_t depth_parts = strips ? strip_depth_parts(batches * g.n_blocks, p.K, g.kc, threads) : 1;
+  const std::int64_t part_size = (p.M + 1) * g.nc;
+  std::vector<std::int64_t>& part_sums = caller.part_sums;
+  if (depth_parts > 1) part_sums.resize(std::size_t(batches * g.n_blocks * depth_parts * part_size));
   const bool a_in_place = a_read_in_place(p, active_isa(), strips);
   for (std::int64_t t = 0; t < (a_shared ? 1 : batches); ++t) {
     PackedRows& rows = a[std::size_t(t)];
@@ -248,13 +300,26 @@ void run_qmm_blocks(const QmmProblem& p, const QmmBlocks& blocks, int threads) {
 #pragma omp barrier
     }
     if (out_of_memory.load()) return;
-    if (pack_on_the_fly) {
+    if (depth_parts > 1) {
+      const auto [begin, end] = share(batches * g.n_blocks * depth_parts, thread, team);
+      for (std::int64_t item = begin; item < end; ++item) {
+        const std::int64_t strip = item / depth_parts;
+        job.strip_part(w, strip / g.n_blocks, strip % g.n_blocks, item % depth_parts, depth_parts,
+                       part_sums.data() + item * part_size);
+      }
+#pragma omp barrier
+      const auto [first, last] = share(batches * g.n_blocks, thread, team);
+      for (std::int64_t strip = first; strip < last; ++strip)
+        job.add_up_strip(w, strip / g.n_blocks, strip % g.n_blocks,
+                         part_sums.data() + strip * depth_parts * part_size, depth_parts);
+    } else if (pack_on_the_fly) {
       const std::int64_t block_panels = g.nc / qmm_panel_cols;
       const auto [begin, end] = share(batches * g.n_blocks, thread, team);
       for (std::int64_t item = begin; item < end; ++item) {
         const std::int64_t t = item / g.n_blocks, jb = item % g.n_blocks;
         if (strips) {
-          job.strip(w, t, jb);
+          job.strip_depths(w, t, jb, 0, p.K);
+          job.finish_strip(w, t, jb);
           continue;
         }
         const std::int64_t j0 = jb * g.nc, ncb = std::min(g.nc, p.N - j0);

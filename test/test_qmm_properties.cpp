@@ -449,6 +449,29 @@ TEST(QmmProperties, DefaultBlocksForSeveralThreads) {
   }
 }
 
+// One row block and fewer column blocks than threads: the idle threads take depth parts of each
+// column block, which are added up exactly (K = 70001 in int64 parts), every signedness pair.
+TEST(QmmProperties, FewColumnBlocksSplitTheirDepthOverThreads) {
+  std::mt19937_64 rng(4099);
+  const std::array<std::array<i64, 4>, 5> shapes{{{1, 1, 8193, 1}, {3, 17, 12289, 1}, {2, 40, 70001, 1},
+                                                  {5, 16, 9000, 2}, {16, 3, 20000, 1}}};
+  for (const auto& [M, N, K, batches] : shapes)
+    for (DataType ta : types8)
+      for (DataType tb : types8) {
+        Config c;
+        c.M = M, c.N = N, c.K = K;
+        c.ta = ta, c.tb = tb, c.ty = rng() % 2 ? DataType::uint8 : DataType::int8;
+        if (batches > 1) c.batch = {batches}, c.bcast_a = {false}, c.bcast_b = {false};
+        c.sa = {Gran::row, 2}, c.sb = {Gran::column, 1};
+        c.za = ParamShape{Gran::row, 2}, c.zb = ParamShape{Gran::column, 1};
+        Problem p = build(c, rng);
+        std::vector<hk::Schedule> schedules;
+        for (int threads : {2, 5, 8}) schedules.push_back(hk::Schedule("qmm.parallel").set("threads", threads));
+        schedules.push_back(hk::Schedule("qmm.parallel").set("nc", 16).set("kc", 1000).set("threads", 7));
+        qmmt::check_all(p, schedules, qmmt::oracle(p, c.dyadic), describe(c));
+      }
+}
+
 // Powers of two from 2^-64 (everything rounds to zero) through subnormal multipliers to 2^30
 // (everything saturates), also with scales that are subnormal themselves.
 TEST(QmmProperties, ExtremeMultipliers) {

@@ -12,7 +12,8 @@ const QmmStrategy& qmm_parallel() {
       .name = "qmm.parallel",
       .meaning =
           "qmm.tiled with blocks spread over OpenMP threads; each thread packs the columns of B it "
-          "uses when there are enough column blocks or one row block, otherwise B is packed first and shared",
+          "uses when there are enough column blocks or one row block (with fewer column blocks than threads, "
+          "the threads share each block's depth and add their parts up), otherwise B is packed first and shared",
       .params =
           [] {
             std::vector<ParamSpec> params = qmm_block_params();
