@@ -1,4 +1,5 @@
 // The text and JSON forms of hk::Schedule.
+#include <algorithm>
 #include <cctype>
 #include <string>
 #include <string_view>
@@ -106,7 +107,10 @@ class Reader {
                            ", got " + character_at(text_, start));
     if (std::isdigit(static_cast<unsigned char>(v[0])) && !is_integer(v))
       malformed(text_, "'" + v + "' is neither an integer nor a name");
-    if (is_integer(v) && v.size() > 18) malformed(text_, "integer '" + v + "' is too large");
+    if (is_integer(v)) {
+      v.erase(0, std::min(v.find_first_not_of('0'), v.size() - 1));  // one text per value: 01 is 1
+      if (v.size() > 18) malformed(text_, "integer '" + v + "' is too large");
+    }
     return v;
   }
 

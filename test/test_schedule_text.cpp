@@ -22,6 +22,12 @@ TEST(ScheduleText, ParsesAndPrintsCanonically) {
   EXPECT_EQ(s.to_json(), R"({"strategy": "scan.parallel", "params": {"tile": 256, "threads": 4}})");
 }
 
+TEST(ScheduleText, IntegersHaveOneTextWhateverTheirLeadingZeros) {
+  EXPECT_EQ(Schedule::parse("scan.tiled(tile=0064, stream=00)"), Schedule::parse("scan.tiled(tile=64, stream=0)"));
+  EXPECT_EQ(Schedule::parse("scan.tiled(tile=0064, stream=00)").to_string(), "scan.tiled(tile=64, stream=0)");
+  EXPECT_EQ(Schedule::parse("scan.tiled(tile=0000000000000000000007)").find("tile"), "7");
+}
+
 TEST(ScheduleText, BareNamesAndWordValues) {
   EXPECT_EQ(Schedule::parse("reference").to_string(), "reference");
   EXPECT_EQ(Schedule::parse("reference()").to_string(), "reference");

@@ -105,13 +105,14 @@ using QuantizedMatMulArgs = BasicQuantizedMatMulArgs<ConstTensor>;
 void quantized_linear_matmul(const QuantizedMatMulArgs& args, Tensor output,
                              const Schedule& schedule = {});
 
-/// The schedule a call with an empty schedule would run now (HETKERN_SCHEDULE, the tuning
-/// database or the heuristic; see hetkern/tuning.hpp), every parameter explicit (for reports
-/// and benchmarks). Validates like the call itself and throws hk::Error the same way;
-/// reads nothing but quantization parameters and writes nothing. `op` is cumulative_sum or
-/// cumulative_product.
+/// The schedule the call with `schedule` would run now, every parameter explicit (for reports
+/// and benchmarks): for an empty schedule the dispatcher's choice (HETKERN_SCHEDULE, the tuning
+/// database or the heuristic; see hetkern/tuning.hpp), else `schedule` with its defaults for
+/// the call filled in. Validates like the call itself and throws hk::Error the same way (an
+/// illegal schedule too); reads nothing but quantization parameters and writes nothing. `op` is
+/// cumulative_sum or cumulative_product.
 Schedule default_schedule(Operator op, ConstTensor input, Tensor output,
-                          const CumulativeOptions& options);
-Schedule default_schedule(const QuantizedMatMulArgs& args, Tensor output);
+                          const CumulativeOptions& options, const Schedule& schedule = {});
+Schedule default_schedule(const QuantizedMatMulArgs& args, Tensor output, const Schedule& schedule = {});
 
 }  // namespace hk

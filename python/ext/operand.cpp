@@ -203,12 +203,15 @@ bool scalar_operand(PyObject* number, hk::DataType dtype, const char* op, const 
     return true;
   }
   if (dtype == hk::DataType::int8 || dtype == hk::DataType::uint8) {
-    const long long value = PyLong_AsLongLong(number);
+    int overflow = 0;
+    const long long value = PyLong_AsLongLongAndOverflow(number, &overflow);
     if (value == -1 && PyErr_Occurred()) return false;
     const bool is_signed = dtype == hk::DataType::int8;
-    if (value < (is_signed ? -128 : 0) || value > (is_signed ? 127 : 255)) {
+    if (overflow || value < (is_signed ? -128 : 0) || value > (is_signed ? 127 : 255)) {
       raise_error(hk::Errc::invalid_parameter, op, subject,
-                  std::to_string(value) + " does not fit " + std::string(hk::name_of(dtype)));
+                  (overflow ? std::string(overflow > 0 ? "a number above 2^63" : "a number below -2^63")
+                            : std::to_string(value)) +
+                      " does not fit " + std::string(hk::name_of(dtype)));
       return false;
     }
     const auto byte = static_cast<unsigned char>(value);

@@ -134,14 +134,14 @@ PyObject* py_qmm(PyObject*, PyObject* args) {
       !parameter(zy_obj, y.dtype, true, "y_zero_point", zy, has_zy))
     return nullptr;
   broadcast_matmul(a, bp, packed_desc, y);
-  const int batch = a.rank - 2;
-  for (int i = 0; i < batch; ++i) {
-    const int d = i - a.rank;
-    flip_together({{&a, d}, {bp, d}, {&y, d}});
+  // Axes shared with a packed B keep their direction (its order is fixed): stage() copies an
+  // operand that still walks one of them backwards.
+  if (!packed_desc) {
+    for (int d = -a.rank; d < -2; ++d) flip_together({{&a, d}, {bp, d}, {&y, d}});
+    flip_together({{bp, -1}, {&y, -1}, {&sb, -1}, {&zb, -1}});
+    flip_together({{&a, -1}, {bp, -2}});
   }
   flip_together({{&a, -2}, {&y, -2}, {&sa, -2}, {&za, -2}, {&sy, -2}, {&zy, -2}});
-  flip_together({{bp, -1}, {&y, -1}, {&sb, -1}, {&zb, -1}});
-  flip_together({{&a, -1}, {bp, -2}});
   if (!stage(qmm_op, "a", a) || (bp && !stage(qmm_op, "b", b)) || !stage(qmm_op, "output", y) ||
       !stage(qmm_op, "a_scale", sa) || !stage(qmm_op, "a_zero_point", za) ||
       !stage(qmm_op, "b_scale", sb) || !stage(qmm_op, "b_zero_point", zb) ||
@@ -189,7 +189,7 @@ PyObject* py_qmm(PyObject*, PyObject* args) {
                                       sb.const_tensor(), optional(has_zb, zb),
                                       sy.const_tensor(), optional(has_zy, zy), packed};
     if (mode == 1) {
-      chosen = hk::default_schedule(host_args, y.tensor()).to_string();
+      chosen = hk::default_schedule(host_args, y.tensor(), schedule).to_string();
       return;
     }
     hk::quantized_linear_matmul(host_args, y.tensor(), schedule);

@@ -54,7 +54,7 @@ PyObject* py_cumulative(PyObject*, PyObject* args) {
     }
     if (mode == 1) {
       chosen = hk::default_schedule(product ? hk::Operator::cumulative_product : hk::Operator::cumulative_sum,
-                                    input.const_tensor(), output.tensor(), options)
+                                    input.const_tensor(), output.tensor(), options, schedule)
                    .to_string();
       return;
     }

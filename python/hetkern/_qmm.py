@@ -23,14 +23,19 @@ class PackedB:
     hetkern.PackedB(shape=(2, 2), dtype='int8')
     """
 
-    __slots__ = ("_capsule", "shape", "dtype", "nbytes", "on_device")
+    __slots__ = ("_capsule", "_shape", "_dtype", "_nbytes", "_on_device")
 
     def __init__(self, capsule, shape, dtype, nbytes, on_device):
         self._capsule = capsule
-        self.shape = shape
-        self.dtype = dtype
-        self.nbytes = nbytes
-        self.on_device = on_device
+        self._shape = shape
+        self._dtype = dtype
+        self._nbytes = nbytes
+        self._on_device = on_device
+
+    shape = property(lambda self: self._shape)
+    dtype = property(lambda self: self._dtype)
+    nbytes = property(lambda self: self._nbytes)
+    on_device = property(lambda self: self._on_device)
 
     def __repr__(self):
         where = ", on_device=True" if self.on_device else ""
@@ -117,6 +122,9 @@ def _output_dtype(y_zero_point, out, out_dtype):
         if chosen is not None and wanted != chosen:
             rule = f"out_dtype {wanted} differs from y_zero_point's type {chosen}"
             raise DTypeError(f"{_OP}: output: {rule}", "invalid_type", _OP, "output", rule)
+        if hasattr(out, "dtype") and dtype_name(out) != wanted:
+            rule = f"out_dtype {wanted} differs from out's type {dtype_name(out)}"
+            raise DTypeError(f"{_OP}: output: {rule}", "invalid_type", _OP, "output", rule)
         chosen = wanted
     if chosen is None:
         chosen = dtype_name(out) if out is not None else "uint8"
@@ -136,8 +144,21 @@ def _matmul_shape(a_shape, b_shape):
     return batch + a_shape[-2:-1] * (len(a_shape) > 1) + b_shape[-1:] * (len(b_shape) > 1)
 
 
+def _typed(x, subject):
+    """x, or a numpy view of x where it is a DLPack object on the CPU that shows no dtype (the
+    protocol alone): the zero points take the operands' types. Off the CPU such an object is
+    refused."""
+    if hasattr(x, "dtype") or not hasattr(x, "__dlpack__"):
+        return x
+    if x.__dlpack_device__()[0] != 1:  # kDLCPU
+        rule = "a DLPack object off the CPU needs a dtype attribute, as PyTorch's, CuPy's and JAX's arrays have"
+        raise Error(f"{_OP}: {subject}: {rule}", "invalid_parameter", _OP, subject, rule)
+    return np.from_dlpack(x)
+
+
 def _qmm(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point, out, out_dtype,
          schedule, mode):
+    a, b = _typed(a, "a"), _typed(b, "b")
     dtype = _output_dtype(y_zero_point, out, out_dtype)
     host = isinstance(a, np.ndarray) or not hasattr(a, "__dlpack__")
     if host and not isinstance(a, np.ndarray):
@@ -146,6 +167,12 @@ def _qmm(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_poi
     if not packed and not isinstance(b, np.ndarray) and not hasattr(b, "__dlpack__"):
         b = np.asarray(b)
     b_dtype = b.dtype if packed else dtype_name(b)
+    # The operands' and the output's types before the zero points, which take them: a list of
+    # Python ints reads as int64, which a zero point of 0 would otherwise be blamed for.
+    for subject, name in (("a", dtype_name(a)), ("b", b_dtype), ("output", dtype)):
+        if name not in ("int8", "uint8"):
+            rule = f"type {name} is not int8 or uint8"
+            raise DTypeError(f"{_OP}: {subject}: {rule}", "invalid_type", _OP, subject, rule)
     params = (_scale(a_scale, "a_scale"), _zero_point(a_zero_point, dtype_name(a), "a_zero_point"),
               _scale(b_scale, "b_scale"), _zero_point(b_zero_point, b_dtype, "b_zero_point"),
               _scale(y_scale, "y_scale"), _zero_point(y_zero_point, dtype, "y_zero_point"))

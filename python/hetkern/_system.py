@@ -47,7 +47,8 @@ def devices():
 
 def default_schedule(op, *args, **kwargs):
     """The schedule a call ``op(*args, **kwargs)`` would run now, every parameter explicit,
-    without running it (HETKERN_SCHEDULE, the tuning database or the heuristic). op:
+    without running it: a ``schedule=`` given, its defaults for the call filled in, else
+    HETKERN_SCHEDULE's, the tuning database's or the heuristic's. op:
     ``hetkern.cumsum``, ``hetkern.cumprod`` or ``hetkern.qlinear_matmul`` (or their names).
     Validates the arguments as the call does.
 
@@ -87,7 +88,12 @@ def tune(op, shapes, budget=8.0, *, dtype=None, axis=-1, reverse=False, exclusiv
     shapes = list(shapes)
     if shapes and all(isinstance(n, int) for n in shapes):
         shapes = [shapes]
-    return [_hetkern.tune(name, types, tuple(s), axis, reverse, exclusive, float(budget), exhaustive)
+    try:
+        budget = float(budget)
+    except (TypeError, ValueError):
+        rule = f"{budget!r} is not a number of seconds"
+        raise Error(f"tune: budget_seconds: {rule}", "invalid_parameter", "tune", "budget_seconds", rule) from None
+    return [_hetkern.tune(name, types, tuple(s), axis, reverse, exclusive, budget, exhaustive)
             for s in shapes]
 
 

@@ -31,17 +31,17 @@ void quantized_linear_matmul(const QuantizedMatMulArgs& args, Tensor output,
 }
 
 Schedule default_schedule(Operator op, ConstTensor input, Tensor output,
-                          const CumulativeOptions& options) {
+                          const CumulativeOptions& options, const Schedule& schedule) {
   if (op == Operator::quantized_linear_matmul)
     throw Error(Errc::invalid_parameter, "default_schedule", "op",
                 "quantized_linear_matmul takes QuantizedMatMulArgs");
   detail::CumulativeCall call{op == Operator::cumulative_product, input, output, options};
   detail::validate(call);
-  return detail::to_schedule(detail::dispatch_scan(call));
+  return detail::to_schedule(detail::dispatch_scan(call, schedule));
 }
 
-Schedule default_schedule(const QuantizedMatMulArgs& args, Tensor output) {
-  return detail::to_schedule(detail::dispatch_qmm(detail::validate(args, output)));
+Schedule default_schedule(const QuantizedMatMulArgs& args, Tensor output, const Schedule& schedule) {
+  return detail::to_schedule(detail::dispatch_qmm(detail::validate(args, output), schedule));
 }
 
 std::vector<StrategyInfo> strategies(Operator op) {

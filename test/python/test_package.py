@@ -52,7 +52,7 @@ def test_tune_writes_the_database(tmp_path, monkeypatch):
         monkeypatch.delenv(variable, raising=False)
     assert hetkern.info()["tuning_db"] == ""
     assert not hetkern.tune("cumprod", [(1, 8)], budget=0.1)[0]["stored"]
-    for budget in (float("nan"), float("inf"), 0.0, -1.0):
+    for budget in (float("nan"), float("inf"), 0.0, -1.0, "x", None):
         with pytest.raises(hetkern.Error, match="budget_seconds"):
             hetkern.tune(hetkern.cumsum, (4, 16), budget=budget)
 

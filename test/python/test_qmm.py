@@ -107,6 +107,53 @@ def test_strides_out_and_pack_b(rng):
         np.testing.assert_array_equal(y, want)
 
 
+def test_packed_b_with_operands_that_walk_backwards(rng):
+    """A packed B keeps its order, so a reversed along K and an output reversed along N or a
+    batch dimension are copied around the call, not flipped (which reversed B's order too)."""
+    a, b = random_int8(rng, (3, 2, 7), np.uint8), random_int8(rng, (3, 7, 5), np.int8)
+    packed = hetkern.pack_b(b)
+    a_rev = np.ascontiguousarray(a[:, :, ::-1])[:, :, ::-1]  # a's values, K walked backwards
+    want = np.stack([requantize_reference(a[t], 0.5, 3, b[t], 0.25, 0, 4.0, 1, np.uint8) for t in range(3)])
+    np.testing.assert_array_equal(hetkern.qlinear_matmul(a_rev, 0.5, 3, packed, 0.25, 0, 4.0, 1), want)
+    for view in (lambda o: o[:, :, ::-1], lambda o: o[::-1], lambda o: o[::-1, ::-1, ::-1]):
+        out = np.zeros((3, 2, 5), np.uint8)
+        hetkern.qlinear_matmul(a, 0.5, 3, packed, 0.25, 0, 4.0, 1, out=view(out))
+        np.testing.assert_array_equal(view(out), want)
+
+
+def test_dlpack_only_operands_on_the_cpu():
+    class Protocol:  # the protocol alone: no dtype, no shape
+        def __init__(self, array):
+            self.array = array
+
+        def __dlpack__(self, stream=None):
+            return self.array.__dlpack__()
+
+        def __dlpack_device__(self):
+            return self.array.__dlpack_device__()
+
+    a, b = np.array([[1, 2], [3, 4]], np.uint8), np.array([[1, 0], [0, 1]], np.int8)
+    y = hetkern.qlinear_matmul(Protocol(a), 1.0, 0, Protocol(b), 1.0, 0, 1.0, 0)
+    np.testing.assert_array_equal(np.asarray(y), a)
+
+
+def test_packed_b_is_immutable():
+    w = hetkern.pack_b(np.ones((2, 3), np.int8))
+    for name, value in (("shape", (9, 9)), ("dtype", "uint8"), ("nbytes", 1), ("on_device", True)):
+        with pytest.raises(AttributeError):
+            setattr(w, name, value)
+    assert w.shape == (2, 3) and w.dtype == "int8"
+
+
+def test_default_schedule_completes_a_given_schedule(rng):
+    a, b = random_int8(rng, (4, 64), np.uint8), random_int8(rng, (64, 32), np.int8)
+    s = hetkern.default_schedule(hetkern.qlinear_matmul, a, 1.0, 0, b, 1.0, 0, 1.0, 0, schedule="qmm.tiled(kc=64)")
+    assert s.strategy == "qmm.tiled" and s.params["kc"] == 64 and "mc" in s.params
+    with pytest.raises(hetkern.Error) as e:
+        hetkern.default_schedule(hetkern.qlinear_matmul, a, 1.0, 0, b, 1.0, 0, 1.0, 0, schedule="scan.tiled")
+    assert e.value.code == "invalid_schedule"
+
+
 def test_threads(rng):
     a = random_int8(rng, (64, 256), np.uint8)
     packed_source = random_int8(rng, (256, 96), np.int8)
@@ -146,7 +193,14 @@ def test_errors_write_nothing(rng):
         ("invalid_schedule", lambda: hetkern.qlinear_matmul(a, 1.0, 0, b, 1.0, 0, 1.0, 0, out=out,
                                                             schedule="scan.tiled")),
         ("invalid_parameter", lambda: hetkern.qlinear_matmul(a, None, 0, b, 1.0, 0, 1.0, 0, out=out)),
+        ("invalid_parameter", lambda: hetkern.qlinear_matmul(a, 1.0, 0, b, 1.0, 0, 1.0, 2**70, out=out)),
+        ("invalid_type", lambda: hetkern.qlinear_matmul(a, 1.0, 0, b, 1.0, 0, 1.0, 0, out=out, out_dtype=np.int8)),
     ]
+    for subject, call in (("a", lambda: hetkern.qlinear_matmul([[1, 2]], 1.0, 0, b[:2], 1.0, 0, 1.0, 0)),
+                          ("output", lambda: hetkern.qlinear_matmul(a, 1.0, 0, b, 1.0, 0, 1.0, 0, out_dtype=np.int32))):
+        with pytest.raises(hetkern.DTypeError) as e:
+            call()
+        assert e.value.subject == subject and "is not int8 or uint8" in str(e.value)
     for code, call in cases:
         with pytest.raises(hetkern.Error) as e:
             call()

@@ -214,3 +214,17 @@ def test_gil_released_while_a_kernel_runs():
     done.set()
     counter.join()
     assert during > 0
+
+
+def test_default_schedule_completes_a_given_schedule():
+    x = np.ones(100, np.float32)
+    s = hetkern.default_schedule(hetkern.cumsum, x, schedule="scan.parallel(threads=2)")
+    assert s.strategy == "scan.parallel" and s.params["threads"] == 2 and "tile" in s.params
+    with pytest.raises(hetkern.Error) as e:
+        hetkern.default_schedule(hetkern.cumsum, x, schedule="bogus")
+    assert e.value.code == "invalid_schedule"
+
+
+def test_schedule_integers_are_canonical():
+    assert hetkern.Schedule("scan.tiled(tile=01)") == hetkern.Schedule("scan.tiled(tile=1)")
+    assert str(hetkern.Schedule("scan.tiled(tile=01)")) == "scan.tiled(tile=1)"
