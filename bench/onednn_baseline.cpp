@@ -1,117 +1,76 @@
-// oneDNN's int8 matmul, the baseline of the QuantizedLinearMatMul benchmarks (onednn_baseline.hpp).
+// The oneDNN baseline (onednn_baseline.hpp) through libhetkern_onednn, opened on first use from
+// the folder libhetkern was loaded from (bench/onednn_module.hpp).
 #include "bench/onednn_baseline.hpp"
 
-#include <oneapi/dnnl/dnnl.hpp>
+#include <dlfcn.h>
 
-#include <unordered_map>
+#include <mutex>
+
+#include "bench/onednn_module.hpp"
 
 namespace hk::bench {
 namespace {
 
-dnnl::memory::data_type onednn_type(DataType t) {
-  return t == DataType::uint8 ? dnnl::memory::data_type::u8 : dnnl::memory::data_type::s8;
+struct Module {
+  const OnednnTable* table = nullptr;
+  std::string error;  // why there is no table
+};
+
+std::string module_path() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<const void*>(&hk::active_isa), &info) && info.dli_fname) {
+    const std::string library = info.dli_fname;
+    const auto slash = library.rfind('/');
+    if (slash != std::string::npos) return library.substr(0, slash + 1) + hetkern_onednn_module;
+  }
+  return hetkern_onednn_module;
 }
 
-dnnl::cpu_isa onednn_isa(Isa level) {
-  switch (level) {
-    case Isa::portable: return dnnl::cpu_isa::sse41;  // oneDNN's lowest level
-    case Isa::avx2: return dnnl::cpu_isa::avx2;
-    case Isa::avx512: return dnnl::cpu_isa::avx512_core;
-    case Isa::avx512_vnni: return dnnl::cpu_isa::avx512_core_vnni;
-    case Isa::amx: return dnnl::cpu_isa::avx512_core_amx;
-  }
-  return dnnl::cpu_isa::all;
-}
-
-const char* name_of(dnnl::cpu_isa isa) {
-  switch (isa) {
-    case dnnl::cpu_isa::sse41: return "sse41";
-    case dnnl::cpu_isa::avx: return "avx";
-    case dnnl::cpu_isa::avx2: return "avx2";
-    case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
-    case dnnl::cpu_isa::avx512_mic: return "avx512_mic";
-    case dnnl::cpu_isa::avx512_mic_4ops: return "avx512_mic_4ops";
-    case dnnl::cpu_isa::avx512_core: return "avx512_core";
-    case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
-    case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
-    case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
-    case dnnl::cpu_isa::all: return "all";
-  }
-  return "unknown";
+// Opened once and never closed: kernels and oneDNN's threads outlive any caller.
+const Module& module() {
+  static const Module m = [] {
+    Module opened;
+#ifndef HETKERN_ONEDNN_MODULE
+    opened.error = "built without oneDNN: libdnnl-dev was not found when hetkern was configured";
+#else
+    const std::string path = module_path();
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    const auto entry = handle ? reinterpret_cast<const OnednnTable* (*)()>(dlsym(handle, "hetkern_onednn_table")) : nullptr;
+    if (entry)
+      opened.table = entry();
+    else
+      opened.error = "the oneDNN baseline cannot be opened: " + std::string(handle ? "no entry point in " + path : dlerror());
+#endif
+    return opened;
+  }();
+  return m;
 }
 
 }  // namespace
 
 struct OnednnMatmul::Impl {
-  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream{engine};
-  dnnl::matmul::primitive_desc pd;
-  dnnl::matmul primitive;
-  std::unordered_map<int, dnnl::memory> args;
-  dnnl::memory b_user;  // B as the caller holds it
+  std::unique_ptr<OnednnKernel> kernel;
 };
 
-OnednnMatmul::OnednnMatmul(const OnednnQmmProblem& p) {
-  using tag = dnnl::memory::format_tag;
-  std::unique_ptr<Impl> impl;
-  // Inside the try: a oneDNN that cannot even make its CPU engine is a missing baseline too.
-  try {
-    impl = std::make_unique<Impl>();
-    const dnnl::memory::desc a_md({p.m, p.k}, onednn_type(p.a_type), tag::ab);
-    const dnnl::memory::desc b_md({p.k, p.n}, onednn_type(p.b_type), tag::ab);
-    const dnnl::memory::desc b_kernel_md({p.k, p.n}, onednn_type(p.b_type), p.packed_weights ? tag::any : tag::ab);
-    const dnnl::memory::desc out_md({p.m, p.n}, onednn_type(p.out_type), tag::ab);
-    dnnl::primitive_attr attr;
-    attr.set_output_scales(0, {p.multiplier});
-    if (p.a_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {p.a_zero_point});
-    if (p.b_zero_point != 0) attr.set_zero_points(DNNL_ARG_WEIGHTS, 0, {p.b_zero_point});
-    if (p.out_zero_point != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {p.out_zero_point});
-    impl->pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_kernel_md, out_md), attr, impl->engine);
-    impl->primitive = dnnl::matmul(impl->pd);
-    impl->b_user = dnnl::memory(b_md, impl->engine, const_cast<void*>(p.b));
-    const dnnl::memory weights =
-        p.packed_weights ? dnnl::memory(impl->pd.weights_desc(), impl->engine) : impl->b_user;
-    impl->args = {{DNNL_ARG_SRC, dnnl::memory(a_md, impl->engine, const_cast<void*>(p.a))},
-                  {DNNL_ARG_WEIGHTS, weights},
-                  {DNNL_ARG_DST, dnnl::memory(out_md, impl->engine, p.out)}};
-  } catch (const dnnl::error& e) {
-    if (!impl) {
-      reason_ = "oneDNN " + onednn_version() + " cannot make a CPU engine (" + e.what() + ")";
-      return;
-    }
-    reason_ = "oneDNN " + onednn_version() + " has no matmul for A " +
-              std::string(hk::name_of(p.a_type)) + " x B " + std::string(hk::name_of(p.b_type)) +
-              " -> " + std::string(hk::name_of(p.out_type)) + " (" + e.what() + ")";
+OnednnMatmul::OnednnMatmul(const OnednnQmmProblem& problem) {
+  const Module& m = module();
+  if (!m.table) {
+    reason_ = m.error;
     return;
   }
-  impl_ = std::move(impl);
+  if (auto kernel = m.table->make(problem, reason_)) impl_ = std::make_unique<Impl>(Impl{std::move(kernel)});
 }
 
 OnednnMatmul::~OnednnMatmul() = default;
 
-std::string OnednnMatmul::implementation() const {
-  return impl_ ? impl_->pd.impl_info_str() : std::string();
-}
+std::string OnednnMatmul::implementation() const { return impl_ ? impl_->kernel->implementation() : std::string(); }
 
-void OnednnMatmul::pack_weights() {
-  dnnl::memory& weights = impl_->args.at(DNNL_ARG_WEIGHTS);
-  dnnl::reorder(impl_->b_user, weights).execute(impl_->stream, impl_->b_user, weights);
-  impl_->stream.wait();
-}
+void OnednnMatmul::pack_weights() { impl_->kernel->pack_weights(); }
 
-void OnednnMatmul::run() {
-  impl_->primitive.execute(impl_->stream, impl_->args);
-  impl_->stream.wait();
-}
+void OnednnMatmul::run() { impl_->kernel->run(); }
 
-std::string cap_onednn_isa(Isa level) {
-  dnnl::set_max_cpu_isa(onednn_isa(level));  // refused once kernels exist; the result says so
-  return name_of(dnnl::get_effective_cpu_isa());
-}
+std::string cap_onednn_isa(Isa level) { return module().table ? module().table->cap_isa(level) : std::string(); }
 
-std::string onednn_version() {
-  const dnnl_version_t* v = dnnl_version();
-  return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
-}
+std::string onednn_version() { return module().table ? module().table->version() : std::string(); }
 
 }  // namespace hk::bench
