@@ -18,19 +18,6 @@ std::pair<int, int> type_range(DataType t) {
   return t == DataType::uint8 ? std::pair(0, 255) : std::pair(-128, 127);
 }
 
-const QmmCase& checked_case(const QmmCase& c) {
-  for (const DataType t : {c.a_type, c.b_type, c.out_type})
-    if (t != DataType::uint8 && t != DataType::int8)
-      throw Error(Errc::invalid_type, "bench", "types",
-                  "A, B and the output are uint8 or int8, got " + std::string(name_of(t)));
-  const std::int64_t limit = std::numeric_limits<std::int64_t>::max() / 2;
-  std::int64_t mk = 0, kn = 0, mnk = 0;
-  if (c.m <= 0 || c.n <= 0 || c.k <= 0 || __builtin_mul_overflow(c.m, c.k, &mk) ||
-      __builtin_mul_overflow(c.k, c.n, &kn) || __builtin_mul_overflow(mk, c.n, &mnk) || mnk > limit)
-    throw Error(Errc::invalid_shape, "bench", "shape",
-                "M, N and K must be positive and M*N*K must fit in 62 bits");
-  return c;
-}
 
 // Powers of two throughout, with the output's standard deviation near 32 levels: the sum of K
 // products of independent uniform values has sigma sqrt(K) * rms(A - za) * rms(B).
@@ -72,6 +59,20 @@ OnednnQmmProblem onednn_problem(const QmmCase& c, const Buffer& a, const Buffer&
 
 }  // namespace
 
+const QmmCase& checked_qmm_case(const QmmCase& c) {
+  for (const DataType t : {c.a_type, c.b_type, c.out_type})
+    if (t != DataType::uint8 && t != DataType::int8)
+      throw Error(Errc::invalid_type, "bench", "types",
+                  "A, B and the output are uint8 or int8, got " + std::string(name_of(t)));
+  const std::int64_t limit = std::numeric_limits<std::int64_t>::max() / 2;
+  std::int64_t mk = 0, kn = 0, mnk = 0;
+  if (c.m <= 0 || c.n <= 0 || c.k <= 0 || __builtin_mul_overflow(c.m, c.k, &mk) ||
+      __builtin_mul_overflow(c.k, c.n, &kn) || __builtin_mul_overflow(mk, c.n, &mnk) || mnk > limit)
+    throw Error(Errc::invalid_shape, "bench", "shape",
+                "M, N and K must be positive and M*N*K must fit in 62 bits");
+  return c;
+}
+
 std::pair<int, int> checked_b_range(const QmmCase& c) {
   const auto full = type_range(c.b_type);
   const auto range = c.b_range.value_or(full);
@@ -84,7 +85,7 @@ std::pair<int, int> checked_b_range(const QmmCase& c) {
 }
 
 QmmWorkload::QmmWorkload(const QmmCase& c)
-    : case_(checked_case(c)),
+    : case_(checked_qmm_case(c)),
       threads_(use_threads(c.threads)),
       b_range_(checked_b_range(c)),
       a_(bytes_of(c.m, c.k), threads_),

@@ -26,6 +26,10 @@ struct QmmCase {
   bool packed_b = false;
 };
 
+/// The case itself; throws hk::Error unless its types are uint8 or int8, M, N and K are positive
+/// and M*N*K fits in 62 bits.
+const QmmCase& checked_qmm_case(const QmmCase& c);
+
 /// The case's b_range, or its B type's full range by default; throws hk::Error
 /// (Errc::invalid_parameter) unless LO <= HI within that type.
 std::pair<int, int> checked_b_range(const QmmCase& c);

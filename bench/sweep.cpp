@@ -251,9 +251,10 @@ std::string python() {
 }
 
 // Runs `PYTHON ARGS...` (a script and its arguments, or -c CODE) with stdin and stdout from and to
-// the files given; returns the exit status, or -1 when Python could not be started.
+// the files given; returns the exit status, or -1 when Python could not be started. In a process
+// group of its own, a Ctrl-C at the terminal reaches only hetkern, which lets it finish.
 int run_python(const std::vector<std::string>& args, const std::optional<fs::path>& stdin_file,
-               const std::optional<fs::path>& stdout_file) {
+               const std::optional<fs::path>& stdout_file, bool own_process_group = false) {
   const std::string interpreter = python();
   std::vector<std::string> argv_text = {interpreter};
   argv_text.insert(argv_text.end(), args.begin(), args.end());
@@ -265,8 +266,15 @@ int run_python(const std::vector<std::string>& args, const std::optional<fs::pat
   if (stdin_file) posix_spawn_file_actions_addopen(&actions, 0, stdin_file->c_str(), O_RDONLY, 0);
   if (stdout_file)
     posix_spawn_file_actions_addopen(&actions, 1, stdout_file->c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  if (own_process_group) {
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attributes, 0);
+  }
   pid_t pid = 0;
-  const int spawned = posix_spawnp(&pid, interpreter.c_str(), &actions, nullptr, argv.data(), environ);
+  const int spawned = posix_spawnp(&pid, interpreter.c_str(), &actions, &attributes, argv.data(), environ);
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) return -1;
   int status = 0;
@@ -384,6 +392,30 @@ std::vector<int> default_thread_counts(int cpus) {
   return counts;
 }
 
+// A parameter the strategy lacks, or a value outside the parameter's range, is wrong for every
+// case: refused before anything runs (what suits only some cases is skipped where it does not).
+void check_parameters(const Schedule& s, const StrategyInfo& info) {
+  for (const auto& [key, value] : s.params()) {
+    const auto p = std::find_if(info.params.begin(), info.params.end(), [&](const ParamInfo& q) { return q.key == key; });
+    std::string problem;
+    if (p == info.params.end()) {
+      problem = "has no parameter '" + key + "'";
+    } else if (!p->choices.empty()) {
+      if (std::find(p->choices.begin(), p->choices.end(), value) == p->choices.end()) {
+        problem = "takes " + key + " =";
+        for (std::size_t i = 0; i < p->choices.size(); ++i) problem += (i ? "|" : " ") + p->choices[i];
+        problem += ", got '" + value + "'";
+      }
+    } else {
+      std::int64_t v = 0;
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+      if (ec != std::errc() || end != value.data() + value.size() || v < p->min || v > p->max)
+        problem = "takes " + key + " = " + std::to_string(p->min) + ".." + std::to_string(p->max) + ", got '" + value + "'";
+    }
+    if (!problem.empty()) throw Error(Errc::invalid_schedule, "sweep", "--schedule", info.name + " " + problem);
+  }
+}
+
 void validate(const SweepOptions& o) {
   if (o.cases.empty()) throw Error(Errc::invalid_parameter, "sweep", "spec", "no case to run");
   if (o.out_dir.empty()) throw Error(Errc::invalid_parameter, "sweep", "--out", "needs a directory");
@@ -395,16 +427,15 @@ void validate(const SweepOptions& o) {
   for (const int t : o.threads)
     if (t < 1 || t > 1024)
       throw Error(Errc::invalid_parameter, "sweep", "--threads", "counts are 1 to 1024, got " + std::to_string(t));
-  for (const auto& p : o.pins)
-    if (p.empty() || p.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") != std::string::npos)
-      throw Error(Errc::invalid_parameter, "sweep", "--pin", "policies are lower-case words, got '" + p + "'");
+  for (const auto& p : o.pins) parse_pin_policy(p);
   std::set<Operator> ops;
   for (const SweepCase& c : o.cases) ops.insert(op_of(c));
   for (const auto& text : o.schedules) {
     const Schedule s = Schedule::parse(text);
     bool known = false;
     for (const Operator op : ops)
-      for (const auto& info : strategies(op)) known |= info.name == s.strategy();
+      for (const auto& info : strategies(op))
+        if (info.name == s.strategy()) check_parameters(s, info), known = true;
     if (!known)
       throw Error(Errc::invalid_schedule, "sweep", "--schedule",
                   "no case of the sweep has a strategy '" + s.strategy() + "'");
@@ -439,6 +470,7 @@ SweepResult run_sweep(const SweepOptions& o) {
 
   SweepResult result;
   result.planned = int(measurements.size());
+  int status = 0;  // plot.py's
   std::vector<std::string> records, skipped;
   std::vector<Record> hetkern_records;
   std::map<int, Peak> peaks;
@@ -534,11 +566,13 @@ SweepResult run_sweep(const SweepOptions& o) {
                        ",\n\"records\": " + list_json(records) + "\n}\n";
     write_atomically(dir / "results.json", json);
     result.files.push_back("results.json");
+    // bench/plot.py writes results.csv, summary.md and the plots from results.json, so that every
+    // column of every record, peers' included, appears once and the report also works standalone.
+    // A Ctrl-C now lets it finish (it runs apart from the terminal's signals) and ends with 130.
+    status = run_python({script("plot.py").string(), (dir / "results.json").string(), "--out", dir.string()},
+                        std::nullopt, std::nullopt, true);
+    result.interrupted = result.interrupted || interrupt_requested();
   }
-  // bench/plot.py writes results.csv, summary.md and the plots from results.json, so that every
-  // column of every record, peers' included, appears once and the report also works standalone.
-  const int status = run_python({script("plot.py").string(), (dir / "results.json").string(), "--out", dir.string()},
-                                std::nullopt, std::nullopt);
   if (status != 0)
     throw Error(Errc::invalid_file, "sweep", "bench/plot.py",
                 status < 0 ? "python3 not found: results.json written, no CSV, summary or plots"

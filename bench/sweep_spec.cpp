@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -140,6 +141,11 @@ void parse_qmm(SweepCase& c, const std::vector<std::string>& w, const std::strin
   for (const DataType t : {c.qmm.a_type, c.qmm.b_type, c.qmm.out_type})
     if (t != DataType::uint8 && t != DataType::int8)
       fail(source, c.line, "qlinear-matmul's types are each u8 or s8, got '" + w[2] + "'");
+  try {
+    checked_qmm_case(c.qmm);
+  } catch (const Error& e) {
+    fail(source, c.line, std::string(e.what()) + ", got '" + w[1] + "'");
+  }
   for (std::size_t i = 3; i < w.size(); ++i) {
     if (w[i].rfind("b_range=", 0) != 0)
       fail(source, c.line, "unknown qlinear-matmul option '" + w[i] + "' (options: b_range=LO,HI)");
@@ -191,9 +197,13 @@ std::vector<SweepCase> parse_sweep_spec(std::string_view text, const std::string
     } else if (w[0] == "cumsum" || w[0] == "cumprod") {
       c.scan.op = w[0] == "cumprod" ? Operator::cumulative_product : Operator::cumulative_sum;
       c.scan.shape = integers(w[1], "the shape's sizes", source, c.line);
-      for (const std::int64_t s : c.scan.shape)
-        if (s <= 0) fail(source, c.line, "every size must be positive, got '" + w[1] + "'");
+      if (c.scan.shape.size() > std::size_t(max_rank))
+        fail(source, c.line, "at most " + std::to_string(max_rank) + " sizes, got '" + w[1] + "'");
       c.scan.dtype = data_type(w[2], source, c.line);
+      std::int64_t bytes = std::int64_t(size_of(c.scan.dtype));
+      for (const std::int64_t s : c.scan.shape)
+        if (s <= 0 || __builtin_mul_overflow(bytes, s, &bytes))
+          fail(source, c.line, "every size must be positive and the tensor must fit in 63 bits of bytes, got '" + w[1] + "'");
       if (c.scan.dtype == DataType::int8 || c.scan.dtype == DataType::uint8)
         fail(source, c.line, "scans take float16, float32, float64, bfloat16, int32, uint32, int64 or uint64, got '" + w[2] + "'");
       parse_scan_options(c, w, source);
@@ -209,6 +219,9 @@ std::vector<SweepCase> parse_sweep_spec(std::string_view text, const std::string
 
 std::vector<SweepCase> load_sweep_spec(const std::string& spec) {
   if (const auto preset = preset_spec(spec)) return parse_sweep_spec(*preset, spec);
+  std::error_code ec;
+  if (std::filesystem::is_directory(spec, ec))
+    throw Error(Errc::invalid_file, "sweep", spec, "is a directory, not a preset or a SPEC file");
   std::ifstream file(spec, std::ios::binary);
   if (!file)
     throw Error(Errc::invalid_file, "sweep", spec,

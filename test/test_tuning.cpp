@@ -18,6 +18,7 @@
 #include "hetkern/hetkern.hpp"
 #include "runtime/platform/environment.hpp"
 #include "runtime/tuning/dispatch.hpp"
+#include "runtime/tuning/json_text.hpp"
 #include "runtime/tuning/tuner_problem.hpp"
 #include "tuning_test_util.hpp"
 
@@ -128,6 +129,18 @@ TEST_F(Tuning, NearestShapeOfTheSameClass) {
   EXPECT_EQ(other_axis.chosen(), hk::heuristic_schedule(other_axis.problem()));
   near.run();
   EXPECT_EQ(near.y, near.want);
+}
+
+TEST(JsonText, EscapesAndKeepsOnlyUtf8) {
+  using hk::detail::json_quoted;
+  EXPECT_EQ(json_quoted("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000a\"");
+  EXPECT_EQ(json_quoted("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"");
+  // A stray byte, an overlong NUL, a surrogate, a code point past U+10FFFF, a cut sequence.
+  EXPECT_EQ(json_quoted("core:\xff"), "\"core:\\ufffd\"");
+  EXPECT_EQ(json_quoted("\xc0\x80"), "\"\\ufffd\\ufffd\"");
+  EXPECT_EQ(json_quoted("\xed\xa0\x80"), "\"\\ufffd\\ufffd\\ufffd\"");
+  EXPECT_EQ(json_quoted("\xf4\x90\x80\x80"), "\"\\ufffd\\ufffd\\ufffd\\ufffd\"");
+  EXPECT_EQ(json_quoted("x\xe2\x82"), "\"x\\ufffd\\ufffd\"");
 }
 
 TEST(ShapeDistance, IsAMetricOnLogSizes) {
