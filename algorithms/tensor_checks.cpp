@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <numeric>
 
 #include "hetkern/error.hpp"
 
@@ -93,7 +94,18 @@ ByteSpan byte_span(const TensorDesc& desc) {
 bool spans_overlap(const TensorDesc& a, const void* pa, const TensorDesc& b, const void* pb) {
   const auto sa = byte_span(a), sb = byte_span(b);
   const auto a0 = reinterpret_cast<std::uintptr_t>(pa), b0 = reinterpret_cast<std::uintptr_t>(pb);
-  return a0 < b0 + std::uintptr_t(sb.hi) && b0 < a0 + std::uintptr_t(sa.hi);
+  if (!(a0 < b0 + std::uintptr_t(sb.hi) && b0 < a0 + std::uintptr_t(sa.hi))) return false;
+  // Interleaved tensors (x[::2] and x[1::2]): every distance from an element of a to one of b is
+  // the distance of their bases plus a multiple of g, the strides' greatest common divisor in
+  // bytes, so where none of those distances falls within an element, no byte is shared.
+  std::int64_t g = 0;
+  for (const TensorDesc* t : {&a, &b})
+    for (int d = 0; d < t->rank(); ++d)
+      if (t->size(d) > 1) g = std::gcd(g, t->stride(d) * std::int64_t(size_of(t->dtype())));
+  if (g == 0) return true;
+  const std::int64_t distance = std::int64_t(b0) - std::int64_t(a0);
+  const std::int64_t r = (distance % g + g) % g;  // b's elements start r + k g bytes after a's
+  return r < std::int64_t(size_of(a.dtype())) || g - r < std::int64_t(size_of(b.dtype()));
 }
 
 bool is_exact_alias(const TensorDesc& a, const void* pa, const TensorDesc& b, const void* pb) {

@@ -28,7 +28,8 @@ void check_output(std::string_view op, std::string_view name, const TensorDesc& 
 
 ByteSpan byte_span(const TensorDesc& desc);
 
-/// True when the byte spans of two validated tensors intersect.
+/// True when two validated tensors may share a byte: their byte spans intersect, and their
+/// elements do not interleave without touching (x[::2] and x[1::2] share none).
 bool spans_overlap(const TensorDesc& a, const void* pa, const TensorDesc& b, const void* pb);
 
 /// Same type, sizes, effective strides (ignoring size-1 dimensions) and base address.

@@ -189,6 +189,23 @@ TEST(CumulativeValidation, PartialOverlapWithTheInputIsRejected) {
                   Errc::overlap, "output", "overlaps the input", f.out);
 }
 
+TEST(CumulativeValidation, InterleavedTensorsThatShareNoByteAreAccepted) {
+  // x[::2] into x[1::2] (numpy's names), and columns of a {3,4} matrix into the ones between them.
+  std::vector<float> x = {1, -1, 2, -1, 3, -1, 4, -1};
+  const TensorDesc every_other(DataType::float32, {4}, {2});
+  cumulative_sum({every_other, x.data()}, {every_other, x.data() + 1}, {0});
+  EXPECT_EQ(x, (std::vector<float>{1, 1, 2, 3, 3, 6, 4, 10}));
+  std::vector<std::int32_t> y = {1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6, 0};
+  const TensorDesc columns(DataType::int32, {3, 2}, {4, 2});
+  cumulative_sum({columns, y.data()}, {columns, y.data() + 1}, {0});
+  EXPECT_EQ(y, (std::vector<std::int32_t>{1, 1, 2, 2, 3, 4, 4, 6, 5, 9, 6, 12}));
+  // Two bytes apart, float32 elements of stride 2 touch: refused.
+  std::vector<std::uint16_t> halves(16, 0);
+  const TensorDesc floats(DataType::float32, {4}, {2});
+  EXPECT_THROW(cumulative_sum({floats, halves.data()}, {floats, reinterpret_cast<float*>(halves.data() + 1)}, {0}),
+               hk::Error);
+}
+
 TEST(CumulativeValidation, InPlaceWithTheSameLayoutIsAccepted) {
   std::vector<float> x = {1, 2, 3, 4, 5, 6};
   const TensorDesc d(DataType::float32, {2, 3});
