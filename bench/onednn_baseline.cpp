@@ -4,8 +4,6 @@
 
 #include <dlfcn.h>
 
-#include <mutex>
-
 #include "bench/onednn_module.hpp"
 
 namespace hk::bench {
@@ -16,6 +14,7 @@ struct Module {
   std::string error;  // why there is no table
 };
 
+#ifdef HETKERN_ONEDNN_MODULE
 std::string module_path() {
   Dl_info info{};
   if (dladdr(reinterpret_cast<const void*>(&hk::active_isa), &info) && info.dli_fname) {
@@ -25,6 +24,7 @@ std::string module_path() {
   }
   return hetkern_onednn_module;
 }
+#endif
 
 // Opened once and never closed: kernels and oneDNN's threads outlive any caller.
 const Module& module() {

@@ -1,7 +1,7 @@
 // oneDNN's int8 matmul on the same data and quantization as a hetkern QuantizedLinearMatMul: the
-// baseline of `hetkern bench qlinear-matmul` and hetkern-bench. Built against Debian's libdnnl
-// when CMake finds it; otherwise every matmul reports why it is unavailable. Only the benchmark
-// tooling links oneDNN, never the hetkern library.
+// baseline of `hetkern bench qlinear-matmul` and hetkern-bench. oneDNN (Debian's libdnnl, when
+// CMake finds it) is in the module libhetkern_onednn, opened on first use; without it every
+// matmul reports why it is unavailable. Neither the library nor the programs link oneDNN.
 #pragma once
 
 #include <cstdint>

@@ -1,3 +1,4 @@
+// OMP_NUM_THREADS checked as libhetkern loads (openmp_environment.hpp).
 #include "runtime/platform/openmp_environment.hpp"
 
 #include <cstdio>

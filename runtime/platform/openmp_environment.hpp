@@ -7,8 +7,8 @@
 
 namespace hk::detail {
 
-/// The most threads an OMP_NUM_THREADS entry may ask for here: libomp 19 fails an assertion at
-/// 2^30 (measured: 2^24 forms its teams, 2^30 aborts); no machine has that many.
+/// The most threads an OMP_NUM_THREADS entry may ask for here: libomp 19 fails an assertion
+/// somewhere between 2^24 (a hetkern call ran) and 2^30 (it aborted); no machine has that many.
 inline constexpr long long omp_num_threads_most = 1 << 20;
 
 /// Why libomp would abort on `value` of OMP_NUM_THREADS (empty or blank, a character other than
