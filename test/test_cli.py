@@ -251,6 +251,16 @@ class QuantizedMatMulCli(Workdir):
                 args += [flag, self.save(name + ".npy", tensors[name])]
         return run(*args, *extra)
 
+    def test_scales_that_float32_cannot_hold_name_the_text(self):
+        a, b = self.save("a.npy", np.ones((2, 3), np.uint8)), self.save("b.npy", np.ones((3, 2), np.int8))
+        for scale, words in (("1e-50", "1e-50 rounds to 0 as a float32"), ("1e39", "1e39 overflows float32")):
+            with self.subTest(scale=scale):
+                r = run("run", "qlinear-matmul", self.path("y.npy"), "--a", a, "--b", b, "--a-scale", scale,
+                        "--b-scale", "1", "--out-scale", "1")
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(words, r.stderr)
+                self.assertFalse(os.path.exists(self.path("y.npy")))
+
     def test_specification_example(self):
         t = dict(a=np.array([[208, 236, 0, 238], [3, 214, 255, 29]], dtype=np.uint8),
                  sa=np.float32(0.0066), za=np.uint8(113),

@@ -396,6 +396,9 @@ TEST(NpyErrors, OtherDtypes) {
   }
   EXPECT_TRUE(contains(parse_error(npy_file(1, header("|f4", "(1,)"), pattern(4))),
                        "does not give a byte order"));
+  // A NUL or a control byte is shown, not passed on: it cut the message short.
+  EXPECT_TRUE(contains(parse_error(npy_file(1, header(std::string_view("<f4\0\x1b", 5), "(1,)"), pattern(4))),
+                       "unsupported dtype descr '<f4\\x00\\x1b' (supported:"));
 }
 
 TEST(NpyErrors, Truncated) {

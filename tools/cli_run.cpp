@@ -77,6 +77,11 @@ npy::Array read_parameter(const std::string& text, const char* option, std::opti
   npy::Array a{TensorDesc(zero_type.value_or(DataType::float32), {1}), {}};
   if (!zero_type) {
     const float scale = float(*number);
+    // The operator sees the float32: name what was typed where rounding changed its meaning.
+    if ((scale == 0 || std::isinf(scale)) && std::isfinite(*number) && *number > 0)
+      throw Error(Errc::invalid_parameter, "qlinear-matmul", option,
+                  text + (scale == 0 ? " rounds to 0 as a float32" : " overflows float32") +
+                      " (scales are positive finite float32 numbers)");
     a.bytes.resize(sizeof scale);
     std::memcpy(a.bytes.data(), &scale, sizeof scale);
     return a;

@@ -44,10 +44,21 @@ std::string errno_text(int error) {
 }
 
 // Header text quoted in messages is cut short: a hostile header can be gigabytes long.
+// The start of a header's text for a message: bytes other than printable ASCII as \xHH, so that a
+// NUL or a control byte neither cuts the message short nor reaches the terminal.
 std::string excerpt(std::string_view text) {
   constexpr std::size_t limit = 60;
-  if (text.size() <= limit) return std::string(text);
-  return std::string(text.substr(0, limit)) + "...";
+  std::string out;
+  for (const char c : text.substr(0, limit)) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte < 0x7f) {
+      out += c;
+    } else {
+      constexpr char hex[] = "0123456789abcdef";
+      out += {'\\', 'x', hex[byte >> 4], hex[byte & 15]};
+    }
+  }
+  return text.size() <= limit ? out : out + "...";
 }
 
 // ---- Header: a Python dict literal
