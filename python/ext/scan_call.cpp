@@ -1,4 +1,5 @@
 // _hetkern.cumulative: cumulative_sum and cumulative_product on arrays and DLPack tensors.
+#include <climits>
 #include <string>
 
 #include "hetkern/operators.hpp"
@@ -16,15 +17,23 @@ namespace hkpy {
 // cumulative(product, x, out, axis, reverse, exclusive, schedule, mode): mode 0 runs the
 // operator into `out` and returns None; mode 1 returns the text of the schedule it would run.
 PyObject* py_cumulative(PyObject*, PyObject* args) {
-  int product, axis, reverse, exclusive, mode;
+  int product, reverse, exclusive, mode;
+  long long wide_axis;
   PyObject *x, *out;
   const char* schedule_text;
-  if (!PyArg_ParseTuple(args, "pOOippzi", &product, &x, &out, &axis, &reverse, &exclusive,
+  if (!PyArg_ParseTuple(args, "pOOLppzi", &product, &x, &out, &wide_axis, &reverse, &exclusive,
                         &schedule_text, &mode))
     return nullptr;
   const char* op = product ? "cumulative_product" : "cumulative_sum";
   Operand input, output;
   if (!acquire(x, false, op, "input", input) || !acquire(out, true, op, "output", output)) return nullptr;
+  // An axis past int is the library's out-of-range error, not an overflow.
+  if (wide_axis < INT_MIN || wide_axis > INT_MAX)
+    return raise_error(hk::Errc::invalid_parameter, op, "axis",
+                       std::to_string(wide_axis) + " is out of range for a rank-" + std::to_string(input.rank) +
+                           " tensor (" + std::to_string(-input.rank) + " to " + std::to_string(input.rank - 1) +
+                           ", negative counting from the last)");
+  int axis = int(wide_axis);
   // numpy's negative axes count from the end.
   if (axis < 0 && axis >= -input.rank) axis += input.rank;
   if (input.rank == output.rank)

@@ -228,3 +228,10 @@ def test_default_schedule_completes_a_given_schedule():
 def test_schedule_integers_are_canonical():
     assert hetkern.Schedule("scan.tiled(tile=01)") == hetkern.Schedule("scan.tiled(tile=1)")
     assert str(hetkern.Schedule("scan.tiled(tile=01)")) == "scan.tiled(tile=1)"
+
+
+def test_an_axis_past_int_is_out_of_range():
+    for axis in (2**31, -2**40):
+        with pytest.raises(hetkern.Error) as e:
+            hetkern.cumsum(np.ones(3, np.float32), axis=axis)
+        assert e.value.code == "invalid_parameter" and "out of range" in str(e.value)
