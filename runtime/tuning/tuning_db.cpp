@@ -190,20 +190,19 @@ struct TuningDb::Impl {
   // The version the file holds: 0 for a new empty file. Reading it is also the first access,
   // where a file that is not a database is found out, and a database of something else, which
   // is left as it is.
+  // Both counts come from one statement, so from one snapshot: read apart, another process's
+  // schema could be committed between them, and a new file read as a database of something else.
   int read_version() {
     Statement st;
-    prepare(st, "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'");
-    const int rc = sqlite3_step(st.s);
-    if (rc == SQLITE_DONE) {
-      Statement any;
-      prepare(any, "SELECT count(*) FROM sqlite_master");
-      if (sqlite3_step(any.s) != SQLITE_ROW) fail("cannot read");
-      if (sqlite3_column_int64(any.s, 0) > 0)
+    prepare(st, "SELECT (SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'), "
+                "(SELECT count(*) FROM sqlite_master)");
+    if (sqlite3_step(st.s) != SQLITE_ROW) fail("cannot read");
+    if (sqlite3_column_int64(st.s, 0) == 0) {
+      if (sqlite3_column_int64(st.s, 1) > 0)
         throw Error(Errc::invalid_file, "tuning database", path,
                     "is an SQLite database of something else (no schema_version table): not a hetkern tuning database");
       return 0;
     }
-    if (rc != SQLITE_ROW) fail("cannot read");
     Statement v;
     prepare(v, "SELECT version FROM schema_version");
     if (sqlite3_step(v.s) != SQLITE_ROW)
