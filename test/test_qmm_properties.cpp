@@ -453,7 +453,7 @@ TEST(QmmProperties, DefaultBlocksForSeveralThreads) {
 // column block, which are added up exactly (K = 70001 in int64 parts), every signedness pair.
 TEST(QmmProperties, FewColumnBlocksSplitTheirDepthOverThreads) {
   std::mt19937_64 rng(4099);
-  const std::array<std::array<i64, 4>, 5> shapes{{{1, 1, 8193, 1}, {3, 17, 12289, 1}, {2, 40, 70001, 1},
+  const std::array<std::array<i64, 4>, 5> shapes{{{1, 1, 8193, 1}, {3, 17, 12289, 1}, {2, 16, 70001, 1},
                                                   {5, 16, 9000, 2}, {16, 3, 20000, 1}}};
   for (const auto& [M, N, K, batches] : shapes)
     for (DataType ta : types8)
@@ -466,8 +466,10 @@ TEST(QmmProperties, FewColumnBlocksSplitTheirDepthOverThreads) {
         c.za = ParamShape{Gran::row, 2}, c.zb = ParamShape{Gran::column, 1};
         Problem p = build(c, rng);
         std::vector<hk::Schedule> schedules;
-        for (int threads : {2, 5, 8}) schedules.push_back(hk::Schedule("qmm.parallel").set("threads", threads));
-        schedules.push_back(hk::Schedule("qmm.parallel").set("nc", 16).set("kc", 1000).set("threads", 7));
+        // At most 3 threads, as the other tests: teams larger than the 2-core CI machine leave
+        // libomp allocations that LeakSanitizer reports at exit.
+        for (int threads : {2, 3}) schedules.push_back(hk::Schedule("qmm.parallel").set("threads", threads));
+        schedules.push_back(hk::Schedule("qmm.parallel").set("nc", 16).set("kc", 1000).set("threads", 3));
         qmmt::check_all(p, schedules, qmmt::oracle(p, c.dyadic), describe(c));
       }
 }
