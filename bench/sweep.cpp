@@ -28,6 +28,8 @@
 #include "bench/peak.hpp"
 #include "bench/threads.hpp"
 #include "hetkern/hetkern.hpp"
+#include "schedules/qmm_strategies.hpp"
+#include "schedules/scan_strategies.hpp"
 
 extern char** environ;
 
@@ -393,27 +395,14 @@ std::vector<int> default_thread_counts(int cpus) {
 }
 
 // A parameter the strategy lacks, or a value outside the parameter's range, is wrong for every
-// case: refused before anything runs (what suits only some cases is skipped where it does not).
-void check_parameters(const Schedule& s, const StrategyInfo& info) {
-  for (const auto& [key, value] : s.params()) {
-    const auto p = std::find_if(info.params.begin(), info.params.end(), [&](const ParamInfo& q) { return q.key == key; });
-    std::string problem;
-    if (p == info.params.end()) {
-      problem = "has no parameter '" + key + "'";
-    } else if (!p->choices.empty()) {
-      if (std::find(p->choices.begin(), p->choices.end(), value) == p->choices.end()) {
-        problem = "takes " + key + " =";
-        for (std::size_t i = 0; i < p->choices.size(); ++i) problem += (i ? "|" : " ") + p->choices[i];
-        problem += ", got '" + value + "'";
-      }
-    } else {
-      std::int64_t v = 0;
-      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-      if (ec != std::errc() || end != value.data() + value.size() || v < p->min || v > p->max)
-        problem = "takes " + key + " = " + std::to_string(p->min) + ".." + std::to_string(p->max) + ", got '" + value + "'";
-    }
-    if (!problem.empty()) throw Error(Errc::invalid_schedule, "sweep", "--schedule", info.name + " " + problem);
-  }
+// case: refused before anything runs, by the library's own binding of the schedule (what suits
+// only some cases is skipped where it does not).
+void bind_parameters(Operator op, const Schedule& s) {
+  detail::BoundParams bound(s, {});
+  if (op == Operator::quantized_linear_matmul)
+    detail::find_strategy("sweep", detail::qmm_strategies(), bound);
+  else
+    detail::find_strategy("sweep", detail::scan_strategies(), bound);
 }
 
 void validate(const SweepOptions& o) {
@@ -435,7 +424,7 @@ void validate(const SweepOptions& o) {
     bool known = false;
     for (const Operator op : ops)
       for (const auto& info : strategies(op))
-        if (info.name == s.strategy()) check_parameters(s, info), known = true;
+        if (info.name == s.strategy()) bind_parameters(op, s), known = true;
     if (!known)
       throw Error(Errc::invalid_schedule, "sweep", "--schedule",
                   "no case of the sweep has a strategy '" + s.strategy() + "'");
