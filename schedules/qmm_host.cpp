@@ -52,10 +52,9 @@ const void* element(const MatrixView& v, std::int64_t offset) {
 
 // Whether the kernels may read A where it lies, a copy being pure cost: uint8 (A' = A), rows of K
 // contiguous bytes, K whole 64-byte depth groups (a kernel call then reads only inside rows), no
-// row sums wanted by the epilogue, no row of ones appended (strips), and not the AMX kernel, which
-// reads rows in sixteens past M.
-bool a_read_in_place(const QmmProblem& p, Isa isa, bool strips) {
-  return p.a.dtype == DataType::uint8 && p.a.col_stride == 1 && p.K % qmm_depth_align == 0 && !strips &&
+// row sums wanted by the epilogue, and not the AMX kernel, which reads rows in sixteens past M.
+bool a_read_in_place(const QmmProblem& p, Isa isa) {
+  return p.a.dtype == DataType::uint8 && p.a.col_stride == 1 && p.K % qmm_depth_align == 0 &&
          isa != Isa::amx && !qmm_row_sums_wanted(p);
 }
 
@@ -156,18 +155,20 @@ struct Job {
   // Column block jb of batch t when all rows fit one row block, over depths [k_begin, k_end)
   // (multiples of kc but the last): B is packed kc depths at a time into this thread's buffer,
   // each slice used at once while it is in cache, so B is read once and never written back to
-  // memory. Packed A ends with a row of ones (row M), so the kernel also yields B's column sums
-  // and the packing skips them. The sums are left in w.c (w.wide when deep), M + 1 rows.
+  // memory. The dot products are left in w.c (w.wide when deep), B's column sums over the depths
+  // in w.strip_sums.
   void strip_depths(Scratch& w, std::int64_t t, std::int64_t jb, std::int64_t k_begin, std::int64_t k_end) const {
-    const PackedRows& rows = rows_of(t);
+    const auto [a0, lda] = a_rows(t);
     const std::int64_t j0 = jb * g.nc, ncb = std::min(g.nc, p.N - j0);
     const std::int64_t panels = (ncb + qmm_panel_cols - 1) / qmm_panel_cols;
+    std::fill_n(w.strip_sums.begin(), ncb, 0);
     for (std::int64_t k0 = k_begin; k0 < k_end; k0 += g.kc) {
       const std::int64_t kcb = std::min(g.kc, k_end - k0);
       shape_panels(w.own_b, 1, kcb, ncb, p.b.dtype, false);
       const bool fits = pack_panels(w.own_b, 0, element(p.b, p.b.batch_offset(t, p.batch[1]) + k0 * p.b.row_stride + j0 * p.b.col_stride),
-                                    p.b.row_stride, p.b.col_stride, 0, panels, false);
-      multiply(w, rows.row(0), rows.kp, 0, p.M + 1, ncb, k0, k0 + w.own_b.kp, w.own_b.panel(0, 0),
+                                    p.b.row_stride, p.b.col_stride, 0, panels);
+      for (std::int64_t j = 0; j < ncb; ++j) w.strip_sums[std::size_t(j)] += w.own_b.sums(0)[j];
+      multiply(w, a0, lda, 0, p.M, ncb, k0, k0 + w.own_b.kp, w.own_b.panel(0, 0),
                w.own_b.panel_bytes, fits, k0 == k_begin);
     }
   }
@@ -175,9 +176,6 @@ struct Job {
   // Requantizes the strip whose sums strip_depths left in w.
   void finish_strip(Scratch& w, std::int64_t t, std::int64_t jb) const {
     const std::int64_t j0 = jb * g.nc, ncb = std::min(g.nc, p.N - j0);
-    const std::size_t row = std::size_t(p.M * g.nc);
-    for (std::int64_t j = 0; j < ncb; ++j)
-      w.strip_sums[std::size_t(j)] = deep ? w.wide[row + std::size_t(j)] : w.c.as<std::int32_t>()[row + std::size_t(j)];
     finish(w, t, 0, p.M, j0, ncb, w.strip_sums.data());
   }
 
@@ -189,8 +187,9 @@ struct Job {
     strip_depths(w, t, jb, slices * part / parts * g.kc, std::min(p.K, slices * (part + 1) / parts * g.kc));
     const std::int32_t* c = w.c.as<std::int32_t>();
     const std::int64_t ncb = std::min(g.nc, p.N - jb * g.nc);
-    for (std::int64_t r = 0; r <= p.M; ++r)
+    for (std::int64_t r = 0; r < p.M; ++r)
       for (std::int64_t e = r * g.nc; e < r * g.nc + ncb; ++e) to[e] = deep ? w.wide[std::size_t(e)] : c[e];
+    std::copy_n(w.strip_sums.begin(), ncb, to + p.M * g.nc);
   }
 
   // The strip's sums from its parts' (exact: a total within int32 when not deep, as every part's
@@ -203,7 +202,9 @@ struct Job {
       for (std::int64_t e = r * g.nc; e < r * g.nc + ncb; ++e) {
         std::int64_t total = 0;
         for (std::int64_t q = 0; q < parts; ++q) total += parts_sums[q * size + e];
-        if (deep)
+        if (r == p.M)
+          w.strip_sums[std::size_t(e - r * g.nc)] = total;
+        else if (deep)
           w.wide[std::size_t(e)] = total;
         else
           c[e] = std::int32_t(total);
@@ -244,16 +245,14 @@ void run_qmm_blocks(const QmmProblem& p, const QmmBlocks& blocks, int threads) {
   const bool pack_on_the_fly = !prepacked && (batches * g.n_blocks >= threads || g.m_blocks == 1);
   const bool pack_shared = !prepacked && !pack_on_the_fly;
   const bool strips = pack_on_the_fly && g.m_blocks == 1;
-  const std::int64_t c_rows = strips ? round_up(p.M + 1, qmm_row_align) : g.mc;
   const std::int64_t depth_parts = strips ? strip_depth_parts(batches * g.n_blocks, p.K, g.kc, threads) : 1;
   const std::int64_t part_size = (p.M + 1) * g.nc;
   std::vector<std::int64_t>& part_sums = caller.part_sums;
   if (depth_parts > 1) part_sums.resize(std::size_t(batches * g.n_blocks * depth_parts * part_size));
-  const bool a_in_place = a_read_in_place(p, active_isa(), strips);
+  const bool a_in_place = a_read_in_place(p, active_isa());
   for (std::int64_t t = 0; t < (a_shared ? 1 : batches); ++t) {
     PackedRows& rows = a[std::size_t(t)];
-    rows.shape(strips ? p.M + 1 : p.M, a_in_place ? 0 : kp);
-    if (strips) rows.ones_row(p.M);
+    rows.shape(p.M, a_in_place ? 0 : kp);
     if (a_in_place) std::fill_n(rows.row_sums.as<std::int64_t>(), rows.rows, 0);
   }
   if (pack_shared) shape_panels(caller.shared_b, b_batches, p.K, p.N, p.b.dtype, false);
@@ -277,7 +276,7 @@ void run_qmm_blocks(const QmmProblem& p, const QmmBlocks& blocks, int threads) {
   const auto work = [&](int thread, int team) {
     Scratch& w = Scratch::of_this_thread();
     try {
-      w.prepare_worker(p, g, c_rows, job.deep, pack_on_the_fly);
+      w.prepare_worker(p, g, g.mc, job.deep, pack_on_the_fly);
     } catch (const std::bad_alloc&) {
       out_of_memory.store(true);
     }
