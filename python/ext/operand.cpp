@@ -63,11 +63,30 @@ bool set_type(const std::string& name, std::size_t item, const char* op, const c
   return true;
 }
 
+// str(object.dtype), or "" where it has none.
+std::string dtype_text(PyObject* object) {
+  PyObject* dtype = PyObject_GetAttrString(object, "dtype");
+  PyObject* text = dtype ? PyObject_Str(dtype) : nullptr;
+  Py_ssize_t size = 0;
+  const char* utf8 = text ? PyUnicode_AsUTF8AndSize(text, &size) : nullptr;
+  std::string result = utf8 ? std::string(utf8, std::size_t(size)) : "";
+  Py_XDECREF(text);
+  Py_XDECREF(dtype);
+  PyErr_Clear();
+  return result;
+}
+
 bool from_buffer(PyObject* object, const char* op, const char* subject, Operand& operand) {
   if (PyObject_GetBuffer(object, &operand.buffer, operand.output ? PyBUF_RECORDS : PyBUF_RECORDS_RO) != 0) {
-    // numpy refuses a writable view of a read-only array with ValueError, others with BufferError.
+    // numpy refuses a writable view of a read-only array with ValueError, others with BufferError;
+    // numpy arrays of a type the buffer protocol cannot describe (datetime64, ...) with ValueError.
     if (!PyErr_ExceptionMatches(PyExc_BufferError) && !PyErr_ExceptionMatches(PyExc_ValueError)) return false;
     PyErr_Clear();
+    const std::string dtype = dtype_text(object);
+    if (!dtype.empty() && !hk::parse_data_type(dtype)) {
+      raise_error(hk::Errc::invalid_type, op, subject, dtype + " is not a type hetkern computes with");
+      return false;
+    }
     raise_error(hk::Errc::invalid_parameter, op, subject,
                 operand.output ? "is not a writable array" : "cannot be read as an array");
     return false;

@@ -155,7 +155,9 @@ def test_error_paths():
     # Types are named as numpy names them, not by their buffer format codes.
     for array, name in ((np.ones(3, np.complex64), "complex64"), (np.ones(3, np.complex128), "complex128"),
                         (np.array(["a", "bc"]), "str"), (np.array([b"a"]), "bytes"),
-                        (np.array([1, None], dtype=object), "object")):
+                        (np.array([1, None], dtype=object), "object"),
+                        (np.arange(3).astype("datetime64[s]"), "datetime64[s]"),
+                        (np.arange(3).astype("timedelta64[ms]"), "timedelta64[ms]")):
         err = expect_error("invalid_type", "input", lambda: hetkern.cumsum(array), TypeError)
         assert err.rule.startswith(name + " "), err.rule
     expect_error("invalid_type", "input", lambda: hetkern.cumsum(np.ones(3, np.int16)), TypeError)
@@ -166,6 +168,9 @@ def test_error_paths():
     read_only = np.ones(3, np.float32)
     read_only.setflags(write=False)
     expect_error("invalid_parameter", "output", lambda: hetkern.cumsum(read_only, out=read_only))
+    # An output of a type the buffer protocol cannot describe is named by its type too.
+    expect_error("invalid_type", "output",
+                 lambda: hetkern.cumsum(np.ones(3, np.float32), out=np.zeros(3, "datetime64[s]")), TypeError)
     self_overlapping = np.lib.stride_tricks.as_strided(np.ones(3, np.float32), (2, 3), (0, 4))
     expect_error("invalid_stride", "output", lambda: hetkern.cumsum(np.ones((2, 3), np.float32), out=self_overlapping))
     with pytest.raises(TypeError):
