@@ -77,6 +77,19 @@ TEST_F(SixteenThreads, MatmulWithFewRowsGivesEveryThreadBlocksAtLeastTheKernelsW
   }
 }
 
+// Few rows and columns, deep: the threads split each strip's depth rather than cut its columns
+// narrower than the kernel's pass; too shallow to split (K < 2 x 4096), the columns are cut.
+TEST_F(SixteenThreads, MatmulWithFewColumnsSplitsTheDepthNotTheKernelPass) {
+  for (const QmmShape s : {QmmShape{16, 64, 65536}, {4, 128, 1 << 20}, {3, 40, 100000}}) {
+    SCOPED_TRACE(::testing::Message() << "M,N,K " << s.M << "," << s.N << "," << s.K);
+    const detail::QmmBlocks& b = qmm_plan(s).blocks;
+    EXPECT_GE(b.mc, s.M);
+    EXPECT_EQ(b.nc, std::min(detail::round_up(s.N, detail::qmm_panel_cols), detail::qmm_kernel_pass_cols));
+  }
+  const QmmShape shallow{16, 64, 4096};
+  EXPECT_LT(qmm_plan(shallow).blocks.nc, detail::qmm_kernel_pass_cols);
+}
+
 // Many rows and columns of at least 256 a thread: one column block per thread, each walking
 // several row blocks.
 TEST_F(SixteenThreads, MatmulWithManyRowsAndWideSlicesGivesEachThreadAColumnBlock) {
