@@ -156,6 +156,21 @@ def _typed(x, subject):
     return np.from_dlpack(x)
 
 
+# The library's names of the arguments that Python names after ONNX's QLinearMatMul.
+_PYTHON_SUBJECTS = {"output_scale": "y_scale", "output_zero_point": "y_zero_point", "packed_b": "b"}
+
+
+def _call(*args):
+    """_hetkern.qmm(*args), its errors naming the arguments as qlinear_matmul does."""
+    try:
+        return _hetkern.qmm(*args)
+    except Error as e:
+        subject = _PYTHON_SUBJECTS.get(e.subject)
+        if subject is None:
+            raise
+        raise type(e)(f"{e.op}: {subject}: {e.rule}", e.code, e.op, subject, e.rule) from None
+
+
 def _qmm(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point, out, out_dtype,
          schedule, mode):
     a, b = _typed(a, "a"), _typed(b, "b")
@@ -181,14 +196,14 @@ def _qmm(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_poi
         b_arg = b._capsule if packed else dlpack_capsule(b) if not isinstance(b, np.ndarray) else b
         if out is None:
             out = np.empty(_matmul_shape(a.shape, b.shape), dtype)
-        chosen = _hetkern.qmm(a, params[0], params[1], b_arg, *params[2:], out, schedule, mode)
+        chosen = _call(a, params[0], params[1], b_arg, *params[2:], out, schedule, mode)
         return out if mode == 0 else chosen
     a_arg = dlpack_capsule(a)
     b_arg = b._capsule if packed else dlpack_capsule(b)
     if out is None and not mode:
         out = new_output(a, _matmul_shape(a.shape, b.shape), dtype)
     result = empty_like(a_arg, _matmul_shape(a.shape, b.shape), dtype) if out is None else dlpack_capsule(out)
-    chosen = _hetkern.qmm(a_arg, params[0], params[1], b_arg, *params[2:], result, schedule, mode)
+    chosen = _call(a_arg, params[0], params[1], b_arg, *params[2:], result, schedule, mode)
     if mode:
         return chosen
     return out if out is not None else like(a, result)

@@ -211,3 +211,13 @@ def test_errors_write_nothing(rng):
     with pytest.raises(hetkern.Error):
         hetkern.qlinear_matmul(a, 1.0, 0, b, 1.0, 0, 1.0, 0, out=out[:, :4].T.copy().T[:, :4])
     np.testing.assert_array_equal(out, 77)
+    # The output's parameters are named as qlinear_matmul names them, whichever layer refuses them.
+    for subject, call in (("y_scale", lambda: hetkern.qlinear_matmul(a, 1.0, 0, b, 1.0, 0, 0.0, 0, out=out)),
+                          ("y_scale", lambda: hetkern.qlinear_matmul(a, 1.0, 0, b, 1.0, 0, np.ones(3, np.float32), 0,
+                                                                     out=out)),
+                          ("y_zero_point", lambda: hetkern.qlinear_matmul(a, 1.0, 0, b, 1.0, 0, 1.0,
+                                                                          np.zeros(3, np.uint8), out=out))):
+        with pytest.raises(hetkern.Error) as e:
+            call()
+        assert e.value.subject == subject and str(e.value).startswith(f"quantized_linear_matmul: {subject}: ")
+        np.testing.assert_array_equal(out, 77)
