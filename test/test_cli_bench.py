@@ -169,7 +169,15 @@ class Bench(unittest.TestCase):
             ([], "operator"),
             (["transpose"], "transpose"),
             (["cumsum", "--dtype", "float32", "--axis", "0"], "--shape"),
-            (["cumsum", "--shape", "4,0", "--dtype", "float32", "--axis", "0"], "positive"),
+            (["cumsum", "--shape", "4,0", "--dtype", "float32", "--axis", "0"], "--shape: expected a whole number of at least 1, got 0"),
+            # CLI11 clamped a size past int64 to its bound and reported the clamped value.
+            (["cumsum", "--shape", "4,99999999999999999999", "--dtype", "float32", "--axis", "0"],
+             "got 99999999999999999999"),
+            (scan[:-1] + ["1.5"], "--axis: expected a whole number"),
+            # CLI11's range check reported text that is not a number as out of range.
+            (scan + ["--threads", "abc"], "--threads: expected a whole number from 1 to"),
+            (scan + ["--min-reps", "99999999999"], "got 99999999999"),
+            (qmm + ["--b-range", "1,x"], "--b-range: expected a whole number"),
             (["cumsum", "--shape", "4,x", "--dtype", "float32", "--axis", "0"], "shape"),
             (["cumsum", "--shape", "4,5", "--dtype", "float128", "--axis", "0"], "float128"),
             (["cumsum", "--shape", "4,5", "--dtype", "int8", "--axis", "0"], "int8"),

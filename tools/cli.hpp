@@ -4,6 +4,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
+#include <limits>
+
 #include "hetkern/info.hpp"  // max_threads, the bound of every --threads option
 
 namespace hk::cli {
@@ -12,6 +15,11 @@ namespace hk::cli {
 /// `above_lo`) to `hi`. CLI11's number checks let nan and inf through, which never end a timing
 /// loop, and name the largest double as their bound.
 CLI::Validator seconds_within(double lo, double hi, bool above_lo = false);
+
+/// Checks that each of an option's values is a whole number from `lo` to `hi`, by its text:
+/// CLI11's conversions clamp a number past the type's range to its bound, and its range check
+/// reports text that is not a number as out of range.
+CLI::Validator whole_number_within(std::int64_t lo, std::int64_t hi);
 
 /// Makes every option of `app` and its subcommands that takes a value refuse an empty one: CLI11
 /// reads "" as 0 for a number (`--axis ""` scanned axis 0) and the commands read it as "not given".

@@ -32,7 +32,7 @@ struct QmmBenchArgs : ProblemArgs {
 void add_common_options(CLI::App& cmd, CommonArgs& args, const char* schedule_example) {
   cmd.add_option("--threads", args.threads,
                  "threads for hetkern and the baseline; default: every CPU this process may use")
-      ->check(CLI::Range(1, max_threads));
+      ->check(whole_number_within(1, max_threads));
   cmd.add_option("--schedule", args.schedule,
                  std::string("schedule text, e.g. ") + schedule_example + "; default: chosen by hetkern");
   cmd.add_option("--isa", args.isa,
@@ -44,7 +44,7 @@ void add_common_options(CLI::App& cmd, CommonArgs& args, const char* schedule_ex
       ->check(seconds_within(0, 3600))
       ->capture_default_str();
   cmd.add_option("--min-reps", args.timing.min_repetitions, "and at least this many repetitions")
-      ->check(CLI::Range(1, 1 << 30))
+      ->check(whole_number_within(1, 1 << 30))
       ->capture_default_str();
 }
 
@@ -162,7 +162,8 @@ void add_qmm_bench(CLI::App& bench) {
       "time quantized matrix multiplication against oneDNN's int8 matmul on the same data");
   add_problem_options(*cmd, *args, false);
   cmd->add_option("--b-range", args->b_range, "LO,HI: B's values (default: its type's full range)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(whole_number_within(std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
   cmd->add_flag("--packed-b", args->packed_b,
                  "constant weights: B packed once by hk::pack_b and oneDNN's B reordered once into "
                  "its own layout, before timing");

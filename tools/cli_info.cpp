@@ -161,7 +161,7 @@ void add_info(CLI::App& app) {
                 "once per machine; without it, info only says whether the plugin is there)");
 #endif
   cmd->add_option("--threads", args->threads, "threads of the binding plan; default: OpenMP's default")
-      ->check(CLI::Range(1, max_threads));
+      ->check(whole_number_within(1, max_threads));
   cmd->add_option("--pin", args->pin,
                   "pinning policy of the binding plan: compact, scatter, numa or none; default: the "
                   "library's default policy");

@@ -1,19 +1,32 @@
 // The command-line options of one operator problem, shared by `hetkern bench` and `hetkern tune`.
 #include "tools/cli_problem.hpp"
 
+#include <cstdint>
+#include <limits>
+
+#include "tools/cli.hpp"
+
 namespace hk::cli {
 
 void add_problem_options(CLI::App& cmd, ProblemArgs& a, bool scan) {
   if (scan) {
-    cmd.add_option("--shape", a.shape, "sizes D0,D1,...")->delimiter(',')->required();
+    cmd.add_option("--shape", a.shape, "sizes D0,D1,...")
+        ->delimiter(',')
+        ->required()
+        ->check(whole_number_within(1, std::numeric_limits<std::int64_t>::max()));
     cmd.add_option("--dtype", a.dtype, "element type: float16, float32, float64, bfloat16, int32, uint32, int64, uint64")->required();
-    cmd.add_option("--axis", a.axis, "axis to scan, -rank <= axis < rank (-1: the last)")->required();
+    cmd.add_option("--axis", a.axis, "axis to scan, -rank <= axis < rank (-1: the last)")
+        ->required()
+        ->check(whole_number_within(std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
     cmd.add_option("--direction", a.direction, "traversal order along the axis")
         ->check(CLI::IsMember({"increasing", "decreasing"}))
         ->capture_default_str();
     cmd.add_flag("--exclusive", a.exclusive, "leave each element out of its own tally");
   } else {
-    cmd.add_option("--shape", a.shape, "M,N,K: A {M,K} x B {K,N}")->delimiter(',')->required();
+    cmd.add_option("--shape", a.shape, "M,N,K: A {M,K} x B {K,N}")
+        ->delimiter(',')
+        ->required()
+        ->check(whole_number_within(1, std::numeric_limits<std::int64_t>::max()));
     cmd.add_option("--types", a.types, "types of A, B and the output, each u8 or s8")
         ->delimiter(',')
         ->capture_default_str();

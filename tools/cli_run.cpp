@@ -170,7 +170,9 @@ void add_scan_command(CLI::App& run, const char* name, const char* help, bool pr
   cmd->add_option("input", args->input, "input .npy file")->required();
   cmd->add_option("output", args->output, "output .npy file (written only on success), or - for standard output")
       ->required();
-  cmd->add_option("--axis", args->axis, "axis to scan, -rank <= axis < rank (-1: the last)")->required();
+  cmd->add_option("--axis", args->axis, "axis to scan, -rank <= axis < rank (-1: the last)")
+      ->required()
+      ->check(whole_number_within(std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
   cmd->add_flag("--reverse", args->reverse, "traverse the axis by decreasing index");
   cmd->add_flag("--exclusive", args->exclusive, "leave each element out of its own tally");
   cmd->add_option("--schedule", args->schedule,

@@ -47,7 +47,7 @@ void add_bench_sweep(CLI::App& bench) {
   bench.add_option("--threads", args->threads,
                    "sweep: host thread counts, e.g. 1,2,4 (default: 1, 2, 4, ... and every CPU)")
       ->delimiter(',')
-      ->check(CLI::Range(1, max_threads));
+      ->check(whole_number_within(1, max_threads));
   bench.add_option("--schedule", args->schedules,
                    "sweep: schedules to run (repeatable or a ;-separated list; strategies with a "
                    "threads parameter take each --threads count unless the text fixes one); "
@@ -68,7 +68,7 @@ void add_bench_sweep(CLI::App& bench) {
       ->check(seconds_within(0, 3600))
       ->capture_default_str();
   bench.add_option("--min-reps", args->timing.min_repetitions, "sweep: and at least this many repetitions")
-      ->check(CLI::Range(1, 1 << 30))
+      ->check(whole_number_within(1, 1 << 30))
       ->capture_default_str();
   // Checked once parsing is complete, before an operator subcommand would run its case.
   bench.parse_complete_callback([&bench, args] {

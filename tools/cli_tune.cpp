@@ -346,7 +346,7 @@ void add_tune(CLI::App& app) {
   tune_cmd->add_flag("--retune", args->retune, "measure shapes that already have a record again");
   tune_cmd->add_flag("--exhaustive", args->exhaustive, "measure the whole schedule space (slow)");
   tune_cmd->add_option("--threads", args->threads, "OpenMP threads (part of the record's key); default: every CPU")
-      ->check(CLI::Range(1, max_threads));
+      ->check(whole_number_within(1, max_threads));
   tune_cmd->add_flag("--list", args->list, "print the records of the database");
   tune_cmd->add_option("--export", args->export_file, "write every record to FILE as a JSON list (- for standard output)");
   tune_cmd->add_option("--import", args->import_file, "add the records of a JSON list (as --export writes)");
