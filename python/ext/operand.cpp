@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <numeric>
 #include <string>
 
 #include "hetkern/dtype.hpp"
@@ -265,6 +266,38 @@ bool flip_together(std::initializer_list<Axis> members) {
     o.data += (o.sizes[d] - 1) * o.byte_strides[d];
     o.byte_strides[d] = -o.byte_strides[d];
   }
+  return true;
+}
+
+bool share_bytes(const Operand& a, const Operand& b) {
+  // As the library's check, over byte strides of any sign: the extents first, then the lattice of
+  // the strides' greatest common divisor g, on which every distance between elements lies.
+  std::int64_t lo[2] = {0, 0}, hi[2] = {0, 0}, g = 0;
+  const Operand* both[2] = {&a, &b};
+  for (int t = 0; t < 2; ++t) {
+    const Operand& o = *both[t];
+    for (int d = 0; d < o.rank; ++d) {
+      if (o.sizes[d] < 1) return false;  // refused by the library before anything runs
+      const std::int64_t reach = (o.sizes[d] - 1) * o.byte_strides[d];
+      (reach < 0 ? lo[t] : hi[t]) += reach;
+      if (o.sizes[d] > 1) g = std::gcd(g, o.byte_strides[d] < 0 ? -o.byte_strides[d] : o.byte_strides[d]);
+    }
+    const auto base = std::int64_t(reinterpret_cast<std::uintptr_t>(o.data));
+    lo[t] += base;
+    hi[t] += base + std::int64_t(o.item_size());
+  }
+  if (!(lo[0] < hi[1] && lo[1] < hi[0])) return false;
+  if (g == 0) return true;
+  const std::int64_t distance = std::int64_t(reinterpret_cast<std::uintptr_t>(b.data)) -
+                                std::int64_t(reinterpret_cast<std::uintptr_t>(a.data));
+  const std::int64_t r = (distance % g + g) % g;  // b's elements start r + k g bytes after a's
+  return r < std::int64_t(a.item_size()) || g - r < std::int64_t(b.item_size());
+}
+
+bool same_tensor(const Operand& a, const Operand& b) {
+  if (a.data != b.data || a.dtype != b.dtype || a.rank != b.rank) return false;
+  for (int d = 0; d < a.rank; ++d)
+    if (a.sizes[d] != b.sizes[d] || (a.sizes[d] > 1 && a.byte_strides[d] != b.byte_strides[d])) return false;
   return true;
 }
 

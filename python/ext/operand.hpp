@@ -74,6 +74,12 @@ struct Axis {
 /// were reversed.
 bool flip_together(std::initializer_list<Axis> members);
 
+/// Whether host operands `a` and `b` share a byte of the caller's memory, by their byte strides:
+/// checked before stage(), whose copies the library's own overlap check cannot see through.
+bool share_bytes(const Operand& a, const Operand& b);
+/// Whether `a` and `b` are the same tensor: address, type, sizes and strides (in place).
+bool same_tensor(const Operand& a, const Operand& b);
+
 /// After the flips: stages the operand when the library cannot take its layout as it is.
 /// Returns false with a Python exception set (a device tensor cannot be staged).
 bool stage(const char* op, const char* subject, Operand& operand);

@@ -3,6 +3,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "hetkern/operators.hpp"
 #include "python/ext/calls.hpp"
@@ -142,6 +143,10 @@ PyObject* py_qmm(PyObject*, PyObject* args) {
     flip_together({{&a, -1}, {bp, -2}});
   }
   flip_together({{&a, -2}, {&y, -2}, {&sa, -2}, {&za, -2}, {&sy, -2}, {&zy, -2}});
+  for (const auto& [input, name] : {std::pair<const Operand*, const char*>{&a, "a"}, {bp, "b"}})
+    if (input && !input->on_device && !y.on_device && share_bytes(y, *input))
+      return raise_error(hk::Errc::overlap, qmm_op, "output",
+                         std::string("overlaps ") + name + " (QuantizedLinearMatMul never runs in place)");
   if (!stage(qmm_op, "a", a) || (bp && !stage(qmm_op, "b", b)) || !stage(qmm_op, "output", y) ||
       !stage(qmm_op, "a_scale", sa) || !stage(qmm_op, "a_zero_point", za) ||
       !stage(qmm_op, "b_scale", sb) || !stage(qmm_op, "b_zero_point", zb) ||

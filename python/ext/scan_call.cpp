@@ -39,6 +39,10 @@ PyObject* py_cumulative(PyObject*, PyObject* args) {
   if (input.rank == output.rank)
     for (int d = 0; d < input.rank; ++d)
       if (flip_together({{&input, d}, {&output, d}}) && d == axis) reverse = !reverse;
+  if (!input.on_device && !output.on_device && share_bytes(input, output) && !same_tensor(input, output))
+    return raise_error(hk::Errc::overlap, op, "output",
+                       "overlaps the input without being the same tensor (in-place needs the same data "
+                       "pointer, sizes and strides)");
   if (!stage(op, "input", input) || !stage(op, "output", output)) return nullptr;
   const int on_device = device_call(op, {&input, &output});
   if (on_device < 0) return nullptr;

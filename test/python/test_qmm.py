@@ -211,6 +211,14 @@ def test_errors_write_nothing(rng):
     with pytest.raises(hetkern.Error):
         hetkern.qlinear_matmul(a, 1.0, 0, b, 1.0, 0, 1.0, 0, out=out[:, :4].T.copy().T[:, :4])
     np.testing.assert_array_equal(out, 77)
+    # An operand walking backwards is staged (copied aside): its overlap with the output is still
+    # seen, in the caller's memory.
+    shared = np.ones((4, 8), np.uint8)
+    with pytest.raises(hetkern.Error) as e:
+        hetkern.qlinear_matmul(shared[:, ::-1], 1.0, 0, b[:, :4].repeat(2, 0)[:8], 1.0, 0, 1.0, 0,
+                               out=shared[::-1, :4])
+    assert e.value.code == "overlap" and e.value.subject == "output", str(e.value)
+    np.testing.assert_array_equal(shared, 1)
     # The output's parameters are named as qlinear_matmul names them, whichever layer refuses them.
     for subject, call in (("y_scale", lambda: hetkern.qlinear_matmul(a, 1.0, 0, b, 1.0, 0, 0.0, 0, out=out)),
                           ("y_scale", lambda: hetkern.qlinear_matmul(a, 1.0, 0, b, 1.0, 0, np.ones(3, np.float32), 0,

@@ -95,6 +95,24 @@ def test_in_place_misaligned(rng):
     assert_scan_equal(x["value"], before, -1)
 
 
+def test_staged_operands_that_share_bytes_are_refused(rng):
+    # Misaligned operands are copied aside (staged) before the library sees them, so that sharing
+    # bytes with another operand was accepted and the result read a stale copy.
+    buf = np.zeros(4 * 12 + 3, np.uint8)
+    x = np.ndarray((10,), np.float32, buf, 0)
+    x[:] = rng.standard_normal(10)
+    before = buf.copy()
+    for offset, strides in ((2, None), (1, None), (3, (-4,))):
+        out = np.ndarray((10,), np.float32, buf, offset + (36 if strides else 0), strides)
+        expect_error("overlap", "output", lambda: hetkern.cumsum(x, out=out))
+        np.testing.assert_array_equal(buf, before)
+    # Interleaved records that share no byte stay accepted, misaligned or not.
+    records = np.zeros(6, np.dtype([("tag", np.uint8), ("a", np.float32), ("b", np.float32)], align=False))
+    records["a"] = rng.standard_normal(6)
+    hetkern.cumsum(records["a"], out=records["b"])
+    assert_scan_equal(records["b"], np.array(records["a"]), -1)
+
+
 def test_other_buffer_objects():
     import array
     x = array.array("i", [1, 2, 3, 4])
