@@ -58,6 +58,17 @@ bool a_read_in_place(const QmmProblem& p, Isa isa) {
          isa != Isa::amx && !qmm_row_sums_wanted(p);
 }
 
+// Where B's column sums come from in strips. A copy of A can end with a row of ones, whose
+// products with B' are the sums, at the cost of one row more for the kernel; packing can sum the
+// columns instead, which pays where A is then read in place (no copy at all) and the packing sums
+// at one vpdpbusd per 64 bytes (whole 64-column passes at the VNNI level): 16 x 64 x 65536 took
+// 0.445 ms with the row of ones and 0.36 ms so on one core. Narrower panels sum through SSE2, at
+// a cost that lost to the row of ones (8 x 32 x 100000: 0.36 against 0.53 ms).
+bool strip_sums_from_packing(const QmmProblem& p, const Blocking& g, Isa isa) {
+  return a_read_in_place(p, isa) && isa >= Isa::avx512_vnni && p.b.col_stride == 1 &&
+         g.nc % qmm_kernel_pass_cols == 0 && p.N % qmm_kernel_pass_cols == 0;
+}
+
 // Buffers of one thread, kept across calls (thread_local, and OpenMP keeps its threads) so that a
 // call allocates and faults in nothing once a thread has seen a problem of that size. The calling
 // thread's `a` and `shared_b` are read by the whole team; the rest is private to each worker.
@@ -93,7 +104,8 @@ struct Job {
   const bool a_shared;
   const Isa isa;
   const bool deep;
-  const bool a_in_place;  // a_read_in_place: `a` holds only (zero) row sums
+  const bool a_in_place;     // a_read_in_place: `a` holds only (zero) row sums
+  const bool packing_sums;   // strip_sums_from_packing; otherwise A' ends with a row of ones
 
   const PackedRows& rows_of(std::int64_t t) const { return a[std::size_t(a_shared ? 0 : t)]; }
 
@@ -166,11 +178,16 @@ struct Job {
       const std::int64_t kcb = std::min(g.kc, k_end - k0);
       shape_panels(w.own_b, 1, kcb, ncb, p.b.dtype, false);
       const bool fits = pack_panels(w.own_b, 0, element(p.b, p.b.batch_offset(t, p.batch[1]) + k0 * p.b.row_stride + j0 * p.b.col_stride),
-                                    p.b.row_stride, p.b.col_stride, 0, panels);
-      for (std::int64_t j = 0; j < ncb; ++j) w.strip_sums[std::size_t(j)] += w.own_b.sums(0)[j];
-      multiply(w, a0, lda, 0, p.M, ncb, k0, k0 + w.own_b.kp, w.own_b.panel(0, 0),
+                                    p.b.row_stride, p.b.col_stride, 0, panels, packing_sums);
+      if (packing_sums)
+        for (std::int64_t j = 0; j < ncb; ++j) w.strip_sums[std::size_t(j)] += w.own_b.sums(0)[j];
+      multiply(w, a0, lda, 0, packing_sums ? p.M : p.M + 1, ncb, k0, k0 + w.own_b.kp, w.own_b.panel(0, 0),
                w.own_b.panel_bytes, fits, k0 == k_begin);
     }
+    if (packing_sums) return;
+    const std::size_t row = std::size_t(p.M * g.nc);
+    for (std::int64_t j = 0; j < ncb; ++j)
+      w.strip_sums[std::size_t(j)] = deep ? w.wide[row + std::size_t(j)] : w.c.as<std::int32_t>()[row + std::size_t(j)];
   }
 
   // Requantizes the strip whose sums strip_depths left in w.
@@ -249,15 +266,18 @@ void run_qmm_blocks(const QmmProblem& p, const QmmBlocks& blocks, int threads) {
   const std::int64_t part_size = (p.M + 1) * g.nc;
   std::vector<std::int64_t>& part_sums = caller.part_sums;
   if (depth_parts > 1) part_sums.resize(std::size_t(batches * g.n_blocks * depth_parts * part_size));
-  const bool a_in_place = a_read_in_place(p, active_isa());
+  const bool packing_sums = strips && strip_sums_from_packing(p, g, active_isa());
+  const bool ones_row = strips && !packing_sums;
+  const bool a_in_place = a_read_in_place(p, active_isa()) && !ones_row;
   for (std::int64_t t = 0; t < (a_shared ? 1 : batches); ++t) {
     PackedRows& rows = a[std::size_t(t)];
-    rows.shape(p.M, a_in_place ? 0 : kp);
+    rows.shape(ones_row ? p.M + 1 : p.M, a_in_place ? 0 : kp);
+    if (ones_row) rows.ones_row(p.M);
     if (a_in_place) std::fill_n(rows.row_sums.as<std::int64_t>(), rows.rows, 0);
   }
   if (pack_shared) shape_panels(caller.shared_b, b_batches, p.K, p.N, p.b.dtype, false);
   const PackedPanels* b = prepacked ? prepacked : pack_shared ? &caller.shared_b : nullptr;
-  const Job job{p, g, a, a_shared, active_isa(), kp > int32_safe_depth, a_in_place};
+  const Job job{p, g, a, a_shared, active_isa(), kp > int32_safe_depth, a_in_place, packing_sums};
   std::atomic<bool> all_pairs_fit{true}, out_of_memory{false};
   // Packing tasks of up to 64 rows of A or 16 panels of B, smaller where that leaves threads idle:
   // 16 threads packed a 1024-column B in four tasks of 16 panels.
@@ -276,7 +296,7 @@ void run_qmm_blocks(const QmmProblem& p, const QmmBlocks& blocks, int threads) {
   const auto work = [&](int thread, int team) {
     Scratch& w = Scratch::of_this_thread();
     try {
-      w.prepare_worker(p, g, g.mc, job.deep, pack_on_the_fly);
+      w.prepare_worker(p, g, strips ? round_up(p.M + 1, qmm_row_align) : g.mc, job.deep, pack_on_the_fly);
     } catch (const std::bad_alloc&) {
       out_of_memory.store(true);
     }

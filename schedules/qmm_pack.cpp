@@ -37,7 +37,8 @@ inline __m128i high_i16_to_i32(__m128i v) { return _mm_srai_epi32(_mm_unpackhi_e
 
 // Full panels [0, panels) of a B whose rows are contiguous: four rows of 16 bytes become 16
 // columns x 4 depths by two rounds of byte/word interleaving (SSE2, so every x86-64 CPU runs it);
-// panel `p` lands panel_bytes apart, adding their column sums. Returns whether every |B'| <= 64.
+// panel `p` lands panel_bytes apart. Returns whether every |B'| <= 64; adds column sums when Sums.
+template <bool Sums>
 bool pack_full_panels_by_rows(std::int8_t* dst, std::int64_t panel_bytes, const std::uint8_t* src,
                               std::int64_t K, std::int64_t row_stride, std::uint8_t flip_value,
                               std::int64_t panels, std::int64_t* sums) {
@@ -47,7 +48,7 @@ bool pack_full_panels_by_rows(std::int8_t* dst, std::int64_t panel_bytes, const 
   const __m128i bias = _mm_set1_epi8(static_cast<char>(0x80));
   // B' + 128 as unsigned bytes: |B'| <= 64 exactly when it lies in [64, 192].
   __m128i lowest = _mm_set1_epi8(static_cast<char>(0xFF)), highest = _mm_setzero_si128();
-  std::vector<__m128i> total(std::size_t(panels * 4));
+  std::vector<__m128i> total(Sums ? std::size_t(panels * 4) : 0);
   for (std::int64_t c0 = 0; c0 < K; c0 += chunk) {
     std::fill(total.begin(), total.end(), _mm_setzero_si128());
     // Four source rows at a time, read sequentially; the panels they feed are an odd number of
@@ -70,17 +71,19 @@ bool pack_full_panels_by_rows(std::int8_t* dst, std::int64_t panel_bytes, const 
         const __m128i u2 = _mm_xor_si128(r2, bias), u3 = _mm_xor_si128(r3, bias);
         lowest = _mm_min_epu8(lowest, _mm_min_epu8(_mm_min_epu8(u0, u1), _mm_min_epu8(u2, u3)));
         highest = _mm_max_epu8(highest, _mm_max_epu8(_mm_max_epu8(u0, u1), _mm_max_epu8(u2, u3)));
-        const __m128i low = _mm_add_epi16(_mm_add_epi16(low_bytes_to_i16(r0), low_bytes_to_i16(r1)),
-                                          _mm_add_epi16(low_bytes_to_i16(r2), low_bytes_to_i16(r3)));
-        const __m128i high = _mm_add_epi16(_mm_add_epi16(high_bytes_to_i16(r0), high_bytes_to_i16(r1)),
-                                           _mm_add_epi16(high_bytes_to_i16(r2), high_bytes_to_i16(r3)));
-        __m128i* t = total.data() + p * 4;
-        t[0] = _mm_add_epi32(t[0], low_i16_to_i32(low));
-        t[1] = _mm_add_epi32(t[1], high_i16_to_i32(low));
-        t[2] = _mm_add_epi32(t[2], low_i16_to_i32(high));
-        t[3] = _mm_add_epi32(t[3], high_i16_to_i32(high));
+        if constexpr (Sums) {
+          const __m128i low = _mm_add_epi16(_mm_add_epi16(low_bytes_to_i16(r0), low_bytes_to_i16(r1)),
+                                            _mm_add_epi16(low_bytes_to_i16(r2), low_bytes_to_i16(r3)));
+          const __m128i high = _mm_add_epi16(_mm_add_epi16(high_bytes_to_i16(r0), high_bytes_to_i16(r1)),
+                                             _mm_add_epi16(high_bytes_to_i16(r2), high_bytes_to_i16(r3)));
+          __m128i* t = total.data() + p * 4;
+          t[0] = _mm_add_epi32(t[0], low_i16_to_i32(low));
+          t[1] = _mm_add_epi32(t[1], high_i16_to_i32(low));
+          t[2] = _mm_add_epi32(t[2], low_i16_to_i32(high));
+          t[3] = _mm_add_epi32(t[3], high_i16_to_i32(high));
+        }
       }
-    for (std::int64_t p = 0; p < panels; ++p) {
+    for (std::int64_t p = 0; Sums && p < panels; ++p) {
       alignas(16) std::int32_t part[16];
       for (int i = 0; i < 4; ++i)
         _mm_store_si128(reinterpret_cast<__m128i*>(part + 4 * i), total[std::size_t(p * 4 + i)]);
@@ -140,7 +143,7 @@ void check_packed_sizes(const char* op, std::int64_t a_batches, std::int64_t M,
   const u128 sum_bytes = sizeof(std::int64_t);
   const u128 b_bytes = u128(b_batches) * (up(u128(N), qmm_panel_cols) / qmm_panel_cols) *
                        (kp * qmm_panel_cols + 64 + qmm_panel_cols * sum_bytes);
-  const u128 a_bytes = u128(a_batches) * up(u128(M), qmm_row_align) * (kp + sum_bytes);
+  const u128 a_bytes = u128(a_batches) * up(u128(M) + 1, qmm_row_align) * (kp + sum_bytes);
   const auto refuse = [&](const char* subject, u128 bytes, const std::string& what) {
     // Beyond 2^64 the count itself is not printable; the bound is what matters.
     const std::string amount = bytes >> 64 ? "more than 2^64" : std::to_string(std::uint64_t(bytes));
@@ -194,7 +197,7 @@ std::vector<std::uint8_t> unpack_panels(const PackedPanels& b) {
 }
 
 bool pack_panels(PackedPanels& out, std::int64_t batch, const void* data, std::int64_t row_stride,
-                 std::int64_t col_stride, std::int64_t p0, std::int64_t p1) {
+                 std::int64_t col_stride, std::int64_t p0, std::int64_t p1, bool with_sums) {
   bool fits = true;
   std::int64_t* sums = out.col_sums.as<std::int64_t>() + batch * out.panels * qmm_panel_cols;
   // The group holding depth K-1 and every group after it may be partly unwritten below.
@@ -215,11 +218,11 @@ bool pack_panels(PackedPanels& out, std::int64_t batch, const void* data, std::i
     const std::int64_t quads = active_isa() >= Isa::avx512 ? (full_end - p0) / 4 : 0;
     if (quads > 0) {
       fits = pack_panel_quads_avx512(panel_at(p0), out.panel_bytes, source_at(p0), out.K, row_stride, flip, quads,
-                                     sums + p0 * qmm_panel_cols);
+                                     with_sums ? sums + p0 * qmm_panel_cols : nullptr);
       p0 += 4 * quads;
     }
     if (full_end > p0) {
-      fits = pack_full_panels_by_rows(
+      fits = (with_sums ? pack_full_panels_by_rows<true> : pack_full_panels_by_rows<false>)(
                  panel_at(p0), out.panel_bytes, source_at(p0), out.K, row_stride, flip, full_end - p0,
                  sums + p0 * qmm_panel_cols) &&
              fits;
@@ -253,6 +256,11 @@ void PackedRows::shape(std::int64_t rows_, std::int64_t kp_) {
   kp = kp_;
   bytes.ensure(rows * kp);
   row_sums.ensure(rows * std::int64_t(sizeof(std::int64_t)));
+}
+
+void PackedRows::ones_row(std::int64_t r) {
+  std::memset(row(r), 1, std::size_t(kp));
+  row_sums.as<std::int64_t>()[r] = 0;
 }
 
 void pack_rows(PackedRows& out, const void* data, DataType type, std::int64_t K,

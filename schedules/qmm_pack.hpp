@@ -56,7 +56,7 @@ inline std::int64_t round_up(std::int64_t v, std::int64_t to) { return (v + to -
 inline constexpr std::int64_t max_packed_bytes = std::int64_t(1) << 47;
 
 /// Refuses, before anything is allocated, operands whose packed form would exceed
-/// max_packed_bytes: B' for `b_batches` matrices of K x N and A' for
+/// max_packed_bytes: B' for `b_batches` matrices of K x N and A' (with its spare ones row) for
 /// `a_batches` matrices of M x K; a count of 0 leaves that operand out. Throws
 /// hk::Error(Errc::invalid_shape, op, "a" or "b").
 void check_packed_sizes(const char* op, std::int64_t a_batches, std::int64_t M,
@@ -97,15 +97,16 @@ void shape_panels(PackedPanels& out, std::int64_t batches, std::int64_t K, std::
 std::vector<std::uint8_t> unpack_panels(const PackedPanels& b);
 
 /// Packs panels [p0, p1) of matrix `batch`, whose element (k, n) is element
-/// k*row_stride + n*col_stride of `data`, and their column sums. Returns whether every pair fits
-/// int16 (see above).
+/// k*row_stride + n*col_stride of `data`. Returns whether every pair fits int16 (see above).
+/// Without `with_sums` the column sums of a contiguous-row B may be left unwritten (a caller that
+/// gets them from the kernel instead, see PackedRows::ones_row).
 bool pack_panels(PackedPanels& out, std::int64_t batch, const void* data, std::int64_t row_stride,
-                 std::int64_t col_stride, std::int64_t p0, std::int64_t p1);
+                 std::int64_t col_stride, std::int64_t p0, std::int64_t p1, bool with_sums = true);
 
 /// Full panels [0, 4 * quads) of a B whose rows are contiguous (element (k, n) at src + k *
 /// row_stride + n), each flipped by `flip` into B', four panels at a time with AVX-512BW (the
 /// caller checks that the CPU has it); panel p lands at dst + p * panel_bytes. Adds the column
-/// sums into `sums`. Returns whether every |B'| <= 64.
+/// sums into `sums` unless it is null. Returns whether every |B'| <= 64.
 bool pack_panel_quads_avx512(std::int8_t* dst, std::int64_t panel_bytes, const std::uint8_t* src, std::int64_t K,
                              std::int64_t row_stride, std::uint8_t flip, std::int64_t quads, std::int64_t* sums);
 
@@ -123,6 +124,8 @@ struct PackedRows {
 
   /// Shapes for `rows` rows of depth kp, reusing the storage when large enough.
   void shape(std::int64_t rows, std::int64_t kp);
+  /// Fills row r with ones: its product with B' is B's column sums, computed by the kernel.
+  void ones_row(std::int64_t r);
   std::uint8_t* row(std::int64_t r) { return bytes.as<std::uint8_t>() + r * kp; }
   const std::uint8_t* row(std::int64_t r) const { return bytes.as<std::uint8_t>() + r * kp; }
   const std::int64_t* sums() const { return row_sums.as<std::int64_t>(); }

@@ -137,6 +137,29 @@ TEST(QmmKernels, AReadWhereItLies) {
           }
 }
 
+// Strips of whole 64-column passes with A read in place: B's column sums come from the packing,
+// added up over the kc slices, over depth parts and past int32 (K = 70016); elsewhere from a row of
+// ones under A'. Both must give the oracle's sums at every level.
+TEST(QmmKernels, StripsSumBColumnsSliceBySlice) {
+  std::mt19937_64 rng(12);
+  const std::vector<hk::Schedule> strips = {
+      hk::Schedule(), hk::Schedule::parse("qmm.tiled(mc=16, nc=64, kc=256)"),
+      hk::Schedule::parse("qmm.parallel(mc=16, nc=64, kc=256, threads=2)"),
+      hk::Schedule::parse("qmm.parallel(mc=16, nc=128, kc=512, threads=3)")};
+  for (const DataType tb : {DataType::int8, DataType::uint8})
+    for (const auto& [M, N, K] : {std::array<i64, 3>{1, 64, 3136}, {7, 128, 1088}, {16, 64, 70016}, {5, 48, 1088}}) {
+      Problem p = make_problem(M, N, K, DataType::uint8, tb, random_values(std::size_t(M * K), 0, 255, rng),
+                               random_values(std::size_t(K * N), tb == DataType::int8 ? -128 : 0,
+                                             tb == DataType::int8 ? 127 : 255, rng),
+                               rng);
+      p.a_zero = qmmt::literal_q(DataType::uint8, {1}, {101}, rng);
+      p.b_zero = qmmt::literal_q(tb, {1}, {tb == DataType::uint8 ? 128 : 0}, rng);
+      SCOPED_TRACE("B " + std::string(hk::name_of(tb)) + ", M,N,K " + std::to_string(M) + "," + std::to_string(N) +
+                   "," + std::to_string(K));
+      qmmt::check_all(p, strips, qmmt::oracle(p, false));
+    }
+}
+
 // K = 70001 of 255 x -128: the kernels' int32 dot products of u8 x s8 would overflow, so depth
 // blocks are summed in int64 (the deep path), split at several block depths.
 TEST(QmmKernels, DotProductsBeyondInt32) {
