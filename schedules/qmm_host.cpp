@@ -61,9 +61,8 @@ bool a_read_in_place(const QmmProblem& p, Isa isa) {
 // Where B's column sums come from in strips. A copy of A can end with a row of ones, whose
 // products with B' are the sums, at the cost of one row more for the kernel; packing can sum the
 // columns instead, which pays where A is then read in place (no copy at all) and the packing sums
-// at one vpdpbusd per 64 bytes (whole 64-column passes at the VNNI level): 16 x 64 x 65536 took
-// 0.445 ms with the row of ones and 0.36 ms so on one core. Narrower panels sum through SSE2, at
-// a cost that lost to the row of ones (8 x 32 x 100000: 0.36 against 0.53 ms).
+// at one vpdpbusd per 64 bytes (whole 64-column passes at the VNNI level); narrower panels sum
+// through SSE2, which lost to the row of ones (docs/performance.md, "Strips").
 bool strip_sums_from_packing(const QmmProblem& p, const Blocking& g, Isa isa) {
   return a_read_in_place(p, isa) && isa >= Isa::avx512_vnni && p.b.col_stride == 1 &&
          g.nc % qmm_kernel_pass_cols == 0 && p.N % qmm_kernel_pass_cols == 0;
@@ -417,7 +416,7 @@ QmmBlocks few_row_blocks(const QmmProblem& p, std::int64_t parts, std::int64_t l
     std::int64_t nc = std::clamp<std::int64_t>(std::min(by_parts, by_cache), 16, 4096);
     // One row block whose columns would be cut narrower than the kernel's pass: its strips of a
     // full pass split their depth among the threads instead, where it is deep enough to feed them
-    // (16 x 64 x 65536 on two threads: 0.38 ms in strips of 32 columns, 0.25 ms in depth parts).
+    // (docs/performance.md, "Strips").
     std::int64_t depth_parts = 1;
     if (row_parts == 1 && nc < pass_width) {
       const std::int64_t strips = (p.N + pass_width - 1) / pass_width;
