@@ -177,6 +177,7 @@ class Bench(unittest.TestCase):
             # CLI11's range check reported text that is not a number as out of range.
             (scan + ["--threads", "abc"], "--threads: expected a whole number from 1 to"),
             (scan + ["--min-reps", "99999999999"], "got 99999999999"),
+            (scan + ["--threads", ""], "--threads: expected a whole number from 1 to 1024, got an empty value"),
             (qmm + ["--b-range", "1,x"], "--b-range: expected a whole number"),
             (["cumsum", "--shape", "4,x", "--dtype", "float32", "--axis", "0"], "shape"),
             (["cumsum", "--shape", "4,5", "--dtype", "float128", "--axis", "0"], "float128"),

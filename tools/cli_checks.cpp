@@ -35,7 +35,7 @@ CLI::Validator whole_number_within(std::int64_t lo, std::int64_t hi) {
         std::int64_t v = 0;
         const auto [stop, error] = std::from_chars(begin, end, v);
         if (stop == end && error == std::errc() && v >= lo && v <= hi) return {};
-        return "expected " + range + ", got " + text;
+        return "expected " + range + ", got " + (text.empty() ? "an empty value" : text);
       },
       lo == std::numeric_limits<int>::min() ? std::string()
       : hi == std::numeric_limits<std::int64_t>::max()
