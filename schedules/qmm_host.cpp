@@ -414,22 +414,19 @@ QmmBlocks few_row_blocks(const QmmProblem& p, std::int64_t parts, std::int64_t l
     const std::int64_t col_parts = parts / row_parts;
     const std::int64_t by_parts = round_up((p.N + col_parts - 1) / col_parts, qmm_panel_cols);
     std::int64_t nc = std::clamp<std::int64_t>(std::min(by_parts, by_cache), 16, 4096);
+    const std::int64_t kc = mc > qmm_row_align ? std::min(slice_depth, l1_depth) : slice_depth;
     // One row block whose columns would be cut narrower than the kernel's pass: its strips of a
-    // full pass split their depth among the threads instead, where it is deep enough to feed them
-    // (docs/performance.md, "Strips").
+    // full pass split their depth among the threads instead (as run_qmm_blocks will), where it is
+    // deep enough to feed them (docs/performance.md, "Strips").
     std::int64_t depth_parts = 1;
     if (row_parts == 1 && nc < pass_width) {
-      const std::int64_t strips = (p.N + pass_width - 1) / pass_width;
-      depth_parts = std::min(parts / strips, p.K / min_part_depth);
-      if (depth_parts >= 2)
-        nc = pass_width;
-      else
-        depth_parts = 1;
+      depth_parts = strip_depth_parts((p.N + pass_width - 1) / pass_width, p.K, kc, int(parts));
+      if (depth_parts > 1) nc = pass_width;
     }
     const std::int64_t blocks = row_parts * ((p.N + nc - 1) / nc);
     const std::pair<std::int64_t, double> key{std::min(blocks * depth_parts, parts), double(mc) * double(nc) / double(mc + nc)};
     if (key > best_key) {  // ties keep fewer row parts: one row block packs B as it goes
-      best = {mc, nc, mc > qmm_row_align ? std::min(slice_depth, l1_depth) : slice_depth};
+      best = {mc, nc, kc};
       best_key = key;
     }
   }
