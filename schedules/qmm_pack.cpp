@@ -25,29 +25,40 @@ inline std::int8_t shifted_b(const void* data, std::int64_t i, DataType source) 
   return static_cast<std::int8_t>(source == DataType::uint8 ? raw ^ 0x80u : raw);
 }
 
-inline __m128i zero_or_row(const std::uint8_t* row, bool present, __m128i flip) {
-  return present ? _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row)), flip)
-                 : _mm_setzero_si128();
-}
-
 inline __m128i low_bytes_to_i16(__m128i v) { return _mm_srai_epi16(_mm_unpacklo_epi8(v, v), 8); }
 inline __m128i high_bytes_to_i16(__m128i v) { return _mm_srai_epi16(_mm_unpackhi_epi8(v, v), 8); }
 inline __m128i low_i16_to_i32(__m128i v) { return _mm_srai_epi32(_mm_unpacklo_epi16(v, v), 16); }
 inline __m128i high_i16_to_i32(__m128i v) { return _mm_srai_epi32(_mm_unpackhi_epi16(v, v), 16); }
 
-// Full panels [0, panels) of a B whose rows are contiguous: four rows of 16 bytes become 16
-// columns x 4 depths by two rounds of byte/word interleaving (SSE2, so every x86-64 CPU runs it);
-// panel `p` lands panel_bytes apart. Returns whether every |B'| <= 64; adds column sums when Sums.
-template <bool Sums>
-bool pack_full_panels_by_rows(std::int8_t* dst, std::int64_t panel_bytes, const std::uint8_t* src,
-                              std::int64_t K, std::int64_t row_stride, std::uint8_t flip_value,
-                              std::int64_t panels, std::int64_t* sums) {
+// B' + 128 as unsigned bytes: |B'| <= 64 exactly when it lies in [64, 192]. Tracks the least and
+// the greatest of every byte seen.
+struct PairBound {
+  __m128i lowest = _mm_set1_epi8(static_cast<char>(0xFF)), highest = _mm_setzero_si128();
+  void see(__m128i b_prime) {
+    const __m128i u = _mm_xor_si128(b_prime, _mm_set1_epi8(static_cast<char>(0x80)));
+    lowest = _mm_min_epu8(lowest, u);
+    highest = _mm_max_epu8(highest, u);
+  }
+  bool fits() const {
+    alignas(16) std::uint8_t lo[16], hi[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(lo), lowest);
+    _mm_store_si128(reinterpret_cast<__m128i*>(hi), highest);
+    for (int i = 0; i < 16; ++i)
+      if (lo[i] < 64 || hi[i] > 192) return false;
+    return true;
+  }
+};
+
+// Panels [0, panels) of a B whose rows are contiguous: four rows of 16 bytes become 16 columns x
+// 4 depths by two rounds of byte/word interleaving (SSE2, so every x86-64 CPU runs it); panel `p`
+// lands panel_bytes apart. row(k, p) gives depth k (< K) of panel p as B', its missing columns
+// zero. Returns whether every |B'| <= 64; adds column sums when Sums.
+template <bool Sums, class Row>
+bool interleave_panels(std::int8_t* dst, std::int64_t panel_bytes, std::int64_t K, std::int64_t panels,
+                       std::int64_t* sums, Row row) {
   // int32 partial column sums stay exact for 2^22 depths (|B'| <= 128); fold them before that.
   constexpr std::int64_t chunk = std::int64_t(1) << 22;
-  const __m128i flip = _mm_set1_epi8(static_cast<char>(flip_value));
-  const __m128i bias = _mm_set1_epi8(static_cast<char>(0x80));
-  // B' + 128 as unsigned bytes: |B'| <= 64 exactly when it lies in [64, 192].
-  __m128i lowest = _mm_set1_epi8(static_cast<char>(0xFF)), highest = _mm_setzero_si128();
+  PairBound bound;
   std::vector<__m128i> total(Sums ? std::size_t(panels * 4) : 0);
   for (std::int64_t c0 = 0; c0 < K; c0 += chunk) {
     std::fill(total.begin(), total.end(), _mm_setzero_si128());
@@ -55,11 +66,10 @@ bool pack_full_panels_by_rows(std::int8_t* dst, std::int64_t panel_bytes, const 
     // cache lines apart (panel_bytes), so the writes do not all fall into one cache set.
     for (std::int64_t k = c0; k < std::min(K, c0 + chunk); k += 4)
       for (std::int64_t p = 0; p < panels; ++p) {
-        const std::uint8_t* r = src + k * row_stride + p * qmm_panel_cols;
-        const __m128i r0 = zero_or_row(r, true, flip);
-        const __m128i r1 = zero_or_row(r + row_stride, k + 1 < K, flip);
-        const __m128i r2 = zero_or_row(r + 2 * row_stride, k + 2 < K, flip);
-        const __m128i r3 = zero_or_row(r + 3 * row_stride, k + 3 < K, flip);
+        const __m128i r0 = row(k, p);
+        const __m128i r1 = k + 1 < K ? row(k + 1, p) : _mm_setzero_si128();
+        const __m128i r2 = k + 2 < K ? row(k + 2, p) : _mm_setzero_si128();
+        const __m128i r3 = k + 3 < K ? row(k + 3, p) : _mm_setzero_si128();
         const __m128i t0 = _mm_unpacklo_epi8(r0, r1), t1 = _mm_unpackhi_epi8(r0, r1);
         const __m128i t2 = _mm_unpacklo_epi8(r2, r3), t3 = _mm_unpackhi_epi8(r2, r3);
         auto* out = reinterpret_cast<__m128i*>(dst + p * panel_bytes + (k / 4) * 64);
@@ -67,10 +77,7 @@ bool pack_full_panels_by_rows(std::int8_t* dst, std::int64_t panel_bytes, const 
         _mm_store_si128(out + 1, _mm_unpackhi_epi16(t0, t2));
         _mm_store_si128(out + 2, _mm_unpacklo_epi16(t1, t3));
         _mm_store_si128(out + 3, _mm_unpackhi_epi16(t1, t3));
-        const __m128i u0 = _mm_xor_si128(r0, bias), u1 = _mm_xor_si128(r1, bias);
-        const __m128i u2 = _mm_xor_si128(r2, bias), u3 = _mm_xor_si128(r3, bias);
-        lowest = _mm_min_epu8(lowest, _mm_min_epu8(_mm_min_epu8(u0, u1), _mm_min_epu8(u2, u3)));
-        highest = _mm_max_epu8(highest, _mm_max_epu8(_mm_max_epu8(u0, u1), _mm_max_epu8(u2, u3)));
+        bound.see(r0), bound.see(r1), bound.see(r2), bound.see(r3);
         if constexpr (Sums) {
           const __m128i low = _mm_add_epi16(_mm_add_epi16(low_bytes_to_i16(r0), low_bytes_to_i16(r1)),
                                             _mm_add_epi16(low_bytes_to_i16(r2), low_bytes_to_i16(r3)));
@@ -90,12 +97,84 @@ bool pack_full_panels_by_rows(std::int8_t* dst, std::int64_t panel_bytes, const 
       for (int c = 0; c < 16; ++c) sums[p * 16 + c] += part[c];
     }
   }
-  alignas(16) std::uint8_t lo[16], hi[16];
-  _mm_store_si128(reinterpret_cast<__m128i*>(lo), lowest);
-  _mm_store_si128(reinterpret_cast<__m128i*>(hi), highest);
-  for (int i = 0; i < 16; ++i)
-    if (lo[i] < 64 || hi[i] > 192) return false;
-  return true;
+  return bound.fits();
+}
+
+// The first `count` bytes at `src` (count <= 16), the rest zero, without reading past them.
+inline __m128i load_first(const std::uint8_t* src, std::int64_t count) {
+  alignas(16) std::uint8_t part[16] = {};
+  std::memcpy(part, src, std::size_t(count));
+  return _mm_load_si128(reinterpret_cast<const __m128i*>(part));
+}
+
+// Byte i is 0xFF for i < count, else 0.
+inline __m128i first_bytes_mask(std::int64_t count) {
+  alignas(16) static constexpr std::uint8_t ones_then_zeros[32] = {
+      0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(ones_then_zeros + 16 - count));
+}
+
+// The panel of the last `cols` (< 16) columns of a B whose rows are contiguous, through the same
+// interleaving as full panels. A row is read 16 bytes at once, and the bytes past its columns
+// masked off, wherever those 16 bytes lie inside B (before its last element, so inside the
+// caller's memory); the last rows are copied aside first.
+bool pack_partial_panel_by_rows(std::int8_t* dst, const std::uint8_t* src, std::int64_t K, std::int64_t row_stride,
+                                std::uint8_t flip_value, std::int64_t cols, std::int64_t* sums) {
+  const __m128i flip = _mm_set1_epi8(static_cast<char>(flip_value)), keep = first_bytes_mask(cols);
+  // Row k's 16 bytes end within B when k * row_stride + 16 <= (K - 1) * row_stride + cols.
+  const std::int64_t whole_rows =
+      row_stride == 0 ? 0 : std::clamp<std::int64_t>(K - 1 - (16 - cols + row_stride - 1) / row_stride + 1, 0, K);
+  std::fill_n(sums, qmm_panel_cols, 0);
+  return interleave_panels<true>(dst, 0, K, 1, sums, [&](std::int64_t k, std::int64_t) {
+    const std::uint8_t* r = src + k * row_stride;
+    const __m128i raw = k < whole_rows ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(r)) : load_first(r, cols);
+    return _mm_and_si128(_mm_xor_si128(raw, flip), keep);
+  });
+}
+
+// Panels [0, panels) of the first `N` columns of a B whose columns are contiguous (element (k, n)
+// at src + n * col_stride + k; B as the transpose of a row-major N x K matrix, PyTorch's weight
+// layout). Sixteen bytes of each of four columns (four depth groups each) become four groups of
+// those columns by a 4 x 4 transpose of 32-bit words. Returns whether every |B'| <= 64; sets the
+// column sums.
+bool pack_panels_by_columns(std::int8_t* dst, std::int64_t panel_bytes, const std::uint8_t* src, std::int64_t K,
+                            std::int64_t col_stride, std::uint8_t flip_value, std::int64_t N, std::int64_t panels,
+                            std::int64_t* sums) {
+  const __m128i flip = _mm_set1_epi8(static_cast<char>(flip_value)), bias = _mm_set1_epi8(static_cast<char>(0x80));
+  const __m128i zero = _mm_setzero_si128();
+  PairBound bound;
+  for (std::int64_t p = 0; p < panels; ++p) {
+    const std::int64_t cols = std::min(qmm_panel_cols, N - p * qmm_panel_cols);
+    const std::uint8_t* const first = src + p * qmm_panel_cols * col_stride;
+    __m128i total[16];
+    std::fill_n(total, 16, zero);
+    for (std::int64_t k = 0; k < K; k += 16) {
+      __m128i v[16];
+      for (std::int64_t c = 0; c < 16; ++c) {
+        const std::uint8_t* column = first + c * col_stride + k;
+        v[c] = c >= cols          ? zero
+               : K - k >= 16      ? _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(column)), flip)
+                                  : _mm_and_si128(_mm_xor_si128(load_first(column, K - k), flip), first_bytes_mask(K - k));
+        bound.see(v[c]);
+        // psadbw sums unsigned bytes: B' + 128, less 128 per byte at the end.
+        total[c] = _mm_add_epi64(total[c], _mm_sad_epu8(_mm_xor_si128(v[c], bias), zero));
+      }
+      auto* out = reinterpret_cast<__m128i*>(dst + p * panel_bytes + (k / 4) * 64);
+      for (int c = 0; c < 16; c += 4) {
+        const __m128i t0 = _mm_unpacklo_epi32(v[c], v[c + 1]), t1 = _mm_unpacklo_epi32(v[c + 2], v[c + 3]);
+        const __m128i t2 = _mm_unpackhi_epi32(v[c], v[c + 1]), t3 = _mm_unpackhi_epi32(v[c + 2], v[c + 3]);
+        _mm_store_si128(out + c / 4, _mm_unpacklo_epi64(t0, t1));
+        _mm_store_si128(out + 4 + c / 4, _mm_unpackhi_epi64(t0, t1));
+        _mm_store_si128(out + 8 + c / 4, _mm_unpacklo_epi64(t2, t3));
+        _mm_store_si128(out + 12 + c / 4, _mm_unpackhi_epi64(t2, t3));
+      }
+    }
+    const std::int64_t bytes_seen = round_up(K, 16);
+    for (int c = 0; c < 16; ++c)
+      sums[p * qmm_panel_cols + c] =
+          _mm_cvtsi128_si64(total[c]) + _mm_cvtsi128_si64(_mm_unpackhi_epi64(total[c], total[c])) - 128 * bytes_seen;
+  }
+  return bound.fits();
 }
 
 // A contiguous row of A', 16 bytes at a time, summed by psadbw (byte sums in 64-bit lanes): the
@@ -205,15 +284,15 @@ bool pack_panels(PackedPanels& out, std::int64_t batch, const void* data, std::i
   for (std::int64_t p = p0; p < p1; ++p)
     std::memset(out.bytes.as<std::byte>() + batch * out.batch_bytes + p * out.panel_bytes + written, 0,
                 std::size_t(out.panel_bytes - written));
+  const std::uint8_t flip = out.source == DataType::uint8 ? 0x80 : 0x00;
+  const auto panel_at = [&](std::int64_t p) {
+    return reinterpret_cast<std::int8_t*>(out.bytes.as<std::byte>() + batch * out.batch_bytes + p * out.panel_bytes);
+  };
+  const auto* const source = static_cast<const std::uint8_t*>(data);
   if (col_stride == 1) {
-    // Full panels by the vector paths, four at a time where the kernels' level has AVX-512; a
-    // partial last panel goes through the general loop below.
+    // Full panels by the vector paths, four at a time where the kernels' level has AVX-512.
     const std::int64_t full_end = std::min(p1, out.N / qmm_panel_cols);
-    const std::uint8_t flip = out.source == DataType::uint8 ? 0x80 : 0x00;
-    const auto panel_at = [&](std::int64_t p) {
-      return reinterpret_cast<std::int8_t*>(out.bytes.as<std::byte>() + batch * out.batch_bytes + p * out.panel_bytes);
-    };
-    const auto source_at = [&](std::int64_t p) { return static_cast<const std::uint8_t*>(data) + p * qmm_panel_cols; };
+    const auto source_at = [&](std::int64_t p) { return source + p * qmm_panel_cols; };
     if (full_end > p0) std::fill_n(sums + p0 * qmm_panel_cols, (full_end - p0) * qmm_panel_cols, 0);
     const std::int64_t quads = active_isa() >= Isa::avx512 ? (full_end - p0) / 4 : 0;
     if (quads > 0) {
@@ -222,13 +301,26 @@ bool pack_panels(PackedPanels& out, std::int64_t batch, const void* data, std::i
       p0 += 4 * quads;
     }
     if (full_end > p0) {
-      fits = (with_sums ? pack_full_panels_by_rows<true> : pack_full_panels_by_rows<false>)(
-                 panel_at(p0), out.panel_bytes, source_at(p0), out.K, row_stride, flip, full_end - p0,
-                 sums + p0 * qmm_panel_cols) &&
+      const std::uint8_t* const first = source_at(p0);
+      const __m128i flips = _mm_set1_epi8(static_cast<char>(flip));
+      const auto row = [&](std::int64_t k, std::int64_t p) {
+        return _mm_xor_si128(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(first + k * row_stride + p * qmm_panel_cols)), flips);
+      };
+      fits = (with_sums ? interleave_panels<true, decltype(row)> : interleave_panels<false, decltype(row)>)(
+                 panel_at(p0), out.panel_bytes, out.K, full_end - p0, sums + p0 * qmm_panel_cols, row) &&
              fits;
       p0 = full_end;
     }
+    if (p0 < p1)
+      fits = pack_partial_panel_by_rows(panel_at(p0), source_at(p0), out.K, row_stride, flip,
+                                        out.N - p0 * qmm_panel_cols, sums + p0 * qmm_panel_cols) &&
+             fits;
+    return fits;
   }
+  if (row_stride == 1)
+    return pack_panels_by_columns(panel_at(p0), out.panel_bytes, source + p0 * qmm_panel_cols * col_stride, out.K,
+                                  col_stride, flip, out.N - p0 * qmm_panel_cols, p1 - p0, sums + p0 * qmm_panel_cols);
   for (std::int64_t p = p0; p < p1; ++p) {
     auto* dst = reinterpret_cast<std::int8_t*>(out.bytes.as<std::byte>() + batch * out.batch_bytes +
                                                p * out.panel_bytes);
