@@ -123,7 +123,7 @@ bool pack_partial_panel_by_rows(std::int8_t* dst, const std::uint8_t* src, std::
   const __m128i flip = _mm_set1_epi8(static_cast<char>(flip_value)), keep = first_bytes_mask(cols);
   // Row k's 16 bytes end within B when k * row_stride + 16 <= (K - 1) * row_stride + cols.
   const std::int64_t whole_rows =
-      row_stride == 0 ? 0 : std::clamp<std::int64_t>(K - 1 - (16 - cols + row_stride - 1) / row_stride + 1, 0, K);
+      row_stride == 0 ? 0 : std::max<std::int64_t>(K - (16 - cols + row_stride - 1) / row_stride, 0);
   std::fill_n(sums, qmm_panel_cols, 0);
   return interleave_panels<true>(dst, 0, K, 1, sums, [&](std::int64_t k, std::int64_t) {
     const std::uint8_t* r = src + k * row_stride;
