@@ -13,12 +13,14 @@
 
 namespace hk::bench {
 
-/// Row-major A {M,K}, B {K,N} and output {M,N}; per-tensor quantization.
+/// Row-major A {M,K} and output {M,N}, B {K,N} row-major or with contiguous columns; per-tensor
+/// quantization.
 struct OnednnQmmProblem {
   std::int64_t m = 0, n = 0, k = 0;
   DataType a_type = DataType::uint8, b_type = DataType::int8, out_type = DataType::uint8;
   const void* a = nullptr;
   const void* b = nullptr;
+  bool b_columns = false;  // B held as its transpose {N,K}, row-major
   void* out = nullptr;
   float multiplier = 1;  // float32(float32(a_scale * b_scale) / out_scale), as hetkern rounds it
   std::int32_t a_zero_point = 0, b_zero_point = 0, out_zero_point = 0;

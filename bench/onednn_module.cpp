@@ -81,8 +81,9 @@ std::unique_ptr<OnednnKernel> make(const OnednnQmmProblem& p, std::string& reaso
   try {
     k = std::make_unique<Kernel>();
     const dnnl::memory::desc a_md({p.m, p.k}, onednn_type(p.a_type), tag::ab);
-    const dnnl::memory::desc b_md({p.k, p.n}, onednn_type(p.b_type), tag::ab);
-    const dnnl::memory::desc b_kernel_md({p.k, p.n}, onednn_type(p.b_type), p.packed_weights ? tag::any : tag::ab);
+    const tag b_tag = p.b_columns ? tag::ba : tag::ab;
+    const dnnl::memory::desc b_md({p.k, p.n}, onednn_type(p.b_type), b_tag);
+    const dnnl::memory::desc b_kernel_md({p.k, p.n}, onednn_type(p.b_type), p.packed_weights ? tag::any : b_tag);
     const dnnl::memory::desc out_md({p.m, p.n}, onednn_type(p.out_type), tag::ab);
     dnnl::primitive_attr attr;
     attr.set_output_scales(0, {p.multiplier});

@@ -53,11 +53,14 @@ OnednnQmmProblem onednn_problem(const QmmCase& c, const Buffer& a, const Buffer&
   p.multiplier = (q.a_scale * q.b_scale) / q.out_scale;
   p.a_zero_point = q.a_zero_point;
   p.out_zero_point = q.out_zero_point;
+  p.b_columns = c.b_layout == BLayout::columns;
   p.packed_weights = c.packed_b;
   return p;
 }
 
 }  // namespace
+
+const char* name_of(BLayout layout) { return layout == BLayout::columns ? "columns" : "rows"; }
 
 const QmmCase& checked_qmm_case(const QmmCase& c) {
   for (const DataType t : {c.a_type, c.b_type, c.out_type})
@@ -106,7 +109,10 @@ QmmWorkload::QmmWorkload(const QmmCase& c)
                                   std::int64_t(random_bits(b_seed, std::uint64_t(i)) % b_span)));
 
   args_.a = {TensorDesc(c.a_type, {c.m, c.k}), a};
-  args_.b = {TensorDesc(c.b_type, {c.k, c.n}), b};
+  // Random values either way: only where element (k, n) lies changes, for both libraries.
+  args_.b = {c.b_layout == BLayout::columns ? TensorDesc(c.b_type, {c.k, c.n}, {1, c.k})
+                                            : TensorDesc(c.b_type, {c.k, c.n}),
+             b};
   args_.a_scale = {one_float, &q_.a_scale};
   args_.b_scale = {one_float, &q_.b_scale};
   args_.output_scale = {one_float, &q_.out_scale};
@@ -153,6 +159,7 @@ Record bench_qmm(const QmmCase& c, const TimingOptions& timing) {
   r.set("dtype", std::string(name_of(c.a_type)) + "," + std::string(name_of(c.b_type)) + "," +
                      std::string(name_of(c.out_type)));
   r.set("b_range", std::vector<std::int64_t>{w.b_range().first, w.b_range().second});
+  r.set("b_layout", name_of(c.b_layout));
   r.set("packed_b", c.packed_b);
   r.set("a_scale", double(q.a_scale));
   r.set("a_zero_point", int(q.a_zero_point));

@@ -15,10 +15,18 @@
 
 namespace hk::bench {
 
+/// How B {K,N} lies in memory: row-major (rows), or its transpose {N,K} row-major (columns: each
+/// column of B contiguous, as PyTorch's Linear weight and numpy's `w.T` hold it).
+enum class BLayout { rows, columns };
+
+/// "rows" or "columns".
+const char* name_of(BLayout layout);
+
 struct QmmCase {
-  std::int64_t m = 0, n = 0, k = 0;  // A {M,K} x B {K,N} -> {M,N}, packed row-major
+  std::int64_t m = 0, n = 0, k = 0;  // A {M,K} x B {K,N} -> {M,N}; A and the output packed row-major
   DataType a_type = DataType::uint8, b_type = DataType::int8, out_type = DataType::uint8;
   std::optional<std::pair<int, int>> b_range;  // B's values, inclusive; default: its type's range
+  BLayout b_layout = BLayout::rows;             // for hetkern and oneDNN alike
   Schedule schedule;                           // empty: the library's choice
   int threads = 0;                             // 0: every CPU of the affinity mask
   /// Constant weights: B packed once by hk::pack_b before timing, and oneDNN's B reordered once
@@ -85,7 +93,7 @@ class QmmWorkload {
 };
 
 /// Times hetkern and oneDNN interleaved and returns op ("qlinear-matmul"), shape {M,N,K}, dtype
-/// ("uint8,int8,uint8": A, B, output), b_range, the quantization, schedule, threads, isa, the
+/// ("uint8,int8,uint8": A, B, output), b_range, b_layout ("rows" or "columns"), the quantization, schedule, threads, isa, the
 /// timing statistics (median_ns, min_ns, q1_ns, q3_ns, max_ns, repetitions), ops, gops,
 /// onednn_median_ns, onednn_min_ns, onednn_max_ns, onednn_gops, onednn_mismatches (null with an
 /// onednn_reason when oneDNN cannot run the case), onednn_isa, onednn_impl, onednn_version and

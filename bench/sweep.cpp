@@ -317,7 +317,8 @@ std::string peer_input(const SweepOptions& o, const std::vector<Record>& measure
         return name && *name == c.text && m.find("a_scale");
       };
       if (const auto it = std::find_if(measured.begin(), measured.end(), same_case); it != measured.end())
-        for (const char* key : {"b_range", "a_scale", "a_zero_point", "b_scale", "out_scale", "out_zero_point"})
+        for (const char* key :
+             {"b_range", "b_layout", "a_scale", "a_zero_point", "b_scale", "out_scale", "out_zero_point"})
           r.set(key, *it->find(key));
     } else {
       r.set("op", command_name(c.scan.op));

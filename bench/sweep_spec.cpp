@@ -146,9 +146,20 @@ void parse_qmm(SweepCase& c, const std::vector<std::string>& w, const std::strin
   } catch (const Error& e) {
     fail(source, c.line, std::string(e.what()) + ", got '" + w[1] + "'");
   }
+  bool layout_given = false;
   for (std::size_t i = 3; i < w.size(); ++i) {
+    if (w[i].rfind("b_layout=", 0) == 0) {
+      if (layout_given) fail(source, c.line, "b_layout given twice");
+      layout_given = true;
+      const std::string layout = w[i].substr(9);
+      if (layout != "rows" && layout != "columns")
+        fail(source, c.line, "b_layout is rows or columns, got '" + layout + "'");
+      c.qmm.b_layout = layout == "columns" ? BLayout::columns : BLayout::rows;
+      continue;
+    }
     if (w[i].rfind("b_range=", 0) != 0)
-      fail(source, c.line, "unknown qlinear-matmul option '" + w[i] + "' (options: b_range=LO,HI)");
+      fail(source, c.line,
+           "unknown qlinear-matmul option '" + w[i] + "' (options: b_range=LO,HI, b_layout=rows|columns)");
     if (c.qmm.b_range) fail(source, c.line, "b_range given twice");
     const auto range = integers(w[i].substr(8), "b_range", source, c.line);
     if (range.size() != 2) fail(source, c.line, "b_range is LO,HI, got '" + w[i].substr(8) + "'");

@@ -24,7 +24,7 @@ struct SweepCase {
   std::string text;   // the line without its comment, spaces collapsed: the case's name in records
   bool is_qmm = false;
   ScanCase scan;      // op, dtype, shape, options (schedule and threads are set per measurement)
-  QmmCase qmm;        // m, n, k, types, b_range
+  QmmCase qmm;        // m, n, k, types, b_range, b_layout
 };
 
 /// The preset names, in the order --help lists them: scans, qmm, small, all.

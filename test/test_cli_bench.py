@@ -18,7 +18,7 @@ COMMON_FIELDS = ["op", "shape", "dtype", "schedule", "threads", "isa", "median_n
                  "q3_ns", "max_ns", "repetitions", "time_vs_baseline"]
 SCAN_FIELDS = COMMON_FIELDS + ["axis", "direction", "exclusive", "bytes", "gbps", "copy_method",
                                "copy_median_ns", "copy_min_ns", "copy_max_ns", "copy_gbps"]
-QMM_FIELDS = COMMON_FIELDS + ["b_range", "packed_b", "a_scale", "a_zero_point", "b_scale", "b_zero_point", "out_scale",
+QMM_FIELDS = COMMON_FIELDS + ["b_range", "b_layout", "packed_b", "a_scale", "a_zero_point", "b_scale", "b_zero_point", "out_scale",
                               "out_zero_point", "ops", "gops", "onednn_median_ns", "onednn_min_ns",
                               "onednn_max_ns", "onednn_gops", "onednn_mismatches", "onednn_reason",
                               "onednn_isa", "onednn_impl", "onednn_version"]
@@ -111,7 +111,7 @@ class Bench(unittest.TestCase):
         self.assertEqual((r["op"], r["shape"], r["dtype"], r["b_range"]),
                          ("qlinear-matmul", [33, 70, 200], "uint8,int8,uint8", [-64, 63]))
         self.assertEqual(r["ops"], 2 * 33 * 70 * 200)
-        self.assertIs(r["packed_b"], False)
+        self.assertEqual((r["packed_b"], r["b_layout"]), (False, "rows"))
         self.assertAlmostEqual(r["gops"], r["ops"] / r["median_ns"])
         if r["onednn_version"] is None:  # a build without libdnnl-dev
             self.assertIn("oneDNN", r["onednn_reason"])
@@ -132,6 +132,18 @@ class Bench(unittest.TestCase):
             if r["onednn_version"] is not None:
                 self.assertEqual(r["onednn_mismatches"], 0)
                 self.assertAlmostEqual(r["time_vs_baseline"], r["median_ns"] / r["onednn_median_ns"])
+
+    def test_b_with_contiguous_columns(self):
+        # B held as its transpose (PyTorch's Linear weight) by both libraries: over random B, 0
+        # mismatches means both read element (k, n) from the same place, packed once or per call.
+        for types, extra in [("u8,s8,u8", []), ("s8,s8,s8", []), ("u8,s8,u8", ["--packed-b"])]:
+            with self.subTest(types=types, extra=extra):
+                r = self.record("qlinear-matmul", "--shape", "33,70,200", "--types", types, "--b-range", "-64,63",
+                                "--b-layout", "columns", *extra)
+                self.assert_common(r, QMM_FIELDS)
+                self.assertEqual((r["b_layout"], r["packed_b"]), ("columns", bool(extra)))
+                if r["onednn_version"] is not None:
+                    self.assertEqual(r["onednn_mismatches"], 0)
 
     def test_roof_only_for_the_host_kernels(self):
         host = self.record("qlinear-matmul", "--shape", "16,16,16", "--schedule", "qmm.tiled")
@@ -201,6 +213,7 @@ class Bench(unittest.TestCase):
             (qmm + ["--b-range", "10,5"], "b_range"),
             (qmm + ["--b-range", "-200,0"], "b_range"),
             (qmm + ["--b-range", "1"], "--b-range"),
+            (qmm + ["--b-layout", "diagonal"], "--b-layout: diagonal not in {rows,columns}"),
             (qmm + ["--schedule", "scan.tiled"], "scan.tiled"),
         ]
         # nan and inf passed CLI11's check of --min-time, and nan never ended the timing loop.

@@ -25,6 +25,7 @@ QMM = {"case": "qlinear-matmul 20,24,40 u8,s8,u8", "case_line": 2, "op": "qlinea
 
 # Just the part of PyTorch that peers.py calls, on numpy arrays.
 STAND_IN = textwrap.dedent('''
+    import os
     import numpy as np
     __version__ = "0.0-stand-in"
     int8, uint8, int32, float32 = np.int8, np.uint8, np.int32, np.float32
@@ -54,6 +55,8 @@ STAND_IN = textwrap.dedent('''
             return self.a.size
         def element_size(self):
             return self.a.itemsize
+        def t(self):
+            return Tensor(self.a.T)
 
     class Generator:
         def __init__(self, device):
@@ -72,6 +75,8 @@ STAND_IN = textwrap.dedent('''
 
     def _int_mm(a, b):
         assert a.a.dtype == np.int8 and b.a.dtype == np.int8
+        columns = b.a.strides[0] == b.a.itemsize
+        assert columns == (os.environ.get("EXPECT_B_LAYOUT") == "columns"), ("B's strides", b.a.strides)
         calls.append(_threads[0])
         return Tensor(a.a.astype(np.int32) @ b.a.astype(np.int32))
 
@@ -137,6 +142,16 @@ class Peers(unittest.TestCase):
     def test_default_threads_are_torchs_own(self):
         lines = run_peers([QMM], STAND_IN)
         self.assertEqual([o["threads"] for word, o in lines if word == "record"], [4])
+
+    def test_int_mm_reads_b_in_the_cases_layout(self):
+        """B with contiguous columns (b_layout "columns") reaches torch._int_mm as the transpose of
+        a row-major {N,K} tensor, with the same shape: the stand-in refuses any other layout."""
+        for layout in ("rows", "columns"):
+            with self.subTest(layout=layout):
+                lines = run_peers([dict(QMM, b_layout=layout)], STAND_IN, EXPECT_B_LAYOUT=layout)
+                self.assertFalse([o for word, o in lines if word == "skip"])
+                records = [o for word, o in lines if word == "record" and o["peer"] == "torch"]
+                self.assertEqual([r["shape"] for r in records], [QMM["shape"]])
 
     def test_what_int_mm_cannot_run_is_skipped_with_the_reason(self):
         unquantized = {k: v for k, v in QMM.items() if k not in ("a_scale", "a_zero_point")}

@@ -126,7 +126,7 @@ class Sweep(unittest.TestCase):
                 m, n, k = r["shape"]
                 self.assertEqual(r["ops"], 2 * m * n * k)
                 self.assertAlmostEqual(r["gops"], r["ops"] / r["median_ns"], delta=1e-9 * r["gops"])
-                self.assertEqual(r["b_range"], [-64, 63])
+                self.assertEqual((r["b_range"], r["b_layout"]), ([-64, 63], "rows"))
                 if r["onednn_gops"] is not None:
                     self.assertEqual(r["onednn_mismatches"], 0)
                     self.assertAlmostEqual(r["time_vs_baseline"], r["median_ns"] / r["onednn_median_ns"])
@@ -320,6 +320,22 @@ class Options(unittest.TestCase):
         self.assertEqual(got, sorted([("scan.parallel", 1, pin("scan.parallel")), ("scan.tiled", 1, pin("scan.tiled"))]))
         self.assertEqual(res["peers"], [])
 
+    def test_b_with_contiguous_columns(self):
+        """b_layout=columns gives hetkern and oneDNN B as its transpose; the same outputs from both
+        (0 mismatches over random B) show that both read element (k, n) where it lies."""
+        with tempfile.TemporaryDirectory() as tmp:
+            result = sweep("qlinear-matmul 20,32,40 u8,s8,u8 b_range=-64,63 b_layout=columns\n"
+                           "qlinear-matmul 17,5,70 s8,s8,s8 b_layout=rows b_range=-64,63\n", tmp,
+                           "--schedule", "qmm.tiled", "--threads", "1", "--no-peers", *QUICK)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            with open(os.path.join(tmp, "result", "results.json")) as f:
+                res = json.load(f)
+        self.assertEqual([(r["shape"], r["b_layout"]) for r in res["records"]],
+                         [([20, 32, 40], "columns"), ([17, 5, 70], "rows")])
+        for r in res["records"]:
+            if r["onednn_version"] is not None:
+                self.assertEqual(r["onednn_mismatches"], 0)
+
     def test_a_schedule_illegal_for_a_case_is_skipped_with_the_reason(self):
         if "scan.split" not in strategies_from_info()["scan"]:
             self.skipTest("a build without offload has no scan.split")
@@ -362,6 +378,9 @@ class Options(unittest.TestCase):
                  ("qlinear-matmul 8,8,8 u8,s8,u8 b_range=-1000,1000\n", "1", "b_range"),
                  ("qlinear-matmul 8,8,8 u8,s8,u8 b_range=-4294967296,4294967295\n", "1", "b_range"),
                  ("qlinear-matmul 8,8,8 u8,s8,u8 b_range=0,1 b_range=0,2\n", "1", "twice"),
+                 ("qlinear-matmul 8,8,8 u8,s8,u8 b_layout=diagonal\n", "1", "rows or columns, got 'diagonal'"),
+                 ("qlinear-matmul 8,8,8 u8,s8,u8 b_layout=rows b_layout=columns\n", "1", "b_layout given twice"),
+                 ("qlinear-matmul 8,8,8 u8,s8,u8 b_lay=rows\n", "1", "b_layout=rows|columns"),
                  ("cumsum 8,8 float32 axis=1\nqlinear-matmul 8,8,0 u8,s8,u8\n", "2", "must be positive"),
                  ("qlinear-matmul -1,8,8 u8,s8,u8\n", "1", "must be positive"),
                  ("qlinear-matmul 4294967296,4294967296,8 u8,s8,u8\n", "1", "62 bits"),

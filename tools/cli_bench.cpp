@@ -26,6 +26,7 @@ struct CommonArgs {
 
 struct QmmBenchArgs : ProblemArgs {
   std::vector<int> b_range;
+  std::string b_layout = "rows";
   bool packed_b = false;
 };
 
@@ -164,6 +165,10 @@ void add_qmm_bench(CLI::App& bench) {
   cmd->add_option("--b-range", args->b_range, "LO,HI: B's values (default: its type's full range)")
       ->delimiter(',')
       ->check(whole_number_within(std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
+  cmd->add_option("--b-layout", args->b_layout,
+                  "how B {K,N} lies: rows (row-major, the default) or columns (each column contiguous: "
+                  "B held as its transpose, PyTorch's Linear weight), for hetkern and oneDNN alike")
+      ->check(CLI::IsMember({"rows", "columns"}));
   cmd->add_flag("--packed-b", args->packed_b,
                  "constant weights: B packed once by hk::pack_b and oneDNN's B reordered once into "
                  "its own layout, before timing");
@@ -183,6 +188,7 @@ void add_qmm_bench(CLI::App& bench) {
     if (!args->b_range.empty()) c.b_range = std::pair(args->b_range[0], args->b_range[1]);
     if (!common->schedule.empty()) c.schedule = Schedule::parse(common->schedule);
     c.threads = common->threads;
+    c.b_layout = args->b_layout == "columns" ? bench::BLayout::columns : bench::BLayout::rows;
     c.packed_b = args->packed_b;
     bench::Record r = bench::bench_qmm(c, common->timing);
     // The host kernels' compute roof, for a call that runs on the host alone.
