@@ -6,9 +6,11 @@
 // (hk::pack_b), or packed here: when there are enough column blocks for every thread, or one row
 // block, each thread packs its own block right before using it, so B is read from memory once and
 // its packed form stays in cache (with one row block and fewer column blocks than threads, the
-// threads split each block's depth); otherwise all of B is packed first and shared. Every (row block, column
-// block) runs the selected kernel over depth blocks into an int32 C block (int64 partial sums when
-// the depth could overflow int32), then the epilogue requantizes it into the output.
+// threads split each block's depth); otherwise all of B is packed first and shared. A short block
+// of rows over a B whose columns are contiguous packs nothing: the dots kernels read B where it
+// lies (strip_dots). Every (row block, column block) runs the selected kernel over depth blocks
+// into an int32 C block (int64 partial sums when the depth could overflow int32), then the
+// epilogue requantizes it into the output.
 #include "schedules/qmm_host.hpp"
 
 #include <algorithm>
@@ -58,6 +60,22 @@ bool a_read_in_place(const QmmProblem& p, Isa isa) {
          isa != Isa::amx && !qmm_row_sums_wanted(p);
 }
 
+// Whether a strip multiplies B where it lies, without packing: B's columns are contiguous (PyTorch's
+// weight layout), so the dots kernels read each as a row of depths. Up to some height: they read
+// A' once per four columns where the packed kernels broadcast it, so taller blocks pay for packing
+// B (about 128 rows against vpdpbusd's packed kernel, 16 against AMX's tiles, 12 with AVX2's
+// widening; docs/performance.md, "B whose columns are contiguous: no packing").
+bool strip_dots(const QmmProblem& p, Isa isa) {
+  const std::int64_t max_rows = isa == Isa::amx ? 16 : isa == Isa::avx512_vnni ? 128 : 12;
+  return p.b.row_stride == 1 && p.K > 1 && p.M <= max_rows;
+}
+
+// A read in place by the dots kernels: uint8 rows of contiguous bytes with no row sums wanted;
+// their masked loads read nothing past a row's K bytes, so any K will do.
+bool a_read_in_place_by_dots(const QmmProblem& p) {
+  return p.a.dtype == DataType::uint8 && p.a.col_stride == 1 && !qmm_row_sums_wanted(p);
+}
+
 // Where B's column sums come from in strips. A copy of A can end with a row of ones, whose
 // products with B' are the sums, at the cost of one row more for the kernel; packing can sum the
 // columns instead, which pays where A is then read in place (no copy at all) and the packing sums
@@ -105,6 +123,8 @@ struct Job {
   const bool deep;
   const bool a_in_place;     // a_read_in_place: `a` holds only (zero) row sums
   const bool packing_sums;   // strip_sums_from_packing; otherwise A' ends with a row of ones
+  const bool dots;           // strip_dots: strips from B where it lies, by the dots kernels
+  const std::int64_t dots_depth;  // depth per dots kernel call
 
   const PackedRows& rows_of(std::int64_t t) const { return a[std::size_t(a_shared ? 0 : t)]; }
 
@@ -169,6 +189,10 @@ struct Job {
   // memory. The dot products are left in w.c (w.wide when deep), B's column sums over the depths
   // in w.strip_sums.
   void strip_depths(Scratch& w, std::int64_t t, std::int64_t jb, std::int64_t k_begin, std::int64_t k_end) const {
+    if (dots) {
+      strip_dots(w, t, jb, k_begin, k_end);
+      return;
+    }
     const auto [a0, lda] = a_rows(t);
     const std::int64_t j0 = jb * g.nc, ncb = std::min(g.nc, p.N - j0);
     const std::int64_t panels = (ncb + qmm_panel_cols - 1) / qmm_panel_cols;
@@ -187,6 +211,29 @@ struct Job {
     const std::size_t row = std::size_t(p.M * g.nc);
     for (std::int64_t j = 0; j < ncb; ++j)
       w.strip_sums[std::size_t(j)] = deep ? w.wide[row + std::size_t(j)] : w.c.as<std::int32_t>()[row + std::size_t(j)];
+  }
+
+  // strip_depths for a B whose columns are contiguous: the dots kernel over depth chunks, B read
+  // where it lies. The column sums go through row M of w.c (int32 like the dots), as the ones
+  // row's would.
+  void strip_dots(Scratch& w, std::int64_t t, std::int64_t jb, std::int64_t k_begin, std::int64_t k_end) const {
+    const auto [a0, lda] = a_rows(t);
+    const std::int64_t j0 = jb * g.nc, ncb = std::min(g.nc, p.N - j0);
+    const auto* b = static_cast<const std::uint8_t*>(element(p.b, p.b.batch_offset(t, p.batch[1]) + j0 * p.b.col_stride));
+    const QmmDotsKernel kernel = select_qmm_dots(isa);
+    std::int32_t* c = w.c.as<std::int32_t>();
+    const std::size_t sums_row = std::size_t(p.M * g.nc);
+    if (deep) std::fill_n(w.wide.begin(), sums_row + std::size_t(g.nc), 0);
+    for (std::int64_t k = k_begin; k < k_end; k += dots_depth) {
+      const QmmDotsTile tile{a0 + k, lda, p.M, b + k, p.b.col_stride, std::uint8_t(b_shift(p.b) ? 0x80 : 0), ncb,
+                             std::min(dots_depth, k_end - k), c, g.nc, c + sums_row, !deep && k != k_begin};
+      kernel(tile);
+      if (deep)
+        for (std::int64_t r = 0; r <= p.M; ++r)
+          for (std::int64_t e = r * g.nc; e < r * g.nc + ncb; ++e) w.wide[std::size_t(e)] += c[e];
+    }
+    for (std::int64_t j = 0; j < ncb; ++j)
+      w.strip_sums[std::size_t(j)] = deep ? w.wide[sums_row + std::size_t(j)] : c[sums_row + std::size_t(j)];
   }
 
   // Requantizes the strip whose sums strip_depths left in w.
@@ -265,9 +312,10 @@ void run_qmm_blocks(const QmmProblem& p, const QmmBlocks& blocks, int threads) {
   const std::int64_t part_size = (p.M + 1) * g.nc;
   std::vector<std::int64_t>& part_sums = caller.part_sums;
   if (depth_parts > 1) part_sums.resize(std::size_t(batches * g.n_blocks * depth_parts * part_size));
-  const bool packing_sums = strips && strip_sums_from_packing(p, g, active_isa());
-  const bool ones_row = strips && !packing_sums;
-  const bool a_in_place = a_read_in_place(p, active_isa()) && !ones_row;
+  const bool dots = strips && strip_dots(p, active_isa());
+  const bool packing_sums = strips && !dots && strip_sums_from_packing(p, g, active_isa());
+  const bool ones_row = strips && !dots && !packing_sums;
+  const bool a_in_place = (dots ? a_read_in_place_by_dots(p) : a_read_in_place(p, active_isa())) && !ones_row;
   for (std::int64_t t = 0; t < (a_shared ? 1 : batches); ++t) {
     PackedRows& rows = a[std::size_t(t)];
     rows.shape(ones_row ? p.M + 1 : p.M, a_in_place ? 0 : kp);
@@ -276,7 +324,13 @@ void run_qmm_blocks(const QmmProblem& p, const QmmBlocks& blocks, int threads) {
   }
   if (pack_shared) shape_panels(caller.shared_b, b_batches, p.K, p.N, p.b.dtype, false);
   const PackedPanels* b = prepacked ? prepacked : pack_shared ? &caller.shared_b : nullptr;
-  const Job job{p, g, a, a_shared, active_isa(), kp > int32_safe_depth, a_in_place, packing_sums};
+  // The dots kernels' depth per call: all of it (to int32's bound) where one tile holds every row;
+  // for more rows, as much as keeps a tile's four columns in half the L1 while every row tile
+  // reads them.
+  const std::int64_t dots_depth =
+      p.M <= 4 ? qmm_dots_max_depth
+               : std::max<std::int64_t>(host_data_cache_bytes(1, 32 * 1024) / 8 / 64 * 64, 1024);
+  const Job job{p, g, a, a_shared, active_isa(), kp > int32_safe_depth, a_in_place, packing_sums, dots, dots_depth};
   std::atomic<bool> all_pairs_fit{true}, out_of_memory{false};
   // Packing tasks of up to 64 rows of A or 16 panels of B, smaller where that leaves threads idle:
   // 16 threads packed a 1024-column B in four tasks of 16 panels.
@@ -295,7 +349,7 @@ void run_qmm_blocks(const QmmProblem& p, const QmmBlocks& blocks, int threads) {
   const auto work = [&](int thread, int team) {
     Scratch& w = Scratch::of_this_thread();
     try {
-      w.prepare_worker(p, g, strips ? round_up(p.M + 1, qmm_row_align) : g.mc, job.deep, pack_on_the_fly);
+      w.prepare_worker(p, g, strips ? round_up(p.M + 1, qmm_row_align) : g.mc, job.deep, pack_on_the_fly && !dots);
     } catch (const std::bad_alloc&) {
       out_of_memory.store(true);
     }

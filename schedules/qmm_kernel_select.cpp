@@ -18,4 +18,15 @@ QmmKernelChoice select_qmm_kernel(Isa isa, bool pairs_fit_int16) {
   return {qmm_kernel_portable, "portable"};
 }
 
+QmmDotsKernel select_qmm_dots(Isa isa) {
+  switch (isa) {
+    case Isa::amx:
+    case Isa::avx512_vnni: return qmm_dots_avx512_vnni;
+    case Isa::avx512:
+    case Isa::avx2: return qmm_dots_avx2;
+    case Isa::portable: break;
+  }
+  return qmm_dots_portable;
+}
+
 }  // namespace hk::detail

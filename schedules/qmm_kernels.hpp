@@ -1,5 +1,6 @@
 // The QuantizedLinearMatMul macro-kernels: int32 dot products of packed A' (u8) and B' (s8) blocks,
-// one implementation per instruction-set level, chosen at run time.
+// or of A' rows and B's contiguous columns (the dots kernels), one implementation per
+// instruction-set level, chosen at run time.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +35,37 @@ void qmm_kernel_avx2_maddubs(const QmmTile& t);  // only when no B' pair can sat
 void qmm_kernel_avx2_exact(const QmmTile& t);
 void qmm_kernel_avx512_vnni(const QmmTile& t);
 void qmm_kernel_amx(const QmmTile& t);
+
+/// One call of a dots kernel, for B whose columns are contiguous (PyTorch's weight layout): B is
+/// read where it lies, flipped into B' as it is loaded, and never packed.
+///   C[r][j] (+)= sum_{k < depth} A'[r][k] * B'[k][j]        col_sums[j] (+)= sum_k B'[k][j]
+/// Nothing is read past a row's or a column's `depth` bytes.
+struct QmmDotsTile {
+  const std::uint8_t* a;  // A' row r at a + r*lda
+  std::int64_t lda;
+  std::int64_t rows;
+  const std::uint8_t* b;  // B's column j at b + j*ldb, its depths contiguous
+  std::int64_t ldb;
+  std::uint8_t flip;      // B' = B ^ flip: 0x80 for uint8 B, else 0
+  std::int64_t cols;
+  std::int64_t depth;     // at most qmm_dots_max_depth, so that every sum fits int32
+  std::int32_t* c;        // C[r][j] at c + r*ldc + j
+  std::int64_t ldc;
+  std::int32_t* col_sums;
+  bool accumulate;        // add to C and col_sums rather than overwrite them
+};
+
+/// |A' B'| <= 255 * 128 per product: 65536 of them stay within int32.
+inline constexpr std::int64_t qmm_dots_max_depth = 65536;
+
+using QmmDotsKernel = void (*)(const QmmDotsTile&);
+
+void qmm_dots_portable(const QmmDotsTile& t);
+void qmm_dots_avx2(const QmmDotsTile& t);  // products widened to int16, summed by vpmaddwd
+void qmm_dots_avx512_vnni(const QmmDotsTile& t);
+
+/// The dots kernel of `isa` (AMX's is the AVX-512 VNNI one: a dot product has no tile shape).
+QmmDotsKernel select_qmm_dots(Isa isa);
 
 struct QmmKernelChoice {
   QmmKernel run;

@@ -3,8 +3,6 @@
 // panels hold B' and zero padding, the column sums and the int16 pair bound are B's, and nothing is
 // read past B's last element (it lies just before an inaccessible page).
 #include <gtest/gtest.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "fenced_bytes_test_util.hpp"
 #include "isa_test_util.hpp"
 #include "schedules/qmm_pack.hpp"
 
@@ -19,30 +18,8 @@ namespace {
 
 using hk::DataType;
 using hk::detail::PackedPanels;
+using hk::test::FencedBytes;
 using i64 = std::int64_t;
-
-// `n` bytes whose last one is followed by a page that faults when touched.
-class FencedBytes {
- public:
-  explicit FencedBytes(i64 n) {
-    const i64 page = sysconf(_SC_PAGESIZE);
-    mapped_ = std::size_t(hk::detail::round_up(n, page) + page);
-    void* m = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) std::abort();
-    base_ = static_cast<std::uint8_t*>(m);
-    if (mprotect(base_ + mapped_ - std::size_t(page), std::size_t(page), PROT_NONE) != 0) std::abort();
-    data_ = base_ + mapped_ - std::size_t(page) - std::size_t(n);
-  }
-  ~FencedBytes() { munmap(base_, mapped_); }
-  FencedBytes(const FencedBytes&) = delete;
-  FencedBytes& operator=(const FencedBytes&) = delete;
-  std::uint8_t* data() { return data_; }
-
- private:
-  std::uint8_t* base_ = nullptr;
-  std::uint8_t* data_ = nullptr;
-  std::size_t mapped_ = 0;
-};
 
 struct Layout {
   const char* name;

@@ -474,6 +474,35 @@ TEST(QmmProperties, FewColumnBlocksSplitTheirDepthOverThreads) {
       }
 }
 
+// B whose columns are contiguous (a transposed K x N, packed or with gaps) at heights on both sides
+// of where strips stop packing B and read it in place (16 rows with AMX, 12 with AVX2, 128 with
+// VNNI), every signedness, per-row and per-column zero points; deep enough for int64 sums, split
+// over threads in depth parts and in column blocks.
+TEST(QmmProperties, BWithContiguousColumnsOnBothSidesOfPacking) {
+  std::mt19937_64 rng(2718);
+  const std::array<std::array<i64, 3>, 9> shapes{{{1, 3, 100}, {5, 17, 70}, {12, 4, 129}, {13, 9, 64},
+                                                  {16, 33, 65}, {17, 5, 31}, {128, 6, 40}, {129, 7, 20},
+                                                  {3, 5, 70001}}};
+  int n = 0;
+  for (const auto& [M, N, K] : shapes)
+    for (DataType ta : types8)
+      for (DataType tb : types8) {
+        Config c;
+        c.M = M, c.N = N, c.K = K;
+        c.ta = ta, c.tb = tb, c.ty = types8[n % 2];
+        c.lb = n++ % 2 ? Layout::transposed : Layout::transposed_padded;
+        c.la = K > 1000 || n % 3 ? Layout::packed : Layout::padded;
+        c.sa = {Gran::row, 2}, c.sb = {Gran::column, 2};
+        c.za = ParamShape{Gran::row, 2}, c.zb = ParamShape{Gran::column, 1};
+        if (n % 4 == 0) c.za.reset();  // A read in place where it is uint8
+        Problem p = build(c, rng);
+        const std::vector<hk::Schedule> schedules = {
+            hk::Schedule(), hk::Schedule("qmm.tiled"), hk::Schedule("qmm.parallel").set("threads", 2),
+            hk::Schedule("qmm.parallel").set("nc", 16).set("kc", 64).set("threads", 3)};
+        qmmt::check_all(p, schedules, qmmt::oracle(p, c.dyadic), describe(c));
+      }
+}
+
 // Powers of two from 2^-64 (everything rounds to zero) through subnormal multipliers to 2^30
 // (everything saturates), also with scales that are subnormal themselves.
 TEST(QmmProperties, ExtremeMultipliers) {
