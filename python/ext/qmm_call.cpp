@@ -26,8 +26,8 @@ constexpr const char* device_packed_capsule = "hetkern.DevicePackedB";
 
 // A scale or zero point: absent (None), a Python number of `number_type`, or an array. ONNX
 // gives per-row parameters of A and the output as 1-D arrays of M values; the library wants
-// them as {M,1}.
-bool parameter(PyObject* object, hk::DataType number_type, bool per_row, const char* subject,
+// them as {M,1}, so a 1-D array of another length is refused here, in the caller's shape.
+bool parameter(PyObject* object, hk::DataType number_type, bool per_row, std::int64_t rows, const char* subject,
                Operand& operand, bool& present) {
   present = object != Py_None;
   if (!present) return true;
@@ -39,7 +39,15 @@ bool parameter(PyObject* object, hk::DataType number_type, bool per_row, const c
                 "quantization parameters are host arrays (they are read on the host)");
     return false;
   }
-  if (per_row && operand.rank == 1 && operand.sizes[0] > 1) operand.insert_unit_dim(1);
+  if (per_row && operand.rank == 1 && operand.sizes[0] > 1) {
+    if (operand.sizes[0] != rows) {
+      raise_error(hk::Errc::invalid_shape, qmm_op, subject,
+                  "shape (" + std::to_string(operand.sizes[0]) +
+                      ",) is neither per-tensor (1,) nor per-row (M,) or (M, 1) with M = " + std::to_string(rows));
+      return false;
+    }
+    operand.insert_unit_dim(1);
+  }
   return true;
 }
 
@@ -127,12 +135,13 @@ PyObject* py_qmm(PyObject*, PyObject* args) {
   Operand* bp = packed_desc ? nullptr : &b;
   const hk::DataType b_type = packed_desc ? packed_desc->dtype() : b.dtype;
   bool has_za, has_zb, has_zy, present;
-  if (!parameter(sa_obj, hk::DataType::float32, true, "a_scale", sa, present) ||
-      !parameter(za_obj, a.dtype, true, "a_zero_point", za, has_za) ||
-      !parameter(sb_obj, hk::DataType::float32, false, "b_scale", sb, present) ||
-      !parameter(zb_obj, b_type, false, "b_zero_point", zb, has_zb) ||
-      !parameter(sy_obj, hk::DataType::float32, true, "y_scale", sy, present) ||
-      !parameter(zy_obj, y.dtype, true, "y_zero_point", zy, has_zy))
+  const std::int64_t rows = a.rank >= 2 ? a.sizes[a.rank - 2] : 1;  // a vector A is one row
+  if (!parameter(sa_obj, hk::DataType::float32, true, rows, "a_scale", sa, present) ||
+      !parameter(za_obj, a.dtype, true, rows, "a_zero_point", za, has_za) ||
+      !parameter(sb_obj, hk::DataType::float32, false, rows, "b_scale", sb, present) ||
+      !parameter(zb_obj, b_type, false, rows, "b_zero_point", zb, has_zb) ||
+      !parameter(sy_obj, hk::DataType::float32, true, rows, "y_scale", sy, present) ||
+      !parameter(zy_obj, y.dtype, true, rows, "y_zero_point", zy, has_zy))
     return nullptr;
   broadcast_matmul(a, bp, packed_desc, y);
   // Axes shared with a packed B keep their direction (its order is fixed): stage() copies an

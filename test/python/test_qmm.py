@@ -229,3 +229,14 @@ def test_errors_write_nothing(rng):
             call()
         assert e.value.subject == subject and str(e.value).startswith(f"quantized_linear_matmul: {subject}: ")
         np.testing.assert_array_equal(out, 77)
+    # A 1-D per-row parameter of the wrong length is described in the shape it was given, not as
+    # the {M,1} column the library takes.
+    for subject, call in (("a_scale", lambda: hetkern.qlinear_matmul(a, np.ones(3, np.float32), 0, b, 1.0, 0, 1.0, 0,
+                                                                     out=out)),
+                          ("a_zero_point", lambda: hetkern.qlinear_matmul(a, 1.0, np.zeros(5, np.uint8), b, 1.0, 0,
+                                                                          1.0, 0, out=out))):
+        with pytest.raises(hetkern.Error) as e:
+            call()
+        assert (e.value.code, e.value.subject) == ("invalid_shape", subject)
+        assert "per-row (M,) or (M, 1) with M = 4" in str(e.value) and "{" not in str(e.value), str(e.value)
+        np.testing.assert_array_equal(out, 77)
