@@ -66,31 +66,12 @@ void dots_tile(const QmmDotsTile& t, std::int64_t r0, std::int64_t j0) {
   if constexpr (Sums) store_sums<C>(t.col_sums + j0, sums, t.accumulate);
 }
 
-template <int C, bool Sums>
-void dots_rows(const QmmDotsTile& t, std::int64_t r0, std::int64_t rows, std::int64_t j0) {
-  switch (rows) {
-    case 4: dots_tile<4, C, Sums>(t, r0, j0); break;
-    case 3: dots_tile<3, C, Sums>(t, r0, j0); break;
-    case 2: dots_tile<2, C, Sums>(t, r0, j0); break;
-    case 1: dots_tile<1, C, Sums>(t, r0, j0); break;
-    default: break;
-  }
-}
-
-template <int C>
-void dots_columns(const QmmDotsTile& t, std::int64_t j0) {
-  std::int64_t r = std::min<std::int64_t>(t.rows, 4);
-  dots_rows<C, true>(t, 0, r, j0);
-  for (; r < t.rows; r += 4) dots_rows<C, false>(t, r, std::min<std::int64_t>(4, t.rows - r), j0);
-}
+constexpr int rows_per_tile = 4, first_tile_rows = 4, cols_per_tile = 2;
+#include "schedules/qmm_dots_walk.inc"
 
 }  // namespace
 
-void qmm_dots_avx2(const QmmDotsTile& t) {
-  std::int64_t j = 0;
-  for (; j + 2 <= t.cols; j += 2) dots_columns<2>(t, j);
-  if (j < t.cols) dots_columns<1>(t, j);
-}
+void qmm_dots_avx2(const QmmDotsTile& t) { dots_walk(t); }
 
 }  // namespace hk::detail
 

@@ -63,41 +63,14 @@ void dots_tile(const QmmDotsTile& t, std::int64_t r0, std::int64_t j0) {
   if constexpr (Sums) store_sums<C>(t.col_sums + j0, sums, t.accumulate);
 }
 
-template <int C, bool Sums>
-void dots_rows(const QmmDotsTile& t, std::int64_t r0, std::int64_t rows, std::int64_t j0) {
-  switch (rows) {
-    case 6: dots_tile<6, C, Sums>(t, r0, j0); break;
-    case 5: dots_tile<5, C, Sums>(t, r0, j0); break;
-    case 4: dots_tile<4, C, Sums>(t, r0, j0); break;
-    case 3: dots_tile<3, C, Sums>(t, r0, j0); break;
-    case 2: dots_tile<2, C, Sums>(t, r0, j0); break;
-    case 1: dots_tile<1, C, Sums>(t, r0, j0); break;
-    default: break;
-  }
-}
-
-// Every row against columns [j0, j0 + C): the first tile also sums the columns, with at most 5
-// rows so that its 24 accumulators, 4 columns and 3 constants fit the 32 registers; then tiles of
-// 6 rows (24 accumulators).
-template <int C>
-void dots_columns(const QmmDotsTile& t, std::int64_t j0) {
-  std::int64_t r = std::min<std::int64_t>(t.rows, 5);
-  dots_rows<C, true>(t, 0, r, j0);
-  for (; r < t.rows; r += 6) dots_rows<C, false>(t, r, std::min<std::int64_t>(6, t.rows - r), j0);
-}
+// Tiles of 6 rows x 4 columns (24 accumulators); the first, with the column sums, of at most 5
+// rows, so that its 24 accumulators, 4 columns and 3 constants fit the 32 registers.
+constexpr int rows_per_tile = 6, first_tile_rows = 5, cols_per_tile = 4;
+#include "schedules/qmm_dots_walk.inc"
 
 }  // namespace
 
-void qmm_dots_avx512_vnni(const QmmDotsTile& t) {
-  std::int64_t j = 0;
-  for (; j + 4 <= t.cols; j += 4) dots_columns<4>(t, j);
-  switch (t.cols - j) {
-    case 3: dots_columns<3>(t, j); break;
-    case 2: dots_columns<2>(t, j); break;
-    case 1: dots_columns<1>(t, j); break;
-    default: break;
-  }
-}
+void qmm_dots_avx512_vnni(const QmmDotsTile& t) { dots_walk(t); }
 
 }  // namespace hk::detail
 
