@@ -27,7 +27,7 @@ void store_sums(std::int32_t* dst, const __m256i (&v)[C], bool accumulate) {
 // and the constants within the 16 registers.
 template <int R, int C, bool Sums>
 void dots_tile(const QmmDotsTile& t, std::int64_t r0, std::int64_t j0) {
-  __m256i acc[R][C], sums[C];
+  __m256i acc[R > 0 ? R : 1][C], sums[C];
   for (int j = 0; j < C; ++j) {
     sums[j] = _mm256_setzero_si256();
     for (int i = 0; i < R; ++i) acc[i][j] = _mm256_setzero_si256();
@@ -66,12 +66,11 @@ void dots_tile(const QmmDotsTile& t, std::int64_t r0, std::int64_t j0) {
   if constexpr (Sums) store_sums<C>(t.col_sums + j0, sums, t.accumulate);
 }
 
-constexpr int rows_per_tile = 4, first_tile_rows = 4, cols_per_tile = 2;
 #include "schedules/qmm_dots_walk.inc"
 
 }  // namespace
 
-void qmm_dots_avx2(const QmmDotsTile& t) { dots_walk(t); }
+void qmm_dots_avx2(const QmmDotsTile& t) { dots_walk<4, 4, 2>(t); }
 
 }  // namespace hk::detail
 

@@ -24,16 +24,17 @@ inline __m128i lane_sums(__m512i v0, __m512i v1, __m512i v2, __m512i v3) {
 template <int C>
 void store_sums(std::int32_t* dst, const __m512i (&v)[C], bool accumulate) {
   const __m512i zero = _mm512_setzero_si512();
-  alignas(16) std::int32_t lanes[4];
-  _mm_store_si128(reinterpret_cast<__m128i*>(lanes),
-                  lane_sums(v[0], C > 1 ? v[1] : zero, C > 2 ? v[2] : zero, C > 3 ? v[3] : zero));
+  const auto at = [&](int j) { return j < C ? v[j] : zero; };
+  alignas(16) std::int32_t lanes[8];
+  _mm_store_si128(reinterpret_cast<__m128i*>(lanes), lane_sums(at(0), at(1), at(2), at(3)));
+  if constexpr (C > 4) _mm_store_si128(reinterpret_cast<__m128i*>(lanes + 4), lane_sums(at(4), at(5), at(6), at(7)));
   for (int j = 0; j < C; ++j) dst[j] = accumulate ? dst[j] + lanes[j] : lanes[j];
 }
 
 // R rows x C columns, and with Sums the columns' sums (one more vpdpbusd per column, by ones).
 template <int R, int C, bool Sums>
 void dots_tile(const QmmDotsTile& t, std::int64_t r0, std::int64_t j0) {
-  __m512i acc[R][C], sums[C];
+  __m512i acc[R > 0 ? R : 1][C], sums[C];
   for (int j = 0; j < C; ++j) {
     sums[j] = _mm512_setzero_si512();
     for (int i = 0; i < R; ++i) acc[i][j] = _mm512_setzero_si512();
@@ -63,14 +64,20 @@ void dots_tile(const QmmDotsTile& t, std::int64_t r0, std::int64_t j0) {
   if constexpr (Sums) store_sums<C>(t.col_sums + j0, sums, t.accumulate);
 }
 
-// Tiles of 6 rows x 4 columns (24 accumulators); the first, with the column sums, of at most 5
-// rows, so that its 24 accumulators, 4 columns and 3 constants fit the 32 registers.
-constexpr int rows_per_tile = 6, first_tile_rows = 5, cols_per_tile = 4;
 #include "schedules/qmm_dots_walk.inc"
 
 }  // namespace
 
-void qmm_dots_avx512_vnni(const QmmDotsTile& t) { dots_walk(t); }
+// A few rows: tiles of 6 x 4 (24 accumulators), the first, with the column sums, of at most 5 rows
+// (its 24 accumulators, 4 columns and 3 constants fill the 32 registers). More rows: tiles of 4 x 6,
+// which load A' from the L2 once per six columns rather than four, after a pass that sums the
+// columns.
+void qmm_dots_avx512_vnni(const QmmDotsTile& t) {
+  if (t.rows <= 5)
+    dots_walk<6, 5, 4>(t);
+  else
+    dots_walk<4, 0, 6>(t);
+}
 
 }  // namespace hk::detail
 
