@@ -68,13 +68,12 @@ void dots_tile(const QmmDotsTile& t, std::int64_t r0, std::int64_t j0) {
 
 }  // namespace
 
-// A few rows: tiles of 6 x 4 (24 accumulators), the first, with the column sums, of at most 5 rows
-// (its 24 accumulators, 4 columns and 3 constants fill the 32 registers). More rows: tiles of 4 x 6,
-// which load A' from the L2 once per six columns rather than four, after a pass that sums the
-// columns.
+// Up to 5 rows: one tile of them by 4 columns with the column sums (its 24 accumulators, 4 columns
+// and 3 constants fill the 32 registers). More rows: tiles of 4 x 6, which load A' from the L2 once
+// per six columns rather than four, after a pass that sums the columns.
 void qmm_dots_avx512_vnni(const QmmDotsTile& t) {
   if (t.rows <= 5)
-    dots_walk<6, 5, 4>(t);
+    dots_walk<5, 5, 4>(t);
   else
     dots_walk<4, 0, 6>(t);
 }

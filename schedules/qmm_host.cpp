@@ -324,9 +324,9 @@ void run_qmm_blocks(const QmmProblem& p, const QmmBlocks& blocks, int threads) {
   }
   if (pack_shared) shape_panels(caller.shared_b, b_batches, p.K, p.N, p.b.dtype, false);
   const PackedPanels* b = prepacked ? prepacked : pack_shared ? &caller.shared_b : nullptr;
-  // The dots kernels' depth per call: all of it (to int32's bound) where one tile holds every row;
-  // for more rows, as much as keeps a tile's four columns in half the L1 while every row tile
-  // reads them.
+  // The dots kernels' depth per call: all of it (to int32's bound) where one tile holds every row
+  // (up to 4 at every level); for more rows, an eighth of the L1 per column, so that a tile's four
+  // or six columns stay in the L1 while every row tile reads them.
   const std::int64_t dots_depth =
       p.M <= 4 ? qmm_dots_max_depth
                : std::max<std::int64_t>(host_data_cache_bytes(1, 32 * 1024) / 8 / 64 * 64, 1024);
