@@ -63,10 +63,10 @@ bool a_read_in_place(const QmmProblem& p, Isa isa) {
 // Whether a strip multiplies B where it lies, without packing: B's columns are contiguous (PyTorch's
 // weight layout), so the dots kernels read each as a row of depths. Up to some height: they read
 // A' once per few columns where the packed kernels broadcast it, so taller blocks pay for packing
-// B (past 16 rows against AMX's tiles, 12 with AVX2's widening; with vpdpbusd not up to the 256
+// B (past 32 rows against AMX's tiles, 12 with AVX2's widening; with vpdpbusd not up to the 256
 // measured; docs/performance.md, "B whose columns are contiguous: no packing").
 bool strip_dots(const QmmProblem& p, Isa isa) {
-  const std::int64_t max_rows = isa == Isa::amx ? 16 : isa == Isa::avx512_vnni ? 256 : 12;
+  const std::int64_t max_rows = isa == Isa::amx ? 32 : isa == Isa::avx512_vnni ? 256 : 12;
   return p.b.row_stride == 1 && p.K > 1 && p.M <= max_rows;
 }
 
