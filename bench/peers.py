@@ -8,9 +8,9 @@ Reads the sweep's cases as JSON on stdin ({"min_seconds", "min_repetitions", "ca
 writes one line per result, a word and a JSON object: "peer {...}" for each library (available or
 why not), "record {...}" per measurement, "skip {...}" for a case a peer cannot run. A missing library
 is reported, not an error. A qlinear-matmul case carries the quantization of hetkern's record of it
-(b_range, b_layout, a_scale, a_zero_point, b_scale, out_scale, out_zero_point) and optionally "threads", the
-CPU thread counts to run torch._int_mm at (default: PyTorch's own). `hetkern bench --sweep` and
-tools/cpu-report.sh run it; it is not meant to be run by hand.
+(b_range, b_layout, a_scale, a_zero_point, b_scale, out_scale, out_zero_point) and optionally
+"threads", the CPU thread counts to run torch._int_mm at (default: PyTorch's own). `hetkern bench
+--sweep` and tools/cpu-report.sh run it; it is not meant to be run by hand.
 """
 import json
 import os
@@ -182,9 +182,10 @@ def requantize(torch, acc, multiplier, zero_point, dtype):
 
 def int_mm_problem(torch, case, device):
     """The operands of a qlinear-matmul case as torch._int_mm takes them (int8 x int8 -> int32) and
-    the requantization of hetkern's record: B over the case's b_range, laid out as its b_layout; A drawn over its own type
-    already shifted by its zero point (a uint8 A with zero point 128 is int8 A - 128 exactly, so the
-    products are hetkern's). Returns (A, B, the matmul's function with requantization)."""
+    the requantization of hetkern's record: B over the case's b_range, laid out as its b_layout; A
+    drawn over its own type already shifted by its zero point (a uint8 A with zero point 128 is int8
+    A - 128 exactly, so the products are hetkern's). Returns (A, B, the matmul's function with
+    requantization)."""
     m, n, k = case["shape"]
     a_type, _, out_type = case["dtype"].split(",")
     if "a_scale" not in case:
@@ -198,7 +199,7 @@ def int_mm_problem(torch, case, device):
     b_lo, b_hi = case["b_range"]
     if b_lo < -128 or b_hi > 127:
         raise ValueError(f"torch._int_mm takes int8 B: B's range [{b_lo}, {b_hi}] does not fit int8")
-    if case.get("b_layout") == "columns":  # each column of B contiguous, as hetkern's B lay
+    if case.get("b_layout") == "columns":  # each column of B contiguous, as hetkern read it
         b = torch.randint(b_lo, b_hi + 1, (n, k), dtype=torch.int8, device=device, generator=gen).t()
     else:
         b = torch.randint(b_lo, b_hi + 1, (k, n), dtype=torch.int8, device=device, generator=gen)

@@ -93,11 +93,11 @@ class QmmWorkload {
 };
 
 /// Times hetkern and oneDNN interleaved and returns op ("qlinear-matmul"), shape {M,N,K}, dtype
-/// ("uint8,int8,uint8": A, B, output), b_range, b_layout ("rows" or "columns"), the quantization, schedule, threads, isa, the
-/// timing statistics (median_ns, min_ns, q1_ns, q3_ns, max_ns, repetitions), ops, gops,
-/// onednn_median_ns, onednn_min_ns, onednn_max_ns, onednn_gops, onednn_mismatches (null with an
-/// onednn_reason when oneDNN cannot run the case), onednn_isa, onednn_impl, onednn_version and
-/// time_vs_baseline = median_ns / onednn_median_ns.
+/// ("uint8,int8,uint8": A, B, output), b_range, b_layout ("rows" or "columns"), the quantization,
+/// schedule, threads, isa, the timing statistics (median_ns, min_ns, q1_ns, q3_ns, max_ns,
+/// repetitions), ops, gops, onednn_median_ns, onednn_min_ns, onednn_max_ns, onednn_gops,
+/// onednn_mismatches (null with an onednn_reason when oneDNN cannot run the case), onednn_isa,
+/// onednn_impl, onednn_version and time_vs_baseline = median_ns / onednn_median_ns.
 Record bench_qmm(const QmmCase& c, const TimingOptions& timing);
 
 }  // namespace hk::bench
