@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 
 #include "schedules/qmm_kernels.hpp"
+#include "schedules/qmm_tail_bytes.hpp"
 
 #pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
 
@@ -52,15 +52,8 @@ void dots_tile(const QmmDotsTile& t, std::int64_t r0, std::int64_t j0) {
     step([](const std::uint8_t* s) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(s)); }, flip, k);
   if (k < t.depth) {
     // The last depths copied aside, zero beyond them (the flip too, so that B' is 0 there).
-    const std::size_t left = std::size_t(t.depth - k);
-    const auto load_first = [left](const std::uint8_t* s) {
-      alignas(16) std::uint8_t bytes[16] = {};
-      std::memcpy(bytes, s, left);
-      return _mm_load_si128(reinterpret_cast<const __m128i*>(bytes));
-    };
-    alignas(16) std::uint8_t flip_bytes[16] = {};
-    std::memset(flip_bytes, t.flip, left);
-    step(load_first, _mm_load_si128(reinterpret_cast<const __m128i*>(flip_bytes)), k);
+    const std::int64_t left = t.depth - k;
+    step([left](const std::uint8_t* s) { return load_first(s, left); }, _mm_and_si128(flip, first_bytes_mask(left)), k);
   }
   for (int i = 0; i < R; ++i) store_sums<C>(t.c + (r0 + i) * t.ldc + j0, acc[i], t.accumulate);
   if constexpr (Sums) store_sums<C>(t.col_sums + j0, sums, t.accumulate);

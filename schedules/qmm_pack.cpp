@@ -11,6 +11,7 @@
 
 #include "hetkern/error.hpp"
 #include "hetkern/info.hpp"
+#include "schedules/qmm_tail_bytes.hpp"
 
 namespace hk::detail {
 namespace {
@@ -98,20 +99,6 @@ bool interleave_panels(std::int8_t* dst, std::int64_t panel_bytes, std::int64_t 
     }
   }
   return bound.fits();
-}
-
-// The first `count` bytes at `src` (count <= 16), the rest zero, without reading past them.
-inline __m128i load_first(const std::uint8_t* src, std::int64_t count) {
-  alignas(16) std::uint8_t part[16] = {};
-  std::memcpy(part, src, std::size_t(count));
-  return _mm_load_si128(reinterpret_cast<const __m128i*>(part));
-}
-
-// Byte i is 0xFF for i < count, else 0.
-inline __m128i first_bytes_mask(std::int64_t count) {
-  alignas(16) static constexpr std::uint8_t ones_then_zeros[32] = {
-      0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
-  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(ones_then_zeros + 16 - count));
 }
 
 // The panel of the last `cols` (< 16) columns of a B whose rows are contiguous, through the same
