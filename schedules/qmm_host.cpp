@@ -70,7 +70,15 @@ bool strip_dots(const QmmProblem& p, Isa isa) {
   return p.b.row_stride == 1 && p.K > 1 && p.M <= max_rows;
 }
 
-// A read in place by the dots kernels: uint8 rows of contiguous bytes with no row sums wanted;
+// Whether a strip multiplies a row-major B where it lies: the rows kernels interleave each quad of
+// B's rows in registers, where packing writes B' out and reads it back. They interleave again for
+// every C round trip, so from 16 rows packing's B' pays (level at 16 on the 2-core EPYC VM;
+// docs/performance.md, "B read by rows").
+bool strip_rows(const QmmProblem& p, Isa isa) {
+  return p.b.col_stride == 1 && p.M <= 12 && select_qmm_rows(isa) != nullptr;
+}
+
+// A read in place by the dots or rows kernels: uint8 rows of contiguous bytes with no row sums wanted;
 // their masked loads read nothing past a row's K bytes, so any K will do.
 bool a_read_in_place_by_dots(const QmmProblem& p) {
   return p.a.dtype == DataType::uint8 && p.a.col_stride == 1 && !qmm_row_sums_wanted(p);
@@ -124,7 +132,8 @@ struct Job {
   const bool a_in_place;     // a_read_in_place: `a` holds only (zero) row sums
   const bool packing_sums;   // strip_sums_from_packing; otherwise A' ends with a row of ones
   const bool dots;           // strip_dots: strips from B where it lies, by the dots kernels
-  const std::int64_t dots_depth;  // depth per dots kernel call
+  const bool b_by_rows;      // strip_rows: strips from B where it lies, by the rows kernels
+  const std::int64_t in_place_depth;  // depth per dots or rows kernel call
 
   const PackedRows& rows_of(std::int64_t t) const { return a[std::size_t(a_shared ? 0 : t)]; }
 
@@ -189,8 +198,8 @@ struct Job {
   // memory. The dot products are left in w.c (w.wide when deep), B's column sums over the depths
   // in w.strip_sums.
   void strip_depths(Scratch& w, std::int64_t t, std::int64_t jb, std::int64_t k_begin, std::int64_t k_end) const {
-    if (dots) {
-      strip_dots(w, t, jb, k_begin, k_end);
+    if (dots || b_by_rows) {
+      strip_in_place(w, t, jb, k_begin, k_end);
       return;
     }
     const auto [a0, lda] = a_rows(t);
@@ -213,21 +222,25 @@ struct Job {
       w.strip_sums[std::size_t(j)] = deep ? w.wide[row + std::size_t(j)] : w.c.as<std::int32_t>()[row + std::size_t(j)];
   }
 
-  // strip_depths for a B whose columns are contiguous: the dots kernel over depth chunks, B read
-  // where it lies. The column sums go through row M of w.c (int32 like the dots), as the ones
-  // row's would.
-  void strip_dots(Scratch& w, std::int64_t t, std::int64_t jb, std::int64_t k_begin, std::int64_t k_end) const {
+  // strip_depths for B read where it lies: the dots kernel (contiguous columns) or the rows kernel
+  // (contiguous rows) over depth chunks. The column sums go through row M of w.c (int32 like the
+  // dots), as the ones row's would.
+  void strip_in_place(Scratch& w, std::int64_t t, std::int64_t jb, std::int64_t k_begin, std::int64_t k_end) const {
     const auto [a0, lda] = a_rows(t);
     const std::int64_t j0 = jb * g.nc, ncb = std::min(g.nc, p.N - j0);
     const auto* b = static_cast<const std::uint8_t*>(element(p.b, p.b.batch_offset(t, p.batch[1]) + j0 * p.b.col_stride));
-    const QmmDotsKernel kernel = select_qmm_dots(isa);
+    const std::uint8_t flip = b_shift(p.b) ? 0x80 : 0;
     std::int32_t* c = w.c.as<std::int32_t>();
     const std::size_t sums_row = std::size_t(p.M * g.nc);
     if (deep) std::fill_n(w.wide.begin(), sums_row + std::size_t(g.nc), 0);
-    for (std::int64_t k = k_begin; k < k_end; k += dots_depth) {
-      const QmmDotsTile tile{a0 + k, lda, p.M, b + k, p.b.col_stride, std::uint8_t(b_shift(p.b) ? 0x80 : 0), ncb,
-                             std::min(dots_depth, k_end - k), c, g.nc, c + sums_row, !deep && k != k_begin};
-      kernel(tile);
+    for (std::int64_t k = k_begin; k < k_end; k += in_place_depth) {
+      const std::int64_t depth = std::min(in_place_depth, k_end - k);
+      const bool accumulate = !deep && k != k_begin;
+      if (dots)
+        select_qmm_dots(isa)({a0 + k, lda, p.M, b + k, p.b.col_stride, flip, ncb, depth, c, g.nc, c + sums_row, accumulate});
+      else
+        select_qmm_rows(isa)({a0 + k, lda, p.M, b + k * p.b.row_stride, p.b.row_stride, flip, ncb, depth, c, g.nc,
+                              c + sums_row, accumulate});
       if (deep)
         for (std::int64_t r = 0; r <= p.M; ++r)
           for (std::int64_t e = r * g.nc; e < r * g.nc + ncb; ++e) w.wide[std::size_t(e)] += c[e];
@@ -295,7 +308,7 @@ void run_qmm_blocks(const QmmProblem& p, const QmmBlocks& blocks, int threads) {
   const bool b_shared = prepacked ? prepacked->batches == 1 : batch_shared(p.b);
   check_packed_sizes("quantized_linear_matmul", a_shared ? 1 : batches, p.M,
                      prepacked ? 0 : b_shared ? 1 : batches, p.K, p.N);
-  const Blocking g = blocking(p, blocks);
+  Blocking g = blocking(p, blocks);
   const std::int64_t kp = packed_depth(p.K);
   Scratch& caller = Scratch::of_this_thread();
   std::vector<PackedRows>& a = caller.a;
@@ -308,14 +321,20 @@ void run_qmm_blocks(const QmmProblem& p, const QmmBlocks& blocks, int threads) {
   const bool pack_on_the_fly = !prepacked && (batches * g.n_blocks >= threads || g.m_blocks == 1);
   const bool pack_shared = !prepacked && !pack_on_the_fly;
   const bool strips = pack_on_the_fly && g.m_blocks == 1;
+  const bool dots = strips && strip_dots(p, active_isa());
+  const bool b_by_rows = strips && !dots && strip_rows(p, active_isa());
+  if (b_by_rows) {
+    // The rows kernels write C 64 columns at a time.
+    g.nc = round_up(g.nc, qmm_kernel_pass_cols);
+    g.n_blocks = (p.N + g.nc - 1) / g.nc;
+  }
   const std::int64_t depth_parts = strips ? strip_depth_parts(batches * g.n_blocks, p.K, g.kc, threads) : 1;
   const std::int64_t part_size = (p.M + 1) * g.nc;
   std::vector<std::int64_t>& part_sums = caller.part_sums;
   if (depth_parts > 1) part_sums.resize(std::size_t(batches * g.n_blocks * depth_parts * part_size));
-  const bool dots = strips && strip_dots(p, active_isa());
-  const bool packing_sums = strips && !dots && strip_sums_from_packing(p, g, active_isa());
-  const bool ones_row = strips && !dots && !packing_sums;
-  const bool a_in_place = (dots ? a_read_in_place_by_dots(p) : a_read_in_place(p, active_isa())) && !ones_row;
+  const bool packing_sums = strips && !dots && !b_by_rows && strip_sums_from_packing(p, g, active_isa());
+  const bool ones_row = strips && !dots && !b_by_rows && !packing_sums;
+  const bool a_in_place = (dots || b_by_rows ? a_read_in_place_by_dots(p) : a_read_in_place(p, active_isa())) && !ones_row;
   for (std::int64_t t = 0; t < (a_shared ? 1 : batches); ++t) {
     PackedRows& rows = a[std::size_t(t)];
     rows.shape(ones_row ? p.M + 1 : p.M, a_in_place ? 0 : kp);
@@ -327,10 +346,11 @@ void run_qmm_blocks(const QmmProblem& p, const QmmBlocks& blocks, int threads) {
   // The dots kernels' depth per call: all of it (to int32's bound) where one tile holds every row
   // (up to 4 at every level); for more rows, an eighth of the L1 per column, so that a tile's four
   // or six columns stay in the L1 while every row tile reads them.
-  const std::int64_t dots_depth =
-      p.M <= 4 ? qmm_dots_max_depth
-               : std::max<std::int64_t>(host_data_cache_bytes(1, 32 * 1024) / 8 / 64 * 64, 1024);
-  const Job job{p, g, a, a_shared, active_isa(), kp > int32_safe_depth, a_in_place, packing_sums, dots, dots_depth};
+  // The rows kernels' C stays in the L1 at any depth.
+  const std::int64_t in_place_depth =
+      p.M <= 4 || b_by_rows ? qmm_dots_max_depth
+                       : std::max<std::int64_t>(host_data_cache_bytes(1, 32 * 1024) / 8 / 64 * 64, 1024);
+  const Job job{p, g, a, a_shared, active_isa(), kp > int32_safe_depth, a_in_place, packing_sums, dots, b_by_rows, in_place_depth};
   std::atomic<bool> all_pairs_fit{true}, out_of_memory{false};
   // Packing tasks of up to 64 rows of A or 16 panels of B, smaller where that leaves threads idle:
   // 16 threads packed a 1024-column B in four tasks of 16 panels.
@@ -349,7 +369,7 @@ void run_qmm_blocks(const QmmProblem& p, const QmmBlocks& blocks, int threads) {
   const auto work = [&](int thread, int team) {
     Scratch& w = Scratch::of_this_thread();
     try {
-      w.prepare_worker(p, g, strips ? round_up(p.M + 1, qmm_row_align) : g.mc, job.deep, pack_on_the_fly && !dots);
+      w.prepare_worker(p, g, strips ? round_up(p.M + 1, qmm_row_align) : g.mc, job.deep, pack_on_the_fly && !dots && !b_by_rows);
     } catch (const std::bad_alloc&) {
       out_of_memory.store(true);
     }

@@ -29,4 +29,8 @@ QmmDotsKernel select_qmm_dots(Isa isa) {
   return qmm_dots_portable;
 }
 
+QmmRowsKernel select_qmm_rows(Isa isa) {
+  return isa >= Isa::avx512_vnni ? qmm_rows_avx512_vnni : nullptr;
+}
+
 }  // namespace hk::detail

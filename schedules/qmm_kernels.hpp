@@ -64,6 +64,36 @@ void qmm_dots_portable(const QmmDotsTile& t);
 void qmm_dots_avx2(const QmmDotsTile& t);  // products widened to int16, summed by vpmaddwd
 void qmm_dots_avx512_vnni(const QmmDotsTile& t);
 
+/// One call of a rows kernel, for a row-major B at few rows of A: B is read where it lies, each
+/// quad of its rows interleaved in registers into B' groups and never packed.
+///   C[r][j] (+)= sum_{k < depth} A'[r][k] * B'[k][j]        col_sums[j] (+)= sum_k B'[k][j]
+/// Nothing is read past A's rows' `depth` bytes or B's `depth` rows and `cols` columns. Each row
+/// of C and col_sums is 64-byte aligned with room for `cols` rounded up to 64, which is written.
+struct QmmRowsTile {
+  const std::uint8_t* a;  // A' row r at a + r*lda
+  std::int64_t lda;
+  std::int64_t rows;      // at most qmm_rows_max_rows
+  const std::uint8_t* b;  // B's row k at b + k*ldb, its columns contiguous
+  std::int64_t ldb;
+  std::uint8_t flip;      // B' = B ^ flip: 0x80 for uint8 B, else 0
+  std::int64_t cols;
+  std::int64_t depth;     // at most qmm_dots_max_depth
+  std::int32_t* c;        // C[r][j] at c + r*ldc + j
+  std::int64_t ldc;
+  std::int32_t* col_sums;
+  bool accumulate;
+};
+
+/// The most rows of A a rows kernel takes.
+inline constexpr std::int64_t qmm_rows_max_rows = 64;
+
+using QmmRowsKernel = void (*)(const QmmRowsTile&);
+
+void qmm_rows_avx512_vnni(const QmmRowsTile& t);
+
+/// The rows kernel of `isa`, or null below AVX-512 VNNI (where B is packed).
+QmmRowsKernel select_qmm_rows(Isa isa);
+
 /// The dots kernel of `isa` (AMX's is the AVX-512 VNNI one: a dot product has no tile shape).
 QmmDotsKernel select_qmm_dots(Isa isa);
 
