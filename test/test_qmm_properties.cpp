@@ -474,15 +474,11 @@ TEST(QmmProperties, FewColumnBlocksSplitTheirDepthOverThreads) {
       }
 }
 
-// B whose columns are contiguous (a transposed K x N, packed or with gaps) at heights on both sides
-// of where strips stop packing B and read it in place (32 rows with AMX, 12 with AVX2, 256 with
-// VNNI, whose kernel changes its tiles past 5 rows), every signedness, per-row and per-column zero
-// points; deep enough for int64 sums, split over threads in depth parts and in column blocks.
-TEST(QmmProperties, BWithContiguousColumnsOnBothSidesOfPacking) {
-  std::mt19937_64 rng(2718);
-  const std::array<std::array<i64, 3>, 10> shapes{{{1, 3, 100}, {5, 17, 70}, {6, 13, 66}, {12, 4, 129},
-                                                   {13, 9, 64}, {32, 33, 65}, {33, 5, 31}, {256, 6, 40},
-                                                   {257, 7, 20}, {3, 5, 70001}}};
+// Shapes {M, N, K} with B laid out as `b_layouts` (in turn), every signedness, per-row and
+// per-column zero points (A's at times left out, so that a uint8 A is read in place), through the
+// default dispatch and qmm.tiled, and over threads in depth parts and in column blocks.
+void check_b_layouts(const std::vector<std::array<i64, 3>>& shapes, std::array<Layout, 2> b_layouts, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
   int n = 0;
   for (const auto& [M, N, K] : shapes)
     for (DataType ta : types8)
@@ -490,11 +486,11 @@ TEST(QmmProperties, BWithContiguousColumnsOnBothSidesOfPacking) {
         Config c;
         c.M = M, c.N = N, c.K = K;
         c.ta = ta, c.tb = tb, c.ty = types8[n % 2];
-        c.lb = n++ % 2 ? Layout::transposed : Layout::transposed_padded;
+        c.lb = b_layouts[std::size_t(n++ % 2)];
         c.la = K > 1000 || n % 3 ? Layout::packed : Layout::padded;
         c.sa = {Gran::row, 2}, c.sb = {Gran::column, 2};
         c.za = ParamShape{Gran::row, 2}, c.zb = ParamShape{Gran::column, 1};
-        if (n % 4 == 0) c.za.reset();  // A read in place where it is uint8
+        if (n % 4 == 0) c.za.reset();
         Problem p = build(c, rng);
         const std::vector<hk::Schedule> schedules = {
             hk::Schedule(), hk::Schedule("qmm.tiled"), hk::Schedule("qmm.parallel").set("threads", 2),
@@ -503,34 +499,23 @@ TEST(QmmProperties, BWithContiguousColumnsOnBothSidesOfPacking) {
       }
 }
 
+// B whose columns are contiguous (a transposed K x N, packed or with gaps) at heights on both sides
+// of where strips stop packing B and read it in place (32 rows with AMX, 12 with AVX2, 256 with
+// VNNI, whose kernel changes its tiles past 5 rows); deep enough for int64 sums.
+TEST(QmmProperties, BWithContiguousColumnsOnBothSidesOfPacking) {
+  check_b_layouts({{1, 3, 100}, {5, 17, 70}, {6, 13, 66}, {12, 4, 129}, {13, 9, 64}, {32, 33, 65}, {33, 5, 31},
+                   {256, 6, 40}, {257, 7, 20}, {3, 5, 70001}},
+                  {Layout::transposed_padded, Layout::transposed}, 2718);
+}
+
 // A row-major B (contiguous, or with gaps between rows and at times between elements) at heights
 // on both sides of where strips stop packing B and read it by rows in place (12 rows, at AVX-512
-// VNNI and AMX), every signedness, per-row and per-column zero points, columns past whole 64s and
-// depths past whole eights; deep enough for int64 sums, split over threads in depth parts and in
-// column blocks (nc = 16, which the rows kernels round up to 64).
+// VNNI and AMX), columns past whole 64s, depths past whole eights; deep enough for int64 sums
+// (nc = 16 in the last schedule, which the rows kernels round up to 64).
 TEST(QmmProperties, RowMajorBOnBothSidesOfReadingItByRows) {
-  std::mt19937_64 rng(1618);
-  const std::array<std::array<i64, 3>, 10> shapes{{{1, 3, 100}, {2, 64, 7}, {3, 65, 70}, {4, 130, 9}, {5, 200, 66},
-                                                   {8, 63, 129}, {12, 70, 33}, {13, 9, 64}, {16, 64, 31},
-                                                   {3, 70, 70001}}};
-  int n = 0;
-  for (const auto& [M, N, K] : shapes)
-    for (DataType ta : types8)
-      for (DataType tb : types8) {
-        Config c;
-        c.M = M, c.N = N, c.K = K;
-        c.ta = ta, c.tb = tb, c.ty = types8[n % 2];
-        c.lb = n++ % 2 ? Layout::packed : Layout::padded;
-        c.la = K > 1000 || n % 3 ? Layout::packed : Layout::padded;
-        c.sa = {Gran::row, 2}, c.sb = {Gran::column, 2};
-        c.za = ParamShape{Gran::row, 2}, c.zb = ParamShape{Gran::column, 1};
-        if (n % 4 == 0) c.za.reset();  // A read in place where it is uint8
-        Problem p = build(c, rng);
-        const std::vector<hk::Schedule> schedules = {
-            hk::Schedule(), hk::Schedule("qmm.tiled"), hk::Schedule("qmm.parallel").set("threads", 2),
-            hk::Schedule("qmm.parallel").set("nc", 16).set("kc", 64).set("threads", 3)};
-        qmmt::check_all(p, schedules, qmmt::oracle(p, c.dyadic), describe(c));
-      }
+  check_b_layouts({{1, 3, 100}, {2, 64, 7}, {3, 65, 70}, {4, 130, 9}, {5, 200, 66}, {8, 63, 129}, {12, 70, 33},
+                   {13, 9, 64}, {16, 64, 31}, {3, 70, 70001}},
+                  {Layout::padded, Layout::packed}, 1618);
 }
 
 // Powers of two from 2^-64 (everything rounds to zero) through subnormal multipliers to 2^30
