@@ -71,11 +71,13 @@ bool strip_dots(const QmmProblem& p, Isa isa) {
 }
 
 // Whether a strip multiplies a row-major B where it lies: the rows kernels interleave each quad of
-// B's rows in registers, where packing writes B' out and reads it back. They interleave again for
-// every C round trip, so from 16 rows packing's B' pays (level at 16 on the 2-core EPYC VM;
-// docs/performance.md, "B read by rows").
+// B's rows in registers, where packing writes B' out and reads it back; but they interleave again
+// for every trip of C through the L1, so taller strips pay for packing. On the Xeon of the H200
+// machine the rows kernel won through 6 rows against AMX's tiles and through 8 against the VNNI
+// kernel, and took 2-3 times packing's time at 12 (docs/performance.md, "B read by rows").
 bool strip_rows(const QmmProblem& p, Isa isa) {
-  return p.b.col_stride == 1 && p.M <= 12 && select_qmm_rows(isa) != nullptr;
+  const std::int64_t max_rows = isa == Isa::amx ? 6 : 8;
+  return p.b.col_stride == 1 && p.M <= max_rows && select_qmm_rows(isa) != nullptr;
 }
 
 // A read in place by the dots or rows kernels: uint8 rows of contiguous bytes with no row sums wanted;
