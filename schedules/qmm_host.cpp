@@ -8,7 +8,8 @@
 // its packed form stays in cache (with one row block and fewer column blocks than threads, the
 // threads split each block's depth); otherwise all of B is packed first and shared. A short block
 // of rows over a B whose columns are contiguous packs nothing: the dots kernels read B where it
-// lies (strip_dots). Every (row block, column block) runs the selected kernel over depth blocks
+// lies (strip_dots); nor does a block of a few rows over a row-major B, which the rows kernels
+// read where it lies (strip_rows). Every (row block, column block) runs the selected kernel over depth blocks
 // into an int32 C block (int64 partial sums when the depth could overflow int32), then the
 // epilogue requantizes it into the output.
 #include "schedules/qmm_host.hpp"

@@ -1,6 +1,7 @@
 // The QuantizedLinearMatMul macro-kernels: int32 dot products of packed A' (u8) and B' (s8) blocks,
-// or of A' rows and B's contiguous columns (the dots kernels), one implementation per
-// instruction-set level, chosen at run time.
+// of A' rows and B's contiguous columns (the dots kernels), or of A' rows and B's contiguous rows
+// interleaved as they load (the rows kernels), one implementation per instruction-set level, chosen
+// at run time.
 #pragma once
 
 #include <cstdint>
