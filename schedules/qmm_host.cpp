@@ -9,9 +9,9 @@
 // threads split each block's depth); otherwise all of B is packed first and shared. A short block
 // of rows over a B whose columns are contiguous packs nothing: the dots kernels read B where it
 // lies (strip_dots); nor does a block of a few rows over a row-major B, which the rows kernels
-// read where it lies (strip_rows). Every (row block, column block) runs the selected kernel over depth blocks
-// into an int32 C block (int64 partial sums when the depth could overflow int32), then the
-// epilogue requantizes it into the output.
+// read where it lies (strip_rows). Every (row block, column block) runs the selected kernel over
+// depth blocks into an int32 C block (int64 partial sums when the depth could overflow int32), then
+// the epilogue requantizes it into the output.
 #include "schedules/qmm_host.hpp"
 
 #include <algorithm>
@@ -81,8 +81,8 @@ bool strip_rows(const QmmProblem& p, Isa isa) {
   return p.b.col_stride == 1 && p.M <= max_rows && select_qmm_rows(isa) != nullptr;
 }
 
-// A read in place by the dots or rows kernels: uint8 rows of contiguous bytes with no row sums wanted;
-// their masked loads read nothing past a row's K bytes, so any K will do.
+// A read in place by the dots or rows kernels: uint8 rows of contiguous bytes with no row sums
+// wanted; their masked loads read nothing past a row's K bytes, so any K will do.
 bool a_read_in_place_by_dots(const QmmProblem& p) {
   return p.a.dtype == DataType::uint8 && p.a.col_stride == 1 && !qmm_row_sums_wanted(p);
 }
@@ -240,7 +240,8 @@ struct Job {
       const std::int64_t depth = std::min(in_place_depth, k_end - k);
       const bool accumulate = !deep && k != k_begin;
       if (dots)
-        select_qmm_dots(isa)({a0 + k, lda, p.M, b + k, p.b.col_stride, flip, ncb, depth, c, g.nc, c + sums_row, accumulate});
+        select_qmm_dots(isa)(
+            {a0 + k, lda, p.M, b + k, p.b.col_stride, flip, ncb, depth, c, g.nc, c + sums_row, accumulate});
       else
         select_qmm_rows(isa)({a0 + k, lda, p.M, b + k * p.b.row_stride, p.b.row_stride, flip, ncb, depth, c, g.nc,
                               c + sums_row, accumulate});
@@ -337,7 +338,8 @@ void run_qmm_blocks(const QmmProblem& p, const QmmBlocks& blocks, int threads) {
   if (depth_parts > 1) part_sums.resize(std::size_t(batches * g.n_blocks * depth_parts * part_size));
   const bool packing_sums = strips && !dots && !b_by_rows && strip_sums_from_packing(p, g, active_isa());
   const bool ones_row = strips && !dots && !b_by_rows && !packing_sums;
-  const bool a_in_place = (dots || b_by_rows ? a_read_in_place_by_dots(p) : a_read_in_place(p, active_isa())) && !ones_row;
+  const bool a_in_place =
+      (dots || b_by_rows ? a_read_in_place_by_dots(p) : a_read_in_place(p, active_isa())) && !ones_row;
   for (std::int64_t t = 0; t < (a_shared ? 1 : batches); ++t) {
     PackedRows& rows = a[std::size_t(t)];
     rows.shape(ones_row ? p.M + 1 : p.M, a_in_place ? 0 : kp);
@@ -348,12 +350,13 @@ void run_qmm_blocks(const QmmProblem& p, const QmmBlocks& blocks, int threads) {
   const PackedPanels* b = prepacked ? prepacked : pack_shared ? &caller.shared_b : nullptr;
   // The dots kernels' depth per call: all of it (to int32's bound) where one tile holds every row
   // (up to 4 at every level); for more rows, an eighth of the L1 per column, so that a tile's four
-  // or six columns stay in the L1 while every row tile reads them.
-  // The rows kernels' C stays in the L1 at any depth.
+  // or six columns stay in the L1 while every row tile reads them. The rows kernels' C stays in the
+  // L1 at any depth.
   const std::int64_t in_place_depth =
       p.M <= 4 || b_by_rows ? qmm_dots_max_depth
-                       : std::max<std::int64_t>(host_data_cache_bytes(1, 32 * 1024) / 8 / 64 * 64, 1024);
-  const Job job{p, g, a, a_shared, active_isa(), kp > int32_safe_depth, a_in_place, packing_sums, dots, b_by_rows, in_place_depth};
+                            : std::max<std::int64_t>(host_data_cache_bytes(1, 32 * 1024) / 8 / 64 * 64, 1024);
+  const Job job{p, g, a, a_shared, active_isa(), kp > int32_safe_depth, a_in_place, packing_sums, dots, b_by_rows,
+                in_place_depth};
   std::atomic<bool> all_pairs_fit{true}, out_of_memory{false};
   // Packing tasks of up to 64 rows of A or 16 panels of B, smaller where that leaves threads idle:
   // 16 threads packed a 1024-column B in four tasks of 16 panels.
@@ -372,7 +375,8 @@ void run_qmm_blocks(const QmmProblem& p, const QmmBlocks& blocks, int threads) {
   const auto work = [&](int thread, int team) {
     Scratch& w = Scratch::of_this_thread();
     try {
-      w.prepare_worker(p, g, strips ? round_up(p.M + 1, qmm_row_align) : g.mc, job.deep, pack_on_the_fly && !dots && !b_by_rows);
+      w.prepare_worker(p, g, strips ? round_up(p.M + 1, qmm_row_align) : g.mc, job.deep,
+                       pack_on_the_fly && !dots && !b_by_rows);
     } catch (const std::bad_alloc&) {
       out_of_memory.store(true);
     }

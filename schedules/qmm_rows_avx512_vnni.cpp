@@ -62,11 +62,11 @@ inline void add_quads(const __m512i (&q)[P][4], const std::int32_t (*a_quads)[qm
 }  // namespace
 
 // Eight depths at a time, every 64 columns: eight rows of B loaded, interleaved and added into
-// each row's C and into the column sums, which stay in the L1 between passes (the products are
-// bound by the interleaving, not by that traffic). So B is read as eight streams along its rows,
-// which memory serves almost as fast as in order, where walking down 64 columns (packing's order)
-// waited on every line; the next eight rows' lines are requested a pass ahead (docs/performance.md,
-// "B read by rows").
+// each row's C and into the column sums, which stay in the L1 between passes (two quads a trip:
+// one took a quarter longer). So B is read as eight streams along its rows, which memory serves
+// almost as fast as in order, where walking down 64 columns (packing's order) waited on every
+// line; the next eight rows' lines are requested a pass ahead (docs/performance.md, "B read by
+// rows").
 void qmm_rows_avx512_vnni(const QmmRowsTile& tile) {
   const QmmRowsTile t = tile;  // a copy, which stores to C cannot alias
   const std::int64_t chunks = (t.cols + 63) / 64, whole = t.cols / 64;

@@ -477,7 +477,8 @@ TEST(QmmProperties, FewColumnBlocksSplitTheirDepthOverThreads) {
 // Shapes {M, N, K} with B laid out as `b_layouts` (in turn), every signedness, per-row and
 // per-column zero points (A's at times left out, so that a uint8 A is read in place), through the
 // default dispatch and qmm.tiled, and over threads in depth parts and in column blocks.
-void check_b_layouts(const std::vector<std::array<i64, 3>>& shapes, std::array<Layout, 2> b_layouts, std::uint64_t seed) {
+void check_b_layouts(const std::vector<std::array<i64, 3>>& shapes, std::array<Layout, 2> b_layouts,
+                     std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   int n = 0;
   for (const auto& [M, N, K] : shapes)
@@ -503,8 +504,8 @@ void check_b_layouts(const std::vector<std::array<i64, 3>>& shapes, std::array<L
 // of where strips stop packing B and read it in place (32 rows with AMX, 12 with AVX2, 256 with
 // VNNI, whose kernel changes its tiles past 5 rows); deep enough for int64 sums.
 TEST(QmmProperties, BWithContiguousColumnsOnBothSidesOfPacking) {
-  check_b_layouts({{1, 3, 100}, {5, 17, 70}, {6, 13, 66}, {12, 4, 129}, {13, 9, 64}, {32, 33, 65}, {33, 5, 31},
-                   {256, 6, 40}, {257, 7, 20}, {3, 5, 70001}},
+  check_b_layouts({{1, 3, 100}, {5, 17, 70}, {6, 13, 66}, {12, 4, 129}, {13, 9, 64}, {32, 33, 65},
+                   {33, 5, 31}, {256, 6, 40}, {257, 7, 20}, {3, 5, 70001}},
                   {Layout::transposed_padded, Layout::transposed}, 2718);
 }
 
@@ -513,8 +514,8 @@ TEST(QmmProperties, BWithContiguousColumnsOnBothSidesOfPacking) {
 // VNNI, 6 at AMX), columns past whole 64s, depths past whole eights; deep enough for int64 sums
 // (nc = 16 in the last schedule, which the rows kernels round up to 64).
 TEST(QmmProperties, RowMajorBOnBothSidesOfReadingItByRows) {
-  check_b_layouts({{1, 3, 100}, {2, 64, 7}, {3, 65, 70}, {4, 130, 9}, {5, 200, 66}, {6, 63, 129}, {7, 70, 33},
-                   {8, 9, 64}, {9, 64, 31}, {3, 70, 70001}},
+  check_b_layouts({{1, 3, 100}, {2, 64, 7}, {3, 65, 70}, {4, 130, 9}, {5, 200, 66}, {6, 63, 129},
+                   {7, 70, 33}, {8, 9, 64}, {9, 64, 31}, {3, 70, 70001}},
                   {Layout::padded, Layout::packed}, 1618);
 }
 

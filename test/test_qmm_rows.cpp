@@ -47,7 +47,8 @@ void check_rows(hk::detail::QmmRowsKernel kernel, i64 rows, i64 cols, i64 depth,
   std::int32_t* const c = c_ints.data();
   std::int32_t* const sums = sums_ints.data();
   std::vector<std::int32_t> c_before, sums_before;
-  for (i64 e = 0; e < rows * ldc; ++e) c[e] = e % ldc < cols && accumulate ? std::int32_t(rng() % 2001) - 1000 : untouched;
+  for (i64 e = 0; e < rows * ldc; ++e)
+    c[e] = e % ldc < cols && accumulate ? std::int32_t(rng() % 2001) - 1000 : untouched;
   for (i64 j = 0; j < ldc; ++j) sums[j] = j < cols && accumulate ? std::int32_t(rng() % 2001) - 1000 : untouched;
   c_before.assign(c, c + rows * ldc);
   sums_before.assign(sums, sums + ldc);
@@ -89,7 +90,8 @@ TEST(QmmRows, EveryDotAndColumnSumExactAndNothingReadPastTheOperands) {
     for (i64 rows : {1, 2, 3, 5, 12})
       for (i64 cols : {1, 17, 63, 64, 65, 130})
         for (i64 depth : {1, 3, 4, 7, 8, 9, 16, 23, 64})
-          for (std::uint8_t flip : {0x00, 0x80}) check_rows(kernel, rows, cols, depth, flip, (rows + cols + depth) % 2, rng);
+          for (std::uint8_t flip : {0x00, 0x80})
+            check_rows(kernel, rows, cols, depth, flip, (rows + cols + depth) % 2, rng);
   }
 }
 
