@@ -30,7 +30,7 @@ QmmDotsKernel select_qmm_dots(Isa isa) {
 }
 
 QmmRowsKernel select_qmm_rows(Isa isa) {
-  return isa >= Isa::avx512_vnni ? qmm_rows_avx512_vnni : nullptr;
+  return isa >= Isa::avx512_vnni ? qmm_rows_avx512_vnni : isa >= Isa::avx2 ? qmm_rows_avx2 : nullptr;
 }
 
 }  // namespace hk::detail

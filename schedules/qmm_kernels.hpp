@@ -90,9 +90,10 @@ inline constexpr std::int64_t qmm_rows_max_rows = 64;
 
 using QmmRowsKernel = void (*)(const QmmRowsTile&);
 
+void qmm_rows_avx2(const QmmRowsTile& t);  // pairs of products widened to int16, summed by vpmaddwd
 void qmm_rows_avx512_vnni(const QmmRowsTile& t);
 
-/// The rows kernel of `isa`, or null below AVX-512 VNNI (where B is packed).
+/// The rows kernel of `isa`, or null for the portable level (where B is packed).
 QmmRowsKernel select_qmm_rows(Isa isa);
 
 /// The dots kernel of `isa` (AMX's is the AVX-512 VNNI one: a dot product has no tile shape).

@@ -510,12 +510,13 @@ TEST(QmmProperties, BWithContiguousColumnsOnBothSidesOfPacking) {
 }
 
 // A row-major B (contiguous, or with gaps between rows and at times between elements) at heights
-// on both sides of where strips stop packing B and read it by rows in place (8 rows at AVX-512
-// VNNI, 6 at AMX), columns past whole 64s, depths past whole eights; deep enough for int64 sums
+// on both sides of where strips stop packing B and read it by rows in place (12 rows at AVX2, 4 at
+// AVX-512, 8 at AVX-512 VNNI, 6 at AMX), columns past whole 64s and 16s, depths past whole eights
+// and pairs; deep enough for int64 sums
 // (nc = 16 in the last schedule, which the rows kernels round up to 64).
 TEST(QmmProperties, RowMajorBOnBothSidesOfReadingItByRows) {
   check_b_layouts({{1, 3, 100}, {2, 64, 7}, {3, 65, 70}, {4, 130, 9}, {5, 200, 66}, {6, 63, 129},
-                   {7, 70, 33}, {8, 9, 64}, {9, 64, 31}, {3, 70, 70001}},
+                   {7, 70, 33}, {8, 9, 64}, {9, 64, 31}, {12, 17, 41}, {13, 33, 18}, {3, 70, 70001}},
                   {Layout::padded, Layout::packed}, 1618);
 }
 
