@@ -76,8 +76,8 @@ bool strip_dots(const QmmProblem& p, Isa isa) {
 // interleave again for every trip of C through the L1, so taller strips pay for packing. On the
 // Xeon of the H200 machine the rows kernel won through 6 rows against AMX's tiles and through 8
 // against the VNNI kernel, and took 2-3 times packing's time at 12; on the EPYC VM the AVX2 one won
-// through 8 rows at `avx2` (tie at 16) and 4 at `avx512` (tie at 8) (docs/performance.md, "B read
-// by rows").
+// through 8 rows at `avx2` (at 16 ahead on one thread, behind on two) and 4 at `avx512` (tie at 8)
+// (docs/performance.md, "B read by rows").
 bool strip_rows(const QmmProblem& p, Isa isa) {
   const std::int64_t max_rows = isa == Isa::amx ? 6 : isa == Isa::avx512_vnni ? 8 : isa == Isa::avx512 ? 4 : 12;
   return p.b.col_stride == 1 && p.M <= max_rows && select_qmm_rows(isa) != nullptr;

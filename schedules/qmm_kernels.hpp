@@ -66,10 +66,11 @@ void qmm_dots_avx2(const QmmDotsTile& t);  // products widened to int16, summed 
 void qmm_dots_avx512_vnni(const QmmDotsTile& t);
 
 /// One call of a rows kernel, for a row-major B at few rows of A: B is read where it lies, each
-/// quad of its rows interleaved in registers into B' groups and never packed.
+/// quad (AVX2: pair) of its rows interleaved in registers and never packed.
 ///   C[r][j] (+)= sum_{k < depth} A'[r][k] * B'[k][j]        col_sums[j] (+)= sum_k B'[k][j]
 /// Nothing is read past A's rows' `depth` bytes or B's `depth` rows and `cols` columns. Each row
-/// of C and col_sums is 64-byte aligned with room for `cols` rounded up to 64, which is written.
+/// of C and col_sums is 64-byte aligned with room for `cols` rounded up to 64, which may be
+/// written.
 struct QmmRowsTile {
   const std::uint8_t* a;  // A' row r at a + r*lda
   std::int64_t lda;

@@ -1,8 +1,9 @@
 // The rows kernels (A' rows against a row-major B read where it lies, no packing) at every
 // instruction-set level that has one: every dot product and column sum exact against plain sums,
-// both overwritten and added to, over edges in rows, columns (64 and its tails) and depth (quads,
-// eights, their tails); nothing read past A's last row or B's last row and column (each ends just
-// before an inaccessible page); nothing written past the tile's columns rounded up to 64.
+// both overwritten and added to, over edges in rows, columns (16, 64 and their tails) and depth
+// (pairs, quads, eights, their tails); nothing read past A's last row or B's last row and column
+// (each ends just before an inaccessible page); nothing written past the tile's columns rounded
+// up to 64.
 #include <gtest/gtest.h>
 
 #include <cstdint>
