@@ -12,6 +12,7 @@
 
 #include "fenced_bytes_test_util.hpp"
 #include "isa_test_util.hpp"
+#include "qmm_dots_check_test_util.hpp"
 #include "schedules/qmm_kernels.hpp"
 
 namespace {
@@ -43,25 +44,10 @@ void check_dots(i64 rows, i64 cols, i64 depth, std::uint8_t flip, bool accumulat
   const hk::detail::QmmDotsTile tile{a, lda, rows, b, ldb, flip, cols, depth, c.data(), ldc, sums.data(), accumulate};
   hk::detail::select_qmm_dots(hk::active_isa())(tile);
 
-  const std::string where = "rows " + std::to_string(rows) + ", cols " + std::to_string(cols) + ", depth " +
-                            std::to_string(depth) + ", flip " + std::to_string(flip) +
-                            (accumulate ? ", accumulating" : "") + ", isa " + hk::name_of(hk::active_isa());
-  int wrong = 0;
-  for (i64 j = 0; j < cols && wrong < 3; ++j) {
-    std::int32_t sum = 0;
-    for (i64 k = 0; k < depth; ++k) sum += std::int8_t(b[j * ldb + k] ^ flip);
-    const std::int32_t want_sum = (accumulate ? sums_before[std::size_t(j)] : 0) + sum;
-    if (sums[std::size_t(j)] != want_sum && ++wrong)
-      ADD_FAILURE() << "column " << j << " sum " << sums[std::size_t(j)] << ", expected " << want_sum << "; " << where;
-    for (i64 r = 0; r < rows; ++r) {
-      std::int32_t dot = 0;
-      for (i64 k = 0; k < depth; ++k) dot += std::int32_t(a[r * lda + k]) * std::int8_t(b[j * ldb + k] ^ flip);
-      const std::size_t e = std::size_t(r * ldc + j);
-      const std::int32_t want = (accumulate ? c_before[e] : 0) + dot;
-      if (c[e] != want && ++wrong < 3)
-        ADD_FAILURE() << "C[" << r << "][" << j << "] = " << c[e] << ", expected " << want << "; " << where;
-    }
-  }
+  const std::string where = hk::test::dots_case(rows, cols, depth, flip, accumulate);
+  const auto b_at = [&](i64 k, i64 j) { return std::int8_t(b[j * ldb + k] ^ flip); };
+  hk::test::expect_dots_and_sums(a, lda, rows, cols, depth, b_at, c.data(), c_before.data(), ldc, sums.data(),
+                                 sums_before.data(), accumulate, where);
   for (i64 r = 0; r < rows; ++r)
     for (i64 j = cols; j < ldc; ++j) EXPECT_EQ(c[std::size_t(r * ldc + j)], untouched) << "C padding written; " << where;
   EXPECT_EQ(sums[std::size_t(cols)], untouched) << "a sum past the columns written; " << where;

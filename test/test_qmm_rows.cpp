@@ -13,6 +13,7 @@
 
 #include "fenced_bytes_test_util.hpp"
 #include "isa_test_util.hpp"
+#include "qmm_dots_check_test_util.hpp"
 #include "schedules/qmm_kernels.hpp"
 
 namespace {
@@ -56,25 +57,10 @@ void check_rows(hk::detail::QmmRowsKernel kernel, i64 rows, i64 cols, i64 depth,
 
   kernel({a, lda, rows, b, ldb, flip, cols, depth, c, ldc, sums, accumulate});
 
-  const std::string where = "rows " + std::to_string(rows) + ", cols " + std::to_string(cols) + ", depth " +
-                            std::to_string(depth) + ", flip " + std::to_string(flip) +
-                            (accumulate ? ", accumulating" : "") + ", isa " + hk::name_of(hk::active_isa());
-  int wrong = 0;
-  for (i64 j = 0; j < cols && wrong < 3; ++j) {
-    std::int32_t sum = 0;
-    for (i64 k = 0; k < depth; ++k) sum += std::int8_t(b[k * ldb + j] ^ flip);
-    const std::int32_t want_sum = (accumulate ? sums_before[std::size_t(j)] : 0) + sum;
-    if (sums[j] != want_sum && ++wrong)
-      ADD_FAILURE() << "column " << j << " sum " << sums[j] << ", expected " << want_sum << "; " << where;
-    for (i64 r = 0; r < rows; ++r) {
-      std::int32_t dot = 0;
-      for (i64 k = 0; k < depth; ++k) dot += std::int32_t(a[r * lda + k]) * std::int8_t(b[k * ldb + j] ^ flip);
-      const i64 e = r * ldc + j;
-      const std::int32_t want = (accumulate ? c_before[std::size_t(e)] : 0) + dot;
-      if (c[e] != want && ++wrong < 3)
-        ADD_FAILURE() << "C[" << r << "][" << j << "] = " << c[e] << ", expected " << want << "; " << where;
-    }
-  }
+  const std::string where = hk::test::dots_case(rows, cols, depth, flip, accumulate);
+  const auto b_at = [&](i64 k, i64 j) { return std::int8_t(b[k * ldb + j] ^ flip); };
+  hk::test::expect_dots_and_sums(a, lda, rows, cols, depth, b_at, c, c_before.data(), ldc, sums,
+                                 sums_before.data(), accumulate, where);
   for (i64 r = 0; r < rows; ++r)
     for (i64 j = written; j < ldc; ++j) EXPECT_EQ(c[r * ldc + j], untouched) << "C written past 64s; " << where;
   for (i64 j = written; j < ldc; ++j) EXPECT_EQ(sums[j], untouched) << "a sum written past 64s; " << where;
