@@ -21,13 +21,6 @@ namespace {
 
 using i64 = std::int64_t;
 
-// Bytes from a matrix's first element to its last, inclusive (strides are non-negative).
-i64 span_bytes(const std::int64_t (&batch)[2], const std::int64_t (&batch_stride)[2], i64 rows,
-               i64 row_stride, i64 cols, i64 col_stride) {
-  return (batch[0] - 1) * batch_stride[0] + (batch[1] - 1) * batch_stride[1] +
-         (rows - 1) * row_stride + (cols - 1) * col_stride + 1;
-}
-
 // Runs `run` on the call with its tensors' spans copied into device memory on `dev` (strides are
 // non-negative: spans start at the pointer), then copies the output's span back if `run` returns
 // true; on the host fallback, runs it on the call itself.
@@ -55,13 +48,6 @@ template <class Run> void with_device_copies(const CumulativeCall& call, int dev
 }
 
 }  // namespace
-
-QmmSpans qmm_spans(const QmmProblem& p) {
-  return {std::size_t(span_bytes(p.batch, p.a.batch_stride, p.M, p.a.row_stride, p.K, p.a.col_stride)),
-          std::size_t(span_bytes(p.batch, p.b.batch_stride, p.K, p.b.row_stride, p.N, p.b.col_stride)),
-          std::size_t(span_bytes(p.batch, p.out_batch_stride, p.M, p.out_row_stride, p.N, p.out_col_stride)),
-          p.batch[0] * p.batch[1] * p.M * p.N};
-}
 
 void run_scan_offload_host(const CumulativeCall& call, const ScanPlan& plan, int dev) {
   with_device_copies(call, dev, [&](const CumulativeCall& c) {

@@ -1,9 +1,11 @@
 // Without the GPU plugin (HETKERN_GPU_PLUGIN naming a missing file): device calls throw
 // hk::Error(Errc::unavailable) with the loader's reason, offload schedules are refused with it,
-// host schedules run, and nothing crashes. A process opens the plugin at most once, so the checks
-// run in a fresh process (the threadsafe death-test style re-executes the test binary).
+// host schedules run, and so do the default schedules of large host calls, and nothing crashes.
+// A process opens the plugin at most once, so the checks run in a fresh process (the threadsafe
+// death-test style re-executes the test binary).
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -29,6 +31,41 @@ void expect_unavailable(const hk::Error& e) {
   if (e.code() != hk::Errc::unavailable || text.find(missing_plugin) == std::string::npos ||
       text.find("cannot open shared object file") == std::string::npos)
     fail("unexpected error: " + text);
+}
+
+// Calls large enough that the dispatcher asks whether their host tensors are page-locked (2^24
+// scan elements, 2^30 multiply-adds) run with no schedule, and match a host schedule's result.
+void check_default_dispatch_of_large_host_calls() {
+  const std::int64_t n = std::int64_t(1) << 24;
+  std::vector<std::int32_t> x(std::size_t(n), 0), y(x.size()), expected(x.size());
+  for (std::int64_t i = 0; i < n; ++i) x[std::size_t(i)] = std::int32_t(i % 7) - 3;
+  const hk::TensorDesc line(hk::DataType::int32, {n});
+  hk::cumulative_sum({line, x.data()}, {line, y.data()}, {.axis = 0});
+  hk::cumulative_sum({line, x.data()}, {line, expected.data()}, {.axis = 0}, hk::Schedule::parse("scan.tiled"));
+  if (y != expected) fail("a large cumsum with the default schedule without the plugin");
+
+  const std::int64_t m = 1024;
+  std::vector<std::uint8_t> a(std::size_t(m * m)), out(a.size()), out_expected(a.size());
+  std::vector<std::int8_t> b(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    a[i] = std::uint8_t(i * 37 % 251);
+    b[i] = std::int8_t(int(i * 11 % 255) - 127);
+  }
+  const float a_scale = 0.02f, b_scale = 0.03f, out_scale = 0.5f;
+  const std::uint8_t a_zero = 100, out_zero = 128;
+  const hk::TensorDesc scalar(hk::DataType::float32, {1}), u8_scalar(hk::DataType::uint8, {1});
+  hk::QuantizedMatMulArgs q;
+  q.a = {hk::TensorDesc(hk::DataType::uint8, {m, m}), a.data()};
+  q.b = {hk::TensorDesc(hk::DataType::int8, {m, m}), b.data()};
+  q.a_scale = {scalar, &a_scale};
+  q.b_scale = {scalar, &b_scale};
+  q.output_scale = {scalar, &out_scale};
+  q.a_zero_point = hk::ConstTensor{u8_scalar, &a_zero};
+  q.output_zero_point = hk::ConstTensor{u8_scalar, &out_zero};
+  const hk::TensorDesc out_desc(hk::DataType::uint8, {m, m});
+  hk::quantized_linear_matmul(q, {out_desc, out.data()});
+  hk::quantized_linear_matmul(q, {out_desc, out_expected.data()}, hk::Schedule::parse("qmm.tiled"));
+  if (out != out_expected) fail("a large matmul with the default schedule without the plugin");
 }
 
 [[noreturn]] void check_without_plugin() {
@@ -62,6 +99,7 @@ void expect_unavailable(const hk::Error& e) {
   if (y != std::vector<int>(x.size(), 0)) fail("a refused call wrote its output");
   hk::cumulative_sum({desc, x.data()}, {desc, y.data()}, {.axis = 0}, hk::Schedule::parse("scan.tiled"));
   if (y != std::vector<int>{3, 4, 8, 9, 14}) fail("scan.tiled without the plugin");
+  check_default_dispatch_of_large_host_calls();
   if (hk::load_gpu_plugin().error.find("cannot open shared object file") == std::string::npos)
     fail("status after loading: " + hk::gpu_plugin_status().error);
   std::exit(0);

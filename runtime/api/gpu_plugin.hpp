@@ -120,8 +120,6 @@
   F(qmm_offload_streamable, hk::detail::OffloadQmmStreamable, hk::detail::qmm_offload_streamable,          \
     (const hk::detail::QmmProblem& problem, hk::detail::OffloadQmmKernel kernel, int device),              \
     (problem, kernel, device), required, )                                                                 \
-  F(qmm_spans, hk::detail::QmmSpans, hk::detail::qmm_spans, (const hk::detail::QmmProblem& problem),       \
-    (problem), required, )                                                                                 \
   F(qmm_b_columns_fit, bool, hk::detail::qmm_b_columns_fit, (const hk::detail::QmmProblem& problem),      \
     (problem), required, )                                                                                 \
   F(qmm_b_columns_bytes, std::size_t, hk::detail::qmm_b_columns_bytes,                                     \
