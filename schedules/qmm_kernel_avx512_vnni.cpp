@@ -57,8 +57,9 @@ void vnni_rows(const QmmTile& t, std::int64_t r, std::int64_t rows, std::int64_t
   }
 }
 
-// The first row tile reads the column's panels from the L3 or memory and requests them ahead;
-// the later ones find them in L2, where the hardware prefetcher keeps up (docs/performance.md).
+// The first row tile of a column is the first to read its panels (from memory when B was packed
+// once, by hk::pack_b) and requests them ahead; the later ones find them in L2, where the hardware
+// prefetcher keeps up (docs/performance.md, "Packed B requested ahead").
 template <int NP>
 void vnni_column(const QmmTile& t, std::int64_t p0) {
   if (t.rows <= 0) return;
