@@ -5,7 +5,8 @@
 # (its oneDNN 3.x capped alike, then hetkern's requantization to uint8), at 1 thread, 16 threads and
 # every core, the matmuls at each of amx, avx512_vnni and avx2 that the CPU has. Prints one
 # Markdown table at the end; ratios are hetkern's median time over the other's, below 1 where
-# hetkern is faster.
+# hetkern is faster, and beside them the ratio of the two fastest calls (which machines whose
+# speed moves in stretches leave steadier than the medians).
 #
 # usage: tools/cpu-report.sh TREE [OUT.jsonl]
 #   TREE       a built or installed hetkern (TREE/bin/hetkern; its libraries found by the loader)
@@ -117,12 +118,14 @@ def ratio(ours, theirs):
     return f"{ours / theirs:.2f}" if ours and theirs else ""
 
 
-print("\n| case | threads | isa | vs copy / oneDNN 2.6 | vs torch._int_mm |\n|---|---:|---|---:|---:|")
+print("\n| case | threads | isa | vs copy / oneDNN 2.6 | the same by minima | vs torch._int_mm |\n"
+      "|---|---:|---|---:|---:|---:|")
 for r in hetkern:
     shape = ",".join(map(str, r["shape"]))
     if r["op"] == "qlinear-matmul":
         name = f"qlinear-matmul {'x'.join(map(str, r['shape']))}{' packed B' if r['packed_b'] else ''}"
         base = ratio(r["median_ns"], r["onednn_median_ns"]) or f"no oneDNN: {r['onednn_reason']}"
+        by_minima = ratio(r["min_ns"], r.get("onednn_min_ns"))
         if r["onednn_mismatches"]:
             base += f" ({r['onednn_mismatches']} outputs wrong)"
         peer = torch.get((f"{name} {r['isa']}", r["threads"]))
@@ -130,7 +133,8 @@ for r in hetkern:
     else:
         name = f"{r['op']} {r['dtype']} {{{shape}}} axis {r['axis']}"
         base, vs_torch = ratio(r["median_ns"], r["copy_median_ns"]), ""
-    print(f"| {name} | {r['threads']} | {r['isa']} | {base} | {vs_torch} |")
+        by_minima = ratio(r["min_ns"], r["copy_min_ns"])
+    print(f"| {name} | {r['threads']} | {r['isa']} | {base} | {by_minima} | {vs_torch} |")
 onednn = next((r for r in hetkern if r.get("onednn_version")), None)
 print(f"\nhetkern time over the copy's (scans) or oneDNN {onednn['onednn_version'] if onednn else '(none)'}'s "
       "and torch._int_mm's (matmuls, B in [-64, 63], u8 x s8 -> u8, both capped at the row's level): "
