@@ -78,6 +78,10 @@ void qmm_rows_avx2(const QmmRowsTile& tile) {
     }
     interleave(r[0], r[1], q);
   };
+  const auto whole_pair_at = [&](const std::uint8_t* at, __m256i (&q)[2]) {
+    interleave(_mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at)), flip),
+               _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at + t.ldb)), flip), q);
+  };
   std::int64_t k = 0;
   for (; k + 8 <= t.depth; k += 8) {
     for (int u = 0; u < 4; ++u) load_a(k + 2 * u, a_pairs[u]);
@@ -88,10 +92,7 @@ void qmm_rows_avx2(const QmmRowsTile& tile) {
       const std::uint8_t* const at = b + 16 * j;
       if (ahead && j % 4 == 0)
         for (int d = 8; d < 16; ++d) _mm_prefetch(reinterpret_cast<const char*>(at + d * t.ldb), _MM_HINT_T0);
-      for (int u = 0; u < 4; ++u)
-        interleave(_mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at + 2 * u * t.ldb)), flip),
-                   _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at + (2 * u + 1) * t.ldb)), flip),
-                   q[u]);
+      for (int u = 0; u < 4; ++u) whole_pair_at(at + 2 * u * t.ldb, q[u]);
       add_pairs<4>(q, a_pairs, t.rows, t.c + 16 * j, t.ldc, t.col_sums + 16 * j);
     }
     if (whole < chunks) {
