@@ -392,6 +392,36 @@ TEST(QmmProperties, ShapeSweep) {
       }
 }
 
+// The epilogue's common case (B's zero points at its shift, so none for int8 B; one A scale and one
+// output scale; rows of 8-bit output) over rows of several vectors and a tail (221 columns): both
+// output types, zero points per row, B scales per column and per tensor, outputs saturating on
+// both sides, and padded output rows.
+TEST(QmmProperties, WideRowsThroughTheCommonEpilogue) {
+  std::mt19937_64 rng(6464);
+  i64 low = 0, high = 0, total = 0;
+  for (DataType ta : types8)
+    for (DataType ty : types8)
+      for (Gran sb : {Gran::column, Gran::tensor})
+        for (bool dyadic : {true, false}) {
+          Config c;
+          c.M = 7, c.N = 3 * 64 + 29, c.K = 45;
+          c.ta = ta, c.tb = DataType::int8, c.ty = ty;
+          c.sb = {sb, 1};
+          c.za = ParamShape{Gran::row, 2}, c.zy = ParamShape{Gran::row, 2};
+          c.ly = dyadic ? Layout::packed : Layout::padded;
+          c.dyadic = dyadic;
+          const Expected e = check_config(c, rng, 1);
+          for (std::size_t i = 0; i < e.lo.size(); ++i) {
+            low += e.hi[i] == qmmt::qmin(ty);
+            high += e.lo[i] == qmmt::qmax(ty);
+          }
+          total += i64(e.lo.size());
+        }
+  EXPECT_GT(low, 0) << "no output saturated low";
+  EXPECT_GT(high, 0) << "no output saturated high";
+  EXPECT_GT(total - low - high, total / 2) << "most outputs must lie inside the range";
+}
+
 // Block sizes of 1, odd, prime, just below, equal to and just above the shape, and the maxima,
 // for both blocked strategies; 1 to 3 threads for the parallel one.
 TEST(QmmProperties, BlockSizesAroundTheShape) {
