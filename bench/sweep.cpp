@@ -38,6 +38,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The plots bench/plot.py can draw (its `wanted` list), each only where the sweep has its cases.
+constexpr const char* plot_files[] = {"scans.png", "qmm.png", "scaling.png", "cpu_gpu.png"};
+
 // Strategies for GPUs carry "offload" (one GPU) or ".devices" (several) in their names; every
 // other strategy runs on the host (the split strategies' `threads` are their host part's).
 std::string device_of(const std::string& strategy) {
@@ -409,6 +412,9 @@ void bind_parameters(Operator op, const Schedule& s) {
 void validate(const SweepOptions& o) {
   if (o.cases.empty()) throw Error(Errc::invalid_parameter, "sweep", "spec", "no case to run");
   if (o.out_dir.empty()) throw Error(Errc::invalid_parameter, "sweep", "--out", "needs a directory");
+  if (o.out_dir == "-")
+    throw Error(Errc::invalid_parameter, "sweep", "--out",
+                "'-' is standard output, but a sweep writes a directory of files: name a directory");
   // Two sweeps' files in one directory would read as one sweep.
   std::error_code ec;
   if (!o.force && fs::is_directory(o.out_dir, ec) && !fs::is_empty(o.out_dir, ec))
@@ -445,10 +451,10 @@ SweepResult run_sweep(const SweepOptions& o) {
     throw Error(Errc::invalid_file, "sweep", o.out_dir, "cannot create the output directory");
   // --force: an earlier sweep's outputs go first, so that none of them (a plot this sweep does not
   // draw) is taken for this sweep's.
-  if (o.force)
-    for (const char* name : {"results.json", "results.csv", "summary.md", "scans.png", "qmm.png", "scaling.png",
-                             "cpu_gpu.png"})
-      fs::remove(dir / name, ec);
+  if (o.force) {
+    for (const char* name : {"results.json", "results.csv", "summary.md"}) fs::remove(dir / name, ec);
+    for (const char* name : plot_files) fs::remove(dir / name, ec);
+  }
 
   const int cpus = allowed_cpu_count();
   std::vector<int> threads = o.threads.empty() ? default_thread_counts(cpus) : o.threads;
@@ -559,7 +565,10 @@ SweepResult run_sweep(const SweepOptions& o) {
     // bench/plot.py writes results.csv, summary.md and the plots from results.json, so that every
     // column of every record, peers' included, appears once and the report also works standalone.
     // A Ctrl-C now lets it finish (it runs apart from the terminal's signals) and ends with 130.
-    status = run_python({script("plot.py").string(), (dir / "results.json").string(), "--out", dir.string()},
+    // Absolute paths: a relative one starting with '-' would read as an option.
+    const fs::path absolute_dir = fs::absolute(dir);
+    status = run_python({script("plot.py").string(), (absolute_dir / "results.json").string(), "--out",
+                         absolute_dir.string()},
                         std::nullopt, std::nullopt, true);
     result.interrupted = result.interrupted || interrupt_requested();
   }
@@ -569,8 +578,8 @@ SweepResult run_sweep(const SweepOptions& o) {
                            : "exited with status " + std::to_string(status) +
                                  ": results.json written, see the message above");
   for (const char* f : {"results.csv", "summary.md"}) result.files.push_back(f);
-  for (const auto& entry : fs::directory_iterator(dir))
-    if (entry.path().extension() == ".png") result.files.push_back(entry.path().filename().string());
+  for (const char* name : plot_files)
+    if (fs::exists(dir / name, ec)) result.files.push_back(name);
   return result;
 }
 

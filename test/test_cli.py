@@ -603,6 +603,10 @@ class BadInputs(Workdir):
         z_uint8 = self.save("zu8.npy", np.uint8(1))
         out = self.path("out.npy")
         base = ["run", "qlinear-matmul", out, "--a", a, "--a-scale", s, "--b", b, "--b-scale", s, "--out-scale", s]
+        # An output of 2^40 bytes from 2 MB of files whose K differ: refused as a shape mismatch,
+        # not as more memory than there is.
+        a_tall = self.save("atall.npy", np.ones((1 << 20, 2), dtype=np.uint8))
+        b_wide = self.save("bwide.npy", np.ones((1, 1 << 20), dtype=np.int8))
         a3 = self.save("a3.npy", np.ones((2, 2, 3), dtype=np.uint8))
         b3 = self.save("b3.npy", np.ones((3, 3, 4), dtype=np.int8))
         s_text = self.path("notes.txt")
@@ -619,6 +623,8 @@ class BadInputs(Workdir):
             (base + ["--out-type", "int8", "--out-zero-point", z_uint8], "differs"),
             (["run", "qlinear-matmul", out, "--a", a, "--a-scale", s, "--b", b_wrong_k, "--b-scale", s,
               "--out-scale", s, "--out-type", "uint8"], "K = 3"),
+            (["run", "qlinear-matmul", out, "--a", a_tall, "--a-scale", s, "--b", b_wide, "--b-scale", s,
+              "--out-scale", s], "K = 2"),
             (["run", "qlinear-matmul", out, "--a", a, "--a-scale", s_zero, "--b", b, "--b-scale", s,
               "--out-scale", s, "--out-type", "uint8"], "a_scale"),
             (["run", "qlinear-matmul", out, "--a", a, "--a-scale", s_f64, "--b", b, "--b-scale", s,

@@ -534,22 +534,46 @@ class Options(unittest.TestCase):
         self.assertIn("No plots: matplotlib failed to load (RuntimeError: broken matplotlib)", summary)
         self.assertGreater(len(res["records"]), 0)
 
+    def test_out_is_a_directory_whatever_its_name(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            spec = os.path.join(tmp, "cases.txt")
+            with open(spec, "w") as f:
+                f.write("cumsum 500 float32 axis=0\n")
+            common = ["bench", "--sweep", spec, "--threads", "1", "--no-peers", *QUICK]
+            # '-' means standard output elsewhere; a sweep writes files, so it is refused before running.
+            result = subprocess.run([HETKERN, *common, "--out", "-"], capture_output=True, text=True, timeout=60,
+                                    cwd=tmp)
+            self.assertEqual(result.returncode, 2, result.stderr)
+            self.assertEqual(len(result.stderr.splitlines()), 1, result.stderr)
+            self.assertFalse(os.path.exists(os.path.join(tmp, "-")))
+            # A relative directory whose name starts with '-' is a directory like any other.
+            result = subprocess.run([HETKERN, *common, "--out=-dash"], capture_output=True, text=True, timeout=300,
+                                    cwd=tmp)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            for name in ("results.json", "results.csv", "summary.md"):
+                self.assertTrue(os.path.exists(os.path.join(tmp, "-dash", name)), name)
+
     def test_non_empty_out_is_refused_without_force(self):
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "result")
             os.makedirs(out)
-            for name, text in (("notes.txt", "keep me"), ("cpu_gpu.png", "an earlier sweep's plot")):
+            for name, text in (("notes.txt", "keep me"), ("cpu_gpu.png", "an earlier sweep's plot"),
+                               ("holiday.png", "not a sweep's")):
                 with open(os.path.join(out, name), "w") as f:
                     f.write(text)
             result = sweep("cumsum 500 float32 axis=0\n", tmp, "--threads", "1", "--no-peers", *QUICK)
             self.assertEqual(result.returncode, 2, result.stderr)
             self.assertEqual(len(result.stderr.splitlines()), 1, result.stderr)
             self.assertIn("--force", result.stderr)
-            self.assertEqual(sorted(os.listdir(out)), ["cpu_gpu.png", "notes.txt"])
+            self.assertEqual(sorted(os.listdir(out)), ["cpu_gpu.png", "holiday.png", "notes.txt"])
             result = sweep("cumsum 500 float32 axis=0\n", tmp, "--threads", "1", "--no-peers", "--force", *QUICK)
             self.assertEqual(result.returncode, 0, result.stderr)
             self.assertTrue(os.path.exists(os.path.join(out, "results.json")))
             self.assertFalse(os.path.exists(os.path.join(out, "cpu_gpu.png")))
+            # The closing line names this sweep's files only.
+            self.assertIn("scans.png", result.stdout)
+            self.assertNotIn("holiday.png", result.stdout)
+            self.assertTrue(os.path.exists(os.path.join(out, "holiday.png")))
             with open(os.path.join(out, "notes.txt")) as f:
                 self.assertEqual(f.read(), "keep me")
             # An empty directory needs no --force.

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/mman.h>
+
 #include "hetkern/hetkern.hpp"
 #include "tools/cli.hpp"
 #include "tools/npy.hpp"
@@ -26,6 +28,26 @@ struct ScanArgs {
 struct QmmArgs {
   std::string output, a, a_scale, a_zero, b, b_scale, b_zero, out_scale, out_zero, out_type;
   std::string schedule;
+};
+
+// Address space that no memory backs, for validating a call against its output's place without
+// allocating the output.
+class ReservedAddresses {
+ public:
+  ReservedAddresses(std::size_t bytes, const TensorDesc& desc) : bytes_(std::max<std::size_t>(bytes, 1)) {
+    data_ = mmap(nullptr, bytes_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (data_ == MAP_FAILED)
+      throw Error(Errc::invalid_shape, "quantized_linear_matmul", "output",
+                  desc.to_string() + " takes " + std::to_string(bytes) + " bytes, more than this machine can address");
+  }
+  ~ReservedAddresses() { munmap(data_, bytes_); }
+  ReservedAddresses(const ReservedAddresses&) = delete;
+  ReservedAddresses& operator=(const ReservedAddresses&) = delete;
+  void* data() const { return data_; }
+
+ private:
+  std::size_t bytes_;
+  void* data_;
 };
 
 Schedule schedule_from(const std::string& text) {
@@ -141,15 +163,11 @@ void run_qmm(const QmmArgs& args) {
 
   const std::vector<std::int64_t> sizes = output_sizes(a.desc, b.desc);
   const TensorDesc out_desc(out_type.value_or(DataType::uint8), sizes);
-  // M x N can exceed both input files by far. The buffer is left uninitialized: its pages are
-  // first touched when the operator writes them, after it has validated everything, so a hostile
-  // pair of files that fails validation costs no memory.
   std::uint64_t out_bytes = size_of(out_desc.dtype());
   for (std::int64_t size : sizes)
     if (__builtin_mul_overflow(out_bytes, std::uint64_t(size), &out_bytes))
       throw Error(Errc::invalid_shape, "quantized_linear_matmul", "output",
                   "byte size of " + out_desc.to_string() + " exceeds 64 bits");
-  const auto out = std::make_unique_for_overwrite<std::byte[]>(std::size_t(out_bytes));
 
   QuantizedMatMulArgs q;
   q.a = {a.desc, a.data()};
@@ -160,7 +178,16 @@ void run_qmm(const QmmArgs& args) {
   if (za) q.a_zero_point = as_parameter(*za);
   if (zb) q.b_zero_point = as_parameter(*zb);
   if (zy) q.output_zero_point = as_parameter(*zy);
-  quantized_linear_matmul(q, {out_desc, out.get()}, schedule_from(args.schedule));
+  const Schedule schedule = schedule_from(args.schedule);
+  // M x N can exceed both input files by far: the call is validated against address space
+  // reserved for the output before memory is asked for it, so that a pair of files whose shapes
+  // do not match is refused as such, not as too large.
+  {
+    const ReservedAddresses place(std::size_t(out_bytes), out_desc);
+    default_schedule(q, {out_desc, place.data()}, schedule);
+  }
+  const auto out = std::make_unique_for_overwrite<std::byte[]>(std::size_t(out_bytes));
+  quantized_linear_matmul(q, {out_desc, out.get()}, schedule);
   npy::write(args.output, out_desc, out.get());
 }
 
