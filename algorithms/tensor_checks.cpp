@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <numeric>
 
+#include "algorithms/byte_layout.hpp"
 #include "hetkern/error.hpp"
 
 namespace hk::detail {
@@ -17,6 +18,14 @@ std::string dims_text(std::span<const std::int64_t> v) {
   std::string s = "{";
   for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
   return s + "}";
+}
+
+// The layout in bytes of a validated tensor at `data`.
+ByteLayout byte_layout(const TensorDesc& desc, const void* data, std::array<std::int64_t, max_rank>& byte_strides) {
+  const auto elem = std::int64_t(size_of(desc.dtype()));
+  for (int d = 0; d < desc.rank(); ++d) byte_strides[std::size_t(d)] = desc.stride(d) * elem;
+  return {std::int64_t(reinterpret_cast<std::uintptr_t>(data)), desc.sizes().data(), byte_strides.data(), desc.rank(),
+          elem};
 }
 
 }  // namespace
@@ -65,23 +74,13 @@ void check_tensor(std::string_view op, std::string_view name, const TensorDesc& 
 void check_output(std::string_view op, std::string_view name, const TensorDesc& desc,
                   const void* data, int min_rank, int max_rank_allowed) {
   check_tensor(op, name, desc, data, min_rank, max_rank_allowed);
-  std::array<int, max_rank> order{};
-  int n = 0;
-  for (int d = 0; d < desc.rank(); ++d)
-    if (desc.size(d) > 1) order[n++] = d;
-  std::sort(order.begin(), order.begin() + n,
-            [&](int x, int y) { return desc.stride(x) < desc.stride(y); });
-  std::int64_t reach = 0;  // largest offset reachable with the dimensions seen so far
-  for (int i = 0; i < n; ++i) {
-    const int d = order[i];
-    if (desc.stride(d) <= reach)
-      throw Error(Errc::invalid_stride, std::string(op), std::string(name),
-                  "strides " + dims_text(desc.strides()) + " with sizes " +
-                      dims_text(desc.sizes()) + " can make elements overlap: each stride must "
-                      "step over everything the smaller strides reach (dimension " +
-                      std::to_string(d) + ")");
-    reach += (desc.size(d) - 1) * desc.stride(d);
-  }
+  std::array<std::int64_t, max_rank> byte_strides{};
+  const int d = overlapping_dimension(byte_layout(desc, data, byte_strides));
+  if (d >= 0)
+    throw Error(Errc::invalid_stride, std::string(op), std::string(name),
+                "strides " + dims_text(desc.strides()) + " with sizes " + dims_text(desc.sizes()) +
+                    " can make elements overlap: each stride must step over everything the smaller "
+                    "strides reach (dimension " + std::to_string(d) + ")");
 }
 
 ByteSpan byte_span(const TensorDesc& desc) {
@@ -92,20 +91,8 @@ ByteSpan byte_span(const TensorDesc& desc) {
 }
 
 bool spans_overlap(const TensorDesc& a, const void* pa, const TensorDesc& b, const void* pb) {
-  const auto sa = byte_span(a), sb = byte_span(b);
-  const auto a0 = reinterpret_cast<std::uintptr_t>(pa), b0 = reinterpret_cast<std::uintptr_t>(pb);
-  if (!(a0 < b0 + std::uintptr_t(sb.hi) && b0 < a0 + std::uintptr_t(sa.hi))) return false;
-  // Interleaved tensors (x[::2] and x[1::2]): every distance from an element of a to one of b is
-  // the distance of their bases plus a multiple of g, the strides' greatest common divisor in
-  // bytes, so where none of those distances falls within an element, no byte is shared.
-  std::int64_t g = 0;
-  for (const TensorDesc* t : {&a, &b})
-    for (int d = 0; d < t->rank(); ++d)
-      if (t->size(d) > 1) g = std::gcd(g, t->stride(d) * std::int64_t(size_of(t->dtype())));
-  if (g == 0) return true;
-  const std::int64_t distance = std::int64_t(b0) - std::int64_t(a0);
-  const std::int64_t r = (distance % g + g) % g;  // b's elements start r + k g bytes after a's
-  return r < std::int64_t(size_of(a.dtype())) || g - r < std::int64_t(size_of(b.dtype()));
+  std::array<std::int64_t, max_rank> a_strides{}, b_strides{};
+  return may_share_bytes(byte_layout(a, pa, a_strides), byte_layout(b, pb, b_strides));
 }
 
 bool is_exact_alias(const TensorDesc& a, const void* pa, const TensorDesc& b, const void* pb) {

@@ -206,6 +206,19 @@ TEST(CumulativeValidation, InterleavedTensorsThatShareNoByteAreAccepted) {
                hk::Error);
 }
 
+TEST(CumulativeValidation, ColumnBlocksOfOneMatrixAreAccepted) {
+  // x[:, :2] into x[:, 2:] of a {3,4} matrix: the blocks' extents interleave row by row, and every
+  // stride is a multiple of one element, but the two bands of each row are apart.
+  std::vector<float> x = {1, 2, 0, 0, 3, 4, 0, 0, 5, 6, 0, 0};
+  const TensorDesc block(DataType::float32, {3, 2}, {4, 1});
+  cumulative_sum({block, x.data()}, {block, x.data() + 2}, {0});
+  EXPECT_EQ(x, (std::vector<float>{1, 2, 1, 2, 3, 4, 4, 6, 5, 6, 9, 12}));
+  // Three columns from the second into the last three overlap: refused.
+  const TensorDesc wide(DataType::float32, {3, 3}, {4, 1});
+  expect_rejected([&] { cumulative_sum({wide, x.data()}, {wide, x.data() + 1}, {0}); }, Errc::overlap, "output",
+                  "overlaps the input", x);
+}
+
 TEST(CumulativeValidation, InPlaceWithTheSameLayoutIsAccepted) {
   std::vector<float> x = {1, 2, 3, 4, 5, 6};
   const TensorDesc d(DataType::float32, {2, 3});

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <string>
 
+#include "algorithms/byte_layout.hpp"
 #include "hetkern/dtype.hpp"
 #include "python/ext/errors.hpp"
 
@@ -156,6 +157,17 @@ void copy_strided(const char* src, const std::int64_t* src_strides, char* dst,
                  dst_strides + 1, sizes + 1, rank - 1, item);
 }
 
+hk::detail::ByteLayout byte_layout(const Operand& o) {
+  return {std::int64_t(reinterpret_cast<std::uintptr_t>(o.data)), o.sizes.data(), o.byte_strides.data(), o.rank,
+          std::int64_t(o.item_size())};
+}
+
+std::string dims_text(const std::int64_t* v, int n) {
+  std::string s = "{";
+  for (int i = 0; i < n; ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "}";
+}
+
 }  // namespace
 
 Operand::~Operand() {
@@ -270,28 +282,10 @@ bool flip_together(std::initializer_list<Axis> members) {
 }
 
 bool share_bytes(const Operand& a, const Operand& b) {
-  // As the library's check, over byte strides of any sign: the extents first, then the lattice of
-  // the strides' greatest common divisor g, on which every distance between elements lies.
-  std::int64_t lo[2] = {0, 0}, hi[2] = {0, 0}, g = 0;
-  const Operand* both[2] = {&a, &b};
-  for (int t = 0; t < 2; ++t) {
-    const Operand& o = *both[t];
-    for (int d = 0; d < o.rank; ++d) {
-      if (o.sizes[d] < 1) return false;  // refused by the library before anything runs
-      const std::int64_t reach = (o.sizes[d] - 1) * o.byte_strides[d];
-      (reach < 0 ? lo[t] : hi[t]) += reach;
-      if (o.sizes[d] > 1) g = std::gcd(g, o.byte_strides[d] < 0 ? -o.byte_strides[d] : o.byte_strides[d]);
-    }
-    const auto base = std::int64_t(reinterpret_cast<std::uintptr_t>(o.data));
-    lo[t] += base;
-    hi[t] += base + std::int64_t(o.item_size());
-  }
-  if (!(lo[0] < hi[1] && lo[1] < hi[0])) return false;
-  if (g == 0) return true;
-  const std::int64_t distance = std::int64_t(reinterpret_cast<std::uintptr_t>(b.data)) -
-                                std::int64_t(reinterpret_cast<std::uintptr_t>(a.data));
-  const std::int64_t r = (distance % g + g) % g;  // b's elements start r + k g bytes after a's
-  return r < std::int64_t(a.item_size()) || g - r < std::int64_t(b.item_size());
+  for (const Operand* o : {&a, &b})
+    for (int d = 0; d < o->rank; ++d)
+      if (o->sizes[d] < 1) return false;  // refused by the library before anything runs
+  return hk::detail::may_share_bytes(byte_layout(a), byte_layout(b));
 }
 
 bool same_tensor(const Operand& a, const Operand& b) {
@@ -311,6 +305,16 @@ bool stage(const char* op, const char* subject, Operand& operand) {
     if (__builtin_mul_overflow(count, operand.sizes[d], &count)) return true;
   }
   if (!needed || operand.staged) return true;
+  // The library checks the staged copy, not the caller's layout, so an output whose elements
+  // would share bytes is refused here, as the library refuses it unstaged.
+  if (const int d = operand.output ? hk::detail::overlapping_dimension(byte_layout(operand)) : -1; d >= 0) {
+    raise_error(hk::Errc::invalid_stride, op, subject,
+                "byte strides " + dims_text(operand.byte_strides.data(), operand.rank) + " with sizes " +
+                    dims_text(operand.sizes.data(), operand.rank) +
+                    " can make elements overlap: each stride must step over everything the smaller strides "
+                    "reach (dimension " + std::to_string(d) + ")");
+    return false;
+  }
   if (operand.on_device) {
     raise_error(hk::Errc::invalid_stride, op, subject,
                 "a device tensor's strides must be non-negative multiples of its element size");

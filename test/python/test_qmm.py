@@ -121,6 +121,27 @@ def test_packed_b_with_operands_that_walk_backwards(rng):
         np.testing.assert_array_equal(view(out), want)
 
 
+def test_packed_b_with_an_output_whose_elements_share_bytes(rng):
+    # With a packed B an output walking backwards along N is staged; a layout whose elements share
+    # bytes was checked as the staged copy and accepted, and the copy back wrote over itself.
+    a, b = random_int8(rng, (5, 2), np.uint8), random_int8(rng, (2, 3), np.int8)
+    buf = np.zeros(64, np.uint8)
+    out = np.lib.stride_tricks.as_strided(buf[10:], (5, 3), (1, -1))
+    with pytest.raises(hetkern.Error) as e:
+        hetkern.qlinear_matmul(a, 1.0, 0, hetkern.pack_b(b), 1.0, 0, 1.0, 0, out=out)
+    assert e.value.code == "invalid_stride" and e.value.subject == "output", str(e.value)
+    assert not buf.any()
+
+
+def test_column_blocks_of_one_array_as_operand_and_output(rng):
+    m = np.zeros((4, 6), np.uint8)
+    m[:, :3] = random_int8(rng, (4, 3), np.uint8)
+    b = random_int8(rng, (3, 3), np.int8)
+    want = requantize_reference(m[:, :3].copy(), 0.5, 3, b, 0.25, 0, 4.0, 1, np.uint8)
+    hetkern.qlinear_matmul(m[:, :3], 0.5, 3, b, 0.25, 0, 4.0, 1, out=m[:, 3:])
+    np.testing.assert_array_equal(m[:, 3:], want)
+
+
 def test_dlpack_only_operands_on_the_cpu():
     class Protocol:  # the protocol alone: no dtype, no shape
         def __init__(self, array):

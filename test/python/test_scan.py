@@ -113,6 +113,38 @@ def test_staged_operands_that_share_bytes_are_refused(rng):
     assert_scan_equal(records["b"], np.array(records["a"]), -1)
 
 
+def test_outputs_whose_elements_share_bytes_are_refused_staged_or_not(rng):
+    # An output staged for its byte strides used to be checked as its packed copy, and the copy
+    # back wrote over itself.
+    x = rng.standard_normal(4).astype(np.float32)
+    buf = np.zeros(64, np.uint8)
+    for strides in ((3,), (4,), (0,)):
+        out = np.ndarray((4,), np.float32, buf, 0 if strides != (4,) else 1, strides)
+        if strides == (4,):  # misaligned but apart: staged and accepted
+            hetkern.cumsum(x, out=out)
+            assert_scan_equal(np.array(out), x, -1)
+            buf[:] = 0
+            continue
+        expect_error("invalid_stride", "output", lambda: hetkern.cumsum(x, out=out))
+        assert not buf.any()
+
+
+def test_views_of_one_array_that_share_no_byte(rng):
+    a = rng.standard_normal((4, 8)).astype(np.float32)
+    left = a[:, :4].copy()
+    for axis in (0, 1):
+        hetkern.cumsum(a[:, :4], axis=axis, out=a[:, 4:])
+        assert_scan_equal(a[:, 4:], left, axis)
+        np.testing.assert_array_equal(a[:, :4], left)
+    rows = rng.integers(-50, 50, (8, 4)).astype(np.int64)
+    even = rows[::2].copy()
+    hetkern.cumsum(rows[::2], axis=0, out=rows[1::2])
+    np.testing.assert_array_equal(rows[1::2], np.cumsum(even, axis=0))
+    np.testing.assert_array_equal(rows[::2], even)
+    # Blocks one column wider share a column: refused.
+    expect_error("overlap", "output", lambda: hetkern.cumsum(a[:, :5], out=a[:, 3:]))
+
+
 def test_other_buffer_objects():
     import array
     x = array.array("i", [1, 2, 3, 4])
