@@ -461,6 +461,23 @@ class OutputPaths(Workdir):
                 np.testing.assert_array_equal(np.load(target), self.expected)
                 self.assertEqual(sorted(f for f in os.listdir(self.dir) if ".tmp." in f), [])
 
+    def test_a_read_only_file_is_not_replaced(self):
+        # As a user other than root, for whom every file is writable: the directory is writable,
+        # so only the file's own mode keeps it.
+        os.chmod(self.dir, 0o777)
+        out = self.path("read-only.npy")
+        with open(out, "wb") as f:
+            f.write(b"old contents")
+        os.chmod(out, 0o444)
+        as_user = {"user": "nobody"} if os.geteuid() == 0 else {}
+        result = subprocess.run([HETKERN, "run", "cumsum", self.src, out, "--axis", "1"], capture_output=True,
+                                text=True, timeout=60, **as_user)
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertIn("read-only.npy", result.stderr)
+        self.assertIn("Permission denied", result.stderr)
+        self.assertEqual(read_bytes(out), b"old contents")
+        self.assertEqual(sorted(f for f in os.listdir(self.dir) if ".tmp." in f), [])
+
     def test_a_replaced_file_keeps_its_mode(self):
         for mode in (0o600, 0o640, 0o755):
             with self.subTest(mode=oct(mode)):

@@ -308,6 +308,20 @@ class Tune(unittest.TestCase):
             self.assertEqual(r.returncode, 2, args)
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
 
+    def test_an_operator_and_another_mode_exclude_each_other(self):
+        # Each used to tune the operator's shape alone and ignore the other mode.
+        one = ["cumsum", "--shape", "64", "--dtype", "float32", "--axis", "0"]
+        exported = os.path.join(self.dir, "out.json")
+        for mode in (["--export", exported], ["--import", exported], ["--shapes", self.shapes_file(SHAPES[:1])],
+                     ["--list"], ["--evaluate"], ["--calibrate"], ["--clear-rates"]):
+            with self.subTest(mode=mode):
+                r = run("tune", "--budget", "0.5", *mode, *one, env=self.env)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+                self.assertIn("excludes", r.stderr)
+                self.assertFalse(os.path.exists(exported))
+                self.assertFalse(os.path.exists(self.db))
+
 
 if __name__ == "__main__":
     HETKERN = sys.argv.pop(1)

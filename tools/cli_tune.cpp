@@ -326,6 +326,12 @@ void import_records(const TuneArgs& args) {
               records.size(), db_path(args).c_str(), static_cast<long long>(foreign));
 }
 
+// How many of tune's modes other than an operator the options ask for.
+int modes_of(const TuneArgs& a) {
+  return int(!a.shapes_file.empty()) + int(a.list) + int(!a.export_file.empty()) + int(!a.import_file.empty()) +
+         int(a.evaluate) + int(a.calibrate) + int(a.clear_rates);
+}
+
 }  // namespace
 
 void add_tune(CLI::App& app) {
@@ -365,16 +371,16 @@ void add_tune(CLI::App& app) {
     cmd->fallthrough();
     add_problem_options(*cmd, *problem, op != Operator::quantized_linear_matmul);
     cmd->callback([args, problem, op] {
+      if (modes_of(*args) != 0)
+        throw CLI::ValidationError("an operator to tune excludes --shapes, --list, --export, --import, --evaluate, "
+                                   "--calibrate and --clear-rates: give one of them");
       bench::use_threads(args->threads);
       tune_problems(*args, {to_problem(op, *problem)});
     });
   }
   tune_cmd->callback([args, tune_cmd] {
     if (!tune_cmd->get_subcommands().empty()) return;
-    const int modes = int(!args->shapes_file.empty()) + int(args->list) + int(!args->export_file.empty()) +
-                      int(!args->import_file.empty()) + int(args->evaluate) + int(args->calibrate) +
-                      int(args->clear_rates);
-    if (modes != 1)
+    if (modes_of(*args) != 1)
       throw CLI::ValidationError("tune needs one of: an operator (cumsum, cumprod, qlinear-matmul), --shapes FILE, "
                                  "--list, --export FILE, --import FILE, --evaluate, --calibrate or --clear-rates");
     if (!args->shapes_file.empty()) {

@@ -118,7 +118,9 @@ void write_output(const std::string& path, std::span<const std::byte> bytes, con
       write_in_place(::open(path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC), path, bytes, subject);
       return;
     }
-    // A regular file, perhaps behind links: replace the file itself, keep the links.
+    // A regular file, perhaps behind links: replace the file itself, keep the links. Only where a
+    // plain open() for writing would be allowed: a read-only file stays as it is.
+    if (::faccessat(AT_FDCWD, path.c_str(), W_OK, AT_EACCESS) != 0) fail(subject, path, "cannot write: " + errno_text(errno));
     std::error_code ec;
     const fs::path target = fs::canonical(path, ec);
     if (ec) fail(subject, path, "cannot resolve: " + ec.message());
