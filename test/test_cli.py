@@ -253,7 +253,8 @@ class QuantizedMatMulCli(Workdir):
 
     def test_scales_that_float32_cannot_hold_name_the_text(self):
         a, b = self.save("a.npy", np.ones((2, 3), np.uint8)), self.save("b.npy", np.ones((3, 2), np.int8))
-        for scale, words in (("1e-50", "1e-50 rounds to 0 as a float32"), ("1e39", "1e39 overflows float32")):
+        for scale, words in (("1e-50", "1e-50 rounds to 0 as a float32"), ("1e39", "1e39 overflows float32"),
+                             ("1e400", "1e400 overflows float32"), ("+1e39", "+1e39 overflows float32")):
             with self.subTest(scale=scale):
                 r = run("run", "qlinear-matmul", self.path("y.npy"), "--a", a, "--b", b, "--a-scale", scale,
                         "--b-scale", "1", "--out-scale", "1")
@@ -336,6 +337,10 @@ class QuantizedMatMulConventions(Workdir):
         b = np.array([[152, 51, 244], [60, 26, 255], [0, 127, 246], [127, 254, 247]], dtype=np.uint8)
         y = self.run_qmm(a, b, {"--a-scale": "0.0066", "--a-zero-point": "113", "--b-scale": "0.00705",
                                 "--b-zero-point": "114", "--out-scale": "0.0107", "--out-zero-point": "118"})
+        np.testing.assert_array_equal(y, np.array([[168, 115, 255], [1, 66, 151]], dtype=np.uint8))
+        # A leading '+', as strtod and numpy read it.
+        y = self.run_qmm(a, b, {"--a-scale": "+0.0066", "--a-zero-point": "+113", "--b-scale": "0.00705",
+                                "--b-zero-point": "114", "--out-scale": "+0.0107", "--out-zero-point": "118"})
         np.testing.assert_array_equal(y, np.array([[168, 115, 255], [1, 66, 151]], dtype=np.uint8))
         # Signed tensors take negative zero points; numbers and files mix.
         for trial in range(6):

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -77,19 +78,30 @@ ConstTensor as_parameter(const npy::Array& a) {
   return {TensorDesc(a.desc.dtype(), {1}), a.data()};
 }
 
-std::optional<double> as_number(const std::string& text) {
-  double v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return v;
+// A decimal number as strtod reads it, with an optional '+' (which from_chars refuses); beyond
+// float64's range, the infinity or zero it rounds to, marked as such.
+struct Number {
+  double value = 0;
+  bool out_of_range = false;
+};
+
+std::optional<Number> as_number(const std::string& text) {
+  const std::size_t skip = text.size() > 1 && text[0] == '+' && text[1] != '-' && text[1] != '+' ? 1 : 0;
+  const char* begin = text.data() + skip;
+  const char* end = text.data() + text.size();
+  Number n;
+  const auto [stop, ec] = std::from_chars(begin, end, n.value);
+  if (stop != end || (ec != std::errc() && ec != std::errc::result_out_of_range)) return std::nullopt;
+  if (ec == std::errc::result_out_of_range) n = {std::strtod(begin, nullptr), true};
+  return n;
 }
 
 // A quantization parameter given as a number or as a .npy file. A number becomes a per-tensor
 // value of shape {1}: a scale as float32 (the decimal rounded to double, then to float32, as
 // numpy.float32(0.0066) does), a zero point as `zero_type`, within its range.
 npy::Array read_parameter(const std::string& text, const char* option, std::optional<DataType> zero_type) {
-  const std::optional<double> number = as_number(text);
-  if (!number) {
+  const std::optional<Number> parsed = as_number(text);
+  if (!parsed) {
     std::error_code ec;
     if (!std::filesystem::exists(text, ec))
       throw Error(Errc::invalid_parameter, "qlinear-matmul", option,
@@ -97,10 +109,11 @@ npy::Array read_parameter(const std::string& text, const char* option, std::opti
     return npy::read(text);
   }
   npy::Array a{TensorDesc(zero_type.value_or(DataType::float32), {1}), {}};
+  const double* number = &parsed->value;
   if (!zero_type) {
     const float scale = float(*number);
     // The operator sees the float32: name what was typed where rounding changed its meaning.
-    if ((scale == 0 || std::isinf(scale)) && std::isfinite(*number) && *number > 0)
+    if ((scale == 0 || std::isinf(scale)) && (std::isfinite(*number) || parsed->out_of_range) && *number > 0)
       throw Error(Errc::invalid_parameter, "qlinear-matmul", option,
                   text + (scale == 0 ? " rounds to 0 as a float32" : " overflows float32") +
                       " (scales are positive finite float32 numbers)");
