@@ -206,9 +206,16 @@ class Tune(unittest.TestCase):
         self.assertEqual(self.export(other), exported)
 
     def test_bad_shapes_file_writes_nothing(self):
-        path = self.shapes_file([SHAPES[0], "cumsum --shape 4,4 --dtype float32 --axis 7"])
-        r = run("tune", "--shapes", path, env=self.env)
-        self.assertEqual(r.returncode, 2)
+        # Lines that parse but do not validate name their line too.
+        for line in ("cumsum --shape 4,4 --dtype float32 --axis 7", "qlinear-matmul --shape 16,16"):
+            path = self.shapes_file([SHAPES[0], line])
+            r = run("tune", "--shapes", path, env=self.env)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("shapes.txt:4", r.stderr)
+        for option in ("--shapes", "--import"):
+            r = run("tune", option, self.dir, env=self.env)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("is a directory", r.stderr)
         path = self.shapes_file([SHAPES[0], "transpose --shape 4,4"])
         r = run("tune", "--shapes", path, env=self.env)
         self.assertEqual(r.returncode, 2)

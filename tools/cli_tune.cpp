@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -91,12 +92,29 @@ TuneProblem parse_shape_line(const std::string& line, const std::string& where) 
   } catch (const CLI::ParseError& e) {
     throw Error(Errc::invalid_file, "tune", where, e.what());
   }
-  return to_problem(op_of(op), a);
+  // The line's problem validated here, so that its errors name the line.
+  try {
+    TuneProblem problem = to_problem(op_of(op), a);
+    tuning_key(problem);
+    return problem;
+  } catch (const Error& e) {
+    throw Error(e.code(), "tune", where, e.what());
+  } catch (const CLI::Error& e) {
+    throw Error(Errc::invalid_file, "tune", where, e.what());
+  }
+}
+
+// A file to read whole; refused by name where it is a directory, which reads as empty.
+std::ifstream open_input(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw Error(Errc::invalid_file, "tune", path, "is a directory, not a file");
+  std::ifstream in(path);
+  if (!in) throw Error(Errc::invalid_file, "tune", path, "cannot be read");
+  return in;
 }
 
 std::vector<TuneProblem> read_shapes_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(Errc::invalid_file, "tune", path, "cannot be read");
+  std::ifstream in = open_input(path);
   std::vector<TuneProblem> out;
   int number = 0;
   for (std::string line; std::getline(in, line);) {
@@ -314,8 +332,7 @@ void export_records(const TuneArgs& args) {
 }
 
 void import_records(const TuneArgs& args) {
-  std::ifstream in(args.import_file, std::ios::binary);
-  if (!in) throw Error(Errc::invalid_file, "tune", args.import_file, "cannot be read");
+  std::ifstream in = open_input(args.import_file);
   std::ostringstream text;
   text << in.rdbuf();
   TuningDb db(db_path(args), true);
