@@ -192,6 +192,11 @@ class Bench(unittest.TestCase):
             (scan + ["--threads", ""], "--threads: expected a whole number from 1 to 1024, got an empty value"),
             (qmm + ["--b-range", "1,x"], "--b-range: expected a whole number"),
             (["cumsum", "--shape", "4,x", "--dtype", "float32", "--axis", "0"], "shape"),
+            # Empty sizes were dropped and a second --shape joined onto the first.
+            (["cumsum", "--shape", "4,,5", "--dtype", "float32", "--axis", "0"], "got an empty value in '4,,5'"),
+            (["cumsum", "--shape", "4,", "--dtype", "float32", "--axis", "0"], "got an empty value in '4,'"),
+            (scan + ["--shape", "7"], "--shape"),
+            (qmm + ["--shape", "4,5,6"], "--shape"),
             (["cumsum", "--shape", "4,5", "--dtype", "float128", "--axis", "0"], "float128"),
             (["cumsum", "--shape", "4,5", "--dtype", "int8", "--axis", "0"], "int8"),
             (["cumsum", "--shape", "4,5", "--dtype", "float32", "--axis", "2"], "axis"),
