@@ -176,6 +176,7 @@ TEST_F(Tuning, EnvironmentScheduleComesFirst) {
     ADD_FAILURE() << "an illegal HETKERN_SCHEDULE must be refused";
   } catch (const hk::Error& e) {
     EXPECT_EQ(e.code(), hk::Errc::invalid_schedule);
+    EXPECT_NE(e.rule().find("(from HETKERN_SCHEDULE)"), std::string::npos) << e.what();
   }
 }
 

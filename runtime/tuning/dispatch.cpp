@@ -374,7 +374,14 @@ template <class C, class Model, class Heuristic>
 Decision decide(const Settings& s, const TuningRecord& key, C& c, Model&& model, Heuristic&& heuristic) {
   Decision d = [&] {
     for (const Schedule& env : s.env_schedules)
-      if (c.qualifies(env, "HETKERN_SCHEDULE").value_or(false)) return c.decision(c.plan(env), "HETKERN_SCHEDULE");
+      if (c.qualifies(env, "HETKERN_SCHEDULE").value_or(false)) {
+        try {
+          return c.decision(c.plan(env), "HETKERN_SCHEDULE");
+        } catch (const Error& e) {
+          // The call named no schedule: say where the illegal one came from.
+          throw Error(e.code(), e.op(), e.subject(), e.rule() + " (from HETKERN_SCHEDULE)");
+        }
+      }
     if (auto d = from_database(s, key, c)) return *std::move(d);
     if (auto d = model()) return c.decision(std::move(d->plan), std::move(d->reason));
     return c.decision(heuristic(), heuristic_reason(s, c.had_unusable_record()));
