@@ -143,7 +143,9 @@ void print_info(const InfoArgs& args) {
   print_topology(topology, plan);
   print_strategies("schedules of cumsum and cumprod:", Operator::cumulative_sum);
   print_strategies("schedules of qlinear-matmul:", Operator::quantized_linear_matmul);
-  std::cout << "\nWithout --schedule, hetkern picks one from the shape and the thread count.\n";
+  std::cout << "\nWithout --schedule, a call runs the first that applies of: HETKERN_SCHEDULE, the tuning database's\n"
+               "record (hetkern tune) or its nearest tuned shape, the cost model (on a machine with a GPU), the\n"
+               "heuristic from the shape and the thread count (docs/tuning.md).\n";
 }
 
 }  // namespace
@@ -152,13 +154,16 @@ void add_info(CLI::App& app) {
   auto args = std::make_shared<InfoArgs>();
   auto* cmd = app.add_subcommand(
       "info", "show the build, CPU features, topology and binding plan, and available schedules");
-  cmd->add_flag("--json", args->json,
-                "print the topology and the binding plan as one JSON object (packages, numa_nodes, "
-                "cores, pus, caches, binding, ...)");
+  CLI::Option* json = cmd->add_flag("--json", args->json,
+                                    "print the topology and the binding plan as one JSON object (packages, "
+                                    "numa_nodes, cores, pus, caches, binding, ...)");
 #ifdef HETKERN_OFFLOAD
   cmd->add_flag("--devices", args->devices,
                 "load the GPU plugin, show the offload device and get its kernels ready (compiled "
-                "once per machine; without it, info only says whether the plugin is there)");
+                "once per machine; without it, info only says whether the plugin is there); not with --json")
+      ->excludes(json);
+#else
+  (void)json;
 #endif
   cmd->add_option("--threads", args->threads, "threads of the binding plan; default: OpenMP's default")
       ->check(whole_number_within(1, max_threads));
