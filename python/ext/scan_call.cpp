@@ -18,20 +18,27 @@ namespace hkpy {
 // operator into `out` and returns None; mode 1 returns the text of the schedule it would run.
 PyObject* py_cumulative(PyObject*, PyObject* args) {
   int product, reverse, exclusive, mode;
-  long long wide_axis;
-  PyObject *x, *out;
+  PyObject *x, *out, *axis_object;
   const char* schedule_text;
-  if (!PyArg_ParseTuple(args, "pOOLppzi", &product, &x, &out, &wide_axis, &reverse, &exclusive,
+  if (!PyArg_ParseTuple(args, "pOOOppzi", &product, &x, &out, &axis_object, &reverse, &exclusive,
                         &schedule_text, &mode))
     return nullptr;
+  PyObject* axis_index = PyNumber_Index(axis_object);  // TypeError for what is not an integer
+  if (!axis_index) return nullptr;
+  int overflow = 0;
+  const long long wide_axis = PyLong_AsLongLongAndOverflow(axis_index, &overflow);
+  Py_DECREF(axis_index);
+  if (wide_axis == -1 && PyErr_Occurred()) return nullptr;
   const char* op = product ? "cumulative_product" : "cumulative_sum";
   Operand input, output;
   if (!acquire(x, false, op, "input", input) || !acquire(out, true, op, "output", output)) return nullptr;
   // An axis past int is the library's out-of-range error, not an overflow.
-  if (wide_axis < INT_MIN || wide_axis > INT_MAX)
+  if (overflow || wide_axis < INT_MIN || wide_axis > INT_MAX)
     return raise_error(hk::Errc::invalid_parameter, op, "axis",
-                       std::to_string(wide_axis) + " is out of range for a rank-" + std::to_string(input.rank) +
-                           " tensor (" + std::to_string(-input.rank) + " to " + std::to_string(input.rank - 1) +
+                       (overflow ? std::string(overflow > 0 ? "a number above 2^63" : "a number below -2^63")
+                                 : std::to_string(wide_axis)) +
+                           " is out of range for a rank-" + std::to_string(input.rank) + " tensor (" +
+                           std::to_string(-input.rank) + " to " + std::to_string(input.rank - 1) +
                            ", negative counting from the last)");
   int axis = int(wide_axis);
   // numpy's negative axes count from the end.

@@ -4,6 +4,7 @@ import numpy as np
 from . import _hetkern
 from ._arrays import dlpack_capsule, dtype_name, empty_like, like, new_output
 from ._errors import DTypeError, Error
+from ._schedule import schedule_text
 
 _OP = "quantized_linear_matmul"
 
@@ -75,7 +76,15 @@ def _host(p):
 def _scale(p, subject):
     if p is None:
         raise Error(f"{_OP}: {subject}: is required", "invalid_parameter", _OP, subject, "is required")
-    if isinstance(p, (int, float)):
+    if isinstance(p, int):
+        try:
+            return float(p)
+        except OverflowError:
+            digits = str(p)
+            what = digits if len(digits) <= 24 else f"an integer of {len(digits)} digits"
+            rule = f"{what} overflows float32 (scales are positive finite float32 numbers)"
+            raise Error(f"{_OP}: {subject}: {rule}", "invalid_parameter", _OP, subject, rule) from None
+    if isinstance(p, float):
         return p
     given = isinstance(p, np.ndarray) or hasattr(p, "dtype")
     p = _host(p)
@@ -191,7 +200,7 @@ def _qmm(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_poi
     params = (_scale(a_scale, "a_scale"), _zero_point(a_zero_point, dtype_name(a), "a_zero_point"),
               _scale(b_scale, "b_scale"), _zero_point(b_zero_point, b_dtype, "b_zero_point"),
               _scale(y_scale, "y_scale"), _zero_point(y_zero_point, dtype, "y_zero_point"))
-    schedule = None if schedule is None else str(schedule)
+    schedule = schedule_text(schedule, _OP)
     if host:
         b_arg = b._capsule if packed else dlpack_capsule(b) if not isinstance(b, np.ndarray) else b
         if out is None:

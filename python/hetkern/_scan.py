@@ -3,14 +3,14 @@ import numpy as np
 
 from . import _hetkern
 from ._arrays import dlpack_capsule, empty_like, like, new_output
+from ._schedule import schedule_text
 
 _run = _hetkern.cumulative
 _ndarray = np.ndarray
 
 
 def _scan(product, x, axis, reverse, exclusive, out, schedule, mode):
-    if schedule is not None:
-        schedule = str(schedule)
+    schedule = schedule_text(schedule, "cumulative_product" if product else "cumulative_sum")
     if not isinstance(x, _ndarray):
         if hasattr(x, "__dlpack__"):
             return _scan_dlpack(product, x, axis, reverse, exclusive, out, schedule, mode)

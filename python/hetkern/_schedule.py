@@ -1,5 +1,6 @@
 """Schedules: how an operator runs, as a value with a stable text form."""
 from . import _hetkern
+from ._errors import Error
 
 
 class Schedule:
@@ -36,3 +37,14 @@ class Schedule:
 
     def __hash__(self):
         return hash(self._text)
+
+
+def schedule_text(schedule, op):
+    """A call's ``schedule=`` as the text the library reads, None for none."""
+    if schedule is None:
+        return None
+    text = str(schedule)
+    if "\0" in text:
+        rule = f"{text!r} holds a NUL character"
+        raise Error(f"{op}: schedule: {rule}", "invalid_schedule", op, "schedule", rule)
+    return text

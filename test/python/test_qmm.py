@@ -202,6 +202,8 @@ def test_errors_write_nothing(rng):
         ("invalid_shape", lambda: hetkern.qlinear_matmul(a, 1.0, 0, b[:5], 1.0, 0, 1.0, 0, out=out)),
         ("invalid_parameter", lambda: hetkern.qlinear_matmul(a, -1.0, 0, b, 1.0, 0, 1.0, 0, out=out)),
         ("invalid_parameter", lambda: hetkern.qlinear_matmul(a, float("nan"), 0, b, 1.0, 0, 1.0, 0, out=out)),
+        ("invalid_parameter", lambda: hetkern.qlinear_matmul(a, 10 ** 400, 0, b, 1.0, 0, 1.0, 0, out=out)),
+        ("invalid_schedule", lambda: hetkern.qlinear_matmul(a, 1.0, 0, b, 1.0, 0, 1.0, 0, out=out, schedule="qmm\0")),
         ("invalid_parameter", lambda: hetkern.qlinear_matmul(a, 1.0, 300, b, 1.0, 0, 1.0, 0, out=out)),
         ("invalid_parameter", lambda: hetkern.qlinear_matmul(a, 1.0, [1, 2, 3, 400], b, 1.0, 0, 1.0, 0, out=out)),
         ("invalid_type", lambda: hetkern.qlinear_matmul(a, 1.0, np.int8(0), b, 1.0, 0, 1.0, 0, out=out)),

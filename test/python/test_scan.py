@@ -223,6 +223,15 @@ def test_error_paths():
                  lambda: hetkern.cumsum(np.ones(3, np.float32), out=np.zeros(3, "datetime64[s]")), TypeError)
     self_overlapping = np.lib.stride_tricks.as_strided(np.ones(3, np.float32), (2, 3), (0, 4))
     expect_error("invalid_stride", "output", lambda: hetkern.cumsum(np.ones((2, 3), np.float32), out=self_overlapping))
+    # Values no 64-bit integer holds, and a NUL in a schedule, are the library's errors too.
+    for axis in (2 ** 64, -2 ** 70):
+        expect_error("invalid_parameter", "axis", lambda: hetkern.cumsum(np.ones(3, np.float32), axis=axis))
+        expect_error("invalid_parameter", "axis",
+                     lambda: hetkern.cumprod(np.ones(3, np.float32), axis=axis, schedule="scan.tiled"))
+    expect_error("invalid_schedule", "schedule", lambda: hetkern.cumsum(np.ones(3, np.float32), schedule="scan.tiled\0"))
+    # default_schedule and tune take hetkern's functions or names, not any function of that name.
+    expect_error("invalid_parameter", "op", lambda: hetkern.default_schedule(np.cumsum, np.ones(3, np.float32)))
+    assert str(hetkern.default_schedule("cumsum", np.ones(3, np.float32))).startswith("scan.")
     with pytest.raises(TypeError):
         hetkern.cumsum(np.ones(3, np.float32), axis=None)
     with pytest.raises(TypeError):
