@@ -21,7 +21,7 @@ constexpr int max_operand_rank = hk::max_rank + 2;
 std::string format_type_name(const char* format, Py_ssize_t item) {
   std::string f = format ? format : "B";
   if (!f.empty() && (f[0] == '@' || f[0] == '=' || f[0] == '<')) f.erase(0, 1);
-  else if (!f.empty() && (f[0] == '>' || f[0] == '!')) return "big-endian " + f.substr(1);
+  else if (!f.empty() && (f[0] == '>' || f[0] == '!')) return "big-endian " + format_type_name(f.c_str() + 1, item);
   const std::string bits = std::to_string(item * 8);
   // Text and objects: numpy's "3w" (str), "5s" (bytes), "O"; complex numbers "Zf", "Zd".
   const std::size_t count_end = f.find_first_not_of("0123456789");

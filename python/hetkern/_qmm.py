@@ -230,10 +230,10 @@ def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, 
     Scales (float32, positive) and zero points (a's, b's and the output's type) are Python
     numbers or arrays: per tensor (one value), per row of a and y (M values, as ONNX's 1-D
     arrays or {M, 1}), per column of b (N values).
-    The output type is ``y_zero_point``'s when it is an array, else ``out_dtype``, else out's,
-    else uint8 (ONNX's default). out: an array to write into; nothing is written on error.
-    schedule: a ``hetkern.Schedule`` or its text (e.g. ``"qmm.tiled"``), None to let hetkern
-    choose.
+    The output type is ``y_zero_point``'s when it is an array or a numpy scalar, else
+    ``out_dtype``, else out's, else uint8 (ONNX's default). out: an array to write into;
+    nothing is written on error. schedule: a ``hetkern.Schedule`` or its text (e.g.
+    ``"qmm.tiled"``), None to let hetkern choose.
 
     >>> import numpy as np, hetkern
     >>> a = np.array([[10, 20], [30, 40]], np.uint8)

@@ -1,4 +1,6 @@
 """What hetkern is and where it runs: info, devices, default_schedule, tune, transfer counters."""
+import math
+
 from . import _hetkern, _qmm, _scan
 from ._errors import Error
 from ._schedule import Schedule
@@ -94,11 +96,15 @@ def tune(op, shapes, budget=8.0, *, dtype=None, axis=-1, reverse=False, exclusiv
     shapes = list(shapes)
     if shapes and all(isinstance(n, int) for n in shapes):
         shapes = [shapes]
+    # Checked here, so that the error names this function's argument (the library's is budget_seconds).
     try:
-        budget = float(budget)
+        seconds = float(budget)
     except (TypeError, ValueError):
-        rule = f"{budget!r} is not a number of seconds"
-        raise Error(f"tune: budget_seconds: {rule}", "invalid_parameter", "tune", "budget_seconds", rule) from None
+        seconds = None
+    if seconds is None or not math.isfinite(seconds) or seconds <= 0:
+        rule = f"must be a finite number of seconds above 0, got {budget!r}"
+        raise Error(f"tune: budget: {rule}", "invalid_parameter", "tune", "budget", rule) from None
+    budget = seconds
     return [_hetkern.tune(name, types, tuple(s), axis, reverse, exclusive, budget, exhaustive)
             for s in shapes]
 

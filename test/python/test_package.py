@@ -53,8 +53,9 @@ def test_tune_writes_the_database(tmp_path, monkeypatch):
     assert hetkern.info()["tuning_db"] == ""
     assert not hetkern.tune("cumprod", [(1, 8)], budget=0.1)[0]["stored"]
     for budget in (float("nan"), float("inf"), 0.0, -1.0, "x", None):
-        with pytest.raises(hetkern.Error, match="budget_seconds"):
+        with pytest.raises(hetkern.Error, match="budget") as e:
             hetkern.tune(hetkern.cumsum, (4, 16), budget=budget)
+        assert e.value.subject == "budget" and e.value.code == "invalid_parameter", str(e.value)
 
 
 def test_python_m_hetkern_runs_the_command_line():
