@@ -174,10 +174,13 @@ def _call(*args):
     try:
         return _hetkern.qmm(*args)
     except Error as e:
-        subject = _PYTHON_SUBJECTS.get(e.subject)
-        if subject is None:
+        subject = _PYTHON_SUBJECTS.get(e.subject, e.subject)
+        rule = e.rule  # "overlaps output_zero_point" names the other argument too
+        for library_name in ("output_scale", "output_zero_point"):
+            rule = rule.replace(library_name, _PYTHON_SUBJECTS[library_name])
+        if subject == e.subject and rule == e.rule:
             raise
-        raise type(e)(f"{e.op}: {subject}: {e.rule}", e.code, e.op, subject, e.rule) from None
+        raise type(e)(f"{e.op}: {subject}: {rule}", e.code, e.op, subject, rule) from None
 
 
 def _qmm(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point, out, out_dtype,

@@ -252,6 +252,12 @@ def test_errors_write_nothing(rng):
             call()
         assert e.value.subject == subject and str(e.value).startswith(f"quantized_linear_matmul: {subject}: ")
         np.testing.assert_array_equal(out, 77)
+    # and where the library's rule names one.
+    zy = out.reshape(-1)[:1]
+    with pytest.raises(hetkern.Error) as e:
+        hetkern.qlinear_matmul(a, 1.0, 0, b, 1.0, 0, 1.0, zy, out=out)
+    assert e.value.code == "overlap" and "overlaps y_zero_point" in e.value.rule, str(e.value)
+    np.testing.assert_array_equal(out, 77)
     # A 1-D per-row parameter of the wrong length is described in the shape it was given, not as
     # the {M,1} column the library takes.
     for subject, call in (("a_scale", lambda: hetkern.qlinear_matmul(a, np.ones(3, np.float32), 0, b, 1.0, 0, 1.0, 0,
