@@ -80,6 +80,25 @@ TEST(StrategyRecords, Matmul) {
   }
 }
 
+// Values outside the public enums are named "?" or refused, never read past a table.
+TEST(StrategyRecords, ValuesOutsideTheEnumsAreNamedOrRefused) {
+  EXPECT_STREQ(hk::name_of(static_cast<hk::Isa>(9)), "?");
+  EXPECT_STREQ(hk::name_of(static_cast<hk::Isa>(-1)), "?");
+  EXPECT_STREQ(hk::name_of(static_cast<hk::PinPolicy>(9)), "?");
+  EXPECT_EQ(hk::name_of(static_cast<hk::Operator>(7)), "?");
+  const auto bad = static_cast<hk::Operator>(7);
+  EXPECT_THROW(hk::strategies(bad), hk::Error);
+  float x[3] = {1, 2, 3}, y[3] = {};
+  const hk::TensorDesc d(hk::DataType::float32, {3});
+  try {
+    hk::default_schedule(bad, {d, x}, {d, y}, {0});
+    ADD_FAILURE() << "an Operator value out of range was accepted";
+  } catch (const hk::Error& e) {
+    EXPECT_EQ(e.code(), hk::Errc::invalid_parameter) << e.what();
+    EXPECT_EQ(e.subject(), "op") << e.what();
+  }
+}
+
 TEST(StrategyRecords, HostStrategiesAreAvailableEverywhere) {
   // The offload, split and several-device strategies are tuning candidates only where there is a GPU.
   const auto host = [](const char* name) {

@@ -387,6 +387,16 @@ TEST_F(Tuning, ImportRefusesUnrepresentableFieldsAndLeavesTheDatabaseUnchanged) 
     ASSERT_EQ(after.size(), before.size()) << bad;
     for (std::size_t i = 0; i < after.size(); ++i) expect_same(after[i], before[i]);
   }
+  // A schedule that does not parse is the file's error, naming its record and field.
+  try {
+    hk::import_records(db, replaced("\"schedule\": \"", "\"schedule\": \"(("));
+    ADD_FAILURE() << "a record whose schedule does not parse was imported";
+  } catch (const hk::Error& e) {
+    EXPECT_EQ(e.code(), hk::Errc::invalid_file) << e.what();
+    EXPECT_EQ(e.subject(), "record 0") << e.what();
+    EXPECT_NE(e.rule().find("field 'schedule'"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(db.all().size(), before.size());
   const auto imported = hk::import_records(db, good);
   ASSERT_EQ(imported.size(), 1u);
   expect_same(imported[0], other);

@@ -251,7 +251,7 @@ void tune_problems(const TuneArgs& args, const std::vector<TuneProblem>& problem
   // Every problem is validated before anything is measured or written.
   std::vector<TuningRecord> keys;
   for (const auto& p : problems) keys.push_back(tuning_key(p));
-  // The cost model's rates first, when a GPU is present and none are stored: about a second.
+  // The cost model's rates first, when a GPU is present and none are stored: a few seconds.
   calibrate(db_path(args), false);
   TuningDb db(db_path(args), true);
   Progress progress;
@@ -363,7 +363,8 @@ void add_tune(CLI::App& app) {
       ->check(seconds_within(0, 86400, true))
       ->capture_default_str();
   tune_cmd->add_option("--db", args->db,
-                       "database file; default $HETKERN_TUNING_DB, else $XDG_CACHE_HOME/hetkern/tuning.sqlite");
+                       "database file; default $HETKERN_TUNING_DB, else $XDG_CACHE_HOME/hetkern/tuning.sqlite, else "
+                       "~/.cache/hetkern/tuning.sqlite");
   tune_cmd->add_option("--shapes", args->shapes_file,
                        "tune every shape of FILE: one per line, 'OP OPTIONS' as on this command line, # comments");
   tune_cmd->add_flag("--retune", args->retune, "measure shapes that already have a record again");
@@ -374,7 +375,7 @@ void add_tune(CLI::App& app) {
   tune_cmd->add_option("--export", args->export_file, "write every record to FILE as a JSON list (- for standard output)");
   tune_cmd->add_option("--import", args->import_file, "add the records of a JSON list (as --export writes)");
   tune_cmd->add_flag("--calibrate", args->calibrate,
-                     "measure this machine's rates for the cost model again (GPU machines, about a second)");
+                     "measure this machine's rates for the cost model again (GPU machines, a few seconds)");
   tune_cmd->add_flag("--clear-rates", args->clear_rates, "forget this machine's stored rates");
   tune_cmd->add_flag("--evaluate", args->evaluate,
                      "compare the tuner with exhaustive sweeps on 30 shapes per operator (minutes)");

@@ -17,9 +17,12 @@ namespace hk {
 /// library derives from the shape and the machine.
 ///
 /// Grammar: name [ '(' [ key '=' value { ',' key '=' value } ] ')' ], where name is a dotted
-/// lower-case identifier, key an identifier and value an identifier or a non-negative integer.
-/// Spaces are allowed around tokens. to_string() prints the canonical form: no spaces except one
-/// after each comma, parameters in the order given.
+/// identifier, key an identifier and value an identifier or a non-negative integer; identifiers
+/// are ASCII lower-case letters, digits and '_', not starting with a digit. Spaces are allowed
+/// around tokens. to_string() prints the canonical form: no spaces except one after each comma,
+/// parameters in the order given. The constructor and set() take names and values as given,
+/// unchecked: one outside the grammar makes a schedule that every operator call refuses
+/// (Errc::invalid_schedule) and whose to_string() parse() refuses.
 class Schedule {
  public:
   struct Param {
@@ -82,7 +85,8 @@ struct StrategyInfo {
   std::string unavailable = {};
 };
 
-/// The strategies an operator offers, in the order `hetkern info` lists them.
+/// The strategies an operator offers, in the order `hetkern info` lists them. Throws
+/// hk::Error(Errc::invalid_parameter) for a value that is not an Operator.
 std::vector<StrategyInfo> strategies(Operator op);
 
 }  // namespace hk

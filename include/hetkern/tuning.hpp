@@ -187,7 +187,7 @@ std::vector<double> time_schedules(const TuneProblem& problem, const std::vector
                                    double min_seconds);
 
 /// Measures this machine's rates for the cost model (docs/tuning.md): transfers both ways, a GPU
-/// call's fixed cost, and each strategy's throughput on a few fixed shapes. About a second; only
+/// call's fixed cost, and each strategy's throughput on a few fixed shapes. A few seconds; only
 /// with a GPU: nullopt on the host fallback (and in builds without offload), where nothing runs.
 std::optional<MachineRates> measure_machine_rates();
 

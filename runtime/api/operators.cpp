@@ -1,6 +1,8 @@
 // The public operator calls: validate, choose a schedule, run.
 #include "hetkern/operators.hpp"
 
+#include <string>
+
 #include "hetkern/error.hpp"
 #include "runtime/tuning/dispatch.hpp"
 
@@ -35,6 +37,9 @@ Schedule default_schedule(Operator op, ConstTensor input, Tensor output,
   if (op == Operator::quantized_linear_matmul)
     throw Error(Errc::invalid_parameter, "default_schedule", "op",
                 "quantized_linear_matmul takes QuantizedMatMulArgs");
+  if (op != Operator::cumulative_sum && op != Operator::cumulative_product)
+    throw Error(Errc::invalid_parameter, "default_schedule", "op",
+                std::to_string(static_cast<int>(op)) + " is not an Operator");
   detail::CumulativeCall call{op == Operator::cumulative_product, input, output, options};
   detail::validate(call);
   return detail::to_schedule(detail::dispatch_scan(call, schedule));
@@ -45,8 +50,12 @@ Schedule default_schedule(const QuantizedMatMulArgs& args, Tensor output, const 
 }
 
 std::vector<StrategyInfo> strategies(Operator op) {
-  return op == Operator::quantized_linear_matmul ? detail::describe(detail::qmm_strategies())
-                                                 : detail::describe(detail::scan_strategies());
+  switch (op) {
+    case Operator::cumulative_sum:
+    case Operator::cumulative_product: return detail::describe(detail::scan_strategies());
+    case Operator::quantized_linear_matmul: return detail::describe(detail::qmm_strategies());
+  }
+  throw Error(Errc::invalid_parameter, "strategies", "op", std::to_string(static_cast<int>(op)) + " is not an Operator");
 }
 
 }  // namespace hk

@@ -1,6 +1,8 @@
 // Instruction-set detection and the process-wide cap on the level the kernels use.
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
+#include <iterator>
 #include <string>
 
 #include "hetkern/error.hpp"
@@ -59,7 +61,10 @@ std::atomic<Isa>& cap() {
 
 }  // namespace
 
-const char* name_of(Isa isa) { return isa_names[static_cast<int>(isa)]; }
+const char* name_of(Isa isa) {
+  const auto i = static_cast<std::size_t>(isa);
+  return i < std::size(isa_names) ? isa_names[i] : "?";
+}
 
 Isa parse_isa(std::string_view text) {
   for (int i = 0; i <= static_cast<int>(Isa::amx); ++i)

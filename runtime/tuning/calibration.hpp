@@ -8,7 +8,7 @@
 
 namespace hk::detail {
 
-/// The shapes calibration measures on. The defaults take about a second on a GPU machine; the
+/// The shapes calibration measures on. The defaults take a few seconds on a GPU machine; the
 /// tests pass tiny ones to run the same code on the host fallback.
 struct CalibrationSizes {
   // Each transfer direction; large enough for the pageable copies' staging to reach its pace.

@@ -236,7 +236,12 @@ std::vector<TuningRecord> records_from_json(const std::string& text) {
     r.stride_class = optional_field<std::string>(o, "stride_class", i, "packed");
     r.params = field<std::string>(o, "params", i);
     r.schedule = field<std::string>(o, "schedule", i);
-    Schedule::parse(r.schedule);
+    try {
+      Schedule::parse(r.schedule);
+    } catch (const Error& e) {
+      throw Error(Errc::invalid_file, "tuning records", "record " + std::to_string(i),
+                  "field 'schedule': " + std::string(e.what()));
+    }
     r.median_ns = field<double>(o, "median_ns", i);
     if (!(r.median_ns > 0))
       throw Error(Errc::invalid_file, "tuning records", "record " + std::to_string(i), "median_ns must be positive");
