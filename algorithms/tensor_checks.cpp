@@ -1,10 +1,9 @@
 // Tensor validation shared by all operators.
 #include "algorithms/tensor_checks.hpp"
 
-#include <algorithm>
 #include <array>
 #include <cstdint>
-#include <numeric>
+#include <string>
 
 #include "algorithms/byte_layout.hpp"
 #include "hetkern/error.hpp"

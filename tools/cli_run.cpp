@@ -109,11 +109,11 @@ npy::Array read_parameter(const std::string& text, const char* option, std::opti
     return npy::read(text);
   }
   npy::Array a{TensorDesc(zero_type.value_or(DataType::float32), {1}), {}};
-  const double* number = &parsed->value;
+  const double number = parsed->value;
   if (!zero_type) {
-    const float scale = float(*number);
+    const float scale = float(number);
     // The operator sees the float32: name what was typed where rounding changed its meaning.
-    if ((scale == 0 || std::isinf(scale)) && (std::isfinite(*number) || parsed->out_of_range) && *number > 0)
+    if ((scale == 0 || std::isinf(scale)) && (std::isfinite(number) || parsed->out_of_range) && number > 0)
       throw Error(Errc::invalid_parameter, "qlinear-matmul", option,
                   text + (scale == 0 ? " rounds to 0 as a float32" : " overflows float32") +
                       " (scales are positive finite float32 numbers)");
@@ -122,11 +122,11 @@ npy::Array read_parameter(const std::string& text, const char* option, std::opti
     return a;
   }
   const int lo = *zero_type == DataType::int8 ? -128 : 0, hi = *zero_type == DataType::int8 ? 127 : 255;
-  if (*number != std::floor(*number) || *number < lo || *number > hi)
+  if (number != std::floor(number) || number < lo || number > hi)
     throw Error(Errc::invalid_parameter, "qlinear-matmul", option,
                 text + " is not an integer from " + std::to_string(lo) + " to " + std::to_string(hi) +
                     " (" + std::string(name_of(*zero_type)) + ")");
-  a.bytes.push_back(std::byte(std::uint8_t(std::int32_t(*number))));
+  a.bytes.push_back(std::byte(std::uint8_t(std::int32_t(number))));
   return a;
 }
 
