@@ -27,13 +27,13 @@ def load(path):
         return json.load(f)
 
 
-def cell(v):
+def cell(v, key=None):
     if v is None:
         return ""
     if isinstance(v, bool):
         return "true" if v else "false"
-    if isinstance(v, list):
-        return "x".join(str(x) for x in v)
+    if isinstance(v, list):  # sizes as 64x256; a range (b_range) as LO,HI
+        return ("," if key == "b_range" else "x").join(str(x) for x in v)
     return v if isinstance(v, str) else repr(v)
 
 
@@ -53,7 +53,7 @@ def write_csv(records, path):
         w = csv.writer(f, lineterminator="\n")
         w.writerow(columns)
         for r in records:
-            w.writerow([cell(r.get(k)) for k in columns])
+            w.writerow([cell(r.get(k), k) for k in columns])
 
     write_atomically(path, write)
 
@@ -90,6 +90,33 @@ def schedule_cell(r):
 def onednn_wrong(r):
     """oneDNN's outputs differed from hetkern's on this record's data (hetkern's are checked exact)."""
     return bool(r.get("onednn_mismatches"))
+
+
+def threads_run(r):
+    """The threads a host schedule runs: its threads parameter, else one (scan.tiled, qmm.tiled,
+    reference). A record's threads is the budget the sweep gave it, which the library's own choice
+    may not use whole."""
+    for part in r["schedule"].replace("(", ",").replace(")", ",").split(","):
+        key, _, value = part.strip().partition("=")
+        if key == "threads" and value.isdigit():
+            return int(value)
+    return 1
+
+
+def peak_of(res, r):
+    """The instruction-set peak at the threads a host record's schedule runs."""
+    if r["device"] != "host" or r["kind"] != "hetkern":
+        return r.get("peak_gops")
+    at = {p["threads"]: p["gops"] for p in res["peaks"]}
+    return at.get(threads_run(r), r.get("peak_gops"))
+
+
+def threads_cell(r):
+    """The budget, and the threads the schedule runs where fewer."""
+    if not r["threads"]:
+        return ""
+    t = threads_run(r) if r["device"] == "host" and r["kind"] == "hetkern" else r["threads"]
+    return f"{r['threads']} (runs {t})" if t < r["threads"] else str(r["threads"])
 
 
 def ms(ns):
@@ -147,7 +174,9 @@ def summary(res, path, plots, plot_note):
     out += ["", "## At a glance: the fastest schedule of each case", "",
             "Against its own baseline, measured next to it at its thread count: the copy of the same "
             "bytes for a scan (*of limit*: share of copy speed), the instruction-set peak for a matrix "
-            "product (*of limit*: share of the peak; *baseline* is oneDNN).", "",
+            "product (*of limit*: share of the peak at the threads the schedule runs; *baseline* is "
+            "oneDNN). *threads* is the budget the sweep gave, with the threads the schedule runs where "
+            "fewer (the library may choose a one-thread schedule for a small case).", "",
             "| case | fastest hetkern schedule | threads | median ms | rate | baseline rate | of limit | fastest peer |",
             "|---|---|---:|---:|---:|---:|---:|---|"]
     for case in case_order(records):
@@ -161,12 +190,14 @@ def summary(res, path, plots, plot_note):
             continue
         best = min(ours, key=lambda r: r["median_ns"])
         if is_scan(best):
-            rate, base, limit = f"{num(best['gbps'])} GB/s", best.get("copy_gbps"), best.get("copy_gbps")
+            rate, limit = f"{num(best['gbps'])} GB/s", best.get("copy_gbps")
             value, base_text = best["gbps"], num(best.get("copy_gbps"))
+            base_text += " GB/s" if base_text else ""
         else:
-            rate, base, limit = f"{num(best['gops'])} GOPS", best.get("onednn_gops"), best.get("peak_gops")
-            value, base_text = best["gops"], num(base) + (" (wrong results)" if onednn_wrong(best) else "")
-        out.append(f"| {case} | {schedule_cell(best)} | {best['threads']} | {ms(best['median_ns'])} | {rate} | "
+            rate, base, limit = f"{num(best['gops'])} GOPS", best.get("onednn_gops"), peak_of(res, best)
+            value, base_text = best["gops"], num(base)
+            base_text += (" GOPS" if base_text else "") + (" (wrong results)" if onednn_wrong(best) else "")
+        out.append(f"| {case} | {schedule_cell(best)} | {threads_cell(best)} | {ms(best['median_ns'])} | {rate} | "
                    f"{base_text} | {percent(value, limit)} | {peer_text} |")
 
     if scans:
@@ -177,7 +208,7 @@ def summary(res, path, plots, plot_note):
                 "|---|---|---|---:|---|---:|---:|---:|---:|---:|"]
         for r in scans:
             roof = r.get("copy_gbps")
-            out.append(f"| {r['case']} | {schedule_cell(r)} | {r['device']} | {r['threads'] or ''} | "
+            out.append(f"| {r['case']} | {schedule_cell(r)} | {r['device']} | {threads_cell(r)} | "
                        f"{r.get('pin') or ''} | {ms(r['median_ns'])} | {ms(r['q1_ns'])}-{ms(r['q3_ns'])} | "
                        f"{num(r['gbps'])} | {num(roof)} | "
                        f"{percent(r['gbps'], roof)} |")
@@ -193,10 +224,10 @@ def summary(res, path, plots, plot_note):
                 "vs oneDNN | oneDNN mismatches | of peak |",
                 "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in qmms:
-            peak = r.get("peak_gops")
+            peak = peak_of(res, r)
             vs = r.get("time_vs_baseline")
             vs_text = "wrong results" if onednn_wrong(r) else num(1 / vs, 2) if vs else ""
-            out.append(f"| {r['case']} | {schedule_cell(r)} | {r['device']} | {r['threads'] or ''} | "
+            out.append(f"| {r['case']} | {schedule_cell(r)} | {r['device']} | {threads_cell(r)} | "
                        f"{ms(r['median_ns'])} | {ms(r['q1_ns'])}-{ms(r['q3_ns'])} | {num(r['gops'])} | "
                        f"{num(r.get('onednn_gops'))} | {vs_text} | "
                        f"{'' if r.get('onednn_mismatches') is None else r['onednn_mismatches']} | "

@@ -59,14 +59,25 @@ def sweep(spec_text, out, *args):
                           capture_output=True, text=True, timeout=300)
 
 
-def cell(v):
+def cell(v, key=None):
     if v is None:
         return ""
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, list):
-        return "x".join(map(str, v))
+        return ("," if key == "b_range" else "x").join(map(str, v))
     return str(v)
+
+
+def threads_cell(r):
+    """The summary's threads: the budget, and the threads a hetkern host schedule runs where fewer."""
+    if not r["threads"]:
+        return ""
+    if r["kind"] != "hetkern" or r["device"] != "host":
+        return str(r["threads"])
+    m = re.search(r"threads=(\d+)", r["schedule"])
+    runs = int(m.group(1)) if m else 1
+    return f"{r['threads']} (runs {runs})" if runs < r["threads"] else str(r["threads"])
 
 
 class Sweep(unittest.TestCase):
@@ -166,7 +177,7 @@ class Sweep(unittest.TestCase):
                 if isinstance(expected, float):
                     self.assertAlmostEqual(float(value), expected, delta=1e-12 * abs(expected))
                 else:
-                    self.assertEqual(value, cell(expected), key)
+                    self.assertEqual(value, cell(expected, key), key)
             self.assertTrue(set(r) <= set(row), set(r) - set(row))
 
     def test_summary_has_a_row_per_record_and_marks_the_default(self):
@@ -177,7 +188,12 @@ class Sweep(unittest.TestCase):
         self.assertEqual(len(rows), len(host))
         for r in host:
             mark = " **(default)**" if r["kind"] == "hetkern" and r["strategy"] == "default" else ""
-            self.assertIn(f"| {r['case']} | {r['schedule']}{mark} | host | {r['threads'] or ''} |", text)
+            self.assertIn(f"| {r['case']} | {r['schedule']}{mark} | host | {threads_cell(r)} |", text)
+        # The tiny matmul's own choice at a budget of two threads is a one-thread schedule: said so.
+        self.assertTrue(any("(runs 1)" in row for row in rows), text)
+        for r in self.res["records"]:
+            if r["op"] == "qlinear-matmul":
+                self.assertEqual(r["b_range"], [-64, 63])
         defaults = [r for r in host if r["kind"] == "hetkern" and r["strategy"] == "default"]
         self.assertEqual(sum("**(default)** | host |" in row for row in rows), len(defaults))
         if self.res["machine"]["gpu_devices"] == 0:
