@@ -418,6 +418,8 @@ class Options(unittest.TestCase):
             for args in (["--sweep", "nonesuch"], ["--sweep", "small", "--schedule", "scan.nonesuch"],
                          ["--sweep", "small", "--schedule", "scan.parallel("], ["--min-time", "1"],
                          ["--sweep", "small", "--threads", "0"], ["--sweep", "small", "--pin", "bogus"],
+                         ["--sweep", "small", "--threads", "1,,2"], ["--sweep", "small", "--pin", "compact,"],
+                         ["--sweep", "small", "--threads", "1", "--threads", "2"],
                          ["--sweep", "small", "--schedule", "scan.tiled(tile=0)"],
                          ["--sweep", "small", "--schedule", "scan.tiled(foo=1)"],
                          ["--sweep", "small", "--schedule", "scan.parallel(pin=sideways)"]):
@@ -602,5 +604,5 @@ class Options(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    HETKERN = sys.argv.pop(1)
+    HETKERN = os.path.abspath(sys.argv.pop(1))
     unittest.main()

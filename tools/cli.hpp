@@ -6,6 +6,9 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
 
 #include "hetkern/info.hpp"  // max_threads, the bound of every --threads option
 
@@ -20,6 +23,35 @@ CLI::Validator seconds_within(double lo, double hi, bool above_lo = false);
 /// CLI11's conversions clamp a number past the type's range to its bound, and its range check
 /// reports text that is not a number as out of range.
 CLI::Validator whole_number_within(std::int64_t lo, std::int64_t hi);
+
+/// A comma-separated list option (`--threads 1,2,4`), read as one text: every item passes `item`
+/// (pass CLI::Validator() for none) and none is empty, and a second use of the option is refused.
+/// CLI11's delimiter dropped empty items (64,,64 read as 64,64) and joined a repeated option's
+/// lists. T is std::string or an integer type (items then checked as whole numbers by `item`).
+template <class T>
+CLI::Option* add_list_option(CLI::App& cmd, const std::string& name, std::vector<T>& out, const std::string& help,
+                             CLI::Validator item) {
+  return cmd
+      .add_option_function<std::string>(
+          name,
+          [&out, name, item](const std::string& text) {
+            out.clear();
+            for (std::size_t at = 0;;) {
+              const std::size_t comma = text.find(',', at);
+              std::string value = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+              std::string error = value.empty() ? "expected a value, got an empty one" : item(value);
+              if (!error.empty()) throw CLI::ValidationError(name, error + " in '" + text + "'");
+              if constexpr (std::is_same_v<T, std::string>)
+                out.push_back(value);
+              else
+                out.push_back(T(std::stoll(value)));
+              if (comma == std::string::npos) return;
+              at = comma + 1;
+            }
+          },
+          help)
+      ->type_name("LIST");
+}
 
 /// Makes every option of `app` and its subcommands that takes a value refuse an empty one: CLI11
 /// reads "" as 0 for a number (`--axis ""` scanned axis 0) and the commands read it as "not given".

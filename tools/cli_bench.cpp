@@ -162,9 +162,8 @@ void add_qmm_bench(CLI::App& bench) {
       "qlinear-matmul",
       "time quantized matrix multiplication against oneDNN's int8 matmul on the same data");
   add_problem_options(*cmd, *args, false);
-  cmd->add_option("--b-range", args->b_range, "LO,HI: B's values (default: its type's full range)")
-      ->delimiter(',')
-      ->check(whole_number_within(std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
+  add_list_option(*cmd, "--b-range", args->b_range, "LO,HI: B's values (default: its type's full range)",
+                  whole_number_within(std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
   cmd->add_option("--b-layout", args->b_layout,
                   "how B {K,N} lies: rows (row-major, the default) or columns (each column contiguous: "
                   "B held as its transpose, PyTorch's Linear weight), for hetkern and oneDNN alike")

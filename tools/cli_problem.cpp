@@ -10,36 +10,10 @@
 
 namespace hk::cli {
 
-namespace {
-
-// --shape read as one text: a vector option with a delimiter dropped empty items (64,,64 ran
-// {64,64}) and joined a second --shape onto the first.
-void add_shape_option(CLI::App& cmd, std::vector<std::int64_t>& shape, const char* help) {
-  cmd.add_option_function<std::string>(
-         "--shape",
-         [&shape](const std::string& text) {
-           const CLI::Validator size = whole_number_within(1, std::numeric_limits<std::int64_t>::max());
-           shape.clear();
-           for (std::size_t at = 0;;) {
-             const std::size_t comma = text.find(',', at);
-             std::string item = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
-             if (const std::string error = size(item); !error.empty())
-               throw CLI::ValidationError("--shape", error + " in '" + text + "'");
-             shape.push_back(std::stoll(item));
-             if (comma == std::string::npos) return;
-             at = comma + 1;
-           }
-         },
-         help)
-      ->required()
-      ->type_name("SIZES");
-}
-
-}  // namespace
-
 void add_problem_options(CLI::App& cmd, ProblemArgs& a, bool scan) {
   if (scan) {
-    add_shape_option(cmd, a.shape, "sizes D0,D1,...");
+    add_list_option(cmd, "--shape", a.shape, "sizes D0,D1,...", whole_number_within(1, std::numeric_limits<std::int64_t>::max()))
+        ->required();
     cmd.add_option("--dtype", a.dtype, "element type: float16, float32, float64, bfloat16, int32, uint32, int64, uint64")->required();
     cmd.add_option("--axis", a.axis, "axis to scan, -rank <= axis < rank (-1: the last)")
         ->required()
@@ -49,10 +23,11 @@ void add_problem_options(CLI::App& cmd, ProblemArgs& a, bool scan) {
         ->capture_default_str();
     cmd.add_flag("--exclusive", a.exclusive, "leave each element out of its own tally");
   } else {
-    add_shape_option(cmd, a.shape, "M,N,K: A {M,K} x B {K,N}");
-    cmd.add_option("--types", a.types, "types of A, B and the output, each u8 or s8")
-        ->delimiter(',')
-        ->capture_default_str();
+    add_list_option(cmd, "--shape", a.shape, "M,N,K: A {M,K} x B {K,N}",
+                    whole_number_within(1, std::numeric_limits<std::int64_t>::max()))
+        ->required();
+    add_list_option(cmd, "--types", a.types, "types of A, B and the output, each u8 or s8 (default u8,s8,u8)",
+                    CLI::Validator());
   }
 }
 

@@ -44,19 +44,18 @@ void add_bench_sweep(CLI::App& bench) {
   bench.add_option("--out", args->out,
                    "sweep: directory for results.json, results.csv, summary.md and the plots "
                    "(created; default ./hetkern-sweep-DATE-TIME; refused when not empty, see --force)");
-  bench.add_option("--threads", args->threads,
-                   "sweep: host thread counts, e.g. 1,2,4 (default: 1, 2, 4, ... and every CPU)")
-      ->delimiter(',')
-      ->check(whole_number_within(1, max_threads));
+  add_list_option(bench, "--threads", args->threads,
+                  "sweep: host thread counts, e.g. 1,2,4 (default: 1, 2, 4, ... and every CPU)",
+                  whole_number_within(1, max_threads));
   bench.add_option("--schedule", args->schedules,
                    "sweep: schedules to run (repeatable or a ;-separated list; strategies with a "
                    "threads parameter take each --threads count unless the text fixes one); "
                    "default: every strategy but the reference, and the library's own choice")
       ->delimiter(';');
-  bench.add_option("--pin", args->pins,
-                   "sweep: pinning policies, e.g. compact,none; appended as pin=P to the host "
-                   "strategies that offer a pin parameter")
-      ->delimiter(',');
+  add_list_option(bench, "--pin", args->pins,
+                  "sweep: pinning policies, e.g. compact,none; appended as pin=P to the host "
+                  "strategies that offer a pin parameter",
+                  CLI::Validator());
   bench.add_option("--isa", args->isa, "sweep: highest instruction-set level for hetkern and oneDNN");
   bench.add_flag("--no-peers", args->no_peers, "sweep: leave out numpy and PyTorch");
   bench.add_flag("--force", args->force,

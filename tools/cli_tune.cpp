@@ -151,6 +151,10 @@ class Progress {
 
   void begin(std::size_t index, std::size_t total, const std::string& what) {
     prefix_ = "[" + std::to_string(index + 1) + "/" + std::to_string(total) + "] " + what;
+  }
+
+  // The shape's measuring starts (a shape kept as tuned ends without it).
+  void measuring() {
     if (!terminal_) std::fprintf(stderr, "%s: tuning\n", prefix_.c_str());
   }
 
@@ -270,6 +274,7 @@ void tune_problems(const TuneArgs& args, const std::vector<TuneProblem>& problem
         continue;
       }
     }
+    progress.measuring();
     TuneOptions options;
     options.budget_seconds = args.budget;
     options.exhaustive = args.exhaustive;
