@@ -288,6 +288,19 @@ class Tune(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(json.loads(r.stdout), self.export())
         self.assertIn("exported 1 records", r.stderr)
+        # and back from standard input into another database.
+        other = os.path.join(self.dir, "other.sqlite")
+        imported = subprocess.run([HETKERN, "tune", "--import", "-", "--db", other], input=r.stdout,
+                                  capture_output=True, text=True, timeout=60)
+        self.assertEqual(imported.returncode, 0, imported.stderr)
+        self.assertEqual(self.export(db=other), self.export())
+
+    def test_list_of_a_database_not_made_yet(self):
+        missing = os.path.join(self.dir, "missing.sqlite")
+        r = run("tune", "--list", "--db", missing, env=self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("no database there yet", r.stdout)
+        self.assertFalse(os.path.exists(missing))
 
     def test_calibrate_list_and_clear_rates(self):
         # Rates are measured only with a GPU: on the host fallback nothing is stored.

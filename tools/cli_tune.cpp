@@ -309,6 +309,11 @@ void tune_problems(const TuneArgs& args, const std::vector<TuneProblem>& problem
 
 void list_records(const TuneArgs& args) {
   const std::string path = db_path(args);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    std::printf("%s: no database there yet (hetkern tune creates it)\n", path.c_str());
+    return;
+  }
   const TuningDb db(path, false);
   const auto records = db.all();
   const std::string here = machine_fingerprint();
@@ -337,9 +342,13 @@ void export_records(const TuneArgs& args) {
 }
 
 void import_records(const TuneArgs& args) {
-  std::ifstream in = open_input(args.import_file);
   std::ostringstream text;
-  text << in.rdbuf();
+  if (args.import_file == "-") {
+    text << std::cin.rdbuf();
+  } else {
+    std::ifstream in = open_input(args.import_file);
+    text << in.rdbuf();
+  }
   TuningDb db(db_path(args), true);
   const auto records = hk::import_records(db, text.str());
   const std::string here = machine_fingerprint();
@@ -378,7 +387,7 @@ void add_tune(CLI::App& app) {
       ->check(whole_number_within(1, max_threads));
   tune_cmd->add_flag("--list", args->list, "print the records of the database");
   tune_cmd->add_option("--export", args->export_file, "write every record to FILE as a JSON list (- for standard output)");
-  tune_cmd->add_option("--import", args->import_file, "add the records of a JSON list (as --export writes)");
+  tune_cmd->add_option("--import", args->import_file, "add the records of a JSON list (as --export writes; - for standard input)");
   tune_cmd->add_flag("--calibrate", args->calibrate,
                      "measure this machine's rates for the cost model again (GPU machines, a few seconds)");
   tune_cmd->add_flag("--clear-rates", args->clear_rates, "forget this machine's stored rates");
