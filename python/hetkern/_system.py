@@ -15,13 +15,16 @@ _OPS = {
 def _op_name(op):
     # A name, or one of hetkern's own functions: another function of the same name (numpy.cumsum)
     # is not hetkern's.
-    functions = {_scan.cumsum: "cumulative_sum", _scan.cumprod: "cumulative_product",
-                 _qmm.qlinear_matmul: "quantized_linear_matmul"}
     if isinstance(op, str) and op in _OPS:
         return _OPS[op]
-    if callable(op) and op in functions:
-        return functions[op]
-    what = repr(op) if isinstance(op, str) else f"{getattr(op, '__module__', '?')}.{getattr(op, '__name__', repr(op))}"
+    for function, name in ((_scan.cumsum, "cumulative_sum"), (_scan.cumprod, "cumulative_product"),
+                           (_qmm.qlinear_matmul, "quantized_linear_matmul")):
+        if op is function:
+            return name
+    if isinstance(op, str):
+        what = repr(op)
+    else:
+        what = f"{getattr(op, '__module__', '?')}.{getattr(op, '__name__', repr(op))}"
     rule = f"{what} is not hetkern's cumsum, cumprod or qlinear_matmul"
     raise Error(f"hetkern: op: {rule}", "invalid_parameter", "hetkern", "op", rule)
 
