@@ -8,6 +8,7 @@ leave OUT as it was. usage: test_cli.py PATH/TO/hetkern
 """
 import io
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -474,8 +475,18 @@ class OutputPaths(Workdir):
         with open(out, "wb") as f:
             f.write(b"old contents")
         os.chmod(out, 0o444)
-        as_user = {"user": "nobody"} if os.geteuid() == 0 else {}
-        result = subprocess.run([HETKERN, "run", "cumsum", self.src, out, "--axis", "1"], capture_output=True,
+        command, as_user = HETKERN, {}
+        if os.geteuid() == 0:
+            # nobody may not reach the build tree (a fresh clone under a 0700 temporary directory):
+            # the command line and its library are copied where it can.
+            tools = tempfile.mkdtemp()
+            self.addCleanup(shutil.rmtree, tools)
+            os.chmod(tools, 0o755)
+            command = shutil.copy(HETKERN, tools)
+            library = os.path.join(os.path.dirname(HETKERN), "..", "lib", "libhetkern.so.0")
+            shutil.copy(library, tools)
+            as_user = {"user": "nobody", "env": dict(os.environ, LD_LIBRARY_PATH=tools)}
+        result = subprocess.run([command, "run", "cumsum", self.src, out, "--axis", "1"], capture_output=True,
                                 text=True, timeout=60, **as_user)
         self.assertEqual(result.returncode, 2, result.stderr)
         self.assertIn("read-only.npy", result.stderr)
