@@ -13,6 +13,7 @@
 
 #include <sys/mman.h>
 
+#include "algorithms/quantized_matmul.hpp"
 #include "hetkern/hetkern.hpp"
 #include "tools/cli.hpp"
 #include "tools/npy.hpp"
@@ -192,12 +193,13 @@ void run_qmm(const QmmArgs& args) {
   if (zb) q.b_zero_point = as_parameter(*zb);
   if (zy) q.output_zero_point = as_parameter(*zy);
   const Schedule schedule = schedule_from(args.schedule);
-  // M x N can exceed both input files by far: the call is validated against address space
+  // M x N can exceed both input files by far: the arguments are validated against address space
   // reserved for the output before memory is asked for it, so that a pair of files whose shapes
-  // do not match is refused as such, not as too large.
+  // do not match is refused as such, not as too large. Validation alone: no schedule is chosen
+  // twice.
   {
     const ReservedAddresses place(std::size_t(out_bytes), out_desc);
-    default_schedule(q, {out_desc, place.data()}, schedule);
+    detail::validate(q, Tensor{out_desc, place.data()});
   }
   const auto out = std::make_unique_for_overwrite<std::byte[]>(std::size_t(out_bytes));
   quantized_linear_matmul(q, {out_desc, out.get()}, schedule);
