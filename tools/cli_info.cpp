@@ -154,16 +154,14 @@ void add_info(CLI::App& app) {
   auto args = std::make_shared<InfoArgs>();
   auto* cmd = app.add_subcommand(
       "info", "show the build, CPU features, topology and binding plan, and available schedules");
-  CLI::Option* json = cmd->add_flag("--json", args->json,
-                                    "print the topology and the binding plan as one JSON object (packages, "
-                                    "numa_nodes, cores, pus, caches, binding, ...)");
+  cmd->add_flag("--json", args->json,
+                "print the topology and the binding plan as one JSON object (packages, numa_nodes, "
+                "cores, pus, caches, binding, ...)");
 #ifdef HETKERN_OFFLOAD
   cmd->add_flag("--devices", args->devices,
                 "load the GPU plugin, show the offload device and get its kernels ready (compiled "
                 "once per machine; without it, info only says whether the plugin is there); not with --json")
-      ->excludes(json);
-#else
-  (void)json;
+      ->excludes("--json");
 #endif
   cmd->add_option("--threads", args->threads, "threads of the binding plan; default: OpenMP's default")
       ->check(whole_number_within(1, max_threads));
