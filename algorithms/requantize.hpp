@@ -82,6 +82,18 @@ inline double requantize_biased(double acc, double multiplier, double zero_point
   return v > high ? high : v;
 }
 
+/// round_bias for float32: 1.5 * 2^23, where a float32 has spacing 1.
+inline constexpr float round_bias_float = 0x1.8p23f;
+
+/// requantize_biased in float32, for |acc| <= 2^24 (every such integer is a float32): the same
+/// single rounding of the exact product, to RNE(acc * multiplier) + round_bias_float while
+/// |acc * multiplier| < 2^22, monotonically beyond. Twice the lanes of the double form.
+inline float requantize_biased_float(float acc, float multiplier, float zero_point, float low, float high) {
+  float v = __builtin_fmaf(acc, multiplier, round_bias_float) + zero_point;
+  v = v < low ? low : v;
+  return v > high ? high : v;
+}
+
 /// requantize_exact for |acc| < 2^29, with the multiplier already widened to a double: the product
 /// is exact (29 + 24 significant bits); it is clamped to +-2^20 first (an integer, so rounding a
 /// clamped value changes nothing), then rounded to nearest even by adding 1.5 * 2^52, whose

@@ -2,10 +2,12 @@
 // is exact in double while K < 2^30 (every term stays below 2^53), and one fused multiply-add then
 // rounds acc * multiplier exactly (requantize_biased): blocks of int32 dot products take that
 // vectorizable path, blocks of int64 ones (deeper than an int32 block holds) the exact int64 path.
+// The common blocks go through float32 first, exact where |acc| <= 2^24, rows beyond through double.
 #include "schedules/qmm_epilogue.hpp"
 
 #include <algorithm>
 #include <bit>
+#include <limits>
 
 #include "algorithms/requantize.hpp"
 #include "schedules/qmm_pack.hpp"
@@ -14,6 +16,13 @@ namespace hk::detail {
 namespace {
 
 constexpr std::int64_t double_path_max_k = std::int64_t(1) << 30;
+
+// Depth up to which every accumulator fits int32 (255 * 255 * K < 2^31), so that dot - alpha *
+// colsum computed modulo 2^32 is the accumulator itself.
+constexpr std::int64_t int32_acc_max_k = std::numeric_limits<std::int32_t>::max() / (255 * 255);
+
+// Accumulators up to this magnitude are float32 values.
+constexpr std::uint32_t float_exact_acc = std::uint32_t(1) << 24;
 
 // One row through the double path into int32 values (the low half of each biased double). `beta`
 // is null when every column's beta is 0 (zb at B's shift, the common case), which saves a term.
@@ -46,6 +55,37 @@ __attribute__((target_clones("avx512bw", "avx2", "default"))) void requantize_ro
   }
 }
 
+// One row of requantize_rows_float; `col_term` holds alpha * colsum already unless times_alpha.
+template <bool times_alpha>
+[[gnu::always_inline]] inline bool requantize_row_float(const std::int32_t* d, std::int64_t cols, std::uint32_t a,
+                                                        const std::uint32_t* col_term, const float* multiplier,
+                                                        float z, float low, float high, char* y) {
+  bool beyond = false;
+  for (std::int64_t j = 0; j < cols; ++j) {
+    const std::uint32_t acc = std::uint32_t(d[j]) - (times_alpha ? a * col_term[j] : col_term[j]);
+    beyond |= acc + float_exact_acc > 2 * float_exact_acc;
+    y[j] = char(std::bit_cast<std::uint32_t>(
+        requantize_biased_float(float(std::int32_t(acc)), multiplier[j], z, low, high)));
+  }
+  return beyond;
+}
+
+// requantize_rows_common in float32 (requantize_biased_float), where K <= int32_acc_max_k: sixteen
+// outputs a vector where double has eight. The accumulator is formed modulo 2^32, exact by the
+// depth bound. `alpha` is per row, or null where `col_term` holds the one alpha times colsum. A
+// row where some |acc| exceeds 2^24 is flagged in `redo`, its bytes then wrong.
+__attribute__((target_clones("avx512bw", "avx2", "default"))) void requantize_rows_float(
+    const std::int32_t* dots, std::int64_t ld, std::int64_t rows, std::int64_t cols, const std::uint32_t* alpha,
+    const std::uint32_t* col_term, const float* multiplier, const float* zero_point, float low, float high,
+    char* out, std::int64_t out_row_stride, std::uint8_t* redo) {
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const std::int32_t* d = dots + i * ld;
+    char* y = out + i * out_row_stride;
+    redo[i] = alpha ? requantize_row_float<true>(d, cols, alpha[i], col_term, multiplier, zero_point[i], low, high, y)
+                    : requantize_row_float<false>(d, cols, 0, col_term, multiplier, zero_point[i], low, high, y);
+  }
+}
+
 // Values already clamped to the output type's range, so the narrowing is exact.
 __attribute__((target_clones("avx512bw", "avx2", "default"))) void store_row(
     const QmmProblem& p, std::int64_t offset, const std::int32_t* value, std::int64_t cols) {
@@ -67,9 +107,14 @@ void QmmEpilogueScratch::reserve(std::int64_t rows, std::int64_t cols) {
   if (alpha.size() < std::size_t(rows)) {
     alpha.resize(std::size_t(rows));
     zero_point.resize(std::size_t(rows));
+    alpha32.resize(std::size_t(rows));
+    zero_point32.resize(std::size_t(rows));
+    redo.resize(std::size_t(rows));
   }
   if (multiplier.size() >= std::size_t(cols)) return;
   multiplier.resize(std::size_t(cols));
+  multiplier32.resize(std::size_t(cols));
+  col_term32.resize(std::size_t(cols));
   beta.resize(std::size_t(cols));
   col_term.resize(std::size_t(cols));
   value.resize(std::size_t(cols));
@@ -78,28 +123,64 @@ void QmmEpilogueScratch::reserve(std::int64_t rows, std::int64_t cols) {
 void requantize_block(const QmmProblem& p, const QmmBlockResult& r, QmmEpilogueScratch& s) {
   const QuantParams& q = p.q;
   const std::int32_t ca = a_shift(p.a), cb = b_shift(p.b);
-  const double low = round_bias + (p.out_type == DataType::uint8 ? 0.0 : -128.0);
-  const double high = round_bias + (p.out_type == DataType::uint8 ? 255.0 : 127.0);
+  const float qmin = p.out_type == DataType::uint8 ? 0.0f : -128.0f;
+  const float qmax = p.out_type == DataType::uint8 ? 255.0f : 127.0f;
+  const double low = round_bias + qmin, high = round_bias + qmax;
   bool betas_zero = true;
-  for (std::int64_t j = 0; j < r.cols; ++j) {
-    const std::int64_t beta = std::int64_t(QuantParams::at(q.b_zero, r.j0 + j)) - cb;
-    s.beta[j] = double(beta);
-    s.col_term[j] = double(r.col_sums[j] - p.K * beta);
-    betas_zero &= beta == 0;
+  if (q.b_zero.size() == 1) {  // one beta: a loop that vectorizes
+    const std::int64_t beta = std::int64_t(q.b_zero[0]) - cb;
+    betas_zero = beta == 0;
+    std::fill_n(s.beta.begin(), r.cols, double(beta));
+    for (std::int64_t j = 0; j < r.cols; ++j) s.col_term[j] = double(r.col_sums[j] - p.K * beta);
+  } else {
+    for (std::int64_t j = 0; j < r.cols; ++j) {
+      const std::int64_t beta = std::int64_t(q.b_zero[std::size_t(r.j0 + j)]) - cb;
+      s.beta[j] = double(beta);
+      s.col_term[j] = double(r.col_sums[j] - p.K * beta);
+      betas_zero &= beta == 0;
+    }
   }
   const bool fast = r.dots && p.K < double_path_max_k;
   const bool per_column_scale = q.b_scale.size() > 1;
   if (fast && betas_zero && q.a_scale.size() == 1 && q.out_scale.size() == 1 && p.out_col_stride == 1) {
-    for (std::int64_t j = 0; j < r.cols; ++j)
-      s.multiplier[j] = requant_multiplier(q.a_scale[0], QuantParams::at(q.b_scale, r.j0 + j), q.out_scale[0]);
+    const bool narrow = p.K <= int32_acc_max_k, one_alpha = q.a_zero.size() <= 1;
+    if (per_column_scale) {
+      for (std::int64_t j = 0; j < r.cols; ++j)
+        s.multiplier[j] = requant_multiplier(q.a_scale[0], q.b_scale[std::size_t(r.j0 + j)], q.out_scale[0]);
+    } else {
+      std::fill_n(s.multiplier.begin(), r.cols, double(requant_multiplier(q.a_scale[0], q.b_scale[0], q.out_scale[0])));
+    }
     for (std::int64_t i = 0; i < r.rows; ++i) {
-      s.alpha[i] = double(std::int64_t(ca) + QuantParams::at(q.a_zero, r.i0 + i));
-      s.zero_point[i] = double(QuantParams::at(q.out_zero, r.i0 + i));
+      const std::int64_t alpha = std::int64_t(ca) + QuantParams::at(q.a_zero, r.i0 + i);
+      const std::int32_t zy = QuantParams::at(q.out_zero, r.i0 + i);
+      s.alpha[i] = double(alpha);
+      s.zero_point[i] = double(zy);
+      s.alpha32[i] = std::uint32_t(alpha);
+      s.zero_point32[i] = float(zy);
+    }
+    if (narrow) {
+      // Modulo 2^32, as the float path forms the accumulator.
+      const std::uint32_t times = one_alpha ? s.alpha32[0] : 1;
+      for (std::int64_t j = 0; j < r.cols; ++j) {
+        s.multiplier32[j] = float(s.multiplier[j]);
+        s.col_term32[j] = times * std::uint32_t(r.col_sums[j]);
+      }
     }
     // Both 8-bit types store the low byte of a value already within their range.
     char* const out = static_cast<char*>(p.out) + r.out_offset + r.i0 * p.out_row_stride + r.j0;
-    requantize_rows_common(r.dots, r.ld, r.rows, r.cols, s.alpha.data(), s.col_term.data(), s.multiplier.data(),
-                           s.zero_point.data(), low, high, out, p.out_row_stride);
+    if (!narrow) {
+      requantize_rows_common(r.dots, r.ld, r.rows, r.cols, s.alpha.data(), s.col_term.data(), s.multiplier.data(),
+                             s.zero_point.data(), low, high, out, p.out_row_stride);
+      return;
+    }
+    requantize_rows_float(r.dots, r.ld, r.rows, r.cols, one_alpha ? nullptr : s.alpha32.data(), s.col_term32.data(),
+                          s.multiplier32.data(), s.zero_point32.data(), round_bias_float + qmin,
+                          round_bias_float + qmax, out, p.out_row_stride, s.redo.data());
+    for (std::int64_t i = 0; i < r.rows; ++i)
+      if (s.redo[i])
+        requantize_rows_common(r.dots + i * r.ld, r.ld, 1, r.cols, s.alpha.data() + i, s.col_term.data(),
+                               s.multiplier.data(), s.zero_point.data() + i, low, high, out + i * p.out_row_stride,
+                               p.out_row_stride);
     return;
   }
   for (std::int64_t i = 0; i < r.rows; ++i) {

@@ -25,6 +25,12 @@ struct QmmEpilogueScratch {
   std::vector<double> multiplier, beta, col_term;  // per column; each multiplier a float32 widened exactly
   std::vector<double> alpha, zero_point;           // per row
   std::vector<std::int32_t> value;
+  // The float32 path's: per column, then per row (alpha modulo 2^32, and whether to redo the row).
+  std::vector<float> multiplier32;
+  std::vector<std::uint32_t> col_term32;
+  std::vector<std::uint32_t> alpha32;
+  std::vector<float> zero_point32;
+  std::vector<std::uint8_t> redo;
   /// Room for blocks of up to `rows` rows and `cols` columns.
   void reserve(std::int64_t rows, std::int64_t cols);
 };

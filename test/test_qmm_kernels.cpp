@@ -8,6 +8,7 @@
 #include <random>
 
 #include "algorithms/requantize.hpp"
+#include "schedules/qmm_epilogue.hpp"
 #include "qmm_test_util.hpp"
 
 namespace {
@@ -250,6 +251,118 @@ TEST(QmmKernels, FusedRequantizationIsExact) {
   }
   for (float m : {0.0f, 0.5f, 1.5f, 1.0f, 3.0f, 8388608.0f, 3e38f, 1e-45f})
     for (i64 acc = -300; acc <= 300; ++acc) check(acc * 1789, m, 3, 0, 255), check(acc, m, -7, -128, 127);
+}
+
+// requantize_biased_float (the host epilogue's float32 form) against requantize_exact over its whole
+// domain, |acc| <= 2^24: every width, the edges, multipliers of every finite non-negative bit
+// pattern, ties, subnormals, odd and even zero points.
+TEST(QmmKernels, FloatFusedRequantizationIsExact) {
+  std::mt19937_64 rng(24);
+  const auto check = [](i64 acc, float m, int zero, int qmin, int qmax) {
+    const float low = hk::detail::round_bias_float + float(qmin), high = hk::detail::round_bias_float + float(qmax);
+    const float biased = hk::detail::requantize_biased_float(float(acc), m, float(zero), low, high);
+    const auto got = std::int8_t(std::bit_cast<std::uint32_t>(biased));
+    const auto want = hk::detail::requantize_exact(acc, m, zero, qmin, qmax);
+    ASSERT_EQ(qmin == 0 ? int(std::uint8_t(got)) : int(got), want)
+        << "acc " << acc << " multiplier " << m << " zero point " << zero;
+  };
+  const i64 edge = i64(1) << 24;
+  for (int i = 0; i < 2000000; ++i) {
+    const int bits = 1 + int(rng() % 25);
+    i64 acc = std::min(edge, i64(rng() & ((std::uint64_t(1) << bits) - 1)));
+    if (i % 5 == 0) acc = edge - i64(rng() % 3);
+    if (rng() & 1) acc = -acc;
+    const float m = random_multiplier(rng, 60, 40);
+    const bool u8 = rng() & 1;
+    check(acc, m, int(rng() % 256) - (u8 ? 0 : 128), u8 ? 0 : -128, u8 ? 255 : 127);
+  }
+  for (float m : {0.0f, 0.5f, 1.5f, 1.0f, 3.0f, 8388608.0f, 3e38f, 1e-45f})
+    for (i64 acc = -300; acc <= 300; ++acc) check(acc * 55921, m, 3, 0, 255), check(acc, m, -7, -128, 127);
+}
+
+// One block through the host epilogue's common case (requantize_block), every output compared with
+// requantize_exact of its accumulator dot - alpha * colsum.
+void check_common_block(i64 K, DataType ta, DataType ty, const std::vector<int>& a_zero, int y_zero,
+                        const std::vector<float>& b_scale, float a_scale, const std::vector<i64>& acc, i64 rows,
+                        i64 cols, std::mt19937_64& rng) {
+  hk::detail::QmmProblem p;
+  p.M = rows, p.N = cols, p.K = K;
+  p.a.dtype = ta, p.b.dtype = DataType::int8, p.out_type = ty;
+  std::vector<std::int8_t> out(std::size_t(rows * cols));
+  p.out = out.data(), p.out_row_stride = cols, p.out_col_stride = 1;
+  p.q.a_scale = {a_scale}, p.q.b_scale = b_scale, p.q.out_scale = {1.0f};
+  p.q.a_zero = a_zero, p.q.b_zero = {0}, p.q.out_zero = {y_zero};
+  const i64 ca = ta == DataType::int8 ? 128 : 0;
+  std::vector<std::int32_t> dots(acc.size());
+  std::vector<std::int64_t> row_sums(static_cast<std::size_t>(rows), 0);
+  std::vector<std::int64_t> col_sums(static_cast<std::size_t>(cols));
+  const i64 col_bound = std::min(128 * K, i64(1) << 21);  // alpha * colsum stays below 2^29
+  for (auto& c : col_sums) c = i64(rng() % std::uint64_t(2 * col_bound + 1)) - col_bound;
+  for (i64 i = 0; i < rows; ++i)
+    for (i64 j = 0; j < cols; ++j) {
+      const i64 alpha = ca + hk::detail::QuantParams::at(p.q.a_zero, i);
+      const i64 dot = acc[std::size_t(i * cols + j)] + alpha * col_sums[std::size_t(j)];
+      ASSERT_EQ(dot, i64(std::int32_t(dot))) << "a dot product beyond int32";
+      dots[std::size_t(i * cols + j)] = std::int32_t(dot);
+    }
+  hk::detail::QmmBlockResult r;
+  r.rows = rows, r.cols = cols, r.dots = dots.data(), r.ld = cols;
+  r.row_sums = row_sums.data(), r.col_sums = col_sums.data();
+  hk::detail::QmmEpilogueScratch scratch;
+  scratch.reserve(rows, cols);
+  hk::detail::requantize_block(p, r, scratch);
+  const int qmin = ty == DataType::uint8 ? 0 : -128, qmax = ty == DataType::uint8 ? 255 : 127;
+  for (i64 i = 0; i < rows; ++i)
+    for (i64 j = 0; j < cols; ++j) {
+      const i64 a = acc[std::size_t(i * cols + j)];
+      const float m = hk::detail::requant_multiplier(a_scale, hk::detail::QuantParams::at(p.q.b_scale, j), 1.0f);
+      const std::int8_t got = out[std::size_t(i * cols + j)];
+      ASSERT_EQ(ty == DataType::uint8 ? int(std::uint8_t(got)) : int(got),
+                hk::detail::requantize_exact(a, m, y_zero, qmin, qmax))
+          << "K " << K << " row " << i << " column " << j << " acc " << a << " multiplier " << m;
+    }
+}
+
+// The common epilogue's float32 path, exact where |acc| <= 2^24, and its rows with larger
+// accumulators redone in double. Accumulators 2^24 + 2^16 + 1 + 2^18 t times 2^-17 lie 2^-17 past
+// a tie, which float32, rounding the odd accumulator to the tie, would round the other way. At K
+// one past the int32 bound every block takes the double path. One alpha for all rows, and per row.
+TEST(QmmKernels, CommonEpilogueAroundTwoToThe24) {
+  std::mt19937_64 rng(1 << 24);
+  const i64 edge = i64(1) << 24;
+  for (const i64 K : {i64(1000), i64(33025), i64(33026)})
+    for (const bool per_row_alpha : {false, true})
+      for (const DataType ty : {DataType::int8, DataType::uint8}) {
+        const i64 rows = 1 + i64(rng() % 9), cols = 1 + i64(rng() % 150);
+        const int sign = ty == DataType::int8 ? 1 : -1, y_zero = ty == DataType::int8 ? -128 : 255;
+        std::vector<i64> acc(std::size_t(rows * cols));
+        for (i64 i = 0; i < rows; ++i)
+          for (i64 j = 0; j < cols; ++j) {
+            const i64 t = i64(rng() % 4);
+            i64 a = i % 3 == 0 ? edge + (i64(1) << 16) + 1 + (t << 18)  // past the float32 range
+                    : i % 3 == 1 ? edge - i64(rng() % 3)                 // at its edge
+                                 : i64(rng() % std::uint64_t(2 * edge)) - edge;
+            if (i % 3 == 0 && j % 5 == 4) a = i64(rng() % 1000);  // one row mixing both
+            acc[std::size_t(i * cols + j)] = sign * a;
+          }
+        std::vector<int> a_zero(per_row_alpha ? std::size_t(rows) : 1);
+        for (int& z : a_zero) z = int(rng() % 256) - 128;
+        check_common_block(K, DataType::int8, ty, a_zero, y_zero, {1.0f}, std::ldexp(1.0f, -17), acc, rows, cols,
+                           rng);
+      }
+  // Random accumulators and multipliers, per-column B scales, uint8 A.
+  for (int round = 0; round < 200; ++round) {
+    const i64 rows = 1 + i64(rng() % 20), cols = 1 + i64(rng() % 300), K = 1 + i64(rng() % 33025);
+    // Within the float32 range or up to the depth's bound (capped so that every dot fits int32).
+    const i64 bound = std::min({K * 255 * 255, i64(1) << 30, rng() & 1 ? edge + 64 : i64(1) << 30});
+    std::vector<i64> acc(std::size_t(rows * cols));
+    for (auto& a : acc) a = i64(rng() % std::uint64_t(2 * bound + 1)) - bound;
+    std::vector<float> b_scale(rng() & 1 ? std::size_t(cols) : 1);
+    for (auto& b : b_scale) b = std::ldexp(1.0f + float(rng() % 64) / 64, -int(rng() % 24));
+    const DataType ty = rng() & 1 ? DataType::uint8 : DataType::int8;
+    check_common_block(K, DataType::uint8, ty, {int(rng() % 256)}, int(rng() % 128), b_scale, 1.0f, acc, rows, cols,
+                       rng);
+  }
 }
 
 TEST(QmmPackedB, ReusedAcrossCallsWithDifferentA) {
