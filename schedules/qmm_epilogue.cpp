@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <bit>
 #include <limits>
+#include <utility>
+
+#include "hetkern/info.hpp"
 
 #include "algorithms/requantize.hpp"
 #include "schedules/qmm_pack.hpp"
@@ -26,7 +29,7 @@ constexpr std::uint32_t float_exact_acc = std::uint32_t(1) << 24;
 
 // One row through the double path into int32 values (the low half of each biased double). `beta`
 // is null when every column's beta is 0 (zb at B's shift, the common case), which saves a term.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void requantize_row(
+[[gnu::always_inline]] inline void requantize_row(
     const std::int32_t* dots, std::int64_t cols, double alpha, double row_sum, const double* beta,
     const double* col_term, const double* multiplier, double zero_point, double low, double high,
     std::int32_t* value) {
@@ -41,7 +44,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void requantize_row
 // all rows, and a row-contiguous 8-bit output. `alpha` and `zero_point` are per row. One call per
 // block, where a call per row and step costs as much as the arithmetic of a narrow block (64^3).
 // Each output is one fused multiply-add, an add and a clamp, stored as its low byte.
-__attribute__((target_clones("avx512bw", "avx2", "default"))) void requantize_rows_common(
+[[gnu::always_inline]] inline void requantize_rows_common(
     const std::int32_t* dots, std::int64_t ld, std::int64_t rows, std::int64_t cols, const double* alpha,
     const double* col_term, const double* multiplier, const double* zero_point, double low, double high,
     char* out, std::int64_t out_row_stride) {
@@ -74,7 +77,7 @@ template <bool times_alpha>
 // outputs a vector where double has eight. The accumulator is formed modulo 2^32, exact by the
 // depth bound. `alpha` is per row, or null where `col_term` holds the one alpha times colsum. A
 // row where some |acc| exceeds 2^24 is flagged in `redo`, its bytes then wrong.
-__attribute__((target_clones("avx512bw", "avx2", "default"))) void requantize_rows_float(
+[[gnu::always_inline]] inline void requantize_rows_float(
     const std::int32_t* dots, std::int64_t ld, std::int64_t rows, std::int64_t cols, const std::uint32_t* alpha,
     const std::uint32_t* col_term, const float* multiplier, const float* zero_point, float low, float high,
     char* out, std::int64_t out_row_stride, std::uint8_t* redo) {
@@ -87,7 +90,7 @@ __attribute__((target_clones("avx512bw", "avx2", "default"))) void requantize_ro
 }
 
 // Values already clamped to the output type's range, so the narrowing is exact.
-__attribute__((target_clones("avx512bw", "avx2", "default"))) void store_row(
+[[gnu::always_inline]] inline void store_row(
     const QmmProblem& p, std::int64_t offset, const std::int32_t* value, std::int64_t cols) {
   if (p.out_col_stride == 1 && p.out_type == DataType::uint8) {
     std::uint8_t* y = static_cast<std::uint8_t*>(p.out) + offset;
@@ -99,6 +102,32 @@ __attribute__((target_clones("avx512bw", "avx2", "default"))) void store_row(
     for (std::int64_t j = 0; j < cols; ++j)
       store_quantized(p.out, offset + j * p.out_col_stride, p.out_type, value[j]);
   }
+}
+
+// `body` compiled for each level the library dispatches on, run at active_isa(): hk::set_max_isa
+// caps the epilogue as it caps the kernels, and the tests reach every level.
+template <auto body>
+struct Levels;
+
+template <class... P, void (*body)(P...)>
+struct Levels<body> {
+  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c"))) static void avx512(P... args) {
+    body(args...);
+  }
+  __attribute__((target("avx2,fma,f16c"))) static void avx2(P... args) { body(args...); }
+  static void run(P... args) {
+#if defined(__x86_64__)
+    const Isa isa = active_isa();
+    if (isa >= Isa::avx512) return avx512(args...);
+    if (isa >= Isa::avx2) return avx2(args...);
+#endif
+    body(args...);
+  }
+};
+
+template <auto body, class... Args>
+void at_isa(Args&&... args) {
+  Levels<body>::run(std::forward<Args>(args)...);
 }
 
 }  // namespace
@@ -126,63 +155,67 @@ void requantize_block(const QmmProblem& p, const QmmBlockResult& r, QmmEpilogueS
   const float qmin = p.out_type == DataType::uint8 ? 0.0f : -128.0f;
   const float qmax = p.out_type == DataType::uint8 ? 255.0f : 127.0f;
   const double low = round_bias + qmin, high = round_bias + qmax;
-  bool betas_zero = true;
-  if (q.b_zero.size() == 1) {  // one beta: a loop that vectorizes
-    const std::int64_t beta = std::int64_t(q.b_zero[0]) - cb;
-    betas_zero = beta == 0;
-    std::fill_n(s.beta.begin(), r.cols, double(beta));
-    for (std::int64_t j = 0; j < r.cols; ++j) s.col_term[j] = double(r.col_sums[j] - p.K * beta);
-  } else {
-    for (std::int64_t j = 0; j < r.cols; ++j) {
-      const std::int64_t beta = std::int64_t(q.b_zero[std::size_t(r.j0 + j)]) - cb;
-      s.beta[j] = double(beta);
-      s.col_term[j] = double(r.col_sums[j] - p.K * beta);
-      betas_zero &= beta == 0;
-    }
-  }
   const bool fast = r.dots && p.K < double_path_max_k;
   const bool per_column_scale = q.b_scale.size() > 1;
+  const bool one_zb = q.b_zero.size() == 1;
+  const std::int32_t* zb = q.b_zero.data() + (one_zb ? 0 : r.j0);
+  const bool betas_zero = std::all_of(zb, zb + (one_zb ? 1 : r.cols), [cb](std::int32_t z) { return z == cb; });
+  // The double path's column terms, which the float path needs only for the rows it hands back.
+  const auto double_columns = [&] {
+    for (std::int64_t j = 0; j < r.cols; ++j) {
+      const std::int64_t beta = std::int64_t(QuantParams::at(q.b_zero, r.j0 + j)) - cb;
+      s.beta[j] = double(beta);
+      s.col_term[j] = double(r.col_sums[j] - p.K * beta);
+    }
+  };
   if (fast && betas_zero && q.a_scale.size() == 1 && q.out_scale.size() == 1 && p.out_col_stride == 1) {
     const bool narrow = p.K <= int32_acc_max_k, one_alpha = q.a_zero.size() <= 1;
-    if (per_column_scale) {
-      for (std::int64_t j = 0; j < r.cols; ++j)
-        s.multiplier[j] = requant_multiplier(q.a_scale[0], q.b_scale[std::size_t(r.j0 + j)], q.out_scale[0]);
-    } else {
-      std::fill_n(s.multiplier.begin(), r.cols, double(requant_multiplier(q.a_scale[0], q.b_scale[0], q.out_scale[0])));
-    }
-    for (std::int64_t i = 0; i < r.rows; ++i) {
-      const std::int64_t alpha = std::int64_t(ca) + QuantParams::at(q.a_zero, r.i0 + i);
-      const std::int32_t zy = QuantParams::at(q.out_zero, r.i0 + i);
-      s.alpha[i] = double(alpha);
-      s.zero_point[i] = double(zy);
-      s.alpha32[i] = std::uint32_t(alpha);
-      s.zero_point32[i] = float(zy);
-    }
-    if (narrow) {
-      // Modulo 2^32, as the float path forms the accumulator.
-      const std::uint32_t times = one_alpha ? s.alpha32[0] : 1;
-      for (std::int64_t j = 0; j < r.cols; ++j) {
-        s.multiplier32[j] = float(s.multiplier[j]);
-        s.col_term32[j] = times * std::uint32_t(r.col_sums[j]);
+    const float one_multiplier = requant_multiplier(q.a_scale[0], q.b_scale[0], q.out_scale[0]);
+    const auto multiplier = [&](std::int64_t j) {
+      return per_column_scale ? requant_multiplier(q.a_scale[0], q.b_scale[std::size_t(r.j0 + j)], q.out_scale[0])
+                              : one_multiplier;
+    };
+    const auto double_setup = [&] {
+      double_columns();
+      for (std::int64_t j = 0; j < r.cols; ++j) s.multiplier[j] = multiplier(j);
+      for (std::int64_t i = 0; i < r.rows; ++i) {
+        s.alpha[i] = double(std::int64_t(ca) + QuantParams::at(q.a_zero, r.i0 + i));
+        s.zero_point[i] = double(QuantParams::at(q.out_zero, r.i0 + i));
       }
-    }
+    };
     // Both 8-bit types store the low byte of a value already within their range.
     char* const out = static_cast<char*>(p.out) + r.out_offset + r.i0 * p.out_row_stride + r.j0;
     if (!narrow) {
-      requantize_rows_common(r.dots, r.ld, r.rows, r.cols, s.alpha.data(), s.col_term.data(), s.multiplier.data(),
-                             s.zero_point.data(), low, high, out, p.out_row_stride);
+      double_setup();
+      at_isa<requantize_rows_common>(r.dots, r.ld, r.rows, r.cols, s.alpha.data(), s.col_term.data(),
+                                     s.multiplier.data(), s.zero_point.data(), low, high, out, p.out_row_stride);
       return;
     }
-    requantize_rows_float(r.dots, r.ld, r.rows, r.cols, one_alpha ? nullptr : s.alpha32.data(), s.col_term32.data(),
-                          s.multiplier32.data(), s.zero_point32.data(), round_bias_float + qmin,
-                          round_bias_float + qmax, out, p.out_row_stride, s.redo.data());
-    for (std::int64_t i = 0; i < r.rows; ++i)
-      if (s.redo[i])
-        requantize_rows_common(r.dots + i * r.ld, r.ld, 1, r.cols, s.alpha.data() + i, s.col_term.data(),
-                               s.multiplier.data(), s.zero_point.data() + i, low, high, out + i * p.out_row_stride,
-                               p.out_row_stride);
+    for (std::int64_t i = 0; i < r.rows; ++i) {
+      s.alpha32[i] = std::uint32_t(std::int64_t(ca) + QuantParams::at(q.a_zero, r.i0 + i));
+      s.zero_point32[i] = float(QuantParams::at(q.out_zero, r.i0 + i));
+    }
+    // Modulo 2^32, as the float path forms the accumulator.
+    const std::uint32_t times = one_alpha ? s.alpha32[0] : 1;
+    for (std::int64_t j = 0; j < r.cols; ++j) {
+      s.multiplier32[j] = multiplier(j);
+      s.col_term32[j] = times * std::uint32_t(r.col_sums[j]);
+    }
+    at_isa<requantize_rows_float>(r.dots, r.ld, r.rows, r.cols, one_alpha ? nullptr : s.alpha32.data(),
+                                  s.col_term32.data(), s.multiplier32.data(), s.zero_point32.data(),
+                                  round_bias_float + qmin, round_bias_float + qmax, out, p.out_row_stride,
+                                  s.redo.data());
+    bool set_up = false;
+    for (std::int64_t i = 0; i < r.rows; ++i) {
+      if (!s.redo[i]) continue;
+      if (!set_up) double_setup(), set_up = true;
+      at_isa<requantize_rows_common>(r.dots + i * r.ld, r.ld, 1, r.cols, s.alpha.data() + i, s.col_term.data(),
+                                     s.multiplier.data(), s.zero_point.data() + i, low, high,
+                                     out + i * p.out_row_stride, p.out_row_stride);
+    }
     return;
   }
+  double_columns();
   for (std::int64_t i = 0; i < r.rows; ++i) {
     const std::int64_t m = r.i0 + i;
     const float sa = QuantParams::at(q.a_scale, m), sy = QuantParams::at(q.out_scale, m);
@@ -196,10 +229,10 @@ void requantize_block(const QmmProblem& p, const QmmBlockResult& r, QmmEpilogueS
     const std::int32_t zy = QuantParams::at(q.out_zero, m);
     const std::int64_t out_row = r.out_offset + m * p.out_row_stride + r.j0 * p.out_col_stride;
     if (fast) {
-      requantize_row(r.dots + i * r.ld, r.cols, double(alpha), double(r.row_sums[i]),
-                     betas_zero ? nullptr : s.beta.data(), s.col_term.data(), s.multiplier.data(), double(zy),
-                     low, high, s.value.data());
-      store_row(p, out_row, s.value.data(), r.cols);
+      at_isa<requantize_row>(r.dots + i * r.ld, r.cols, double(alpha), double(r.row_sums[i]),
+                             betas_zero ? nullptr : s.beta.data(), s.col_term.data(), s.multiplier.data(),
+                             double(zy), low, high, s.value.data());
+      at_isa<store_row>(p, out_row, s.value.data(), r.cols);
       continue;
     }
     for (std::int64_t j = 0; j < r.cols; ++j) {

@@ -9,6 +9,7 @@
 
 #include "algorithms/requantize.hpp"
 #include "schedules/qmm_epilogue.hpp"
+#include "isa_test_util.hpp"
 #include "qmm_test_util.hpp"
 
 namespace {
@@ -308,19 +309,24 @@ void check_common_block(i64 K, DataType ta, DataType ty, const std::vector<int>&
   hk::detail::QmmBlockResult r;
   r.rows = rows, r.cols = cols, r.dots = dots.data(), r.ld = cols;
   r.row_sums = row_sums.data(), r.col_sums = col_sums.data();
-  hk::detail::QmmEpilogueScratch scratch;
-  scratch.reserve(rows, cols);
-  hk::detail::requantize_block(p, r, scratch);
   const int qmin = ty == DataType::uint8 ? 0 : -128, qmax = ty == DataType::uint8 ? 255 : 127;
-  for (i64 i = 0; i < rows; ++i)
-    for (i64 j = 0; j < cols; ++j) {
-      const i64 a = acc[std::size_t(i * cols + j)];
-      const float m = hk::detail::requant_multiplier(a_scale, hk::detail::QuantParams::at(p.q.b_scale, j), 1.0f);
-      const std::int8_t got = out[std::size_t(i * cols + j)];
-      ASSERT_EQ(ty == DataType::uint8 ? int(std::uint8_t(got)) : int(got),
-                hk::detail::requantize_exact(a, m, y_zero, qmin, qmax))
-          << "K " << K << " row " << i << " column " << j << " acc " << a << " multiplier " << m;
-    }
+  for (const hk::Isa isa : hk::test::runnable_isas()) {
+    const hk::test::IsaCap cap(isa);
+    std::fill(out.begin(), out.end(), std::int8_t(0x5a));
+    hk::detail::QmmEpilogueScratch scratch;
+    scratch.reserve(rows, cols);
+    hk::detail::requantize_block(p, r, scratch);
+    for (i64 i = 0; i < rows; ++i)
+      for (i64 j = 0; j < cols; ++j) {
+        const i64 a = acc[std::size_t(i * cols + j)];
+        const float m = hk::detail::requant_multiplier(a_scale, hk::detail::QuantParams::at(p.q.b_scale, j), 1.0f);
+        const std::int8_t got = out[std::size_t(i * cols + j)];
+        ASSERT_EQ(ty == DataType::uint8 ? int(std::uint8_t(got)) : int(got),
+                  hk::detail::requantize_exact(a, m, y_zero, qmin, qmax))
+            << hk::name_of(isa) << " K " << K << " row " << i << " column " << j << " acc " << a << " multiplier "
+            << m;
+      }
+  }
 }
 
 // The common epilogue's float32 path, exact where |acc| <= 2^24, and its rows with larger
