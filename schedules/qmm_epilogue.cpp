@@ -10,9 +10,8 @@
 #include <limits>
 #include <utility>
 
-#include "hetkern/info.hpp"
-
 #include "algorithms/requantize.hpp"
+#include "hetkern/info.hpp"
 #include "schedules/qmm_pack.hpp"
 
 namespace hk::detail {
