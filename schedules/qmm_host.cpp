@@ -54,11 +54,11 @@ const void* element(const MatrixView& v, std::int64_t offset) {
 }
 
 // Whether the kernels may read A where it lies, a copy being pure cost: uint8 (A' = A), rows of K
-// contiguous bytes, K whole 64-byte depth groups (a kernel call then reads only inside rows), no
-// row sums wanted by the epilogue, and not the AMX kernel, which reads rows in sixteens past M.
-bool a_read_in_place(const QmmProblem& p, Isa isa) {
+// contiguous bytes, K whole 64-byte depth groups (a kernel call then reads only inside rows), and
+// no row sums wanted by the epilogue.
+bool a_read_in_place(const QmmProblem& p) {
   return p.a.dtype == DataType::uint8 && p.a.col_stride == 1 && p.K % qmm_depth_align == 0 &&
-         isa != Isa::amx && !qmm_row_sums_wanted(p);
+         !qmm_row_sums_wanted(p);
 }
 
 // Whether a strip multiplies B where it lies, without packing: B's columns are contiguous (PyTorch's
@@ -95,7 +95,7 @@ bool a_read_in_place_by_dots(const QmmProblem& p) {
 // at one vpdpbusd per 64 bytes (whole 64-column passes at the VNNI level); narrower panels sum
 // through SSE2, which lost to the row of ones (docs/performance.md, "Strips").
 bool strip_sums_from_packing(const QmmProblem& p, const Blocking& g, Isa isa) {
-  return a_read_in_place(p, isa) && isa >= Isa::avx512_vnni && p.b.col_stride == 1 &&
+  return a_read_in_place(p) && isa >= Isa::avx512_vnni && p.b.col_stride == 1 &&
          g.nc % qmm_kernel_pass_cols == 0 && p.N % qmm_kernel_pass_cols == 0;
 }
 
@@ -341,7 +341,7 @@ void run_qmm_blocks(const QmmProblem& p, const QmmBlocks& blocks, int threads) {
   const bool packing_sums = strips && !dots && !b_by_rows && strip_sums_from_packing(p, g, active_isa());
   const bool ones_row = strips && !dots && !b_by_rows && !packing_sums;
   const bool a_in_place =
-      (dots || b_by_rows ? a_read_in_place_by_dots(p) : a_read_in_place(p, active_isa())) && !ones_row;
+      (dots || b_by_rows ? a_read_in_place_by_dots(p) : a_read_in_place(p)) && !ones_row;
   for (std::int64_t t = 0; t < (a_shared ? 1 : batches); ++t) {
     PackedRows& rows = a[std::size_t(t)];
     rows.shape(ones_row ? p.M + 1 : p.M, a_in_place ? 0 : kp);

@@ -12,13 +12,22 @@
 namespace hk::detail {
 namespace {
 
-// Palette 1: every tile 16 rows of 64 bytes (tmm0-3 C, tmm4-5 A, tmm6-7 B).
+// Palette 1: tiles of 64-byte rows (tmm0-3 C, tmm4-5 A, tmm6-7 B). C and A tiles have `rows`
+// rows, 16 but in a last row tile cut short by the end of the block, so that no row past it is
+// read: A may be the caller's own matrix (read in place), which ends there.
 struct alignas(64) TileConfig {
   std::uint8_t palette = 1;
   std::uint8_t start_row = 0;
   std::uint8_t reserved[14] = {};
   std::uint16_t bytes_per_row[16] = {};
   std::uint8_t rows[16] = {};
+
+  explicit TileConfig(std::uint8_t c_rows) {
+    for (int i = 0; i < 8; ++i) {
+      rows[i] = i < 6 ? c_rows : 16;
+      bytes_per_row[i] = 64;
+    }
+  }
 };
 
 // RT row tiles (16 rows each) x PT panels of C.
@@ -56,28 +65,29 @@ void amx_block(const QmmTile& t, std::int64_t r0, std::int64_t p0) {
   if constexpr (RT > 1 && PT > 1) _tile_stored(3, c + c_down + 16, c_stride);
 }
 
+// One row of C blocks: RT row tiles at row r0, across every panel.
+template <int RT>
+void amx_row(const QmmTile& t, std::int64_t r0) {
+  std::int64_t p = 0;
+  for (; p + 2 <= t.panels; p += 2) amx_block<RT, 2>(t, r0, p);
+  if (p < t.panels) amx_block<RT, 1>(t, r0, p);
+}
+
 }  // namespace
 
 void qmm_kernel_amx(const QmmTile& t) {
-  TileConfig config;
-  for (int i = 0; i < 8; ++i) {
-    config.rows[i] = 16;
-    config.bytes_per_row[i] = 64;
-  }
   // The configuration is per thread and cheap to load; loading it per call keeps the kernel
   // independent of whatever else the thread ran.
-  _tile_loadconfig(&config);
-  const std::int64_t row_tiles = (t.rows + 15) / 16;
+  const TileConfig whole(16);
+  _tile_loadconfig(&whole);
+  const std::int64_t whole_tiles = t.rows / 16, tail = t.rows % 16;
   std::int64_t rt = 0;
-  for (; rt + 2 <= row_tiles; rt += 2) {
-    std::int64_t p = 0;
-    for (; p + 2 <= t.panels; p += 2) amx_block<2, 2>(t, rt * 16, p);
-    if (p < t.panels) amx_block<2, 1>(t, rt * 16, p);
-  }
-  if (rt < row_tiles) {
-    std::int64_t p = 0;
-    for (; p + 2 <= t.panels; p += 2) amx_block<1, 2>(t, rt * 16, p);
-    if (p < t.panels) amx_block<1, 1>(t, rt * 16, p);
+  for (; rt + 2 <= whole_tiles; rt += 2) amx_row<2>(t, rt * 16);
+  if (rt < whole_tiles) amx_row<1>(t, rt * 16);
+  if (tail > 0) {
+    const TileConfig cut(static_cast<std::uint8_t>(tail));
+    _tile_loadconfig(&cut);
+    amx_row<1>(t, whole_tiles * 16);
   }
   _tile_release();
 }

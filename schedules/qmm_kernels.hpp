@@ -16,8 +16,7 @@ struct QmmTile {
   std::int64_t lda;          // bytes between rows: packed, a multiple of 64; A read in place, its row stride
   const std::int8_t* b;      // packed B' at the first panel and the depth's first group
   std::int64_t panel_bytes;  // bytes between panels
-  std::int64_t rows;         // rows of C (the AMX kernel computes them rounded up to 16, which
-                             // the packed A and C buffers provide)
+  std::int64_t rows;         // rows of C
   std::int64_t panels;       // 16-column panels of C
   std::int64_t groups;       // depth / 4, a multiple of 16
   std::int32_t* c;           // C[r][j] at c + r*ldc + j, ldc >= 16*panels, 64-byte aligned rows

@@ -9,6 +9,7 @@
 
 #include "algorithms/requantize.hpp"
 #include "schedules/qmm_epilogue.hpp"
+#include "fenced_bytes_test_util.hpp"
 #include "isa_test_util.hpp"
 #include "qmm_test_util.hpp"
 
@@ -137,6 +138,45 @@ TEST(QmmKernels, AReadWhereItLies) {
               qmmt::check_all(p, schedules(), qmmt::oracle(p, false));
             }
           }
+}
+
+// A read in place whose last row ends right before a page that faults: no kernel, at any level
+// (AMX's 16-row tiles included), reads a row past A's last, whatever M is left over by the row
+// tiles and blocks; squares of several blocks, strips, and a B short enough to be read in place.
+TEST(QmmKernels, AReadInPlaceReadsNoRowPastItsEnd) {
+  std::mt19937_64 rng(13);
+  const std::vector<hk::Schedule> schedules = {
+      hk::Schedule(), hk::Schedule::parse("qmm.tiled(mc=16, nc=32, kc=64)"),
+      hk::Schedule::parse("qmm.tiled(mc=48, nc=64, kc=128)"),
+      hk::Schedule::parse("qmm.parallel(mc=32, nc=16, kc=64, threads=3)")};
+  for (const i64 M : {1, 15, 17, 37, 48})
+    for (const auto& [N, K] : {std::pair<i64, i64>{45, 64}, {64, 192}, {45, 192}}) {
+      Problem p = make_problem(M, N, K, DataType::uint8, DataType::int8, random_values(std::size_t(M * K), 0, 255, rng),
+                               random_values(std::size_t(K * N), -128, 127, rng), rng);
+      p.a_zero = qmmt::literal_q(DataType::uint8, {1}, {101}, rng);
+      p.b_zero = qmmt::literal_q(DataType::int8, {1}, {0}, rng);
+      const qmmt::Expected e = qmmt::oracle(p, false);
+      hk::test::FencedBytes fenced(M * K);
+      std::copy_n(p.a.base(), M * K, fenced.data());
+      hk::QuantizedMatMulArgs args = p.args();
+      args.a = {p.a.desc(), fenced.data()};
+      for (const hk::Isa isa : hk::test::runnable_isas()) {
+        const hk::test::IsaCap cap(isa);
+        for (const hk::Schedule& s : schedules) {
+          SCOPED_TRACE("M " + std::to_string(M) + ", N " + std::to_string(N) + ", K " + std::to_string(K) + ", isa " + hk::name_of(isa) +
+                       ", schedule " + qmmt::schedule_name(s));
+          hk::quantized_linear_matmul(args, p.y.view(), s);
+          int wrong = 0;
+          for (i64 m = 0; m < M; ++m)
+            for (i64 n = 0; n < N; ++n) {
+              const std::size_t i = std::size_t(m * N + n);
+              const int got = p.y.q({m, n});
+              if ((got < e.lo[i] || got > e.hi[i]) && wrong++ < 3)
+                ADD_FAILURE() << "output {" << m << "," << n << "} = " << got << ", expected " << e.lo[i];
+            }
+        }
+      }
+    }
 }
 
 // Strips of whole 64-column passes with A read in place: B's column sums come from the packing,
