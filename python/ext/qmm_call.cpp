@@ -24,7 +24,8 @@ constexpr const char* packed_capsule = "hetkern.PackedB";
 constexpr const char* device_packed_capsule = "hetkern.DevicePackedB";
 #endif
 
-// A scale or zero point: absent (None), a Python number of `number_type`, or an array. ONNX
+// A scale or zero point: absent (None), a Python number of `number_type`, or an array. A 0-d
+// array (a numpy scalar such as np.uint8(3), which keeps its type) is one value per tensor. ONNX
 // gives per-row parameters of A and the output as 1-D arrays of M values; the library wants
 // them as {M,1}, so a 1-D array of another length is refused here, in the caller's shape.
 bool parameter(PyObject* object, hk::DataType number_type, bool per_row, std::int64_t rows, const char* subject,
@@ -39,6 +40,7 @@ bool parameter(PyObject* object, hk::DataType number_type, bool per_row, std::in
                 "quantization parameters are host arrays (they are read on the host)");
     return false;
   }
+  if (operand.rank == 0) operand.insert_unit_dim(0);
   if (per_row && operand.rank == 1 && operand.sizes[0] > 1) {
     if (operand.sizes[0] != rows) {
       raise_error(hk::Errc::invalid_shape, qmm_op, subject,

@@ -86,6 +86,8 @@ def _scale(p, subject):
             raise Error(f"{_OP}: {subject}: {rule}", "invalid_parameter", _OP, subject, rule) from None
     if isinstance(p, float):
         return p
+    if isinstance(p, np.generic):
+        return p.item()
     given = isinstance(p, np.ndarray) or hasattr(p, "dtype")
     p = _host(p)
     if not isinstance(p, np.ndarray):
@@ -99,8 +101,8 @@ def _scale(p, subject):
 def _zero_point(p, dtype, subject):
     if p is None or isinstance(p, int):
         return p
-    if isinstance(p, np.generic):  # a typed number keeps its type, which must be the tensor's
-        return np.reshape(p, 1)
+    if isinstance(p, (np.generic, np.ndarray)) and p.ndim == 0:  # a typed number keeps its type,
+        return p  # which must be the tensor's; the call reads it as one value
     given = isinstance(p, np.ndarray) or hasattr(p, "dtype")
     p = _host(p)
     if not isinstance(p, np.ndarray):
@@ -111,7 +113,7 @@ def _zero_point(p, dtype, subject):
         if (p != values).any():
             rule = f"{values.tolist()} does not fit {dtype}"
             raise Error(f"{_OP}: {subject}: {rule}", "invalid_parameter", _OP, subject, rule)
-    return p.reshape(1) if p.ndim == 0 else p
+    return p
 
 
 def _type_name(t):
@@ -193,14 +195,14 @@ def _qmm(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_poi
     packed = isinstance(b, PackedB)
     if not packed and not isinstance(b, np.ndarray) and not hasattr(b, "__dlpack__"):
         b = np.asarray(b)
-    b_dtype = b.dtype if packed else dtype_name(b)
+    a_dtype, b_dtype = dtype_name(a), b.dtype if packed else dtype_name(b)
     # The operands' and the output's types before the zero points, which take them: a list of
     # Python ints reads as int64, which a zero point of 0 would otherwise be blamed for.
-    for subject, name in (("a", dtype_name(a)), ("b", b_dtype), ("output", dtype)):
+    for subject, name in (("a", a_dtype), ("b", b_dtype), ("output", dtype)):
         if name not in ("int8", "uint8"):
             rule = f"type {name} is not int8 or uint8"
             raise DTypeError(f"{_OP}: {subject}: {rule}", "invalid_type", _OP, subject, rule)
-    params = (_scale(a_scale, "a_scale"), _zero_point(a_zero_point, dtype_name(a), "a_zero_point"),
+    params = (_scale(a_scale, "a_scale"), _zero_point(a_zero_point, a_dtype, "a_zero_point"),
               _scale(b_scale, "b_scale"), _zero_point(b_zero_point, b_dtype, "b_zero_point"),
               _scale(y_scale, "y_scale"), _zero_point(y_zero_point, dtype, "y_zero_point"))
     schedule = schedule_text(schedule, _OP)

@@ -86,6 +86,22 @@ def test_matmul_broadcasting(rng, a_shape, b_shape):
     np.testing.assert_array_equal(y, want.astype(np.uint8))
 
 
+def test_typed_numbers_and_zero_dim_parameters(rng):
+    """numpy scalars and 0-d arrays are one value per tensor, as Python numbers are; a typed zero
+    point keeps its type, which must be its tensor's."""
+    a, b = random_int8(rng, (9, 70), np.uint8), random_int8(rng, (70, 5), np.int8)
+    want = requantize_reference(a, 0.5, 3, b, 0.25, -2, 16.0, 100, np.uint8)
+    for za, zb, zy in ((3, -2, 100), (np.uint8(3), np.int8(-2), np.uint8(100)),
+                       (np.array(3, np.uint8), np.array(-2, np.int8), np.array(100, np.uint8))):
+        for sa, sb, sy in ((0.5, 0.25, 16.0), (np.float32(0.5), np.float64(0.25), np.float32(16)),
+                           (np.array(0.5, np.float32), np.array(0.25, np.float32), np.array(16, np.float32))):
+            np.testing.assert_array_equal(hetkern.qlinear_matmul(a, sa, za, b, sb, zb, sy, zy), want)
+    with pytest.raises(hetkern.DTypeError):
+        hetkern.qlinear_matmul(a, 0.5, np.array(3, np.int8), b, 0.25, -2, 16.0, 100)
+    with pytest.raises(hetkern.DTypeError):
+        hetkern.qlinear_matmul(a, 0.5, 3, b, 0.25, np.uint8(2), 16.0, 100)
+
+
 def test_strides_out_and_pack_b(rng):
     a = random_int8(rng, (40, 30), np.int8)[::-2, ::3]  # negative and gapped strides
     b = random_int8(rng, (30, 24), np.uint8).T.copy().T[::3, ::-2]
