@@ -405,6 +405,21 @@ inline std::string schedule_name(const hk::Schedule& s) {
 // ---------------------------------------------------------------------------------------------
 // Running and checking
 
+/// Checks every element of the output against `e`, reporting the first five that differ.
+inline void expect_outputs(const Problem& p, const Expected& e, const std::string& where) {
+  int reported = 0;
+  std::size_t i = 0;
+  for_each_index(p.y.sizes, [&](const std::vector<i64>& idx) {
+    const int got = p.y.q(idx);
+    if ((got < e.lo[i] || got > e.hi[i]) && reported++ < 5)
+      ADD_FAILURE() << "output" << dims(idx) << " = " << got << ", expected "
+                    << (e.lo[i] == e.hi[i] ? std::to_string(e.lo[i])
+                                           : std::to_string(e.lo[i]) + " or " + std::to_string(e.hi[i]))
+                    << " (acc " << e.acc[i] << ")\n  " << where;
+    ++i;
+  });
+}
+
 /// Runs the problem under `schedule` on fresh junk in the output and checks every element against
 /// `e`, that no byte of the output other than its elements changed, and that no input changed.
 /// The output is restored to its junk afterwards so the next schedule cannot inherit results.
@@ -433,17 +448,7 @@ inline void run_and_check(Problem& p, const hk::Schedule& schedule, const Expect
     p.y.bytes = junk;
     return;
   }
-  int reported = 0;
-  std::size_t i = 0;
-  for_each_index(p.y.sizes, [&](const std::vector<i64>& idx) {
-    const int got = p.y.q(idx);
-    if ((got < e.lo[i] || got > e.hi[i]) && reported++ < 5)
-      ADD_FAILURE() << "output" << dims(idx) << " = " << got << ", expected "
-                    << (e.lo[i] == e.hi[i] ? std::to_string(e.lo[i])
-                                           : std::to_string(e.lo[i]) + " or " + std::to_string(e.hi[i]))
-                    << " (acc " << e.acc[i] << ")\n  " << where;
-    ++i;
-  });
+  expect_outputs(p, e, where);
   const std::vector<bool> mask = p.y.element_mask();
   for (std::size_t k = 0; k < junk.size(); ++k)
     if (!mask[k] && p.y.bytes[k] != junk[k]) {
