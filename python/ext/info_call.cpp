@@ -8,6 +8,7 @@
 #include "hetkern/tuning.hpp"
 #include "python/ext/calls.hpp"
 #include "python/ext/errors.hpp"
+#include "python/ext/operand.hpp"
 
 #ifdef HETKERN_OFFLOAD
 #include "hetkern/device.hpp"
@@ -115,10 +116,10 @@ PyObject* py_devices(PyObject*, PyObject*) {
 // tune(op, types, shape, axis, reverse, exclusive, budget_seconds, exhaustive) -> record dict
 PyObject* py_tune(PyObject*, PyObject* args) {
   const char* op_name;
-  PyObject *types_obj, *shape_obj;
-  int axis, reverse, exclusive, exhaustive;
+  PyObject *types_obj, *shape_obj, *axis_obj;
+  int reverse, exclusive, exhaustive;
   double budget;
-  if (!PyArg_ParseTuple(args, "sOOippdp", &op_name, &types_obj, &shape_obj, &axis, &reverse, &exclusive,
+  if (!PyArg_ParseTuple(args, "sOOOppdp", &op_name, &types_obj, &shape_obj, &axis_obj, &reverse, &exclusive,
                         &budget, &exhaustive))
     return nullptr;
   hk::TuneProblem problem;
@@ -144,7 +145,8 @@ PyObject* py_tune(PyObject*, PyObject* args) {
   Py_XDECREF(types);
   Py_XDECREF(shape);
   if (!shape || PyErr_Occurred()) return nullptr;
-  if (axis < 0) axis += int(problem.shape.size());
+  int axis;
+  if (!axis_argument(axis_obj, op_name, int(problem.shape.size()), axis)) return nullptr;
   problem.options = {axis, reverse ? hk::Direction::decreasing : hk::Direction::increasing, exclusive != 0};
   hk::TuneOptions options;
   options.budget_seconds = budget;

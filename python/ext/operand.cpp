@@ -3,6 +3,7 @@
 
 #include <dlpack/dlpack.h>
 
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -279,6 +280,27 @@ bool flip_together(std::initializer_list<Axis> members) {
     o.byte_strides[d] = -o.byte_strides[d];
   }
   return true;
+}
+
+bool axis_argument(PyObject* object, const char* op, int rank, int& axis) {
+  PyObject* index = PyNumber_Index(object);
+  if (!index) return false;
+  int overflow = 0;
+  const long long value = PyLong_AsLongLongAndOverflow(index, &overflow);
+  Py_DECREF(index);
+  if (value == -1 && PyErr_Occurred()) return false;
+  if (!overflow && value >= INT_MIN && value <= INT_MAX) {
+    // Out of range, it goes to the library, whose checks come in their order.
+    axis = int(value < 0 && value >= -rank ? value + rank : value);
+    return true;
+  }
+  // Past int it is the library's out-of-range error, not an overflow.
+  raise_error(hk::Errc::invalid_parameter, op, "axis",
+              (overflow ? std::string(overflow > 0 ? "a number above 2^63" : "a number below -2^63")
+                        : std::to_string(value)) +
+                  " is out of range for a rank-" + std::to_string(rank) + " tensor (" + std::to_string(-rank) +
+                  " to " + std::to_string(rank - 1) + ", negative counting from the last)");
+  return false;
 }
 
 bool share_bytes(const Operand& a, const Operand& b) {

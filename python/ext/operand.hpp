@@ -55,6 +55,11 @@ struct Operand {
 /// `subject` names the argument in errors. Returns false with a Python exception set.
 bool acquire(PyObject* object, bool output, const char* op, const char* subject, Operand& operand);
 
+/// An axis argument of a tensor of `rank`: any Python integer (TypeError for anything else),
+/// one from -rank to -1 counted from the end; others left for the library to refuse. Returns
+/// false with a Python exception set where it is out of range and past int.
+bool axis_argument(PyObject* object, const char* op, int rank, int& axis);
+
 /// A one-element host operand holding `value` converted to `dtype` (scales and zero points given
 /// as Python numbers). Returns false with a Python exception set when the value does not fit.
 bool scalar_operand(PyObject* number, hk::DataType dtype, const char* op, const char* subject,

@@ -154,8 +154,12 @@ PyObject* py_qmm(PyObject*, PyObject* args) {
     flip_together({{&a, -1}, {bp, -2}});
   }
   flip_together({{&a, -2}, {&y, -2}, {&sa, -2}, {&za, -2}, {&sy, -2}, {&zy, -2}});
-  for (const auto& [input, name] : {std::pair<const Operand*, const char*>{&a, "a"}, {bp, "b"}})
-    if (input && !input->on_device && !y.on_device && share_bytes(y, *input))
+  // Every input before staging: the library sees only the copies of staged ones.
+  for (const auto& [input, name] : {std::pair<const Operand*, const char*>{&a, "a"}, {bp, "b"}, {&sa, "a_scale"},
+                                    {has_za ? &za : nullptr, "a_zero_point"}, {&sb, "b_scale"},
+                                    {has_zb ? &zb : nullptr, "b_zero_point"}, {&sy, "y_scale"},
+                                    {has_zy ? &zy : nullptr, "y_zero_point"}})
+    if (input && !input->staged && !input->on_device && !y.on_device && share_bytes(y, *input))
       return raise_error(hk::Errc::overlap, qmm_op, "output",
                          std::string("overlaps ") + name + " (QuantizedLinearMatMul never runs in place)");
   if (!stage(qmm_op, "a", a) || (bp && !stage(qmm_op, "b", b)) || !stage(qmm_op, "output", y) ||

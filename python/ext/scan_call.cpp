@@ -1,5 +1,4 @@
 // _hetkern.cumulative: cumulative_sum and cumulative_product on arrays and DLPack tensors.
-#include <climits>
 #include <string>
 
 #include "hetkern/operators.hpp"
@@ -23,26 +22,11 @@ PyObject* py_cumulative(PyObject*, PyObject* args) {
   if (!PyArg_ParseTuple(args, "pOOOppzi", &product, &x, &out, &axis_object, &reverse, &exclusive,
                         &schedule_text, &mode))
     return nullptr;
-  PyObject* axis_index = PyNumber_Index(axis_object);  // TypeError for what is not an integer
-  if (!axis_index) return nullptr;
-  int overflow = 0;
-  const long long wide_axis = PyLong_AsLongLongAndOverflow(axis_index, &overflow);
-  Py_DECREF(axis_index);
-  if (wide_axis == -1 && PyErr_Occurred()) return nullptr;
   const char* op = product ? "cumulative_product" : "cumulative_sum";
   Operand input, output;
   if (!acquire(x, false, op, "input", input) || !acquire(out, true, op, "output", output)) return nullptr;
-  // An axis past int is the library's out-of-range error, not an overflow.
-  if (overflow || wide_axis < INT_MIN || wide_axis > INT_MAX)
-    return raise_error(hk::Errc::invalid_parameter, op, "axis",
-                       (overflow ? std::string(overflow > 0 ? "a number above 2^63" : "a number below -2^63")
-                                 : std::to_string(wide_axis)) +
-                           " is out of range for a rank-" + std::to_string(input.rank) + " tensor (" +
-                           std::to_string(-input.rank) + " to " + std::to_string(input.rank - 1) +
-                           ", negative counting from the last)");
-  int axis = int(wide_axis);
-  // numpy's negative axes count from the end.
-  if (axis < 0 && axis >= -input.rank) axis += input.rank;
+  int axis;
+  if (!axis_argument(axis_object, op, input.rank, axis)) return nullptr;
   if (input.rank == output.rank)
     for (int d = 0; d < input.rank; ++d)
       if (flip_together({{&input, d}, {&output, d}}) && d == axis) reverse = !reverse;

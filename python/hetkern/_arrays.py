@@ -1,6 +1,8 @@
 """Arrays in and out: numpy through the buffer protocol, everything else through DLPack."""
 import sys
 
+import numpy as np
+
 from . import _hetkern
 
 
@@ -77,6 +79,25 @@ def dtype_name(x):
         except TypeError:
             pass
     return name
+
+
+def type_name(t):
+    """'uint8' for 'uint8', 'u1', numpy.uint8, numpy.dtype('uint8') and torch.uint8; a name numpy
+    does not know ('bfloat16') as given."""
+    try:
+        return np.dtype(t).name
+    except TypeError:
+        return t if isinstance(t, str) else str(t).rpartition(".")[2]
+
+
+MaskedArray = np.ma.MaskedArray
+
+
+def refuse_masked(x, op, subject):
+    """Raises TypeError for a numpy masked array, whose mask the kernels would not see."""
+    if isinstance(x, MaskedArray):
+        raise TypeError(f"{op}: {subject}: a masked array's mask would be ignored; pass its "
+                        ".filled(value) or its .data")
 
 
 def empty_like(capsule, shape=None, dtype=None):

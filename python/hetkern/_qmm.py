@@ -2,7 +2,7 @@
 import numpy as np
 
 from . import _hetkern
-from ._arrays import dlpack_capsule, dtype_name, empty_like, like, new_output
+from ._arrays import dlpack_capsule, dtype_name, empty_like, like, new_output, refuse_masked, type_name
 from ._errors import DTypeError, Error
 from ._schedule import schedule_text
 
@@ -73,10 +73,19 @@ def _host(p):
     return np.asarray(p)
 
 
+_bool = np.bool_
+
+
+def _bool_error(p, subject):
+    raise TypeError(f"{_OP}: {subject}: expected a number or an array, got {type(p).__name__}")
+
+
 def _scale(p, subject):
     if p is None:
         raise Error(f"{_OP}: {subject}: is required", "invalid_parameter", _OP, subject, "is required")
     if isinstance(p, int):
+        if p is True or p is False:
+            _bool_error(p, subject)
         try:
             return float(p)
         except OverflowError:
@@ -87,6 +96,8 @@ def _scale(p, subject):
     if isinstance(p, float):
         return p
     if isinstance(p, np.generic):
+        if type(p) is _bool:
+            _bool_error(p, subject)
         return p.item()
     given = isinstance(p, np.ndarray) or hasattr(p, "dtype")
     p = _host(p)
@@ -100,8 +111,12 @@ def _scale(p, subject):
 
 def _zero_point(p, dtype, subject):
     if p is None or isinstance(p, int):
+        if p is True or p is False:
+            _bool_error(p, subject)
         return p
     if isinstance(p, (np.generic, np.ndarray)) and p.ndim == 0:  # a typed number keeps its type,
+        if type(p) is _bool:
+            _bool_error(p, subject)
         return p  # which must be the tensor's; the call reads it as one value
     given = isinstance(p, np.ndarray) or hasattr(p, "dtype")
     p = _host(p)
@@ -116,20 +131,13 @@ def _zero_point(p, dtype, subject):
     return p
 
 
-def _type_name(t):
-    """'uint8' for 'uint8', numpy.uint8, numpy.dtype('uint8') and torch.uint8."""
-    if isinstance(t, str):
-        return t
-    try:
-        return np.dtype(t).name
-    except TypeError:
-        return str(t).rpartition(".")[2]
-
-
 def _output_dtype(y_zero_point, out, out_dtype):
     chosen = dtype_name(y_zero_point) if hasattr(y_zero_point, "dtype") else None
+    if chosen is not None and chosen not in ("int8", "uint8"):
+        rule = f"type {chosen} is not int8 or uint8 (it sets the output's type)"
+        raise DTypeError(f"{_OP}: y_zero_point: {rule}", "invalid_type", _OP, "y_zero_point", rule)
     if out_dtype is not None:
-        wanted = _type_name(out_dtype)
+        wanted = type_name(out_dtype)
         if chosen is not None and wanted != chosen:
             rule = f"out_dtype {wanted} differs from y_zero_point's type {chosen}"
             raise DTypeError(f"{_OP}: output: {rule}", "invalid_type", _OP, "output", rule)
@@ -153,6 +161,17 @@ def _matmul_shape(a_shape, b_shape):
         rule = f"batch dimensions {a_shape[:-2]} and {b_shape[:-2]} do not broadcast"
         raise Error(f"{_OP}: b: {rule}", "invalid_shape", _OP, "b", rule) from None
     return batch + a_shape[-2:-1] * (len(a_shape) > 1) + b_shape[-1:] * (len(b_shape) > 1)
+
+
+def _typed_out(out):
+    """A numpy view of an output that shows no dtype (buffer protocol, or DLPack on the CPU), so
+    that its type is checked as an array's is."""
+    if hasattr(out, "__dlpack__"):
+        return _typed(out, "output")
+    try:
+        return np.asarray(memoryview(out))
+    except TypeError:
+        raise TypeError(f"{_OP}: output: expected an array (buffer protocol or DLPack), got {type(out)}") from None
 
 
 def _typed(x, subject):
@@ -187,7 +206,12 @@ def _call(*args):
 
 def _qmm(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point, out, out_dtype,
          schedule, mode):
-    a, b = _typed(a, "a"), _typed(b, "b")
+    a, b, given_out = _typed(a, "a"), _typed(b, "b"), out
+    if out is not None and not hasattr(out, "dtype"):
+        out = _typed_out(out)
+    if not (type(a) is np.ndarray and type(b) is np.ndarray and (out is None or type(out) is np.ndarray)):
+        for x, subject in ((a, "a"), (b, "b"), (out, "output")):
+            refuse_masked(x, _OP, subject)
     dtype = _output_dtype(y_zero_point, out, out_dtype)
     host = isinstance(a, np.ndarray) or not hasattr(a, "__dlpack__")
     if host and not isinstance(a, np.ndarray):
@@ -208,10 +232,10 @@ def _qmm(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_poi
     schedule = schedule_text(schedule, _OP)
     if host:
         b_arg = b._capsule if packed else dlpack_capsule(b) if not isinstance(b, np.ndarray) else b
-        if out is None:
-            out = np.empty(_matmul_shape(a.shape, b.shape), dtype)
+        if given_out is None:
+            given_out = out = np.empty(_matmul_shape(a.shape, b.shape), dtype)
         chosen = _call(a, params[0], params[1], b_arg, *params[2:], out, schedule, mode)
-        return out if mode == 0 else chosen
+        return given_out if mode == 0 else chosen
     a_arg = dlpack_capsule(a)
     b_arg = b._capsule if packed else dlpack_capsule(b)
     if out is None and not mode:
@@ -220,7 +244,7 @@ def _qmm(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_poi
     chosen = _call(a_arg, params[0], params[1], b_arg, *params[2:], result, schedule, mode)
     if mode:
         return chosen
-    return out if out is not None else like(a, result)
+    return given_out if given_out is not None else out if out is not None else like(a, result)
 
 
 def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point, *,

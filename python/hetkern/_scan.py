@@ -2,7 +2,7 @@
 import numpy as np
 
 from . import _hetkern
-from ._arrays import dlpack_capsule, empty_like, like, new_output
+from ._arrays import MaskedArray, dlpack_capsule, empty_like, like, new_output, refuse_masked
 from ._schedule import schedule_text
 
 _run = _hetkern.cumulative
@@ -10,7 +10,11 @@ _ndarray = np.ndarray
 
 
 def _scan(product, x, axis, reverse, exclusive, out, schedule, mode):
-    schedule = schedule_text(schedule, "cumulative_product" if product else "cumulative_sum")
+    op = "cumulative_product" if product else "cumulative_sum"
+    schedule = schedule_text(schedule, op)
+    if isinstance(x, MaskedArray) or isinstance(out, MaskedArray):
+        refuse_masked(x, op, "input")
+        refuse_masked(out, op, "output")
     if not isinstance(x, _ndarray):
         if hasattr(x, "__dlpack__"):
             return _scan_dlpack(product, x, axis, reverse, exclusive, out, schedule, mode)
@@ -59,9 +63,9 @@ def cumsum(x, axis=-1, *, reverse=False, exclusive=False, out=None, schedule=Non
     >>> hetkern.cumsum(np.arange(1, 5, dtype=np.int32), exclusive=True, reverse=True)
     array([9, 7, 4, 0], dtype=int32)
     """
-    # The common case (a numpy array, no schedule) inline, as in cumprod: one Python call less
+    # The common case (numpy arrays, no schedule) inline, as in cumprod: one Python call less
     # per call than going through _scan, which the per-call overhead shows.
-    if type(x) is _ndarray and schedule is None:
+    if type(x) is _ndarray and schedule is None and (out is None or type(out) is _ndarray):
         if out is None:
             out = np.empty(x.shape, x.dtype)
         _run(False, x, out, axis, reverse, exclusive, None, 0)
@@ -78,7 +82,7 @@ def cumprod(x, axis=-1, *, reverse=False, exclusive=False, out=None, schedule=No
     >>> hetkern.cumprod(np.array([1, 2, 3, 4], np.int64), exclusive=True)
     array([1, 1, 2, 6])
     """
-    if type(x) is _ndarray and schedule is None:
+    if type(x) is _ndarray and schedule is None and (out is None or type(out) is _ndarray):
         if out is None:
             out = np.empty(x.shape, x.dtype)
         _run(True, x, out, axis, reverse, exclusive, None, 0)

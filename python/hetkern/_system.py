@@ -1,7 +1,11 @@
 """What hetkern is and where it runs: info, devices, default_schedule, tune, transfer counters."""
 import math
+import operator
+
+import numpy as np
 
 from . import _hetkern, _qmm, _scan
+from ._arrays import type_name
 from ._errors import Error
 from ._schedule import Schedule
 
@@ -84,7 +88,10 @@ def tune(op, shapes, budget=8.0, *, dtype=None, axis=-1, reverse=False, exclusiv
     op: ``hetkern.cumsum``, ``hetkern.cumprod`` or ``hetkern.qlinear_matmul`` (or a name).
     shapes: one shape or a list of them; for qlinear_matmul (M, N, K).
     budget: seconds per shape, finite and above 0. dtype: the scans' type (float32 by default);
-    for qlinear_matmul the types of (a, b, output), ("uint8", "int8", "uint8") by default.
+    for qlinear_matmul the types of (a, b, output), ("uint8", "int8", "uint8") by default; names
+    or numpy types. axis, reverse, exclusive: the scans' call, as in ``hetkern.cumsum``.
+    exhaustive: time every candidate of the space in full, whatever the budget (a sweep),
+    rather than searching it within the budget.
 
     >>> import hetkern
     >>> r = hetkern.tune(hetkern.cumsum, (8, 256), budget=0.2)[0]  # doctest: +SKIP
@@ -95,10 +102,11 @@ def tune(op, shapes, budget=8.0, *, dtype=None, axis=-1, reverse=False, exclusiv
     if dtype is None:
         types = ("uint8", "int8", "uint8") if name == "quantized_linear_matmul" else ("float32",)
     else:
-        types = (dtype,) if isinstance(dtype, str) else tuple(dtype)
-    shapes = list(shapes)
-    if shapes and all(isinstance(n, int) for n in shapes):
+        types = tuple(type_name(t) for t in (dtype if isinstance(dtype, (tuple, list)) else (dtype,)))
+    shapes = shapes.tolist() if isinstance(shapes, np.ndarray) else list(shapes)
+    if shapes and not any(hasattr(n, "__iter__") for n in shapes):  # one shape
         shapes = [shapes]
+    shapes = [tuple(operator.index(n) for n in s) for s in shapes]  # TypeError for a float size
     # Checked here, so that the error names this function's argument (the library's is budget_seconds).
     try:
         seconds = float(budget)
@@ -108,8 +116,7 @@ def tune(op, shapes, budget=8.0, *, dtype=None, axis=-1, reverse=False, exclusiv
         rule = f"must be a finite number of seconds above 0, got {budget!r}"
         raise Error(f"tune: budget: {rule}", "invalid_parameter", "tune", "budget", rule) from None
     budget = seconds
-    return [_hetkern.tune(name, types, tuple(s), axis, reverse, exclusive, budget, exhaustive)
-            for s in shapes]
+    return [_hetkern.tune(name, types, s, axis, reverse, exclusive, budget, exhaustive) for s in shapes]
 
 
 def transfer_counters(reset=False):

@@ -81,3 +81,22 @@ def test_an_omp_num_threads_that_libomp_aborts_on_is_ignored(value):
     assert r.stdout.strip() == "[1, 3, 6, 10, 15]"
     assert "Assertion" not in r.stderr and "OMP: Error" not in r.stderr
     assert ("OMP_NUM_THREADS" in r.stderr) == bool(value.strip()), r.stderr
+
+
+def test_tune_arguments_as_the_calls_take_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("HETKERN_TUNING_DB", str(tmp_path / "tuning.sqlite"))
+    # A negative axis counts from the end once: -2 of a rank-2 shape is axis 0, -3 is out of
+    # range (it used to be wrapped twice and tuned, and stored, as axis 1).
+    assert hetkern.tune("cumsum", (8, 64), budget=0.05, axis=-2)[0]["params"].startswith("axis=0,")
+    for axis in (-3, -4, 2, 2**40):
+        with pytest.raises(hetkern.Error) as e:
+            hetkern.tune("cumsum", (8, 64), budget=0.05, axis=axis)
+        assert e.value.subject == "axis" and "out of range" in str(e.value), str(e.value)
+    # numpy integers and types, as the operators take them.
+    for shape in ((np.int64(8), 64), np.array([8, 64])):
+        assert hetkern.tune("cumsum", shape, budget=0.05, dtype=np.float32)[0]["params"].startswith("axis=1,")
+    assert len(hetkern.tune("cumsum", np.array([[8, 64], [2, 4]]), budget=0.05)) == 2
+    record = hetkern.tune("qlinear_matmul", (4, 8, 64), budget=0.05, dtype=(np.int8, "i1", np.dtype("int8")))[0]
+    assert record["schedule"].startswith("qmm.")
+    with pytest.raises(TypeError):
+        hetkern.tune("cumsum", (8.0, 64), budget=0.05)

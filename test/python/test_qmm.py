@@ -174,6 +174,38 @@ def test_dlpack_only_operands_on_the_cpu():
     np.testing.assert_array_equal(np.asarray(y), a)
 
 
+def test_outputs_without_a_dtype():
+    import array
+    a, b = np.array([[10, 20], [30, 40]], np.uint8), np.array([[1, 2], [3, 4]], np.int8)
+    want = requantize_reference(a, 1.0, 0, b, 1.0, 0, 2.0, 0, np.uint8)
+    for out in (memoryview(bytearray(4)).cast("B", (2, 2)), array.array("B", bytes(4))):
+        view = out if isinstance(out, memoryview) else memoryview(out).cast("B", (2, 2))
+        y = hetkern.qlinear_matmul(a, 1.0, 0, b, 1.0, 0, 2.0, 0, out=view)
+        assert y is view
+        np.testing.assert_array_equal(np.asarray(out).reshape(2, 2), want)
+    # Its type is checked as an array's: an int8 buffer is not a uint8 output.
+    signed = memoryview(bytearray(4)).cast("b", (2, 2))
+    with pytest.raises(hetkern.DTypeError):
+        hetkern.qlinear_matmul(a, 1.0, 0, b, 1.0, 0, 2.0, 0, out=signed, out_dtype="uint8")
+    assert not any(signed.tobytes())
+    hetkern.qlinear_matmul(a, 1.0, 0, b, 1.0, 0, 2.0, 0, out=signed, out_dtype="i1")
+    np.testing.assert_array_equal(np.asarray(signed), requantize_reference(a, 1.0, 0, b, 1.0, 0, 2.0, 0, np.int8))
+    with pytest.raises(TypeError, match="expected an array"):
+        hetkern.qlinear_matmul(a, 1.0, 0, b, 1.0, 0, 2.0, 0, out=[[0, 0], [0, 0]])
+
+
+def test_masked_arrays_and_bools_are_refused():
+    a, b = np.array([[10, 20], [30, 40]], np.uint8), np.array([[1, 2], [3, 4]], np.int8)
+    out = np.full((2, 2), 77, np.uint8)
+    for args in ((np.ma.masked_array(a, [[0, 1], [0, 0]]), 1.0, 0, b), (a, 1.0, 0, np.ma.masked_array(b)),
+                 (a, True, 0, b), (a, 1.0, np.False_, b)):
+        with pytest.raises(TypeError):
+            hetkern.qlinear_matmul(*args, 1.0, 0, 1.0, 0, out=out)
+    with pytest.raises(TypeError):
+        hetkern.qlinear_matmul(a, 1.0, 0, b, 1.0, 0, 1.0, 0, out=np.ma.masked_array(out))
+    np.testing.assert_array_equal(out, 77)
+
+
 def test_packed_b_is_immutable():
     w = hetkern.pack_b(np.ones((2, 3), np.int8))
     for name, value in (("shape", (9, 9)), ("dtype", "uint8"), ("nbytes", 1), ("on_device", True)):
@@ -258,6 +290,15 @@ def test_errors_write_nothing(rng):
                                out=shared[::-1, :4])
     assert e.value.code == "overlap" and e.value.subject == "output", str(e.value)
     np.testing.assert_array_equal(shared, 1)
+    # So is a parameter array's, copied aside for walking backwards or for its alignment.
+    y = np.full((4, 5), 7, np.uint8)
+    for subject, args in (("y_zero_point", (1.0, 0, 1.0, y[::-1, 0])),
+                          ("b_zero_point", (1.0, y[0, ::-1].view(np.int8), 1.0, 0)),
+                          ("y_scale", (1.0, 0, np.frombuffer(y.data, np.float32, 4, 1), 0))):
+        with pytest.raises(hetkern.Error) as e:
+            hetkern.qlinear_matmul(a, 1.0, 0, b, *args, out=y)
+        assert e.value.code == "overlap" and subject in str(e.value), str(e.value)
+        np.testing.assert_array_equal(y, 7)
     # The output's parameters are named as qlinear_matmul names them, whichever layer refuses them.
     for subject, call in (("y_scale", lambda: hetkern.qlinear_matmul(a, 1.0, 0, b, 1.0, 0, 0.0, 0, out=out)),
                           ("y_scale", lambda: hetkern.qlinear_matmul(a, 1.0, 0, b, 1.0, 0, np.ones(3, np.float32), 0,

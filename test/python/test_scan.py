@@ -300,3 +300,14 @@ def test_an_axis_past_int_is_out_of_range():
         with pytest.raises(hetkern.Error) as e:
             hetkern.cumsum(np.ones(3, np.float32), axis=axis)
         assert e.value.code == "invalid_parameter" and "out of range" in str(e.value)
+
+
+def test_masked_arrays_are_refused():
+    masked = np.ma.masked_array(np.array([1, 2, 3], np.float32), mask=[0, 1, 0])
+    out = np.full(3, 5, np.float32)
+    with pytest.raises(TypeError, match="mask"):
+        hetkern.cumsum(masked, out=out)
+    np.testing.assert_array_equal(out, 5)
+    with pytest.raises(TypeError, match="mask"):
+        hetkern.cumprod(np.ones(3, np.float32), out=masked)
+    np.testing.assert_array_equal(masked.data, [1, 2, 3])
