@@ -347,7 +347,8 @@ bool stage(const char* op, const char* subject, Operand& operand) {
   try {
     operand.staged.reset(new std::byte[std::size_t(bytes)]);
   } catch (const std::bad_alloc&) {
-    PyErr_NoMemory();
+    PyErr_Format(PyExc_MemoryError, "%s: %s: no memory for the %lld-byte copy its layout needs", op, subject,
+                 static_cast<long long>(bytes));
     return false;
   }
   std::array<std::int64_t, max_operand_rank> packed{};
