@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs the build tree into a temporary prefix, then builds test/consumer and the README's C++
-# example against it and runs both. With the command line built, the installed `hetkern` must also
-# start from the prefix, and from the prefix moved elsewhere, and report VERSION.
+# Installs the build tree into a temporary prefix, checks its run paths (run_paths.sh), then builds
+# test/consumer and the README's C++ example against it and runs both. With the command line
+# built, the installed `hetkern` must also start from the prefix, and from the prefix moved
+# elsewhere, and report VERSION.
 # usage: install_consumer.sh BUILD_DIR SOURCE_DIR CXX_COMPILER VERSION cli|no-cli
 set -euo pipefail
 build=$1 source=$2 cxx=$3 version=$4 cli=$5
@@ -9,6 +10,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
 test -f "$work/prefix/include/hetkern/hetkern.hpp"
+"$source/test/run_paths.sh" "$work/prefix"
 # The GPU plugin, where it is built, comes with its kernel cache's ptxas beside it.
 for plugin in "$work"/prefix/lib*/libhetkern_gpu.so "$work"/prefix/lib/*/libhetkern_gpu.so; do
   [ -e "$plugin" ] || continue
