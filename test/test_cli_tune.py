@@ -295,6 +295,19 @@ class Tune(unittest.TestCase):
         self.assertEqual(imported.returncode, 0, imported.stderr)
         self.assertEqual(self.export(db=other), self.export())
 
+    def test_export_onto_the_database_is_refused(self):
+        self.assertEqual(run("tune", "--shapes", self.shapes_file(SHAPES[:1]), "--budget", "1", env=self.env).returncode, 0)
+        before = self.export()
+        link = os.path.join(self.dir, "link.sqlite")
+        os.symlink(self.db, link)
+        within = os.path.join(self.dir, ".", os.path.basename(self.db))
+        for target in (self.db, within, link, self.db + "-wal", self.db + "-journal"):
+            r = run("tune", "--export", target, env=self.env)
+            self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+            self.assertIn("is the tuning database", r.stderr)
+        self.assertEqual(self.export(), before)
+        self.assertFalse(os.path.exists(self.db + "-journal"))
+
     def test_list_of_a_database_not_made_yet(self):
         missing = os.path.join(self.dir, "missing.sqlite")
         r = run("tune", "--list", "--db", missing, env=self.env)

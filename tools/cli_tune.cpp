@@ -331,7 +331,28 @@ void list_records(const TuneArgs& args) {
   print_summary(rows);
 }
 
+// Refuses an export onto the database or one of SQLite's files beside it, which the export would
+// replace with JSON: the records it was about to save would be lost.
+void refuse_database_files(const std::string& out, const std::string& db) {
+  if (out == "-") return;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  // Absolute first: of a path none of which exists, weakly_canonical keeps the relative form.
+  const auto resolved = [&ec](const std::string& p) { return fs::weakly_canonical(fs::absolute(p, ec), ec); };
+  const fs::path target = resolved(out);
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    const std::string file = db + suffix;
+    const bool same = (!ec && target == resolved(file)) || fs::equivalent(out, file, ec);
+    if (same)
+      throw Error(Errc::invalid_file, "tune", out,
+                  std::string("is the tuning database") + (*suffix ? std::string("'s ") + (suffix + 1) + " file" : "") +
+                      ", which the export would overwrite: choose another file");
+    ec.clear();
+  }
+}
+
 void export_records(const TuneArgs& args) {
+  refuse_database_files(args.export_file, db_path(args));
   const TuningDb db(db_path(args), false);
   const auto records = db.all();
   const std::string json = records_to_json(records);

@@ -261,6 +261,10 @@ struct TuningDb::Impl {
     if (sqlite3_open_v2(name.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX | (immutable ? SQLITE_OPEN_URI : 0), nullptr) !=
         SQLITE_OK)
       fail("cannot open");
+    // SQLite opens a file it may not write read-only without a word: say so before a tuner
+    // measures for an hour and only then finds it cannot keep the results.
+    if (writable && sqlite3_db_readonly(db, "main") == 1)
+      throw Error(Errc::invalid_file, "tuning database", path, "cannot write: the file is read-only for this user");
     sqlite3_busy_timeout(db, busy_timeout_ms);
     // A reader of a current file takes no write lock, and nobody writes a file of something else.
     version = read_version();
