@@ -169,6 +169,13 @@ TEST_F(Tuning, EnvironmentScheduleComesFirst) {
   hk::reset_dispatch();
   EXPECT_EQ(c.chosen().to_string(), "scan.tiled(tile=3, stream=0)");
 
+  setenv("HETKERN_SCHEDULE", "scan.tlied(tile=6)", 1);  // no operator's strategy: warned about and ignored
+  testing::internal::CaptureStderr();
+  hk::reset_dispatch();
+  EXPECT_EQ(c.chosen().to_string(), "scan.tiled(tile=3, stream=0)");
+  EXPECT_NE(testing::internal::GetCapturedStderr().find("no operator has a strategy named scan.tlied"),
+            std::string::npos);
+
   setenv("HETKERN_SCHEDULE", "scan.tiled(tile=0)", 1);  // illegal for the call: an error, as if explicit
   hk::reset_dispatch();
   try {

@@ -32,6 +32,7 @@
 #include "hetkern/device.hpp"
 #endif
 #include "hetkern/info.hpp"
+#include "hetkern/schedule.hpp"
 #include "runtime/tuning/machine_rates.hpp"
 #include "runtime/tuning/model_choice.hpp"
 #include "runtime/tuning/tuning_text.hpp"
@@ -80,6 +81,15 @@ struct Settings {
   std::string db_path;
 };
 
+// Whether any operator has a strategy of this name: a typo would otherwise be passed over as a
+// schedule for another operator is, without a word.
+bool known_strategy(const std::string& name) {
+  for (const Operator op : {Operator::cumulative_sum, Operator::cumulative_product, Operator::quantized_linear_matmul})
+    for (const StrategyInfo& s : strategies(op))
+      if (s.name == name) return true;
+  return false;
+}
+
 Settings read_settings() {
   Settings s;
   s.log = log_requested("dispatch");
@@ -92,7 +102,12 @@ Settings read_settings() {
       const std::string item = all.substr(start, end - start);
       if (item.find_first_not_of(" \t") != std::string::npos) {
         try {
-          s.env_schedules.push_back(Schedule::parse(item));
+          Schedule schedule = Schedule::parse(item);
+          if (known_strategy(schedule.strategy()))
+            s.env_schedules.push_back(std::move(schedule));
+          else
+            std::fprintf(stderr, "hetkern: warning: HETKERN_SCHEDULE: no operator has a strategy named %s; ignored\n",
+                         schedule.strategy().c_str());
         } catch (const Error& e) {
           std::fprintf(stderr, "hetkern: warning: HETKERN_SCHEDULE: %s; ignored\n", e.what());
         }
