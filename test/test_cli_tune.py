@@ -220,7 +220,30 @@ class Tune(unittest.TestCase):
         r = run("tune", "--shapes", path, env=self.env)
         self.assertEqual(r.returncode, 2)
         self.assertIn("shapes.txt:4", r.stderr)
+        # Extras named in the line's order, --help refused in words, control bytes escaped.
+        for line, message in ((SHAPES[0] + " --db /tmp/x extra", "not expected in a shapes line: --db /tmp/x extra"),
+                              (SHAPES[0] + " --help", "--help is no option of a shapes line"),
+                              ("\x1b[2Jsum --shape 4", "unknown operator '\\x1b[2Jsum'")):
+            r = run("tune", "--shapes", self.shapes_file([line]), env=self.env)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("shapes.txt:3: " + message, r.stderr)
+            self.assertNotIn("\x1b", r.stderr)
+        r = run("tune", "--shapes", os.path.join(self.dir, "missing.txt"), env=self.env)
+        self.assertIn("cannot be read: No such file or directory", r.stderr)
         self.assertEqual(self.export(), [])
+
+    def test_list_escapes_control_bytes_of_imported_records(self):
+        self.assertEqual(run("tune", "--shapes", self.shapes_file(SHAPES[:1]), "--budget", "1", env=self.env).returncode, 0)
+        records = self.export()
+        records[0]["fingerprint"] = "x\u001b]0;title\u0007\u001b[2J"
+        imported = os.path.join(self.dir, "imported.json")
+        with open(imported, "w") as f:
+            json.dump(records, f)
+        self.assertEqual(run("tune", "--import", imported, env=self.env).returncode, 0)
+        listing = run("tune", "--list", env=self.env)
+        self.assertEqual(listing.returncode, 0, listing.stderr)
+        self.assertIn("x\\x1b]0;title\\x07\\x1b[2J", listing.stdout)
+        self.assertNotIn("\x1b", listing.stdout)
 
     def test_two_tuners_on_one_database(self):
         a = self.shapes_file(SHAPES[:2], "a.txt")

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <span>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "bench/interrupt.hpp"
@@ -20,6 +22,7 @@
 #include "tools/cli.hpp"
 #include "tools/cli_problem.hpp"
 #include "tools/output_file.hpp"
+#include "tools/printable.hpp"
 #include "tools/tune_evaluation.hpp"
 
 namespace hk::cli {
@@ -82,15 +85,25 @@ TuneProblem parse_shape_line(const std::string& line, const std::string& where) 
   for (std::string w; in >> w;) words.push_back(w);
   const std::string op = words.front();
   if (op != "cumsum" && op != "cumprod" && op != "qlinear-matmul")
-    throw Error(Errc::invalid_file, "tune", where, "unknown operator '" + op + "' (cumsum, cumprod or qlinear-matmul)");
+    throw Error(Errc::invalid_file, "tune", where,
+                "unknown operator '" + printable(op) + "' (cumsum, cumprod or qlinear-matmul)");
   CLI::App app{"shape"};
   ProblemArgs a;
   add_problem_options(app, a, op != "qlinear-matmul");
+  // Extras are kept, to be named in the line's order (CLI11's own message lists them backwards).
+  app.allow_extras();
   std::vector<std::string> rest(words.rbegin(), words.rend() - 1);  // CLI11 parses a reversed vector
   try {
     app.parse(rest);
+  } catch (const CLI::CallForHelp&) {
+    throw Error(Errc::invalid_file, "tune", where, "--help is no option of a shapes line (see hetkern tune --help)");
   } catch (const CLI::ParseError& e) {
-    throw Error(Errc::invalid_file, "tune", where, e.what());
+    throw Error(Errc::invalid_file, "tune", where, printable(e.what()));
+  }
+  if (const auto extras = app.remaining(); !extras.empty()) {
+    std::string list;
+    for (const auto& word : extras) list += (list.empty() ? "" : " ") + word;
+    throw Error(Errc::invalid_file, "tune", where, "not expected in a shapes line: " + printable(list));
   }
   // The line's problem validated here, so that its errors name the line.
   try {
@@ -109,7 +122,7 @@ std::ifstream open_input(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw Error(Errc::invalid_file, "tune", path, "is a directory, not a file");
   std::ifstream in(path);
-  if (!in) throw Error(Errc::invalid_file, "tune", path, "cannot be read");
+  if (!in) throw Error(Errc::invalid_file, "tune", path, "cannot be read: " + std::generic_category().message(errno));
   return in;
 }
 
@@ -326,7 +339,9 @@ void list_records(const TuneArgs& args) {
     for (std::size_t i = 0; i < r.shape.size(); ++i) shape += (i ? "," : "") + std::to_string(r.shape[i]);
     std::string what = r.op + " " + r.dtype + "{" + shape + "} " + r.params + " " + r.stride_class;
     if (r.fingerprint != here) what += " [other machine: " + r.fingerprint + "]";
-    rows.push_back({what, r.schedule, time_text(r.median_ns), speedup_text(r), std::to_string(r.candidates)});
+    // Imported records can hold any bytes: none of them reaches the terminal as a control sequence.
+    rows.push_back({printable(what), printable(r.schedule), time_text(r.median_ns), speedup_text(r),
+                    std::to_string(r.candidates)});
   }
   print_summary(rows);
 }

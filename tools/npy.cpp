@@ -18,6 +18,7 @@
 
 #include "hetkern/error.hpp"
 #include "tools/output_file.hpp"
+#include "tools/printable.hpp"
 
 namespace hk::npy {
 namespace {
@@ -44,20 +45,10 @@ std::string errno_text(int error) {
 }
 
 // Header text quoted in messages is cut short: a hostile header can be gigabytes long.
-// The start of a header's text for a message: bytes other than printable ASCII as \xHH, so that a
-// NUL or a control byte neither cuts the message short nor reaches the terminal.
+// The start of a header's text for a message, made printable.
 std::string excerpt(std::string_view text) {
   constexpr std::size_t limit = 60;
-  std::string out;
-  for (const char c : text.substr(0, limit)) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte >= 0x20 && byte < 0x7f) {
-      out += c;
-    } else {
-      constexpr char hex[] = "0123456789abcdef";
-      out += {'\\', 'x', hex[byte >> 4], hex[byte & 15]};
-    }
-  }
+  const std::string out = cli::printable(text.substr(0, limit));
   return text.size() <= limit ? out : out + "...";
 }
 
