@@ -18,6 +18,8 @@ InterruptGuard::InterruptGuard() {
   action.sa_flags = SA_RESETHAND | SA_RESTART;
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, &previous_);
+  // Ignored on entry (nohup, a script's background job): the caller meant the run to be immune.
+  if (previous_.sa_handler == SIG_IGN) sigaction(SIGINT, &previous_, nullptr);
 }
 
 InterruptGuard::~InterruptGuard() { sigaction(SIGINT, &previous_, nullptr); }

@@ -7,7 +7,8 @@
 namespace hk::bench {
 
 /// While alive, the first SIGINT only sets a flag (interrupt_requested); the handler then resets
-/// itself, so a second Ctrl-C ends the process at once. Restores the previous handler on exit.
+/// itself, so a second Ctrl-C ends the process at once. Restores the previous handler on exit. A
+/// SIGINT ignored on entry stays ignored.
 class InterruptGuard {
  public:
   InterruptGuard();

@@ -305,6 +305,23 @@ class Tune(unittest.TestCase):
         self.assertTrue(rows[1].startswith(SHAPES[0]), rows[1])
         self.assertEqual(len(self.export()), done)
 
+    def test_ctrl_c_ignored_on_entry_stays_ignored(self):
+        # As under nohup: the run was meant to be immune to SIGINT, and finishes every shape.
+        path = self.shapes_file(SHAPES[:2])
+        p = subprocess.Popen([HETKERN, "tune", "--shapes", path, "--budget", "1"], env=self.env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+        seen = ""
+        while "[1/2]" not in seen:
+            line = p.stderr.readline()
+            self.assertTrue(line, "tune ended before its first shape: " + seen)
+            seen += line
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+        self.assertEqual(p.returncode, 0, seen + err)
+        self.assertNotIn("interrupted", err)
+        self.assertEqual(len(self.export()), 2)
+
     def test_export_to_standard_output(self):
         self.assertEqual(run("tune", "--shapes", self.shapes_file(SHAPES[:1]), "--budget", "1", env=self.env).returncode, 0)
         r = run("tune", "--export", "-", env=self.env)
