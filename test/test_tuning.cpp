@@ -387,6 +387,12 @@ TEST_F(Tuning, ImportRefusesUnrepresentableFieldsAndLeavesTheDatabaseUnchanged) 
         replaced("\"candidates\": 3", "\"candidates\": 1e19"),
         replaced("\"repetitions\": 7", "\"repetitions\": -3"),
         replaced("\"fingerprint\": \"", "\"fingerprint\": \"a\\u0000"),
+        // Records no call could look up: another operator, types or strategy than the operator's.
+        replaced("\"op\": \"cumulative_sum\"", "\"op\": \"foo\""),
+        replaced("\"dtype\": \"float32\"", "\"dtype\": \"float99\""),
+        replaced("\"dtype\": \"float32\"", "\"dtype\": \"float32,float32\""),
+        replaced("\"op\": \"cumulative_sum\"", "\"op\": \"quantized_linear_matmul\""),
+        replaced("\"schedule\": \"reference\"", "\"schedule\": \"qmm.tiled\""),
         // A valid record before a broken one: neither is written.
         good.substr(0, good.rfind(']')) + ", {\"op\": 1}]"}) {
     EXPECT_THROW(hk::import_records(db, bad), hk::Error) << bad;
@@ -407,6 +413,13 @@ TEST_F(Tuning, ImportRefusesUnrepresentableFieldsAndLeavesTheDatabaseUnchanged) 
   const auto imported = hk::import_records(db, good);
   ASSERT_EQ(imported.size(), 1u);
   expect_same(imported[0], other);
+  EXPECT_EQ(db.all().size(), before.size() + 1);
+  // Two records of one key: the database keeps the last, and so does the count returned.
+  hk::TuningRecord faster = other;
+  faster.median_ns = 40;
+  const auto twice = hk::import_records(db, hk::records_to_json({other, faster}));
+  ASSERT_EQ(twice.size(), 1u);
+  expect_same(twice[0], faster);
   EXPECT_EQ(db.all().size(), before.size() + 1);
 }
 

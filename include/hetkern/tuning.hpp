@@ -118,10 +118,13 @@ class TuningDb {
 /// Records as a JSON list, one object per record with every field of TuningRecord
 /// (schedule in text form).
 std::string records_to_json(const std::vector<TuningRecord>& records);
-/// The inverse of records_to_json; throws hk::Error(Errc::invalid_file) naming what is wrong.
+/// The inverse of records_to_json; throws hk::Error(Errc::invalid_file) naming what is wrong,
+/// including a record that no call could look up (an operator, types or strategy not the
+/// operator's).
 std::vector<TuningRecord> records_from_json(const std::string& text);
 /// `hetkern tune --import`: parses `json` (records_from_json) and writes every record into `db`
-/// in one transaction. Any error throws hk::Error with the database unchanged; returns the records.
+/// in one transaction. Any error throws hk::Error with the database unchanged; returns the records
+/// the database keeps (of records with one key, the last).
 std::vector<TuningRecord> import_records(TuningDb& db, const std::string& json);
 
 /// A shape to tune, with packed row-major tensors and per-tensor quantization.

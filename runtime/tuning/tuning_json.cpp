@@ -1,4 +1,5 @@
 // Shape text and the JSON export/import of tuning records.
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <variant>
 
 #include "hetkern/error.hpp"
+#include "hetkern/schedule.hpp"
 #include "hetkern/tuning.hpp"
 #include "runtime/tuning/json_text.hpp"
 #include "runtime/tuning/tuning_text.hpp"
@@ -198,6 +200,37 @@ std::int64_t integer_field(const Object& o, const char* key, std::size_t index, 
   return std::int64_t(v);
 }
 
+// A record no call can ever look up is refused: its operator, its types (one for a scan; a, b
+// and the output, int8 or uint8, for the matmul) and its schedule's strategy must be the
+// operator's.
+void check_lookup_fields(const TuningRecord& r, std::size_t index) {
+  const auto refuse = [&](const std::string& rule) {
+    throw Error(Errc::invalid_file, "tuning records", "record " + std::to_string(index), rule);
+  };
+  const bool matmul = r.op == "quantized_linear_matmul";
+  if (!matmul && r.op != "cumulative_sum" && r.op != "cumulative_product")
+    refuse("field 'op': '" + r.op + "' is none of cumulative_sum, cumulative_product, quantized_linear_matmul");
+  std::vector<std::string> types;
+  for (std::size_t start = 0;;) {
+    const std::size_t comma = r.dtype.find(',', start);
+    types.push_back(r.dtype.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  bool types_ok = types.size() == (matmul ? 3u : 1u);
+  for (const std::string& t : types) {
+    const auto type = parse_data_type(t);
+    types_ok = types_ok && type && (!matmul || *type == DataType::int8 || *type == DataType::uint8);
+  }
+  if (!types_ok)
+    refuse("field 'dtype': '" + r.dtype + "' is not " +
+           (matmul ? std::string("three of int8 and uint8 (a, b, output), comma-separated") : "one element type"));
+  const std::string strategy = Schedule::parse(r.schedule).strategy();
+  const auto offered = strategies(matmul ? Operator::quantized_linear_matmul : Operator::cumulative_sum);
+  if (std::none_of(offered.begin(), offered.end(), [&](const StrategyInfo& s) { return s.name == strategy; }))
+    refuse("field 'schedule': " + r.op + " has no strategy " + strategy);
+}
+
 }  // namespace
 
 std::string records_to_json(const std::vector<TuningRecord>& records) {
@@ -251,6 +284,7 @@ std::vector<TuningRecord> records_from_json(const std::string& text) {
     r.candidates = integer_field(o, "candidates", i, 0, 0, max_exact_integer);
     r.default_ns = optional_field<double>(o, "default_ns", i, 0);
     r.fingerprint = field<std::string>(o, "fingerprint", i);
+    check_lookup_fields(r, i);
     out.push_back(std::move(r));
   }
   return out;
@@ -259,7 +293,18 @@ std::vector<TuningRecord> records_from_json(const std::string& text) {
 std::vector<TuningRecord> import_records(TuningDb& db, const std::string& json) {
   std::vector<TuningRecord> records = records_from_json(json);
   db.put_all(records);
-  return records;
+  // Records of one key replace each other in the database, the last one staying: so here too.
+  std::vector<TuningRecord> kept;
+  for (auto r = records.rbegin(); r != records.rend(); ++r) {
+    const auto same_key = [&](const TuningRecord& k) {
+      return k.op == r->op && k.algorithm_version == r->algorithm_version && k.dtype == r->dtype &&
+             k.shape == r->shape && k.stride_class == r->stride_class && k.params == r->params &&
+             k.fingerprint == r->fingerprint;
+    };
+    if (std::none_of(kept.begin(), kept.end(), same_key)) kept.push_back(std::move(*r));
+  }
+  std::reverse(kept.begin(), kept.end());
+  return kept;
 }
 
 }  // namespace hk
