@@ -130,7 +130,8 @@ std::string machine_fingerprint() { return detail::fingerprint_text(detail::curr
 
 std::string tuning_db_path() {
   if (const char* p = std::getenv("HETKERN_TUNING_DB"); p && *p) return p;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/hetkern/tuning.sqlite";
+  // A relative XDG_CACHE_HOME is invalid by the XDG specification, and ignored.
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x == '/') return std::string(x) + "/hetkern/tuning.sqlite";
   if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/hetkern/tuning.sqlite";
   return {};
 }

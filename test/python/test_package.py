@@ -48,7 +48,13 @@ def test_tune_writes_the_database(tmp_path, monkeypatch):
     assert hetkern.default_schedule(hetkern.cumsum, np.ones((4, 512), np.float32)) == tuned
     x = np.random.default_rng(0).standard_normal((4, 512)).astype(np.float32)
     np.testing.assert_allclose(hetkern.cumsum(x), np.cumsum(x, -1, dtype=np.float64), rtol=1e-5, atol=1e-4)
-    for variable in ("HETKERN_TUNING_DB", "XDG_CACHE_HOME", "HOME"):  # no database at all
+    monkeypatch.delenv("HETKERN_TUNING_DB")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert hetkern.info()["tuning_db"] == str(tmp_path / "cache" / "hetkern" / "tuning.sqlite")
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")  # invalid by the XDG specification
+    assert hetkern.info()["tuning_db"] == str(tmp_path / "home" / ".cache" / "hetkern" / "tuning.sqlite")
+    for variable in ("XDG_CACHE_HOME", "HOME"):  # no database at all
         monkeypatch.delenv(variable, raising=False)
     assert hetkern.info()["tuning_db"] == ""
     assert not hetkern.tune("cumprod", [(1, 8)], budget=0.1)[0]["stored"]
