@@ -232,6 +232,23 @@ class Tune(unittest.TestCase):
         self.assertIn("cannot be read: No such file or directory", r.stderr)
         self.assertEqual(self.export(), [])
 
+    def test_list_tells_other_settings_from_another_machine(self):
+        threads = json.loads(run("info", "--json").stdout)["threads"]
+        if threads < 2:
+            self.skipTest("one thread by default: --threads 1 is this machine's own setting")
+        r = run("tune", "--threads", "1", "cumsum", "--shape", "8,64", "--dtype", "float32", "--axis", "1",
+                "--budget", "0.2", env=self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        records = self.export()
+        records.append(dict(records[0], fingerprint="cpu=Another CPU;isa=avx2;threads=4"))
+        imported = os.path.join(self.dir, "imported.json")
+        with open(imported, "w") as f:
+            json.dump(records, f)
+        self.assertEqual(run("tune", "--import", imported, env=self.env).returncode, 0)
+        listing = run("tune", "--list", env=self.env).stdout
+        self.assertIn("[this machine, other settings: threads=1]", listing)
+        self.assertIn("[other machine: cpu=Another CPU;isa=avx2;threads=4]", listing)
+
     def test_list_escapes_control_bytes_of_imported_records(self):
         self.assertEqual(run("tune", "--shapes", self.shapes_file(SHAPES[:1]), "--budget", "1", env=self.env).returncode, 0)
         records = self.export()

@@ -320,6 +320,34 @@ void tune_problems(const TuneArgs& args, const std::vector<TuneProblem>& problem
   }
 }
 
+// The fingerprint's fields ("cpu=...;isa=...;threads=2;...") in order.
+std::vector<std::pair<std::string, std::string>> fingerprint_fields(const std::string& fingerprint) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::istringstream in(fingerprint);
+  for (std::string field; std::getline(in, field, ';');) {
+    const auto eq = field.find('=');
+    out.emplace_back(field.substr(0, eq), eq == std::string::npos ? "" : field.substr(eq + 1));
+  }
+  return out;
+}
+
+// Why a listed record is not used here: another machine, or this one with other settings (a
+// record tuned with --threads 1 differs from the default only there).
+std::string elsewhere_text(const std::string& fingerprint, const std::string& here) {
+  const auto theirs = fingerprint_fields(fingerprint), ours = fingerprint_fields(here);
+  const auto value = [](const auto& fields, const std::string& key) -> std::string {
+    for (const auto& [k, v] : fields)
+      if (k == key) return v;
+    return "\n";  // no such field: unlike any value
+  };
+  if (value(theirs, "cpu") != value(ours, "cpu") || value(theirs, "topology") != value(ours, "topology"))
+    return "[other machine: " + fingerprint + "]";
+  std::string differing;
+  for (const auto& [k, v] : theirs)
+    if (value(ours, k) != v) differing += (differing.empty() ? "" : ";") + k + "=" + v;
+  return "[this machine, other settings: " + differing + "]";
+}
+
 void list_records(const TuneArgs& args) {
   const std::string path = db_path(args);
   std::error_code ec;
@@ -338,7 +366,7 @@ void list_records(const TuneArgs& args) {
     std::string shape;
     for (std::size_t i = 0; i < r.shape.size(); ++i) shape += (i ? "," : "") + std::to_string(r.shape[i]);
     std::string what = r.op + " " + r.dtype + "{" + shape + "} " + r.params + " " + r.stride_class;
-    if (r.fingerprint != here) what += " [other machine: " + r.fingerprint + "]";
+    if (r.fingerprint != here) what += " " + elsewhere_text(r.fingerprint, here);
     // Imported records can hold any bytes: none of them reaches the terminal as a control sequence.
     rows.push_back({printable(what), printable(r.schedule), time_text(r.median_ns), speedup_text(r),
                     std::to_string(r.candidates)});
