@@ -397,6 +397,16 @@ class Tune(unittest.TestCase):
             r = run(*args, env=self.env)
             self.assertEqual(r.returncode, 2, args)
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        # Two modes are named as such; --evaluate-only alone says what it narrows, measuring nothing.
+        self.assertIn("at a time", run("tune", "--list", "--export", "-", env=self.env).stderr)
+        for args in (["--evaluate-only", "cumsum"], ["--evaluate-only", "cumsum", *SHAPES[0].split()]):
+            r = run("tune", *args, env=self.env)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("give --evaluate too", r.stderr)
+            self.assertFalse(os.path.exists(self.db))
+        # Nothing to clear makes no database.
+        self.assertIn("no machine rates stored", run("tune", "--clear-rates", env=self.env).stdout)
+        self.assertFalse(os.path.exists(self.db))
 
     def test_an_operator_and_another_mode_exclude_each_other(self):
         # Each used to tune the operator's shape alone and ignore the other mode.

@@ -259,6 +259,11 @@ void calibrate_rates(const TuneArgs& args) {
 }
 
 void clear_rates(const TuneArgs& args) {
+  std::error_code ec;
+  if (!std::filesystem::exists(db_path(args), ec)) {  // nothing to clear, and no file to make for it
+    std::printf("no machine rates stored for this machine\n");
+    return;
+  }
   TuningDb db(db_path(args), true);
   const bool had = db.clear_rates(machine_fingerprint());
   std::printf("%s\n", had ? "machine rates of this machine cleared" : "no machine rates stored for this machine");
@@ -421,6 +426,11 @@ void import_records(const TuneArgs& args) {
               records.size(), db_path(args).c_str(), static_cast<long long>(foreign));
 }
 
+void check_evaluate_only(const TuneArgs& a) {
+  if (!a.evaluate_only.empty() && !a.evaluate)
+    throw CLI::ValidationError("--evaluate-only narrows --evaluate: give --evaluate too");
+}
+
 // How many of tune's modes other than an operator the options ask for.
 int modes_of(const TuneArgs& a) {
   return int(!a.shapes_file.empty()) + int(a.list) + int(!a.export_file.empty()) + int(!a.import_file.empty()) +
@@ -467,6 +477,7 @@ void add_tune(CLI::App& app) {
     cmd->fallthrough();
     add_problem_options(*cmd, *problem, op != Operator::quantized_linear_matmul);
     cmd->callback([args, problem, op] {
+      check_evaluate_only(*args);
       if (modes_of(*args) != 0)
         throw CLI::ValidationError("an operator to tune excludes --shapes, --list, --export, --import, --evaluate, "
                                    "--calibrate and --clear-rates: give one of them");
@@ -476,7 +487,11 @@ void add_tune(CLI::App& app) {
   }
   tune_cmd->callback([args, tune_cmd] {
     if (!tune_cmd->get_subcommands().empty()) return;
-    if (modes_of(*args) != 1)
+    check_evaluate_only(*args);
+    if (modes_of(*args) > 1)
+      throw CLI::ValidationError("tune takes one of --shapes, --list, --export, --import, --evaluate, --calibrate and "
+                                 "--clear-rates at a time: give one");
+    if (modes_of(*args) == 0)
       throw CLI::ValidationError("tune needs one of: an operator (cumsum, cumprod, qlinear-matmul), --shapes FILE, "
                                  "--list, --export FILE, --import FILE, --evaluate, --calibrate or --clear-rates");
     if (!args->shapes_file.empty()) {
