@@ -75,6 +75,10 @@ std::vector<void*> placeholders(std::initializer_list<std::int64_t> bytes, std::
   std::vector<void*> at;
   auto next = after;
   for (const std::int64_t b : bytes) {
+    // Aligned as allocations are (at least 16 bytes), for the plans that look at alignment.
+    if (next > UINTPTR_MAX - 63)
+      throw Error(Errc::invalid_shape, "tune", "shape", "the operands' bytes exceed the address space");
+    next = (next + 63) & ~std::uintptr_t(63);
     at.push_back(reinterpret_cast<void*>(next));
     if (b < 0 || std::uint64_t(b) > UINTPTR_MAX - next)
       throw Error(Errc::invalid_shape, "tune", "shape", "the operands' bytes exceed the address space");
@@ -105,14 +109,17 @@ TuneWorkload::TuneWorkload(const TuneProblem& problem, bool data) : problem_(pro
     for (const auto s : problem.shape) n = checked_product(n, s);
     const std::int64_t bytes = checked_product(n, std::int64_t(size_of(problem.types[0])));
     static const std::byte anchor{};
-    void* const at = placeholders({bytes}, reinterpret_cast<std::uintptr_t>(&anchor))[0];
-    scan_ = {problem.op == Operator::cumulative_product, {desc, at}, {desc, at}, problem.options};
+    const std::vector<void*> at = placeholders({bytes, bytes}, reinterpret_cast<std::uintptr_t>(&anchor));
+    scan_ = {problem.op == Operator::cumulative_product, {desc, at[0]}, {desc, at[0]}, problem.options};
     validate(scan_);
+    // Without data (a key, a space, the heuristic's plan) the placeholders stand for the buffers,
+    // as apart as real ones: allocating a large shape's took seconds.
+    scan_.output.data = at[1];
+    if (!data) return;
     a_.resize(std::size_t(bytes));
     output_.resize(a_.size());
     scan_.input.data = a_.data();
     scan_.output.data = output_.data();
-    if (!data) return;
     visit_scan_type(problem.types[0], [&](auto t) { fill_scan<decltype(t)>(a_, scan_.product); });
     // The reference walks one element at a time, across the cache when the axis is not the
     // contiguous one (seconds per GiB); past reference_scan_max_elements the heuristic's host
@@ -152,7 +159,8 @@ TuneWorkload::TuneWorkload(const TuneProblem& problem, bool data) : problem_(pro
     args_.a_zero_point = ConstTensor{TensorDesc(problem.types[0], {1}), a_zero_.data()};
     args_.output_zero_point = ConstTensor{TensorDesc(problem.types[2], {1}), out_zero_.data()};
     out_tensor_ = {TensorDesc(problem.types[2], {M, N}), at[2]};
-    validate(args_, out_tensor_);
+    qmm_ = validate(args_, out_tensor_);
+    if (!data) return;
     a_.resize(std::size_t(a_bytes));
     b_.resize(std::size_t(b_bytes));
     output_.resize(std::size_t(out_bytes));
@@ -160,7 +168,6 @@ TuneWorkload::TuneWorkload(const TuneProblem& problem, bool data) : problem_(pro
     args_.b.data = b_.data();
     out_tensor_.data = output_.data();
     qmm_ = validate(args_, out_tensor_);
-    if (!data) return;
     for (std::size_t i = 0; i < a_.size(); ++i) a_[i] = std::byte(random_bits(11, i));
     for (std::size_t i = 0; i < b_.size(); ++i) b_[i] = std::byte(random_bits(13, i));
     // The reference takes one output at a time on one thread: a minute at 4096^3, longer than

@@ -14,9 +14,10 @@ namespace hk::detail {
 
 class TuneWorkload {
  public:
-  /// Validates the problem (hk::Error as the operator call would throw); with `data`, fills the
-  /// inputs and computes the reference result, else leaves the buffers unwritten (for keys and
-  /// schedule spaces, which need only the shapes).
+  /// Validates the problem (hk::Error as the operator call would throw); with `data`, allocates
+  /// and fills the inputs and computes the reference result, else allocates nothing: the tensors
+  /// point at aligned placeholders that must never be read or written (for keys, schedule spaces
+  /// and the heuristic's plan, which need only the shapes). run() needs `data`.
   explicit TuneWorkload(const TuneProblem& problem, bool data = true);
 
   /// Runs the operator with `schedule` into the output buffer.
