@@ -322,6 +322,21 @@ class Tune(unittest.TestCase):
         self.assertTrue(rows[1].startswith(SHAPES[0]), rows[1])
         self.assertEqual(len(self.export()), done)
 
+    def test_ctrl_c_ends_an_evaluation_with_the_tallies_of_what_finished(self):
+        p = subprocess.Popen([HETKERN, "tune", "--evaluate", "--evaluate-only", "cumsum", "--budget", "0.2"],
+                             env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        seen = ""
+        while "{1000}" not in seen:  # two shapes evaluated
+            line = p.stdout.readline()
+            self.assertTrue(line, "the evaluation ended early: " + seen)
+            seen += line
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+        self.assertEqual(p.returncode, 130, err)
+        match = re.search(r"interrupted \(Ctrl-C\): (\d+) of 30 shapes evaluated", err)
+        self.assertTrue(match, err)
+        self.assertRegex(seen + out, r"cumsum +%s shapes: tuned within 5%%" % match.group(1))
+
     def test_ctrl_c_ignored_on_entry_stays_ignored(self):
         # As under nohup: the run was meant to be immune to SIGINT, and finishes every shape.
         path = self.shapes_file(SHAPES[:2])

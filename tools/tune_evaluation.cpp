@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "bench/interrupt.hpp"
 #include "hetkern/hetkern.hpp"
+#include "tools/cli.hpp"
 
 namespace hk::cli {
 namespace {
@@ -121,16 +123,31 @@ void run_tuner_evaluation(double budget, const std::string& only) {
   std::printf("%-38s %5s  %-44s %-44s %7s %7s %7s %7s\n", "", "", "", "", "best", "", "", "best");
   Tally all;
   std::vector<std::pair<std::string, Tally>> per_op;
+  // Ctrl-C abandons the shape under way; the tallies of those that finished are still printed.
+  const bench::InterruptGuard interrupt;
+  struct Stop {};
+  const auto stop_on_interrupt = [](const TuneProgress&) {
+    if (bench::interrupt_requested()) throw Stop();
+  };
+  std::size_t planned = 0;
+  for (const auto& entry : ops) planned += entry.second.size();
   for (const auto& [name, problems] : ops) {
     Tally t;
     for (const auto& p : problems) {
       TuneOptions sweep_options;
       sweep_options.exhaustive = true;
       sweep_options.budget_seconds = 1e9;
-      const TuneResult sweep = tune(p, sweep_options);
+      sweep_options.progress = stop_on_interrupt;
       TuneOptions tuner_options;
       tuner_options.budget_seconds = budget;
-      const TuneResult tuned = tune(p, tuner_options);
+      tuner_options.progress = stop_on_interrupt;
+      TuneResult sweep, tuned;
+      try {
+        sweep = tune(p, sweep_options);
+        tuned = tune(p, tuner_options);
+      } catch (const Stop&) {
+        break;
+      }
       const Schedule heuristic = heuristic_schedule(p);
       const std::vector<double> times = compare(
           p, {Schedule::parse(tuned.record.schedule), Schedule::parse(sweep.record.schedule), heuristic});
@@ -147,17 +164,23 @@ void run_tuner_evaluation(double budget, const std::string& only) {
                   tuned.record.schedule.c_str(), tuned_ratio, sweep.seconds, tuned.seconds, heuristic_ratio);
       std::fflush(stdout);
     }
-    per_op.emplace_back(name, t);
+    if (t.shapes > 0) per_op.emplace_back(name, t);
     all.shapes += t.shapes;
     all.within_5 += t.within_5;
     all.default_within_125 += t.default_within_125;
     all.sweep_seconds += t.sweep_seconds;
     all.tune_seconds += t.tune_seconds;
     all.max_tune_seconds = std::max(all.max_tune_seconds, t.max_tune_seconds);
+    if (bench::interrupt_requested()) break;
   }
   std::printf("\n");
   for (const auto& [name, t] : per_op) print_tally(name.c_str(), t);
-  print_tally("all", all);
+  if (all.shapes > 0) print_tally("all", all);
+  if (bench::interrupt_requested()) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "interrupted (Ctrl-C): %d of %zu shapes evaluated\n", int(all.shapes), planned);
+    throw Interrupted();
+  }
 }
 
 }  // namespace hk::cli
