@@ -34,6 +34,9 @@ void bind_params(const std::string& op, const char* strategy, BoundParams& out) 
                       (known.empty() ? " (it takes none)" : " (it takes " + known + ")"));
     }
     const auto i = std::size_t(index);
+    // As parse() refuses it: the constructor takes its list unchecked.
+    if (out.given_[i])
+      throw Error(Errc::invalid_schedule, op, schedule.to_string(), "parameter " + p.key + " is given twice");
     const ParamSpec& ps = out.params_[i];
     if (!ps.choices.empty()) {
       std::string names;

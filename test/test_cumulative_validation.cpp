@@ -249,6 +249,10 @@ TEST(CumulativeValidation, SchedulesMustBeLegal) {
                          Schedule::parse(c.text));
         },
         Errc::invalid_schedule, Schedule::parse(c.text).to_string(), c.phrase, f.out);
+  // The constructor takes a parameter twice unchecked, as parse() would not: the call refuses it.
+  const Schedule twice("scan.tiled", {{"tile", "4"}, {"tile", "8"}});
+  expect_rejected([&] { cumulative_sum({f.desc, f.in.data()}, {f.desc, f.out.data()}, f.options, twice); },
+                  Errc::invalid_schedule, twice.to_string(), "parameter tile is given twice", f.out);
 }
 
 }  // namespace

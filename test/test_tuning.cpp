@@ -549,6 +549,23 @@ TEST(TunerOptions, RefusesABudgetThatIsNotAFiniteNumberOfSecondsAboveZero) {
   }
 }
 
+// Out-of-range enumerators and a non-finite timing length are refused, not read as something else.
+TEST(TunerOptions, RefusesValuesOutsideTheirTypes) {
+  const hk::TuneProblem p{hk::Operator::cumulative_sum, {hk::DataType::float32}, {4, 16}, {.axis = 1}};
+  for (const double seconds : {std::nan(""), HUGE_VAL, -1.0})
+    EXPECT_THROW(hk::time_schedules(p, {hk::Schedule("scan.tiled")}, seconds), hk::Error) << seconds;
+  hk::TuneProblem other = p;
+  other.op = hk::Operator(9);
+  EXPECT_THROW(hk::heuristic_schedule(other), hk::Error);
+  EXPECT_THROW(hk::tuning_key(other), hk::Error);
+  EXPECT_THROW(hk::schedule_space(other), hk::Error);
+  const hk::Isa active = hk::active_isa();
+  EXPECT_THROW(hk::set_max_isa(hk::Isa(-1)), hk::Error);
+  EXPECT_THROW(hk::set_max_isa(hk::Isa(5)), hk::Error);
+  EXPECT_EQ(hk::active_isa(), active);
+  EXPECT_THROW(hk::binding_plan(2, hk::PinPolicy(9)), hk::Error);
+}
+
 // Past 2^30 multiply-adds the tuner takes its expected results from the heuristic's schedule
 // rather than the slow reference: the reference algorithm must agree with them bit for bit.
 TEST(TunerWorkload, LargeMatmulExpectationsMatchTheReference) {

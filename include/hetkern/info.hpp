@@ -58,6 +58,7 @@ std::vector<KernelPath> kernel_paths(Isa isa);
 
 /// Caps the level used by later calls (for comparisons and tests, like oneDNN's max CPU ISA).
 /// A cap above detected_isa() is allowed and changes nothing. Returns the resulting active_isa().
+/// A value that is no Isa throws hk::Error (Errc::invalid_parameter).
 Isa set_max_isa(Isa cap);
 
 }  // namespace hk

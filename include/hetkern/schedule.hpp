@@ -21,8 +21,8 @@ namespace hk {
 /// are ASCII lower-case letters, digits and '_', not starting with a digit. Spaces are allowed
 /// around tokens. to_string() prints the canonical form: no spaces except one after each comma,
 /// parameters in the order given. The constructor and set() take names and values as given,
-/// unchecked: one outside the grammar makes a schedule that every operator call refuses
-/// (Errc::invalid_schedule) and whose to_string() parse() refuses.
+/// unchecked: one outside the grammar, or a parameter given twice, makes a schedule that every
+/// operator call refuses (Errc::invalid_schedule) and whose to_string() parse() refuses.
 class Schedule {
  public:
   struct Param {

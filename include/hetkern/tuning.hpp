@@ -186,6 +186,7 @@ TuneResult tune(const TuneProblem& problem, const TuneOptions& options);
 /// Times each schedule on the problem's data, interleaved (one call of each per round, so that
 /// all see the same machine state) after a checked warm-up, until the rounds took `min_seconds`
 /// and each ran at least 5 times. Returns the median time per call of each, in nanoseconds.
+/// `min_seconds` must be finite and not negative (else hk::Error, Errc::invalid_parameter).
 std::vector<double> time_schedules(const TuneProblem& problem, const std::vector<Schedule>& schedules,
                                    double min_seconds);
 

@@ -81,6 +81,8 @@ Isa detected_isa() {
 Isa active_isa() { return std::min(detected_isa(), cap().load(std::memory_order_relaxed)); }
 
 Isa set_max_isa(Isa level) {
+  if (level < Isa::portable || level > Isa::amx)
+    throw Error(Errc::invalid_parameter, "set_max_isa", "cap", std::to_string(int(level)) + " is not an Isa");
   cap().store(level, std::memory_order_relaxed);
   return active_isa();
 }

@@ -66,6 +66,8 @@ std::string topology_digest() {
 BindingPlan binding_plan(int threads, PinPolicy policy) {
   if (threads < 1)
     throw Error(Errc::invalid_parameter, "binding_plan", "threads", std::to_string(threads) + " is not positive");
+  if (policy < PinPolicy::none || policy > PinPolicy::numa)
+    throw Error(Errc::invalid_parameter, "binding_plan", "policy", std::to_string(int(policy)) + " is not a PinPolicy");
   const detail::Topology* t = detail::host_topology();
   BindingPlan plan;
   if (t) plan = t->plan(threads, policy);

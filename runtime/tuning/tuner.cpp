@@ -160,6 +160,9 @@ TuningRecord tuning_key(const TuneProblem& problem) {
 
 std::vector<double> time_schedules(const TuneProblem& problem, const std::vector<Schedule>& schedules,
                                    double min_seconds) {
+  // inf would never return, NaN never stop rounds early: neither is what a caller meant.
+  if (!std::isfinite(min_seconds) || min_seconds < 0)
+    throw Error(Errc::invalid_parameter, "time_schedules", "min_seconds", "must be a finite number of seconds, 0 or more");
   TuneWorkload w(problem);
   for (const auto& s : schedules) check(w, s);
   std::vector<double> out;

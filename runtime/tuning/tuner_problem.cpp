@@ -97,6 +97,9 @@ std::int64_t checked_product(std::int64_t a, std::int64_t b) {
 }  // namespace
 
 TuneWorkload::TuneWorkload(const TuneProblem& problem, bool data) : problem_(problem) {
+  if (problem.op != Operator::cumulative_sum && problem.op != Operator::cumulative_product &&
+      problem.op != Operator::quantized_linear_matmul)
+    throw Error(Errc::invalid_parameter, "tune", "op", std::to_string(int(problem.op)) + " is not an Operator");
   if (is_scan()) {
     if (problem.types.size() != 1)
       throw Error(Errc::invalid_type, "tune", "types", "a scan takes one element type");
