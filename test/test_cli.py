@@ -255,7 +255,8 @@ class QuantizedMatMulCli(Workdir):
     def test_scales_that_float32_cannot_hold_name_the_text(self):
         a, b = self.save("a.npy", np.ones((2, 3), np.uint8)), self.save("b.npy", np.ones((3, 2), np.int8))
         for scale, words in (("1e-50", "1e-50 rounds to 0 as a float32"), ("1e39", "1e39 overflows float32"),
-                             ("1e400", "1e400 overflows float32"), ("+1e39", "+1e39 overflows float32")):
+                             ("1e400", "1e400 overflows float32"), ("+1e39", "+1e39 overflows float32"),
+                             ("1e-400", "1e-400 rounds to 0 as a float32")):
             with self.subTest(scale=scale):
                 r = run("run", "qlinear-matmul", self.path("y.npy"), "--a", a, "--b", b, "--a-scale", scale,
                         "--b-scale", "1", "--out-scale", "1")

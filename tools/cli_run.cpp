@@ -114,7 +114,9 @@ npy::Array read_parameter(const std::string& text, const char* option, std::opti
   if (!zero_type) {
     const float scale = float(number);
     // The operator sees the float32: name what was typed where rounding changed its meaning.
-    if ((scale == 0 || std::isinf(scale)) && (std::isfinite(number) || parsed->out_of_range) && number > 0)
+    // (A positive decimal below float64's range, 1e-400, reads as +0 out of range.)
+    const bool positive = number > 0 || (parsed->out_of_range && number == 0 && !std::signbit(number));
+    if ((scale == 0 || std::isinf(scale)) && (std::isfinite(number) || parsed->out_of_range) && positive)
       throw Error(Errc::invalid_parameter, "qlinear-matmul", option,
                   text + (scale == 0 ? " rounds to 0 as a float32" : " overflows float32") +
                       " (scales are positive finite float32 numbers)");

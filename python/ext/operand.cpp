@@ -3,6 +3,7 @@
 
 #include <dlpack/dlpack.h>
 
+#include <charconv>
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -232,6 +233,15 @@ bool scalar_operand(PyObject* number, hk::DataType dtype, const char* op, const 
     const double value = PyFloat_AsDouble(number);
     if (value == -1.0 && PyErr_Occurred()) return false;
     const auto f = float(value);
+    // The library sees the float32: name the number given where rounding changed its meaning.
+    if (value > 0 && std::isfinite(value) && (f == 0 || std::isinf(f))) {
+      char text[32];
+      const auto end = std::to_chars(text, text + sizeof text, value).ptr;  // the shortest, as Python prints it
+      raise_error(hk::Errc::invalid_parameter, op, subject,
+                  std::string(text, end) + (f == 0 ? " rounds to 0 as a float32" : " overflows float32") +
+                      " (scales are positive finite float32 numbers)");
+      return false;
+    }
     std::memcpy(operand.data, &f, sizeof f);
     return true;
   }

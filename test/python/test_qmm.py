@@ -272,6 +272,10 @@ def test_errors_write_nothing(rng):
         with pytest.raises(hetkern.DTypeError) as e:
             call()
         assert e.value.subject == subject and "is not int8 or uint8" in str(e.value)
+    # A Python number float32 cannot hold is named as given, not as the 0 or inf it became.
+    for scale, words in ((1e-50, "1e-50 rounds to 0 as a float32"), (1e300, "1e+300 overflows float32")):
+        with pytest.raises(hetkern.Error, match=words.replace("+", r"\+")):
+            hetkern.qlinear_matmul(a, 1.0, 0, b, scale, 0, 1.0, 0, out=out)
     for code, call in cases:
         with pytest.raises(hetkern.Error) as e:
             call()
