@@ -212,8 +212,9 @@ class Tune(unittest.TestCase):
             r = run("tune", "--shapes", path, env=self.env)
             self.assertEqual(r.returncode, 2, r.stderr)
             self.assertIn("shapes.txt:4", r.stderr)
-        for option in ("--shapes", "--import"):
-            r = run("tune", option, self.dir, env=self.env)
+        for args in (["--shapes", self.dir], ["--import", self.dir], ["--db", self.dir, "--list"],
+                     ["--db", self.dir, *SHAPES[0].split()]):
+            r = run("tune", *args, env=self.env)
             self.assertEqual(r.returncode, 2, r.stderr)
             self.assertIn("is a directory", r.stderr)
         path = self.shapes_file([SHAPES[0], "transpose --shape 4,4"])

@@ -240,6 +240,8 @@ struct TuningDb::Impl {
 
   void open(bool writable) {
     std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+      throw Error(Errc::invalid_file, "tuning database", path, "is a directory, not a database file");
     const bool exists = std::filesystem::exists(path, ec);
     if (!writable && !exists) return;
     const auto dir = std::filesystem::path(path).parent_path();
