@@ -448,7 +448,9 @@ SweepResult run_sweep(const SweepOptions& o) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir))
-    throw Error(Errc::invalid_file, "sweep", o.out_dir, "cannot create the output directory");
+    throw Error(Errc::invalid_file, "sweep", o.out_dir,
+                "cannot create the output directory" +
+                    (ec ? ": " + ec.message() : std::string(": a file of that name is in the way")));
   // --force: an earlier sweep's outputs go first, so that none of them (a plot this sweep does not
   // draw) is taken for this sweep's.
   if (o.force) {

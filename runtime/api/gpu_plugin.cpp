@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -61,7 +62,10 @@ bool gpu_driver_present();
 // (no libcuda.so.1), the runtime finds no GPU either; kernels stay within 48 KB of team memory
 // wherever it is not the runtime's driver (gpu_arch.hpp).
 void open_launch_shim(const std::string& plugin_path) {
-  if (const char* v = std::getenv("HETKERN_CUDA_SHIM"); v && std::strcmp(v, "off") == 0) return;
+  if (const char* v = std::getenv("HETKERN_CUDA_SHIM"); v && *v) {
+    if (std::strcmp(v, "off") == 0) return;
+    std::fprintf(stderr, "hetkern: warning: HETKERN_CUDA_SHIM=%s ignored: expected off (or nothing)\n", v);
+  }
   const auto slash = plugin_path.rfind('/');
   const std::string folder = slash == std::string::npos ? std::string() : plugin_path.substr(0, slash + 1);
   dlopen((folder + "libhetkern_cuda.so").c_str(), RTLD_NOW | RTLD_LOCAL);  // kept for the process
