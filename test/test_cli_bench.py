@@ -88,6 +88,13 @@ class Bench(unittest.TestCase):
                 self.assertAlmostEqual(r["gbps"], r["bytes"] / r["median_ns"])
                 self.assertAlmostEqual(r["time_vs_baseline"], r["median_ns"] / r["copy_median_ns"])
 
+    def test_table_shows_sub_microsecond_times(self):
+        # Three decimals of milliseconds printed a tiny call as 0.000.
+        r = run("cumsum", "--dtype", "float32", "--shape", "4", "--axis", "0", *QUICK)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        row = next(line for line in r.stdout.splitlines() if line.split()[:1] == ["hetkern"])
+        self.assertGreater(float(row.split()[1]), 0, r.stdout)
+
     def test_reported_schedule_is_accepted_and_reported_back(self):
         for op, shape in [("cumsum", "300,200"), ("cumprod", "100000")]:
             with self.subTest(op=op):

@@ -78,10 +78,18 @@ void print_table_header(const char* rate_unit) {
               "schedule / method");
 }
 
+// Milliseconds with three decimals, six below one (three decimals printed a call of 171 ns as
+// 0.000).
+std::string ms_text(double ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, ns >= 1e6 ? "%.3f" : "%.6f", ns / 1e6);
+  return buf;
+}
+
 void print_table_row(const char* what, const bench::Record& r, const std::string& prefix,
                      const char* rate_key, const std::string& note) {
-  std::printf("  %-8s %12.3f %12.3f %12.3f %9.2f  %s\n", what, number(r, prefix + "median_ns") / 1e6,
-              number(r, prefix + "min_ns") / 1e6, number(r, prefix + "max_ns") / 1e6,
+  std::printf("  %-8s %12s %12s %12s %9.2f  %s\n", what, ms_text(number(r, prefix + "median_ns")).c_str(),
+              ms_text(number(r, prefix + "min_ns")).c_str(), ms_text(number(r, prefix + "max_ns")).c_str(),
               number(r, prefix + rate_key), note.c_str());
 }
 
