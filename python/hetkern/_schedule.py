@@ -23,7 +23,11 @@ class Schedule:
     __slots__ = ("_text", "strategy", "params")
 
     def __init__(self, text):
-        self._text, self.strategy, params = _hetkern.schedule_parse(str(text))
+        text = str(text)
+        rule = _unreadable(text)
+        if rule:
+            raise Error(f"schedule: {text!r}: {rule}", "invalid_schedule", "schedule", text, rule)
+        self._text, self.strategy, params = _hetkern.schedule_parse(text)
         self.params = {k: int(v) if v.isdigit() else v for k, v in params}
 
     def __str__(self):
@@ -39,12 +43,24 @@ class Schedule:
         return hash(self._text)
 
 
+def _unreadable(text):
+    """Why the library cannot read `text` as it stands, or None."""
+    if "\0" in text:
+        return "holds a NUL character"
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return "is not valid Unicode (a lone surrogate)"
+    return None
+
+
 def schedule_text(schedule, op):
     """A call's ``schedule=`` as the text the library reads, None for none."""
     if schedule is None:
         return None
     text = str(schedule)
-    if "\0" in text:
-        rule = f"{text!r} holds a NUL character"
+    rule = _unreadable(text)
+    if rule:
+        rule = f"{text!r} {rule}"
         raise Error(f"{op}: schedule: {rule}", "invalid_schedule", op, "schedule", rule)
     return text

@@ -29,6 +29,11 @@ def test_schedule_text_and_equality():
     assert str(s) == "scan.parallel(threads=2, tile=128)"
     assert eval(repr(s), {"hetkern": hetkern}) == s
     assert s.params == {"threads": 2, "tile": 128}
+    # Text the library cannot read is its error, as malformed text is, not Python's own.
+    for text in ("scan.tiled(", "scan.tiled\0", "scan.tiled(tile=\ud800)"):
+        with pytest.raises(hetkern.Error) as e:
+            hetkern.Schedule(text)
+        assert e.value.code == "invalid_schedule", str(e.value)
 
 
 def test_info_and_devices():
