@@ -230,6 +230,12 @@ def _qmm(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_poi
               _scale(b_scale, "b_scale"), _zero_point(b_zero_point, b_dtype, "b_zero_point"),
               _scale(y_scale, "y_scale"), _zero_point(y_zero_point, dtype, "y_zero_point"))
     schedule = schedule_text(schedule, _OP)
+    if out is not None and (len(a.shape) == 1 or len(b.shape) == 1):
+        # The library sees promoted operands: its message would give their ranks, not these.
+        want = _matmul_shape(a.shape, b.shape)
+        if tuple(out.shape) != want:
+            rule = f"shape {tuple(out.shape)} differs from the result's {want}"
+            raise Error(f"{_OP}: output: {rule}", "invalid_shape", _OP, "output", rule)
     if host:
         b_arg = b._capsule if packed else dlpack_capsule(b) if not isinstance(b, np.ndarray) else b
         if given_out is None:

@@ -84,6 +84,14 @@ def test_matmul_broadcasting(rng, a_shape, b_shape):
     want = np.clip(np.rint(acc * np.float64(np.float32(0.25 * 0.5) / np.float32(8.0))) + 100, 0, 255)
     assert y.shape == acc.shape
     np.testing.assert_array_equal(y, want.astype(np.uint8))
+    # An out of another shape is named by numpy's shapes, not the promoted operands' ranks.
+    out = np.full(acc.shape + (1,), 9, np.uint8)
+    with pytest.raises(hetkern.Error) as e:
+        hetkern.qlinear_matmul(a, 0.25, 7, b, 0.5, -3, 8.0, np.uint8(100), out=out)
+    assert e.value.code == "invalid_shape" and e.value.subject == "output", str(e.value)
+    if len(a_shape) == 1 or len(b_shape) == 1:
+        assert f"differs from the result's {acc.shape}" in str(e.value)
+    assert (out == 9).all()
 
 
 def test_typed_numbers_and_zero_dim_parameters(rng):
