@@ -118,7 +118,7 @@ def _zero_point(p, dtype, subject):
         if type(p) is _bool:
             _bool_error(p, subject)
         return p  # which must be the tensor's; the call reads it as one value
-    given = isinstance(p, np.ndarray) or hasattr(p, "dtype")
+    given = isinstance(p, np.ndarray) or hasattr(p, "dtype") or hasattr(p, "__dlpack__")
     p = _host(p)
     if not isinstance(p, np.ndarray):
         return p
@@ -132,7 +132,12 @@ def _zero_point(p, dtype, subject):
 
 
 def _output_dtype(y_zero_point, out, out_dtype):
-    chosen = dtype_name(y_zero_point) if hasattr(y_zero_point, "dtype") else None
+    if hasattr(y_zero_point, "dtype"):
+        chosen = dtype_name(y_zero_point)
+    elif not isinstance(y_zero_point, (int, float)) and hasattr(y_zero_point, "__dlpack__"):
+        chosen = dtype_name(np.from_dlpack(y_zero_point))  # the protocol alone: typed all the same
+    else:
+        chosen = None
     if chosen is not None and chosen not in ("int8", "uint8"):
         rule = f"type {chosen} is not int8 or uint8 (it sets the output's type)"
         raise DTypeError(f"{_OP}: y_zero_point: {rule}", "invalid_type", _OP, "y_zero_point", rule)

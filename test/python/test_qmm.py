@@ -180,6 +180,12 @@ def test_dlpack_only_operands_on_the_cpu():
     a, b = np.array([[1, 2], [3, 4]], np.uint8), np.array([[1, 0], [0, 1]], np.int8)
     y = hetkern.qlinear_matmul(Protocol(a), 1.0, 0, Protocol(b), 1.0, 0, 1.0, 0)
     np.testing.assert_array_equal(np.asarray(y), a)
+    # Zero points seen through the protocol alone keep their own type, as typed arrays do: an int8
+    # output zero point makes an int8 output, and b's int8 -3 is read as -3.
+    y = hetkern.qlinear_matmul(a, 1.0, Protocol(np.array([1], np.uint8)), b, 1.0,
+                               Protocol(np.array([-3, -3], np.int8)), 1.0, Protocol(np.array([-5], np.int8)))
+    assert y.dtype == np.int8
+    np.testing.assert_array_equal(y, requantize_reference(a, 1.0, 1, b, 1.0, -3, 1.0, -5, np.int8))
 
 
 def test_outputs_without_a_dtype():
