@@ -245,6 +245,8 @@ def _qmm(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_poi
         b_arg = b._capsule if packed else dlpack_capsule(b) if not isinstance(b, np.ndarray) else b
         if given_out is None:
             given_out = out = np.empty(_matmul_shape(a.shape, b.shape), dtype)
+        elif out is not given_out and hasattr(given_out, "__dlpack__"):
+            out = dlpack_capsule(given_out)  # DLPack alone: written through its capsule, not the read-only view
         chosen = _call(a, params[0], params[1], b_arg, *params[2:], out, schedule, mode)
         return given_out if mode == 0 else chosen
     a_arg = dlpack_capsule(a)

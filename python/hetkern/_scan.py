@@ -21,7 +21,9 @@ def _scan(product, x, axis, reverse, exclusive, out, schedule, mode):
         x = np.asarray(x)
     if out is None:
         out = np.empty(x.shape, x.dtype)
-    chosen = _run(product, x, out, axis, reverse, exclusive, schedule, mode)
+    # An output seen through DLPack alone (no buffer protocol) is written through its capsule.
+    plain = isinstance(out, _ndarray) or not hasattr(out, "__dlpack__")
+    chosen = _run(product, x, out if plain else dlpack_capsule(out), axis, reverse, exclusive, schedule, mode)
     return out if mode == 0 else chosen
 
 

@@ -60,6 +60,20 @@ class DLPackOnly:
         return self.array.__dlpack_device__()
 
 
+class DLPackOnlyProtocol:
+    """An array seen through __dlpack__ / __dlpack_device__ and nothing else: no dtype, no shape,
+    no buffer protocol."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __dlpack__(self, stream=None):
+        return self.array.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)

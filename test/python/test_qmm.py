@@ -5,7 +5,7 @@ import threading
 
 import numpy as np
 import pytest
-from conftest import DLPackOnly, requantize_reference
+from conftest import DLPackOnly, DLPackOnlyProtocol, requantize_reference
 
 import hetkern
 
@@ -167,23 +167,14 @@ def test_column_blocks_of_one_array_as_operand_and_output(rng):
 
 
 def test_dlpack_only_operands_on_the_cpu():
-    class Protocol:  # the protocol alone: no dtype, no shape
-        def __init__(self, array):
-            self.array = array
-
-        def __dlpack__(self, stream=None):
-            return self.array.__dlpack__()
-
-        def __dlpack_device__(self):
-            return self.array.__dlpack_device__()
-
     a, b = np.array([[1, 2], [3, 4]], np.uint8), np.array([[1, 0], [0, 1]], np.int8)
-    y = hetkern.qlinear_matmul(Protocol(a), 1.0, 0, Protocol(b), 1.0, 0, 1.0, 0)
+    y = hetkern.qlinear_matmul(DLPackOnlyProtocol(a), 1.0, 0, DLPackOnlyProtocol(b), 1.0, 0, 1.0, 0)
     np.testing.assert_array_equal(np.asarray(y), a)
     # Zero points seen through the protocol alone keep their own type, as typed arrays do: an int8
     # output zero point makes an int8 output, and b's int8 -3 is read as -3.
-    y = hetkern.qlinear_matmul(a, 1.0, Protocol(np.array([1], np.uint8)), b, 1.0,
-                               Protocol(np.array([-3, -3], np.int8)), 1.0, Protocol(np.array([-5], np.int8)))
+    y = hetkern.qlinear_matmul(a, 1.0, DLPackOnlyProtocol(np.array([1], np.uint8)), b, 1.0,
+                               DLPackOnlyProtocol(np.array([-3, -3], np.int8)), 1.0,
+                               DLPackOnlyProtocol(np.array([-5], np.int8)))
     assert y.dtype == np.int8
     np.testing.assert_array_equal(y, requantize_reference(a, 1.0, 1, b, 1.0, -3, 1.0, -5, np.int8))
 
@@ -206,6 +197,14 @@ def test_outputs_without_a_dtype():
     np.testing.assert_array_equal(np.asarray(signed), requantize_reference(a, 1.0, 0, b, 1.0, 0, 2.0, 0, np.int8))
     with pytest.raises(TypeError, match="expected an array"):
         hetkern.qlinear_matmul(a, 1.0, 0, b, 1.0, 0, 2.0, 0, out=[[0, 0], [0, 0]])
+    # Seen through DLPack alone: typed by its capsule, written through it.
+    target = np.zeros((2, 2), np.uint8)
+    seen = DLPackOnlyProtocol(target)
+    assert hetkern.qlinear_matmul(a, 1.0, 0, b, 1.0, 0, 2.0, 0, out=seen) is seen
+    np.testing.assert_array_equal(target, want)
+    with pytest.raises(hetkern.DTypeError):
+        hetkern.qlinear_matmul(a, 1.0, 0, b, 1.0, 0, 2.0, 0, out=DLPackOnlyProtocol(target.view(np.int8)),
+                               out_dtype="uint8")
 
 
 def test_masked_arrays_and_bools_are_refused():

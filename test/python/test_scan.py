@@ -4,7 +4,7 @@ import threading
 
 import numpy as np
 import pytest
-from conftest import DLPackOnly, assert_scan_equal, scan_oracle
+from conftest import DLPackOnly, DLPackOnlyProtocol, assert_scan_equal, scan_oracle
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -150,6 +150,11 @@ def test_other_buffer_objects():
     x = array.array("i", [1, 2, 3, 4])
     np.testing.assert_array_equal(hetkern.cumsum(x), [1, 3, 6, 10])
     np.testing.assert_array_equal(hetkern.cumsum(memoryview(x)), [1, 3, 6, 10])
+    # An output seen through DLPack alone is written through its capsule.
+    target = np.zeros(4, np.int32)
+    out = DLPackOnlyProtocol(target)
+    assert hetkern.cumsum(np.asarray(x), out=out) is out
+    np.testing.assert_array_equal(target, [1, 3, 6, 10])
 
 
 def test_dlpack_input_gives_a_dlpack_result(rng):
