@@ -81,8 +81,8 @@ struct Settings {
   std::string db_path;
 };
 
-// Whether any operator has a strategy of this name: a typo would otherwise be passed over as a
-// schedule for another operator is, without a word.
+// Whether any operator has a strategy of this name: a typo would otherwise be passed over without
+// a word, as a schedule for another operator is.
 bool known_strategy(const std::string& name) {
   for (const Operator op : {Operator::cumulative_sum, Operator::cumulative_product, Operator::quantized_linear_matmul})
     for (const StrategyInfo& s : strategies(op))
