@@ -23,4 +23,11 @@ class InterruptGuard {
 /// True once Ctrl-C was pressed under the current InterruptGuard.
 bool interrupt_requested() noexcept;
 
+/// Thrown by stop_if_interrupted(), from a long step's progress callback (a tuner's), to abandon
+/// the step under way.
+struct Abandoned {};
+inline void stop_if_interrupted() {
+  if (interrupt_requested()) throw Abandoned();
+}
+
 }  // namespace hk::bench

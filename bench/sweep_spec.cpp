@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "bench/printable.hpp"
 #include "hetkern/error.hpp"
 
 namespace hk::bench {
@@ -51,8 +52,9 @@ qlinear-matmul 64,512,512 u8,s8,u8
 qlinear-matmul 256,1024,1024 u8,s8,u8
 )";
 
+// `why` quotes the file's words: made printable, as tune's shapes files are.
 [[noreturn]] void fail(const std::string& source, int line, const std::string& why) {
-  throw Error(Errc::invalid_parameter, "sweep", source + ":" + std::to_string(line), why);
+  throw Error(Errc::invalid_parameter, "sweep", source + ":" + std::to_string(line), printable(why));
 }
 
 std::vector<std::string> words(std::string_view line) {

@@ -402,6 +402,8 @@ class Options(unittest.TestCase):
                  ("qlinear-matmul 4294967296,4294967296,8 u8,s8,u8\n", "1", "62 bits"),
                  ("cumsum 1,1,1,1,1,1,1,1,1 float32 axis=1\n", "1", "at most 8 sizes"),
                  ("cumsum 4294967296,4294967296 float32 axis=1\n", "1", "63 bits"),
+                 # The file's bytes reach the terminal escaped, never as a control sequence.
+                 ("\x1b[2Jsum 4 float32 axis=0\n", "1", "unknown operator '\\x1b[2Jsum'"),
                  ("# nothing\n", None, "no case")]
         for text, line, words in cases:
             with self.subTest(text=text), tempfile.TemporaryDirectory() as tmp:

@@ -17,12 +17,12 @@
 #include <vector>
 
 #include "bench/interrupt.hpp"
+#include "bench/printable.hpp"
 #include "bench/threads.hpp"
 #include "hetkern/hetkern.hpp"
 #include "tools/cli.hpp"
 #include "tools/cli_problem.hpp"
 #include "tools/output_file.hpp"
-#include "tools/printable.hpp"
 #include "tools/tune_evaluation.hpp"
 
 namespace hk::cli {
@@ -86,7 +86,7 @@ TuneProblem parse_shape_line(const std::string& line, const std::string& where) 
   const std::string op = words.front();
   if (op != "cumsum" && op != "cumprod" && op != "qlinear-matmul")
     throw Error(Errc::invalid_file, "tune", where,
-                "unknown operator '" + printable(op) + "' (cumsum, cumprod or qlinear-matmul)");
+                "unknown operator '" + bench::printable(op) + "' (cumsum, cumprod or qlinear-matmul)");
   CLI::App app{"shape"};
   ProblemArgs a;
   add_problem_options(app, a, op != "qlinear-matmul");
@@ -98,12 +98,12 @@ TuneProblem parse_shape_line(const std::string& line, const std::string& where) 
   } catch (const CLI::CallForHelp&) {
     throw Error(Errc::invalid_file, "tune", where, "--help is no option of a shapes line (see hetkern tune --help)");
   } catch (const CLI::ParseError& e) {
-    throw Error(Errc::invalid_file, "tune", where, printable(e.what()));
+    throw Error(Errc::invalid_file, "tune", where, bench::printable(e.what()));
   }
   if (const auto extras = app.remaining(); !extras.empty()) {
     std::string list;
     for (const auto& word : extras) list += (list.empty() ? "" : " ") + word;
-    throw Error(Errc::invalid_file, "tune", where, "not expected in a shapes line: " + printable(list));
+    throw Error(Errc::invalid_file, "tune", where, "not expected in a shapes line: " + bench::printable(list));
   }
   // The line's problem validated here, so that its errors name the line.
   try {
@@ -216,9 +216,6 @@ std::string speedup_text(const TuningRecord& r) {
   return buf;
 }
 
-// Thrown from the tuner's progress callback on Ctrl-C: abandons the shape under way.
-struct StopTuning {};
-
 std::string rates_text(const MachineRates& r) {
   char buf[240];
   std::snprintf(buf, sizeof buf,
@@ -297,13 +294,13 @@ void tune_problems(const TuneArgs& args, const std::vector<TuneProblem>& problem
     options.budget_seconds = args.budget;
     options.exhaustive = args.exhaustive;
     options.progress = [&](const TuneProgress& tp) {
-      if (bench::interrupt_requested()) throw StopTuning();
+      bench::stop_if_interrupted();
       progress.update(tp);
     };
     TuneResult result;
     try {
       result = tune(p, options);
-    } catch (const StopTuning&) {
+    } catch (const bench::Abandoned&) {
       progress.end("interrupted, not recorded");
       break;
     }
@@ -373,7 +370,7 @@ void list_records(const TuneArgs& args) {
     std::string what = r.op + " " + r.dtype + "{" + shape + "} " + r.params + " " + r.stride_class;
     if (r.fingerprint != here) what += " " + elsewhere_text(r.fingerprint, here);
     // Imported records can hold any bytes: none of them reaches the terminal as a control sequence.
-    rows.push_back({printable(what), printable(r.schedule), time_text(r.median_ns), speedup_text(r),
+    rows.push_back({bench::printable(what), bench::printable(r.schedule), time_text(r.median_ns), speedup_text(r),
                     std::to_string(r.candidates)});
   }
   print_summary(rows);

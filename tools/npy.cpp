@@ -16,9 +16,9 @@
 #include <system_error>
 #include <utility>
 
+#include "bench/printable.hpp"
 #include "hetkern/error.hpp"
 #include "tools/output_file.hpp"
-#include "tools/printable.hpp"
 
 namespace hk::npy {
 namespace {
@@ -48,7 +48,7 @@ std::string errno_text(int error) {
 // The start of a header's text for a message, made printable.
 std::string excerpt(std::string_view text) {
   constexpr std::size_t limit = 60;
-  const std::string out = cli::printable(text.substr(0, limit));
+  const std::string out = bench::printable(text.substr(0, limit));
   return text.size() <= limit ? out : out + "...";
 }
 

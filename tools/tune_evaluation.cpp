@@ -125,10 +125,7 @@ void run_tuner_evaluation(double budget, const std::string& only) {
   std::vector<std::pair<std::string, Tally>> per_op;
   // Ctrl-C abandons the shape under way; the tallies of those that finished are still printed.
   const bench::InterruptGuard interrupt;
-  struct Stop {};
-  const auto stop_on_interrupt = [](const TuneProgress&) {
-    if (bench::interrupt_requested()) throw Stop();
-  };
+  const auto stop_on_interrupt = [](const TuneProgress&) { bench::stop_if_interrupted(); };
   std::size_t planned = 0;
   for (const auto& entry : ops) planned += entry.second.size();
   for (const auto& [name, problems] : ops) {
@@ -145,7 +142,7 @@ void run_tuner_evaluation(double budget, const std::string& only) {
       try {
         sweep = tune(p, sweep_options);
         tuned = tune(p, tuner_options);
-      } catch (const Stop&) {
+      } catch (const bench::Abandoned&) {
         break;
       }
       const Schedule heuristic = heuristic_schedule(p);

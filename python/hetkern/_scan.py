@@ -2,7 +2,7 @@
 import numpy as np
 
 from . import _hetkern
-from ._arrays import MaskedArray, dlpack_capsule, empty_like, like, new_output, refuse_masked
+from ._arrays import dlpack_capsule, empty_like, like, new_output, refuse_masked
 from ._schedule import schedule_text
 
 _run = _hetkern.cumulative
@@ -12,9 +12,8 @@ _ndarray = np.ndarray
 def _scan(product, x, axis, reverse, exclusive, out, schedule, mode):
     op = "cumulative_product" if product else "cumulative_sum"
     schedule = schedule_text(schedule, op)
-    if isinstance(x, MaskedArray) or isinstance(out, MaskedArray):
-        refuse_masked(x, op, "input")
-        refuse_masked(out, op, "output")
+    refuse_masked(x, op, "input")
+    refuse_masked(out, op, "output")
     if not isinstance(x, _ndarray):
         if hasattr(x, "__dlpack__"):
             return _scan_dlpack(product, x, axis, reverse, exclusive, out, schedule, mode)

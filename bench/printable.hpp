@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-namespace hk::cli {
+namespace hk::bench {
 
 /// `text` with every byte other than printable ASCII as \xHH, so that a NUL or a control byte
 /// (an escape sequence that clears the screen or retitles the window) neither cuts a message
@@ -21,4 +21,4 @@ inline std::string printable(std::string_view text) {
   return out;
 }
 
-}  // namespace hk::cli
+}  // namespace hk::bench
