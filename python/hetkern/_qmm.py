@@ -211,6 +211,7 @@ def _call(*args):
 
 def _qmm(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point, out, out_dtype,
          schedule, mode):
+    given_a = a
     a, b, given_out = _typed(a, "a"), _typed(b, "b"), out
     if out is not None and not hasattr(out, "dtype"):
         out = _typed_out(out)
@@ -243,12 +244,18 @@ def _qmm(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_poi
             raise Error(f"{_OP}: output: {rule}", "invalid_shape", _OP, "output", rule)
     if host:
         b_arg = b._capsule if packed else dlpack_capsule(b) if not isinstance(b, np.ndarray) else b
-        if given_out is None:
+        made = given_out is None
+        if made:
             given_out = out = np.empty(_matmul_shape(a.shape, b.shape), dtype)
         elif out is not given_out and hasattr(given_out, "__dlpack__"):
             out = dlpack_capsule(given_out)  # DLPack alone: written through its capsule, not the read-only view
         chosen = _call(a, params[0], params[1], b_arg, *params[2:], out, schedule, mode)
-        return given_out if mode == 0 else chosen
+        if mode:
+            return chosen
+        if made and not hasattr(given_a, "dtype") and hasattr(given_a, "__dlpack__"):
+            # A seen through DLPack alone: a result of its kind, as cumsum's.
+            return like(given_a, given_out.__dlpack__())
+        return given_out
     a_arg = dlpack_capsule(a)
     b_arg = b._capsule if packed else dlpack_capsule(b)
     if out is None and not mode:

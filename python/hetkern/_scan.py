@@ -42,8 +42,7 @@ def cumsum(x, axis=-1, *, reverse=False, exclusive=False, out=None, schedule=Non
 
     x: a numpy array or any object with ``__dlpack__`` (PyTorch tensors on the CPU or CUDA,
     CuPy, JAX). Types: float32 (accumulated in float64), float16 and bfloat16 (accumulated
-    in float32), float64 (double-double), int32, uint32, int64, uint64 (wrapping); see
-    ``hetkern.info()`` for the build's list.
+    in float32), float64 (double-double), int32, uint32, int64, uint64 (wrapping).
     axis: the scanned dimension; negative counts from the end.
     reverse: scan from the last element to the first (``y[i] = x[i] + ... + x[n-1]``).
     exclusive: leave each element out of its own tally (``y[0]`` is 0).

@@ -1,5 +1,6 @@
 """What hetkern is and where it runs: info, devices, default_schedule, tune, transfer counters."""
 import math
+import numbers
 import operator
 
 import numpy as np
@@ -108,11 +109,10 @@ def tune(op, shapes, budget=8.0, *, dtype=None, axis=-1, reverse=False, exclusiv
         shapes = [shapes]
     shapes = [tuple(operator.index(n) for n in s) for s in shapes]  # TypeError for a float size
     # Checked here, so that the error names this function's argument (the library's is budget_seconds).
-    try:
-        seconds = float(budget)
-    except (TypeError, ValueError):
-        seconds = None
-    if seconds is None or not math.isfinite(seconds) or seconds <= 0:
+    if isinstance(budget, (bool, np.bool_)) or not isinstance(budget, numbers.Real):
+        raise TypeError(f"tune: budget: expected a number of seconds, got {type(budget).__name__}")
+    seconds = float(budget)
+    if not math.isfinite(seconds) or seconds <= 0:
         rule = f"must be a finite number of seconds above 0, got {budget!r}"
         raise Error(f"tune: budget: {rule}", "invalid_parameter", "tune", "budget", rule) from None
     budget = seconds

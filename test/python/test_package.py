@@ -63,10 +63,15 @@ def test_tune_writes_the_database(tmp_path, monkeypatch):
         monkeypatch.delenv(variable, raising=False)
     assert hetkern.info()["tuning_db"] == ""
     assert not hetkern.tune("cumprod", [(1, 8)], budget=0.1)[0]["stored"]
-    for budget in (float("nan"), float("inf"), 0.0, -1.0, "x", None):
+    for budget in (float("nan"), float("inf"), 0.0, -1.0, np.float32(-2)):
         with pytest.raises(hetkern.Error, match="budget") as e:
             hetkern.tune(hetkern.cumsum, (4, 16), budget=budget)
         assert e.value.subject == "budget" and e.value.code == "invalid_parameter", str(e.value)
+    # Not a number of seconds: a TypeError, as for any argument of the wrong kind (a string that
+    # reads as a number, or True, was taken as one).
+    for budget in ("1", "x", None, True, np.bool_(True)):
+        with pytest.raises(TypeError, match="budget"):
+            hetkern.tune(hetkern.cumsum, (4, 16), budget=budget)
 
 
 def test_python_m_hetkern_runs_the_command_line():
