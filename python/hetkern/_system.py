@@ -114,7 +114,7 @@ def tune(op, shapes, budget=8.0, *, dtype=None, axis=-1, reverse=False, exclusiv
     seconds = float(budget)
     if not math.isfinite(seconds) or seconds <= 0:
         rule = f"must be a finite number of seconds above 0, got {budget!r}"
-        raise Error(f"tune: budget: {rule}", "invalid_parameter", "tune", "budget", rule) from None
+        raise Error(f"tune: budget: {rule}", "invalid_parameter", "tune", "budget", rule)
     budget = seconds
     return [_hetkern.tune(name, types, s, axis, reverse, exclusive, budget, exhaustive) for s in shapes]
 
