@@ -213,6 +213,7 @@ def _qmm(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_poi
          schedule, mode):
     given_a = a
     a, b, given_out = _typed(a, "a"), _typed(b, "b"), out
+    a_by_protocol = a is not given_a  # _typed read A through DLPack alone: the result takes its kind
     if out is not None and not hasattr(out, "dtype"):
         out = _typed_out(out)
     if not (type(a) is np.ndarray and type(b) is np.ndarray and (out is None or type(out) is np.ndarray)):
@@ -252,8 +253,7 @@ def _qmm(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_poi
         chosen = _call(a, params[0], params[1], b_arg, *params[2:], out, schedule, mode)
         if mode:
             return chosen
-        if made and not hasattr(given_a, "dtype") and hasattr(given_a, "__dlpack__"):
-            # A seen through DLPack alone: a result of its kind, as cumsum's.
+        if made and a_by_protocol:  # a result of A's kind, as cumsum's
             return like(given_a, given_out.__dlpack__())
         return given_out
     a_arg = dlpack_capsule(a)
