@@ -76,4 +76,15 @@ ScanLayout make_scan_layout(const CumulativeCall& call) {
   return s;
 }
 
+bool lines_in_vectors(const ScanLayout& s, const void* x, const void* y, std::int64_t element_bytes) {
+  const std::int64_t v = 16 / element_bytes;
+  const int inner = s.rank - 1;
+  if (s.in_strides[inner] != 1 || s.out_strides[inner] != 1 || s.sizes[inner] % v) return false;
+  if (s.in_step % v || s.out_step % v || s.in_origin % v || s.out_origin % v) return false;
+  if (reinterpret_cast<std::uintptr_t>(x) % 16 || reinterpret_cast<std::uintptr_t>(y) % 16) return false;
+  for (int d = 0; d < inner; ++d)
+    if ((s.sizes[d] > 1) && (s.in_strides[d] % v || s.out_strides[d] % v)) return false;
+  return true;
+}
+
 }  // namespace hk::detail

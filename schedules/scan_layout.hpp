@@ -29,4 +29,9 @@ struct ScanLayout {
 
 ScanLayout make_scan_layout(const CumulativeCall& call);
 
+/// Whether 16-byte vectors of adjacent lines can be loaded and stored at every step of the
+/// scanned axis, for elements of `element_bytes` at x and y: the innermost line dimension
+/// contiguous in both tensors and a whole number of vectors long, every vector 16-byte aligned.
+bool lines_in_vectors(const ScanLayout& s, const void* x, const void* y, std::int64_t element_bytes);
+
 }  // namespace hk::detail

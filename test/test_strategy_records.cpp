@@ -3,6 +3,9 @@
 // parameter table, and says why when it is not available.
 #include <gtest/gtest.h>
 
+#include <cstddef>
+#include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -40,14 +43,31 @@ void check_records(const List& list, const Call& call, Plan&& plan) {
     ASSERT_EQ(printed.params().size(), r.params.size());
     for (std::size_t k = 0; k < r.params.size(); ++k) EXPECT_EQ(printed.params()[k].key, r.params[k].key);
     EXPECT_EQ(to_schedule(plan(printed)), printed);
-    // The search space names only the record's parameters, each value one the table accepts.
+    // The search space names only the record's parameters, and every value of it is part of a
+    // candidate the record plans; a combination the call cannot take (more rows a thread than a
+    // kernel holds) is refused as an invalid schedule, and the tuner leaves it out.
     if (const hk::detail::SearchSpace space = r.space(call)) {
-      for (const auto& axis : *space) {
+      const auto& axes = *space;
+      for (const auto& axis : axes) {
         EXPECT_TRUE(keys.count(axis.key)) << axis.key;
-        EXPECT_FALSE(axis.values.empty()) << axis.key;
-        for (const auto& v : axis.values)
-          EXPECT_NO_THROW(plan(Schedule(r.name).set(axis.key, v))) << axis.key << "=" << v;
+        ASSERT_FALSE(axis.values.empty()) << axis.key;
       }
+      std::vector<std::set<std::string>> planned_values(axes.size());
+      std::vector<std::size_t> at(axes.size(), 0);
+      for (std::size_t a = 0; a < axes.size();) {
+        Schedule s(r.name);
+        for (std::size_t k = 0; k < axes.size(); ++k) s.set(axes[k].key, axes[k].values[at[k]]);
+        try {
+          plan(s);
+          for (std::size_t k = 0; k < axes.size(); ++k) planned_values[k].insert(axes[k].values[at[k]]);
+        } catch (const hk::Error& e) {
+          EXPECT_EQ(e.code(), hk::Errc::invalid_schedule) << s.to_string();
+        }
+        for (a = 0; a < axes.size() && ++at[a] == axes[a].values.size(); ++a) at[a] = 0;
+      }
+      for (std::size_t k = 0; k < axes.size(); ++k)
+        for (const auto& v : axes[k].values)
+          EXPECT_TRUE(planned_values[k].count(v)) << axes[k].key << "=" << v << " is in no candidate that plans";
     }
     const hk::detail::Availability a = r.available();
     EXPECT_EQ(a.available, a.why_not.empty()) << a.why_not;
@@ -68,6 +88,45 @@ TEST(StrategyRecords, Scans) {
     }
   }
 }
+
+#ifdef HETKERN_OFFLOAD
+// The columns kernel's space: rows a thread holds and tiles in flight where one pass runs, the
+// stages only for lines in 16-byte vectors, and team sizes alone where the axis is cut in chunks or
+// the type runs on the host only.
+TEST(StrategyRecords, OffloadColumnsSearchesRowsAndStagesWhereTheKernelTakesThem) {
+  using Shape = std::vector<std::int64_t>;
+  struct Case {
+    hk::DataType type;
+    Shape shape;
+    std::map<std::string, std::vector<std::string>> axes;
+  };
+  const std::vector<std::string> teams = {"64", "128", "256"}, threads = {"128", "256"}, rows = {"8", "12", "16"};
+  const std::vector<Case> cases = {
+      {hk::DataType::float32, {3, 4096, 8}, {{"threads", threads}, {"items", rows}, {"stages", {"1", "2"}}}},
+      {hk::DataType::int32, {5, 16384, 4}, {{"threads", threads}, {"items", rows}, {"stages", {"1", "2"}}}},
+      {hk::DataType::float32, {3, 16383, 3}, {{"threads", threads}, {"items", {"8"}}}},
+      {hk::DataType::float16, {3, 16383, 3}, {{"threads", threads}, {"items", rows}}},
+      {hk::DataType::float32, {4096, 1000}, {{"threads", teams}}},
+      {hk::DataType::float64, {3, 4096, 8}, {{"threads", teams}}},
+  };
+  for (const Case& c : cases) {
+    const hk::TensorDesc desc(c.type, c.shape);
+    const std::size_t bytes = std::size_t(desc.element_count()) * std::size_t(hk::size_of(c.type));
+    std::vector<std::byte> x(bytes + 16), y(bytes + 16);
+    const auto aligned = [](std::vector<std::byte>& v) {
+      return v.data() + (16 - reinterpret_cast<std::uintptr_t>(v.data()) % 16) % 16;
+    };
+    hk::detail::CumulativeCall call{false, {desc, aligned(x)}, {desc, aligned(y)}, {0}};
+    hk::detail::validate(call);
+    SCOPED_TRACE(std::string(hk::name_of(c.type)) + " " + std::to_string(c.shape[1]));
+    const hk::detail::SearchSpace space = hk::detail::scan_offload_columns().space(call);
+    ASSERT_TRUE(space.has_value());
+    std::map<std::string, std::vector<std::string>> got;
+    for (const auto& axis : *space) got[axis.key] = axis.values;
+    EXPECT_EQ(got, c.axes);
+  }
+}
+#endif
 
 TEST(StrategyRecords, Matmul) {
   using Shape = std::vector<std::int64_t>;

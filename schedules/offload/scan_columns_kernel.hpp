@@ -11,20 +11,6 @@ namespace hk::detail::offload::scan {
 /// Loads a thread of the chunked kernel issues before it combines them.
 inline constexpr int column_batch = 32;
 
-// Whether 16-byte vectors of adjacent lines can be loaded and stored at every step of the scanned
-// axis: the innermost line dimension contiguous in both tensors and a whole number of vectors
-// long, every vector starting 16-byte aligned.
-template <class T> bool columns_vectorizable(const ScanLayout& s, const T* x, const T* y) {
-  constexpr std::int64_t v = vec_elems<T>;
-  const int inner = s.rank - 1;
-  if (s.in_strides[inner] != 1 || s.out_strides[inner] != 1 || s.sizes[inner] % v) return false;
-  if (s.in_step % v || s.out_step % v || s.in_origin % v || s.out_origin % v) return false;
-  if (reinterpret_cast<std::uintptr_t>(x) % 16 || reinterpret_cast<std::uintptr_t>(y) % 16) return false;
-  for (int d = 0; d < inner; ++d)
-    if ((s.sizes[d] > 1) && (s.in_strides[d] % v || s.out_strides[d] % v)) return false;
-  return true;
-}
-
 // Team memory of one-pass scan.offload_columns before its ring: two sets of the warps' totals per
 // group (column_group) where a team has several warps, rounded up to whole 16-byte slots.
 template <class Acc> constexpr std::int64_t column_folds_bytes(int threads, int lanes, int V) {

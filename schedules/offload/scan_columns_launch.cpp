@@ -108,7 +108,7 @@ void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
   const int teams = plan.teams, threads = plan.team_threads;
   if (chunks == 1) {
     KernelArgs<T> a{.s = s, .x = x, .y = y, .exclusive = exclusive, .start = start};
-    a.vec = columns_vectorizable(s, x, y);
+    a.vec = lines_in_vectors(s, x, y, sizeof(T));
     a.lanes = column_lanes<T>(plan.width, a.vec);
     const int team_threads = std::min(threads, columns_team_threads_most<T>);
     constexpr int cap = offload_column_item_cap(sizeof(T));

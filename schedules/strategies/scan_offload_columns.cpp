@@ -1,5 +1,9 @@
 // scan.offload_columns: GPU scans with the scanned axis outside the contiguous one.
+#include <string>
+#include <vector>
+
 #include "hetkern/error.hpp"
+#include "schedules/scan_layout.hpp"
 #include "schedules/strategies/scan_host_common.hpp"
 #include "schedules/strategies/scan_offload_common.hpp"
 
@@ -15,6 +19,29 @@ Schedule OffloadColumnsScanPlan::schedule() const {
       .set("chunks", chunks).set("items", items).set("width", width)
       .set("stages", stages);
 }
+
+namespace {
+
+// The tuner's space: team sizes, and in one pass (chunks = 1) the rows a thread holds and, where
+// the lines go in 16-byte vectors, whether tiles wait in team memory (stages = 2) or the next one
+// in registers (stages = 1). Their best differs between GPUs of one architecture: float32 ran
+// fastest with 8 rows and 2 stages on an H100 and with 16 on an H200 (docs/performance.md). Where
+// only the register kernel runs (lines not in vectors), rows beyond what it holds are left out.
+SearchSpace columns_space(const CumulativeCall& call) {
+  if (!offload_scan_takes(call.input.desc.dtype()) ||
+      offload_scan_defaults(call, ScanPlan::Kind::columns).chunks != 1)
+    return offload_team_space();
+  const std::int64_t bytes = scan_element_bytes(call);
+  const bool vectors = lines_in_vectors(make_scan_layout(call), call.input.data, call.output.data, bytes);
+  SpaceAxis items{"items", {}};
+  for (const int rows : {8, 12, 16})
+    if (vectors || rows <= offload_column_item_cap(bytes)) items.values.push_back(std::to_string(rows));
+  std::vector<SpaceAxis> axes = {{"threads", {"128", "256"}}, std::move(items)};
+  if (vectors) axes.push_back({"stages", {"1", "2"}});
+  return axes;
+}
+
+}  // namespace
 
 const ScanStrategy& scan_offload_columns() {
   static const ScanStrategy record = offload_scan_record<OffloadColumnsScanPlan>(
@@ -63,7 +90,8 @@ const ScanStrategy& scan_offload_columns() {
                           " rows of " + std::to_string(scan_element_bytes(call)) +
                           "-byte elements a thread holds in registers beside the next tile's (stages = 1)");
         return plan;
-      });
+      },
+      columns_space);
   return record;
 }
 

@@ -8,9 +8,11 @@
 
 namespace hk::detail {
 
+bool offload_scan_takes(DataType type) { return type != DataType::float64 && type != DataType::bfloat16; }
+
 void check_offload_scan_type(const CumulativeCall& call, const std::string& schedule_text) {
   const DataType t = call.input.desc.dtype();
-  if (t == DataType::float64 || t == DataType::bfloat16)
+  if (!offload_scan_takes(t))
     throw Error(Errc::invalid_schedule, call.op_name(), schedule_text,
                 "the offload strategies take float32, float16 and the integer types, not " +
                     std::string(name_of(t)) + "; a host strategy scans it");

@@ -17,8 +17,11 @@
 
 namespace hk::detail {
 
+/// Whether the offload kernels take elements of `type` (float64 and bfloat16 run on the host only).
+bool offload_scan_takes(DataType type);
+
 /// Throws hk::Error(Errc::invalid_schedule) naming `schedule_text` when the offload kernels
-/// cannot take the call's element type (float64 and bfloat16 run on the host only).
+/// cannot take the call's element type.
 void check_offload_scan_type(const CumulativeCall& call, const std::string& schedule_text);
 
 /// The defaults of the offload strategy of `kind` for a call whose element type it takes
@@ -32,10 +35,12 @@ int check_offload_item_bytes(const CumulativeCall& call, const BoundParams& para
 
 /// The record of the offload strategy whose plan is `Plan` (its launch() and schedule()): the
 /// fields particular to it, and what every offload strategy shares (run on host tensors through
-/// run_scan_offload_host_chunked, the team-size space, available where there is a GPU).
+/// run_scan_offload_host_chunked, available where there is a GPU; the team-size space unless it
+/// gives its own).
 template <class Plan>
 ScanStrategy offload_scan_record(const char* name, const char* meaning, std::vector<ParamSpec> params,
-                                 ScanStrategyPlan (*plan)(const CumulativeCall&, const BoundParams&)) {
+                                 ScanStrategyPlan (*plan)(const CumulativeCall&, const BoundParams&),
+                                 SearchSpace (*space)(const CumulativeCall&) = offload_space<CumulativeCall>) {
   return {
       .name = name,
       .meaning = meaning,
@@ -45,7 +50,7 @@ ScanStrategy offload_scan_record(const char* name, const char* meaning, std::vec
         run_scan_offload_host_chunked(call, std::get<Plan>(p).launch(), offload_device());
       },
       .schedule = [](const ScanStrategyPlan& p) { return std::get<Plan>(p).schedule(); },
-      .space = offload_space<CumulativeCall>,
+      .space = space,
       .available = offload_available,
   };
 }
