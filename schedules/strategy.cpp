@@ -3,6 +3,7 @@
 
 #include <charconv>
 #include <stdexcept>
+#include <utility>
 
 #include "hetkern/error.hpp"
 
@@ -79,6 +80,21 @@ ParamSpec pin_param() {
           "scatter (alternate packages, NUMA nodes and caches), numa (a contiguous group of "
           "threads per NUMA node), none (unbound); default: hk::default_pin_policy()",
           {"none", "compact", "scatter", "numa"}};
+}
+
+std::vector<Schedule> space_points(const std::string& name, const std::vector<SpaceAxis>& axes) {
+  std::vector<Schedule> points;
+  for (const SpaceAxis& axis : axes)
+    if (axis.values.empty()) return points;
+  std::vector<std::size_t> at(axes.size(), 0);
+  for (;;) {
+    Schedule s(name);
+    for (std::size_t a = 0; a < axes.size(); ++a) s.set(axes[a].key, axes[a].values[at[a]]);
+    points.push_back(std::move(s));
+    std::size_t a = 0;
+    while (a < axes.size() && ++at[a] == axes[a].values.size()) at[a++] = 0;
+    if (a == axes.size()) return points;
+  }
 }
 
 }  // namespace hk::detail

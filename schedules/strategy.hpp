@@ -76,6 +76,10 @@ struct SpaceAxis {
 /// parallel strategy with one thread). A parameter without an axis keeps its planned default.
 using SearchSpace = std::optional<std::vector<SpaceAxis>>;
 
+/// The schedules of strategy `name` over the product of `axes`, the first axis turning fastest:
+/// the bare schedule when there are no axes, none when an axis has no values.
+std::vector<Schedule> space_points(const std::string& name, const std::vector<SpaceAxis>& axes);
+
 /// A strategy of the operator whose validated call is `Call` and whose plans are `Plan` (a
 /// std::variant with one alternative per strategy, in the order of the operator's list).
 template <class Call, class Plan> struct Strategy {

@@ -53,17 +53,13 @@ void check_records(const List& list, const Call& call, Plan&& plan) {
         ASSERT_FALSE(axis.values.empty()) << axis.key;
       }
       std::vector<std::set<std::string>> planned_values(axes.size());
-      std::vector<std::size_t> at(axes.size(), 0);
-      for (std::size_t a = 0; a < axes.size();) {
-        Schedule s(r.name);
-        for (std::size_t k = 0; k < axes.size(); ++k) s.set(axes[k].key, axes[k].values[at[k]]);
+      for (const Schedule& s : hk::detail::space_points(r.name, axes)) {
         try {
           plan(s);
-          for (std::size_t k = 0; k < axes.size(); ++k) planned_values[k].insert(axes[k].values[at[k]]);
+          for (std::size_t k = 0; k < axes.size(); ++k) planned_values[k].insert(std::string(*s.find(axes[k].key)));
         } catch (const hk::Error& e) {
           EXPECT_EQ(e.code(), hk::Errc::invalid_schedule) << s.to_string();
         }
-        for (a = 0; a < axes.size() && ++at[a] == axes[a].values.size(); ++a) at[a] = 0;
       }
       for (std::size_t k = 0; k < axes.size(); ++k)
         for (const auto& v : axes[k].values)

@@ -29,17 +29,9 @@ class SpaceBuilder {
   std::vector<SpacePoint> take() { return std::move(out_); }
 
  private:
-  // Adds the product of `axes`, odometer style.
+  // Adds the product of `axes`.
   void product(const char* name, const std::vector<SpaceAxis>& axes, int index, std::span<const ParamSpec> params) {
-    std::vector<std::size_t> at(axes.size(), 0);
-    for (;;) {
-      Schedule s(name);
-      for (std::size_t a = 0; a < axes.size(); ++a) s.set(axes[a].key, axes[a].values[at[a]]);
-      add(s, index, params);
-      std::size_t a = 0;
-      while (a < axes.size() && ++at[a] == axes[a].values.size()) at[a++] = 0;
-      if (a == axes.size()) break;
-    }
+    for (const Schedule& s : space_points(name, axes)) add(s, index, params);
   }
 
   void add(const Schedule& s, int index, std::span<const ParamSpec> params) {
