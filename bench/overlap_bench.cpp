@@ -1,0 +1,259 @@
+// hetkern-overlap-bench: how much of a core's streaming copy is left when the same loop also
+// computes.
+//
+//   hetkern-overlap-bench [--mib N] [--threads T] [--min-time S] [--json]
+//
+// A scan runs its arithmetic in the loop that streams its input and output. This program times,
+// interleaved with the plain streaming copy that the scans are measured against (bench/
+// copy_baseline), loops that move the same bytes the same way but also execute K vector additions
+// per 128 bytes read: additions on registers of their own, independent of the data and of each
+// other's results apart from eight short chains, so that a core which overlaps arithmetic with its
+// memory traffic would hide them completely. Variants:
+//   copy + K additions             K = 16, 32, 48, 64, streaming stores
+//   copy + K additions, requested  the same, each 128 bytes also requested into L1 8 KiB ahead
+//   copy by ordinary stores + K    K = 0, 32, 64, the output read for ownership before it is written
+//   reads + K additions            loads only, K = 0 and 32 (the loads feed the first chain)
+// and prints each variant's median time over the copy's (time_interleaved's medians). Where the
+// ratios grow with K, the core's streams slow down by the work beside them: a scan whose loop holds
+// that many instructions cannot come closer to the copy (docs/performance.md).
+//
+//   --mib N       input and output buffers of N MiB each (default 256: well past any cache)
+//   --threads T   threads, each streaming its share of the buffers (default 1)
+//   --min-time S  seconds the interleaved rounds take at least (default 3)
+//   --json        one JSON object per variant instead of the table
+#include <immintrin.h>
+#include <omp.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench/buffer.hpp"
+#include "bench/copy_baseline.hpp"
+#include "bench/record.hpp"
+#include "bench/timing.hpp"
+
+namespace {
+
+constexpr std::size_t step_bytes = 128;
+constexpr std::size_t request_ahead_bytes = 8192;
+
+enum class Stream { copy, stored, reads };
+
+// Each variant's loop at both widths: `rounds` rounds of one addition to each of eight
+// accumulators per 128 bytes; the empty asm keeps every addition (the compiler would otherwise fold
+// a run of additions of one constant into one).
+
+#pragma clang attribute push(__attribute__((target("avx512f"))), apply_to = function)
+inline void add_rounds(__m512i (&acc)[8], int rounds) {
+  const __m512i one = _mm512_set1_epi32(1);
+  for (int r = 0; r < rounds; ++r)
+    for (auto& a : acc) {
+      a = _mm512_add_epi32(a, one);
+      asm volatile("" : "+v"(a));
+    }
+}
+
+template <int K, bool Request, Stream Mode>
+std::int64_t run_avx512(std::byte* y, const std::byte* x, std::size_t bytes) {
+  __m512i acc[8];
+  for (auto& a : acc) a = _mm512_setzero_si512();
+  for (std::size_t i = 0; i < bytes; i += step_bytes) {
+    if constexpr (Request) {
+      _mm_prefetch(reinterpret_cast<const char*>(x + i + request_ahead_bytes), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(x + i + request_ahead_bytes + 64), _MM_HINT_T0);
+    }
+    const __m512i a = _mm512_loadu_si512(x + i), b = _mm512_loadu_si512(x + i + 64);
+    add_rounds(acc, K / 8);
+    if constexpr (Mode == Stream::copy) {
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(y + i), a);
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(y + i + 64), b);
+    } else if constexpr (Mode == Stream::stored) {
+      _mm512_storeu_si512(y + i, a);
+      _mm512_storeu_si512(y + i + 64, b);
+    } else {
+      acc[0] = _mm512_add_epi32(acc[0], _mm512_add_epi32(a, b));
+    }
+  }
+  _mm_sfence();
+  __m512i total = acc[0];
+  for (int j = 1; j < 8; ++j) total = _mm512_add_epi32(total, acc[j]);
+  return _mm512_reduce_add_epi32(total);
+}
+#pragma clang attribute pop
+
+#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
+inline void add_rounds(__m256i (&acc)[8], int rounds) {
+  const __m256i one = _mm256_set1_epi32(1);
+  for (int r = 0; r < rounds; ++r)
+    for (auto& a : acc) {
+      a = _mm256_add_epi32(a, one);
+      asm volatile("" : "+v"(a));
+    }
+}
+
+template <int K, bool Request, Stream Mode>
+std::int64_t run_avx2(std::byte* y, const std::byte* x, std::size_t bytes) {
+  __m256i acc[8];
+  for (auto& a : acc) a = _mm256_setzero_si256();
+  for (std::size_t i = 0; i < bytes; i += step_bytes) {
+    if constexpr (Request) {
+      _mm_prefetch(reinterpret_cast<const char*>(x + i + request_ahead_bytes), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(x + i + request_ahead_bytes + 64), _MM_HINT_T0);
+    }
+    __m256i v[4];
+    for (int h = 0; h < 4; ++h) v[h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i + 32 * h));
+    add_rounds(acc, K / 8);
+    for (int h = 0; h < 4; ++h) {
+      if constexpr (Mode == Stream::copy)
+        _mm256_stream_si256(reinterpret_cast<__m256i*>(y + i + 32 * h), v[h]);
+      else if constexpr (Mode == Stream::stored)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i + 32 * h), v[h]);
+      else
+        acc[0] = _mm256_add_epi32(acc[0], v[h]);
+    }
+  }
+  _mm_sfence();
+  __m256i total = acc[0];
+  for (int j = 1; j < 8; ++j) total = _mm256_add_epi32(total, acc[j]);
+  alignas(32) std::int32_t lanes[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), total);
+  std::int64_t sum = 0;
+  for (const std::int32_t l : lanes) sum += l;
+  return sum;
+}
+#pragma clang attribute pop
+
+using Loop = std::int64_t (*)(std::byte*, const std::byte*, std::size_t);
+
+// Where the loops' sums go, so that the compiler keeps every addition.
+volatile std::int64_t sink;
+
+struct Variant {
+  std::string name;
+  int additions;
+  bool requested;
+  Stream mode;
+  Loop loop;
+};
+
+template <int K, bool Request, Stream Mode> Variant variant(const char* name, bool avx512) {
+  return {name, K, Request, Mode, avx512 ? run_avx512<K, Request, Mode> : run_avx2<K, Request, Mode>};
+}
+
+std::vector<Variant> variants(bool avx512) {
+  return {variant<16, false, Stream::copy>("copy + 16 additions", avx512),
+          variant<32, false, Stream::copy>("copy + 32 additions", avx512),
+          variant<48, false, Stream::copy>("copy + 48 additions", avx512),
+          variant<64, false, Stream::copy>("copy + 64 additions", avx512),
+          variant<0, true, Stream::copy>("copy, requested", avx512),
+          variant<16, true, Stream::copy>("copy + 16 additions, requested", avx512),
+          variant<32, true, Stream::copy>("copy + 32 additions, requested", avx512),
+          variant<48, true, Stream::copy>("copy + 48 additions, requested", avx512),
+          variant<64, true, Stream::copy>("copy + 64 additions, requested", avx512),
+          variant<0, false, Stream::stored>("copy by ordinary stores", avx512),
+          variant<32, false, Stream::stored>("copy by ordinary stores + 32 additions", avx512),
+          variant<64, false, Stream::stored>("copy by ordinary stores + 64 additions", avx512),
+          variant<0, false, Stream::reads>("reads", avx512),
+          variant<32, false, Stream::reads>("reads + 32 additions", avx512)};
+}
+
+[[noreturn]] void usage(const char* why) {
+  std::fprintf(stderr, "hetkern-overlap-bench: %s (usage: hetkern-overlap-bench [--mib N] [--threads T] [--min-time S] [--json])\n", why);
+  std::exit(2);
+}
+
+long positive(const char* flag, const char* text, long most) {
+  char* end = nullptr;
+  const long v = std::strtol(text, &end, 10);
+  if (*text == '\0' || *end != '\0' || v < 1 || v > most) usage((std::string(flag) + " takes a whole number from 1 to " + std::to_string(most)).c_str());
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  long mib = 256, threads = 1;
+  double min_time = 3;
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const auto value = [&] {
+      if (i + 1 >= argc) usage((arg + " needs a value").c_str());
+      return argv[++i];
+    };
+    if (arg == "--mib") {
+      mib = positive("--mib", value(), 1 << 16);
+    } else if (arg == "--threads") {
+      threads = positive("--threads", value(), 4096);
+    } else if (arg == "--min-time") {
+      char* end = nullptr;
+      const char* text = value();
+      min_time = std::strtod(text, &end);
+      if (*text == '\0' || *end != '\0' || !(min_time >= 0 && min_time <= 3600)) usage("--min-time takes seconds from 0 to 3600");
+    } else if (arg == "--json") {
+      json = true;
+    } else {
+      usage(("unknown argument " + arg).c_str());
+    }
+  }
+  if (!__builtin_cpu_supports("avx2")) {
+    std::fprintf(stderr, "hetkern-overlap-bench: needs AVX2, which this CPU lacks\n");
+    return 1;
+  }
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  const int n = int(threads);
+  // Each thread's share, whole steps of 128 bytes; the input reaches past the last share by the
+  // distance the requested variants request ahead, so that no request leaves the buffer.
+  const std::size_t share = (std::size_t(mib) << 20) / std::size_t(n) / step_bytes * step_bytes;
+  if (share == 0) usage("--mib is too small for that many threads");
+  hk::bench::Buffer in(share * std::size_t(n) + request_ahead_bytes + step_bytes, n), out(share * std::size_t(n), n);
+  std::memset(in.data(), 1, in.size());
+
+  const std::vector<Variant> list = variants(avx512);
+  std::vector<std::function<void()>> functions;
+  const auto on_threads = [&, n](Loop loop) {
+    return [&, n, loop] {
+      std::int64_t total = 0;
+#pragma omp parallel num_threads(n) reduction(+ : total)
+      {
+        const std::size_t from = std::size_t(omp_get_thread_num()) * share;
+        total += loop(out.data() + from, in.data() + from, share);
+      }
+      sink = total;
+    };
+  };
+  functions.push_back([&] { hk::bench::streaming_copy(out.data(), in.data(), share * std::size_t(n), n); });
+  for (const Variant& v : list) functions.push_back(on_threads(v.loop));
+  hk::bench::TimingOptions options;
+  options.min_seconds = min_time;
+  const std::vector<hk::bench::TimingStats> stats = hk::bench::time_interleaved(functions, options);
+
+  const double copy_ns = stats[0].median_ns, bytes = 2.0 * double(share) * n;
+  if (!json) {
+    std::printf("%d thread(s), %s, %ld MiB each way; the copy: %.1f GB/s (median of %lld)\n\n", n,
+                avx512 ? "AVX-512" : "AVX2", mib, bytes / copy_ns, static_cast<long long>(stats[0].repetitions));
+    std::printf("| variant | time over the copy's (median) | q1-q3 |\n|---|---|---|\n");
+  }
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const hk::bench::TimingStats& s = stats[i + 1];
+    if (json) {
+      hk::bench::Record r;
+      r.set("variant", list[i].name).set("additions_per_128_bytes", std::int64_t(list[i].additions));
+      r.set("requested_ahead_bytes", std::int64_t(list[i].requested ? request_ahead_bytes : 0));
+      r.set("stream", std::string(list[i].mode == Stream::copy ? "copy" : list[i].mode == Stream::stored ? "stored" : "reads")).set("threads", std::int64_t(n));
+      r.set("isa", std::string(avx512 ? "avx512" : "avx2")).set("median_ns", s.median_ns).set("copy_median_ns", copy_ns);
+      r.set("copy_gbps", bytes / copy_ns).set("time_vs_copy", s.median_ns / copy_ns);
+      r.set("q1_vs_copy", s.q1_ns / copy_ns).set("q3_vs_copy", s.q3_ns / copy_ns);
+      std::printf("%s\n", r.to_json().c_str());
+    } else {
+      std::printf("| %s | %.3f | %.3f-%.3f |\n", list[i].name.c_str(), s.median_ns / copy_ns, s.q1_ns / copy_ns,
+                  s.q3_ns / copy_ns);
+    }
+  }
+  return 0;
+}

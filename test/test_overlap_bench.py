@@ -1,0 +1,88 @@
+#!/usr/bin/python3
+"""hetkern-overlap-bench: every variant is measured and reported against the copy, at one thread and
+at several, and bad input exits with status 2 and one line on stderr. Small buffers and no minimum
+time keep it fast; the ratios themselves are the machine's, so only their consistency is checked.
+usage: test_overlap_bench.py PATH/TO/hetkern-overlap-bench
+"""
+import json
+import subprocess
+import sys
+import unittest
+
+PROGRAM = None
+VARIANTS = {  # name: (additions per 128 bytes, requested ahead, stream)
+    "copy + 16 additions": (16, False, "copy"),
+    "copy + 32 additions": (32, False, "copy"),
+    "copy + 48 additions": (48, False, "copy"),
+    "copy + 64 additions": (64, False, "copy"),
+    "copy, requested": (0, True, "copy"),
+    "copy + 16 additions, requested": (16, True, "copy"),
+    "copy + 32 additions, requested": (32, True, "copy"),
+    "copy + 48 additions, requested": (48, True, "copy"),
+    "copy + 64 additions, requested": (64, True, "copy"),
+    "copy by ordinary stores": (0, False, "stored"),
+    "copy by ordinary stores + 32 additions": (32, False, "stored"),
+    "copy by ordinary stores + 64 additions": (64, False, "stored"),
+    "reads": (0, False, "reads"),
+    "reads + 32 additions": (32, False, "reads"),
+}
+
+
+def run(*args):
+    return subprocess.run([PROGRAM, *map(str, args)], capture_output=True, text=True, timeout=120)
+
+
+class OverlapBench(unittest.TestCase):
+    def records(self, *args):
+        result = run("--mib", 2, "--min-time", 0, "--json", *args)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return [json.loads(line) for line in result.stdout.splitlines()]
+
+    def check(self, records, threads):
+        self.assertEqual([r["variant"] for r in records], list(VARIANTS))
+        for r in records:
+            additions, requested, stream = VARIANTS[r["variant"]]
+            self.assertEqual(r["additions_per_128_bytes"], additions)
+            self.assertEqual(r["requested_ahead_bytes"] > 0, requested)
+            self.assertEqual(r["stream"], stream)
+            self.assertEqual(r["threads"], threads)
+            self.assertIn(r["isa"], ("avx512", "avx2"))
+            self.assertGreater(r["copy_median_ns"], 0)
+            self.assertAlmostEqual(r["copy_gbps"], 2 * (2 << 20) // 128 // threads * 128 * threads / r["copy_median_ns"])
+            self.assertAlmostEqual(r["time_vs_copy"], r["median_ns"] / r["copy_median_ns"])
+            self.assertLessEqual(r["q1_vs_copy"], r["time_vs_copy"])
+            self.assertLessEqual(r["time_vs_copy"], r["q3_vs_copy"])
+        # The copy's own time is one measurement for all variants.
+        self.assertEqual(len({r["copy_median_ns"] for r in records}), 1)
+
+    def test_one_thread(self):
+        self.check(self.records(), 1)
+
+    def test_threads_share_the_buffers(self):
+        self.check(self.records("--threads", 3), 3)
+
+    def test_table(self):
+        result = run("--mib", 1, "--min-time", 0)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("| variant | time over the copy's (median) | q1-q3 |", result.stdout)
+        for name in VARIANTS:
+            self.assertIn(f"| {name} | ", result.stdout)
+
+    def test_bad_input(self):
+        for args, message in [(["--mib", "0"], "--mib takes a whole number from 1 to 65536"),
+                              (["--mib", "x"], "--mib takes a whole number"),
+                              (["--threads"], "--threads needs a value"),
+                              (["--threads", "5000"], "--threads takes a whole number from 1 to 4096"),
+                              (["--min-time", "-1"], "--min-time takes seconds from 0 to 3600"),
+                              (["--min-time", "nan"], "--min-time takes seconds"),
+                              (["--frobnicate"], "unknown argument --frobnicate")]:
+            result = run(*args)
+            self.assertEqual(result.returncode, 2, args)
+            self.assertEqual(result.stdout, "")
+            self.assertEqual(len(result.stderr.splitlines()), 1, result.stderr)
+            self.assertIn(message, result.stderr)
+
+
+if __name__ == "__main__":
+    PROGRAM = sys.argv.pop(1)
+    unittest.main()
