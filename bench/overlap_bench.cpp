@@ -10,7 +10,8 @@
 // other's results apart from eight short chains, so that a core which overlaps arithmetic with its
 // memory traffic would hide them completely. Variants:
 //   copy + K additions             K = 16, 32, 48, 64, streaming stores
-//   copy + K additions, requested  the same, each 128 bytes also requested into L1 8 KiB ahead
+//   ..., L1 requests 8 KiB ahead   K = 0 to 64, each 128 bytes also requested into L1 8 KiB ahead
+//   ..., L2 requests 16 KiB ahead  K = 0, 32, 64, requested into L2 16 KiB ahead (as the row scans do)
 //   copy by ordinary stores + K    K = 0, 32, 64, the output read for ownership before it is written
 //   reads + K additions            loads only, K = 0 and 32 (the loads feed the first chain)
 // and prints each variant's median time over the copy's (time_interleaved's medians). Where the
@@ -40,9 +41,24 @@
 namespace {
 
 constexpr std::size_t step_bytes = 128;
-constexpr std::size_t request_ahead_bytes = 8192;
+
+// How a loop requests its input ahead of its loads: not at all, into L1 8 KiB ahead, or into L2
+// 16 KiB ahead (as the row scans request theirs, schedules/scan_host.cpp).
+enum class Request { none, l1, l2 };
+constexpr std::size_t most_ahead_bytes = 16384;
 
 enum class Stream { copy, stored, reads };
+
+// Requests the 128 bytes that a loop at `at` reads next, ahead as R says.
+template <Request R> inline void request_ahead(const std::byte* at) {
+  if constexpr (R == Request::l1) {
+    _mm_prefetch(reinterpret_cast<const char*>(at + 8192), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(at + 8192 + 64), _MM_HINT_T0);
+  } else if constexpr (R == Request::l2) {
+    _mm_prefetch(reinterpret_cast<const char*>(at + 16384), _MM_HINT_T1);
+    _mm_prefetch(reinterpret_cast<const char*>(at + 16384 + 64), _MM_HINT_T1);
+  }
+}
 
 // Each variant's loop at both widths: `rounds` rounds of one addition to each of eight
 // accumulators per 128 bytes; the empty asm keeps every addition (the compiler would otherwise fold
@@ -58,15 +74,12 @@ inline void add_rounds(__m512i (&acc)[8], int rounds) {
     }
 }
 
-template <int K, bool Request, Stream Mode>
+template <int K, Request R, Stream Mode>
 std::int64_t run_avx512(std::byte* y, const std::byte* x, std::size_t bytes) {
   __m512i acc[8];
   for (auto& a : acc) a = _mm512_setzero_si512();
   for (std::size_t i = 0; i < bytes; i += step_bytes) {
-    if constexpr (Request) {
-      _mm_prefetch(reinterpret_cast<const char*>(x + i + request_ahead_bytes), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(x + i + request_ahead_bytes + 64), _MM_HINT_T0);
-    }
+    request_ahead<R>(x + i);
     const __m512i a = _mm512_loadu_si512(x + i), b = _mm512_loadu_si512(x + i + 64);
     add_rounds(acc, K / 8);
     if constexpr (Mode == Stream::copy) {
@@ -96,15 +109,12 @@ inline void add_rounds(__m256i (&acc)[8], int rounds) {
     }
 }
 
-template <int K, bool Request, Stream Mode>
+template <int K, Request R, Stream Mode>
 std::int64_t run_avx2(std::byte* y, const std::byte* x, std::size_t bytes) {
   __m256i acc[8];
   for (auto& a : acc) a = _mm256_setzero_si256();
   for (std::size_t i = 0; i < bytes; i += step_bytes) {
-    if constexpr (Request) {
-      _mm_prefetch(reinterpret_cast<const char*>(x + i + request_ahead_bytes), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(x + i + request_ahead_bytes + 64), _MM_HINT_T0);
-    }
+    request_ahead<R>(x + i);
     __m256i v[4];
     for (int h = 0; h < 4; ++h) v[h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i + 32 * h));
     add_rounds(acc, K / 8);
@@ -136,30 +146,35 @@ volatile std::int64_t sink;
 struct Variant {
   std::string name;
   int additions;
-  bool requested;
+  Request request;
   Stream mode;
   Loop loop;
 };
 
-template <int K, bool Request, Stream Mode> Variant variant(const char* name, bool avx512) {
-  return {name, K, Request, Mode, avx512 ? run_avx512<K, Request, Mode> : run_avx2<K, Request, Mode>};
+template <int K, Request R, Stream Mode> Variant variant(const char* name, bool avx512) {
+  return {name, K, R, Mode, avx512 ? run_avx512<K, R, Mode> : run_avx2<K, R, Mode>};
 }
 
 std::vector<Variant> variants(bool avx512) {
-  return {variant<16, false, Stream::copy>("copy + 16 additions", avx512),
-          variant<32, false, Stream::copy>("copy + 32 additions", avx512),
-          variant<48, false, Stream::copy>("copy + 48 additions", avx512),
-          variant<64, false, Stream::copy>("copy + 64 additions", avx512),
-          variant<0, true, Stream::copy>("copy, requested", avx512),
-          variant<16, true, Stream::copy>("copy + 16 additions, requested", avx512),
-          variant<32, true, Stream::copy>("copy + 32 additions, requested", avx512),
-          variant<48, true, Stream::copy>("copy + 48 additions, requested", avx512),
-          variant<64, true, Stream::copy>("copy + 64 additions, requested", avx512),
-          variant<0, false, Stream::stored>("copy by ordinary stores", avx512),
-          variant<32, false, Stream::stored>("copy by ordinary stores + 32 additions", avx512),
-          variant<64, false, Stream::stored>("copy by ordinary stores + 64 additions", avx512),
-          variant<0, false, Stream::reads>("reads", avx512),
-          variant<32, false, Stream::reads>("reads + 32 additions", avx512)};
+  using enum Request;
+  using enum Stream;
+  return {variant<16, none, copy>("copy + 16 additions", avx512),
+          variant<32, none, copy>("copy + 32 additions", avx512),
+          variant<48, none, copy>("copy + 48 additions", avx512),
+          variant<64, none, copy>("copy + 64 additions", avx512),
+          variant<0, l1, copy>("copy, L1 requests 8 KiB ahead", avx512),
+          variant<16, l1, copy>("copy + 16 additions, L1 requests 8 KiB ahead", avx512),
+          variant<32, l1, copy>("copy + 32 additions, L1 requests 8 KiB ahead", avx512),
+          variant<48, l1, copy>("copy + 48 additions, L1 requests 8 KiB ahead", avx512),
+          variant<64, l1, copy>("copy + 64 additions, L1 requests 8 KiB ahead", avx512),
+          variant<0, l2, copy>("copy, L2 requests 16 KiB ahead", avx512),
+          variant<32, l2, copy>("copy + 32 additions, L2 requests 16 KiB ahead", avx512),
+          variant<64, l2, copy>("copy + 64 additions, L2 requests 16 KiB ahead", avx512),
+          variant<0, none, stored>("copy by ordinary stores", avx512),
+          variant<32, none, stored>("copy by ordinary stores + 32 additions", avx512),
+          variant<64, none, stored>("copy by ordinary stores + 64 additions", avx512),
+          variant<0, none, reads>("reads", avx512),
+          variant<32, none, reads>("reads + 32 additions", avx512)};
 }
 
 [[noreturn]] void usage(const char* why) {
@@ -208,10 +223,10 @@ int main(int argc, char** argv) {
   const bool avx512 = __builtin_cpu_supports("avx512f");
   const int n = int(threads);
   // Each thread's share, whole steps of 128 bytes; the input reaches past the last share by the
-  // distance the requested variants request ahead, so that no request leaves the buffer.
+  // farthest request ahead, so that no request leaves the buffer.
   const std::size_t share = (std::size_t(mib) << 20) / std::size_t(n) / step_bytes * step_bytes;
   if (share == 0) usage("--mib is too small for that many threads");
-  hk::bench::Buffer in(share * std::size_t(n) + request_ahead_bytes + step_bytes, n), out(share * std::size_t(n), n);
+  hk::bench::Buffer in(share * std::size_t(n) + most_ahead_bytes + step_bytes, n), out(share * std::size_t(n), n);
   std::memset(in.data(), 1, in.size());
 
   const std::vector<Variant> list = variants(avx512);
@@ -244,7 +259,7 @@ int main(int argc, char** argv) {
     if (json) {
       hk::bench::Record r;
       r.set("variant", list[i].name).set("additions_per_128_bytes", std::int64_t(list[i].additions));
-      r.set("requested_ahead_bytes", std::int64_t(list[i].requested ? request_ahead_bytes : 0));
+      r.set("request", std::string(list[i].request == Request::l1 ? "l1" : list[i].request == Request::l2 ? "l2" : "none"));
       r.set("stream", std::string(list[i].mode == Stream::copy ? "copy" : list[i].mode == Stream::stored ? "stored" : "reads")).set("threads", std::int64_t(n));
       r.set("isa", std::string(avx512 ? "avx512" : "avx2")).set("median_ns", s.median_ns).set("copy_median_ns", copy_ns);
       r.set("copy_gbps", bytes / copy_ns).set("time_vs_copy", s.median_ns / copy_ns);

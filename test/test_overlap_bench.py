@@ -10,21 +10,24 @@ import sys
 import unittest
 
 PROGRAM = None
-VARIANTS = {  # name: (additions per 128 bytes, requested ahead, stream)
-    "copy + 16 additions": (16, False, "copy"),
-    "copy + 32 additions": (32, False, "copy"),
-    "copy + 48 additions": (48, False, "copy"),
-    "copy + 64 additions": (64, False, "copy"),
-    "copy, requested": (0, True, "copy"),
-    "copy + 16 additions, requested": (16, True, "copy"),
-    "copy + 32 additions, requested": (32, True, "copy"),
-    "copy + 48 additions, requested": (48, True, "copy"),
-    "copy + 64 additions, requested": (64, True, "copy"),
-    "copy by ordinary stores": (0, False, "stored"),
-    "copy by ordinary stores + 32 additions": (32, False, "stored"),
-    "copy by ordinary stores + 64 additions": (64, False, "stored"),
-    "reads": (0, False, "reads"),
-    "reads + 32 additions": (32, False, "reads"),
+VARIANTS = {  # name: (additions per 128 bytes, request, stream)
+    "copy + 16 additions": (16, "none", "copy"),
+    "copy + 32 additions": (32, "none", "copy"),
+    "copy + 48 additions": (48, "none", "copy"),
+    "copy + 64 additions": (64, "none", "copy"),
+    "copy, L1 requests 8 KiB ahead": (0, "l1", "copy"),
+    "copy + 16 additions, L1 requests 8 KiB ahead": (16, "l1", "copy"),
+    "copy + 32 additions, L1 requests 8 KiB ahead": (32, "l1", "copy"),
+    "copy + 48 additions, L1 requests 8 KiB ahead": (48, "l1", "copy"),
+    "copy + 64 additions, L1 requests 8 KiB ahead": (64, "l1", "copy"),
+    "copy, L2 requests 16 KiB ahead": (0, "l2", "copy"),
+    "copy + 32 additions, L2 requests 16 KiB ahead": (32, "l2", "copy"),
+    "copy + 64 additions, L2 requests 16 KiB ahead": (64, "l2", "copy"),
+    "copy by ordinary stores": (0, "none", "stored"),
+    "copy by ordinary stores + 32 additions": (32, "none", "stored"),
+    "copy by ordinary stores + 64 additions": (64, "none", "stored"),
+    "reads": (0, "none", "reads"),
+    "reads + 32 additions": (32, "none", "reads"),
 }
 
 
@@ -41,9 +44,9 @@ class OverlapBench(unittest.TestCase):
     def check(self, records, threads):
         self.assertEqual([r["variant"] for r in records], list(VARIANTS))
         for r in records:
-            additions, requested, stream = VARIANTS[r["variant"]]
+            additions, request, stream = VARIANTS[r["variant"]]
             self.assertEqual(r["additions_per_128_bytes"], additions)
-            self.assertEqual(r["requested_ahead_bytes"] > 0, requested)
+            self.assertEqual(r["request"], request)
             self.assertEqual(r["stream"], stream)
             self.assertEqual(r["threads"], threads)
             self.assertIn(r["isa"], ("avx512", "avx2"))
