@@ -24,12 +24,15 @@
 //   --json        one JSON object per variant instead of the table
 #include <immintrin.h>
 #include <omp.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -178,14 +181,18 @@ std::vector<Variant> variants(bool avx512) {
 }
 
 [[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr, "hetkern-overlap-bench: %s (usage: hetkern-overlap-bench [--mib N] [--threads T] [--min-time S] [--json])\n", why);
+  std::fprintf(stderr,
+               "hetkern-overlap-bench: %s (usage: hetkern-overlap-bench [--mib N] [--threads T] [--min-time S] "
+               "[--json])\n",
+               why);
   std::exit(2);
 }
 
 long positive(const char* flag, const char* text, long most) {
   char* end = nullptr;
   const long v = std::strtol(text, &end, 10);
-  if (*text == '\0' || *end != '\0' || v < 1 || v > most) usage((std::string(flag) + " takes a whole number from 1 to " + std::to_string(most)).c_str());
+  if (*text == '\0' || *end != '\0' || v < 1 || v > most)
+    usage((std::string(flag) + " takes a whole number from 1 to " + std::to_string(most)).c_str());
   return v;
 }
 
@@ -209,7 +216,8 @@ int main(int argc, char** argv) {
       char* end = nullptr;
       const char* text = value();
       min_time = std::strtod(text, &end);
-      if (*text == '\0' || *end != '\0' || !(min_time >= 0 && min_time <= 3600)) usage("--min-time takes seconds from 0 to 3600");
+      if (*text == '\0' || *end != '\0' || !(min_time >= 0 && min_time <= 3600))
+        usage("--min-time takes seconds from 0 to 3600");
     } else if (arg == "--json") {
       json = true;
     } else {
@@ -226,8 +234,27 @@ int main(int argc, char** argv) {
   // farthest request ahead, so that no request leaves the buffer.
   const std::size_t share = (std::size_t(mib) << 20) / std::size_t(n) / step_bytes * step_bytes;
   if (share == 0) usage("--mib is too small for that many threads");
-  hk::bench::Buffer in(share * std::size_t(n) + most_ahead_bytes + step_bytes, n), out(share * std::size_t(n), n);
-  std::memset(in.data(), 1, in.size());
+  // Refused up front where the machine cannot hold them: touching them would only end in the
+  // out-of-memory killer.
+  const long pages = sysconf(_SC_PHYS_PAGES), page_bytes = sysconf(_SC_PAGESIZE);
+  const double machine_mib = double(pages) * double(page_bytes) / double(1 << 20);
+  if (pages > 0 && page_bytes > 0 && 2.0 * double(mib) > machine_mib) {
+    std::fprintf(stderr,
+                 "hetkern-overlap-bench: two buffers of %ld MiB need more than this machine's %lld MiB of memory; "
+                 "try a smaller --mib\n",
+                 mib, static_cast<long long>(machine_mib));
+    return 1;
+  }
+  std::optional<hk::bench::Buffer> in, out;
+  try {
+    in.emplace(share * std::size_t(n) + most_ahead_bytes + step_bytes, n);
+    out.emplace(share * std::size_t(n), n);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "hetkern-overlap-bench: cannot allocate two buffers of %ld MiB; try a smaller --mib\n",
+                 mib);
+    return 1;
+  }
+  std::memset(in->data(), 1, in->size());
 
   const std::vector<Variant> list = variants(avx512);
   std::vector<std::function<void()>> functions;
@@ -237,12 +264,12 @@ int main(int argc, char** argv) {
 #pragma omp parallel num_threads(n) reduction(+ : total)
       {
         const std::size_t from = std::size_t(omp_get_thread_num()) * share;
-        total += loop(out.data() + from, in.data() + from, share);
+        total += loop(out->data() + from, in->data() + from, share);
       }
       sink = total;
     };
   };
-  functions.push_back([&] { hk::bench::streaming_copy(out.data(), in.data(), share * std::size_t(n), n); });
+  functions.push_back([&] { hk::bench::streaming_copy(out->data(), in->data(), share * std::size_t(n), n); });
   for (const Variant& v : list) functions.push_back(on_threads(v.loop));
   hk::bench::TimingOptions options;
   options.min_seconds = min_time;
@@ -259,9 +286,12 @@ int main(int argc, char** argv) {
     if (json) {
       hk::bench::Record r;
       r.set("variant", list[i].name).set("additions_per_128_bytes", std::int64_t(list[i].additions));
-      r.set("request", std::string(list[i].request == Request::l1 ? "l1" : list[i].request == Request::l2 ? "l2" : "none"));
-      r.set("stream", std::string(list[i].mode == Stream::copy ? "copy" : list[i].mode == Stream::stored ? "stored" : "reads")).set("threads", std::int64_t(n));
-      r.set("isa", std::string(avx512 ? "avx512" : "avx2")).set("median_ns", s.median_ns).set("copy_median_ns", copy_ns);
+      const Request request = list[i].request;
+      const Stream mode = list[i].mode;
+      r.set("request", std::string(request == Request::l1 ? "l1" : request == Request::l2 ? "l2" : "none"));
+      r.set("stream", std::string(mode == Stream::copy ? "copy" : mode == Stream::stored ? "stored" : "reads"));
+      r.set("threads", std::int64_t(n)).set("isa", std::string(avx512 ? "avx512" : "avx2"));
+      r.set("median_ns", s.median_ns).set("copy_median_ns", copy_ns);
       r.set("copy_gbps", bytes / copy_ns).set("time_vs_copy", s.median_ns / copy_ns);
       r.set("q1_vs_copy", s.q1_ns / copy_ns).set("q3_vs_copy", s.q3_ns / copy_ns);
       std::printf("%s\n", r.to_json().c_str());

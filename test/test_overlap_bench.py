@@ -5,6 +5,7 @@ time keep it fast; the ratios themselves are the machine's, so only their consis
 usage: test_overlap_bench.py PATH/TO/hetkern-overlap-bench
 """
 import json
+import os
 import subprocess
 import sys
 import unittest
@@ -51,7 +52,8 @@ class OverlapBench(unittest.TestCase):
             self.assertEqual(r["threads"], threads)
             self.assertIn(r["isa"], ("avx512", "avx2"))
             self.assertGreater(r["copy_median_ns"], 0)
-            self.assertAlmostEqual(r["copy_gbps"], 2 * (2 << 20) // 128 // threads * 128 * threads / r["copy_median_ns"])
+            moved = 2 * ((2 << 20) // threads // 128 * 128) * threads
+            self.assertAlmostEqual(r["copy_gbps"], moved / r["copy_median_ns"])
             self.assertAlmostEqual(r["time_vs_copy"], r["median_ns"] / r["copy_median_ns"])
             self.assertLessEqual(r["q1_vs_copy"], r["time_vs_copy"])
             self.assertLessEqual(r["time_vs_copy"], r["q3_vs_copy"])
@@ -85,6 +87,16 @@ class OverlapBench(unittest.TestCase):
             self.assertEqual(len(result.stderr.splitlines()), 1, result.stderr)
             self.assertIn(message, result.stderr)
 
+    def test_buffers_larger_than_the_machine(self):
+        machine_mib = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // (1 << 20)
+        mib = machine_mib // 2 + 1
+        if mib > 65536:
+            self.skipTest(f"{machine_mib} MiB of memory: more than two buffers of the largest --mib")
+        result = run("--mib", mib, "--min-time", 0)
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertEqual(result.stdout, "")
+        self.assertEqual(result.stderr, f"hetkern-overlap-bench: two buffers of {mib} MiB need more than this "
+                                        f"machine's {machine_mib} MiB of memory; try a smaller --mib\n")
 
 if __name__ == "__main__":
     PROGRAM = sys.argv.pop(1)
