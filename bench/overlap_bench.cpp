@@ -14,9 +14,12 @@
 //   ..., L2 requests 16 KiB ahead  K = 0, 32, 64, requested into L2 16 KiB ahead (as the row scans do)
 //   copy by ordinary stores + K    K = 0, 32, 64, the output read for ownership before it is written
 //   reads + K additions            loads only, K = 0 and 32 (the loads feed the first chain)
-// and prints each variant's median time over the copy's (time_interleaved's medians). Where the
-// ratios grow with K, the core's streams slow down by the work beside them: a scan whose loop holds
-// that many instructions cannot come closer to the copy (docs/performance.md).
+// and prints each variant's median time over the copy's (time_interleaved's medians), and beside it
+// what the variant's instructions cost alone: its loop, with ordinary stores, over 8 KiB each way
+// in L1, in nanoseconds per 128 bytes (one thread). Where the ratios grow with K, the core's
+// streams slow down by the work beside them: a scan whose loop costs as much in cache as a
+// variant's (hetkern bench cumsum on a shape that fits L1 gives it) cannot come closer to the copy
+// than that variant (docs/performance.md).
 //
 //   --mib N       input and output buffers of N MiB each (default 256: well past any cache)
 //   --threads T   threads, each streaming its share of the buffers (default 1)
@@ -26,6 +29,7 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -152,10 +156,30 @@ struct Variant {
   Request request;
   Stream mode;
   Loop loop;
+  Loop in_cache;  // the same instructions, ordinary stores in place of streaming ones
 };
 
 template <int K, Request R, Stream Mode> Variant variant(const char* name, bool avx512) {
-  return {name, K, R, Mode, avx512 ? run_avx512<K, R, Mode> : run_avx2<K, R, Mode>};
+  constexpr Stream cached = Mode == Stream::copy ? Stream::stored : Mode;
+  return {name, K, R, Mode, avx512 ? run_avx512<K, R, Mode> : run_avx2<K, R, Mode>,
+          avx512 ? run_avx512<K, R, cached> : run_avx2<K, R, cached>};
+}
+
+// The cost of a loop's instructions alone: nanoseconds per 128 bytes over buffers that stay in
+// L1 (8 KiB each way), the best of many short rounds on this thread.
+double in_cache_ns_per_step(Loop loop, std::byte* y, const std::byte* x) {
+  constexpr std::size_t bytes = 8192;
+  constexpr int passes = 256, rounds = 30;
+  double best = 0;
+  for (int r = 0; r < rounds; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::int64_t total = 0;
+    for (int p = 0; p < passes; ++p) total += loop(y, x, bytes);
+    sink = total;
+    const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    if (r == 0 || ns < best) best = ns;
+  }
+  return best / (double(passes) * double(bytes / step_bytes));
 }
 
 std::vector<Variant> variants(bool avx512) {
@@ -275,11 +299,14 @@ int main(int argc, char** argv) {
   options.min_seconds = min_time;
   const std::vector<hk::bench::TimingStats> stats = hk::bench::time_interleaved(functions, options);
 
+  std::vector<double> in_cache;
+  for (const Variant& v : list) in_cache.push_back(in_cache_ns_per_step(v.in_cache, out->data(), in->data()));
+
   const double copy_ns = stats[0].median_ns, bytes = 2.0 * double(share) * n;
   if (!json) {
     std::printf("%d thread(s), %s, %ld MiB each way; the copy: %.1f GB/s (median of %lld)\n\n", n,
                 avx512 ? "AVX-512" : "AVX2", mib, bytes / copy_ns, static_cast<long long>(stats[0].repetitions));
-    std::printf("| variant | time over the copy's (median) | q1-q3 |\n|---|---|---|\n");
+    std::printf("| variant | time over the copy's (median) | q1-q3 | in cache, ns per 128 bytes |\n|---|---|---|---|\n");
   }
   for (std::size_t i = 0; i < list.size(); ++i) {
     const hk::bench::TimingStats& s = stats[i + 1];
@@ -294,10 +321,11 @@ int main(int argc, char** argv) {
       r.set("median_ns", s.median_ns).set("copy_median_ns", copy_ns);
       r.set("copy_gbps", bytes / copy_ns).set("time_vs_copy", s.median_ns / copy_ns);
       r.set("q1_vs_copy", s.q1_ns / copy_ns).set("q3_vs_copy", s.q3_ns / copy_ns);
+      r.set("in_cache_ns_per_128_bytes", in_cache[i]);
       std::printf("%s\n", r.to_json().c_str());
     } else {
-      std::printf("| %s | %.3f | %.3f-%.3f |\n", list[i].name.c_str(), s.median_ns / copy_ns, s.q1_ns / copy_ns,
-                  s.q3_ns / copy_ns);
+      std::printf("| %s | %.3f | %.3f-%.3f | %.2f |\n", list[i].name.c_str(), s.median_ns / copy_ns,
+                  s.q1_ns / copy_ns, s.q3_ns / copy_ns, in_cache[i]);
     }
   }
   return 0;

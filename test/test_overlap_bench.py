@@ -57,6 +57,7 @@ class OverlapBench(unittest.TestCase):
             self.assertAlmostEqual(r["time_vs_copy"], r["median_ns"] / r["copy_median_ns"])
             self.assertLessEqual(r["q1_vs_copy"], r["time_vs_copy"])
             self.assertLessEqual(r["time_vs_copy"], r["q3_vs_copy"])
+            self.assertGreater(r["in_cache_ns_per_128_bytes"], 0)
         # The copy's own time is one measurement for all variants.
         self.assertEqual(len({r["copy_median_ns"] for r in records}), 1)
 
@@ -69,7 +70,7 @@ class OverlapBench(unittest.TestCase):
     def test_table(self):
         result = run("--mib", 1, "--min-time", 0)
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertIn("| variant | time over the copy's (median) | q1-q3 |", result.stdout)
+        self.assertIn("| variant | time over the copy's (median) | q1-q3 | in cache, ns per 128 bytes |", result.stdout)
         for name in VARIANTS:
             self.assertIn(f"| {name} | ", result.stdout)
 
