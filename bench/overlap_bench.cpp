@@ -67,82 +67,19 @@ template <Request R> inline void request_ahead(const std::byte* at) {
   }
 }
 
-// Each variant's loop at both widths: `rounds` rounds of one addition to each of eight
-// accumulators per 128 bytes; the empty asm keeps every addition (the compiler would otherwise fold
-// a run of additions of one constant into one).
-
+// Each variant's loop at both widths (bench/overlap_loops.inc).
 #pragma clang attribute push(__attribute__((target("avx512f"))), apply_to = function)
-inline void add_rounds(__m512i (&acc)[8], int rounds) {
-  const __m512i one = _mm512_set1_epi32(1);
-  for (int r = 0; r < rounds; ++r)
-    for (auto& a : acc) {
-      a = _mm512_add_epi32(a, one);
-      asm volatile("" : "+v"(a));
-    }
-}
-
-template <int K, Request R, Stream Mode>
-std::int64_t run_avx512(std::byte* y, const std::byte* x, std::size_t bytes) {
-  __m512i acc[8];
-  for (auto& a : acc) a = _mm512_setzero_si512();
-  for (std::size_t i = 0; i < bytes; i += step_bytes) {
-    request_ahead<R>(x + i);
-    const __m512i a = _mm512_loadu_si512(x + i), b = _mm512_loadu_si512(x + i + 64);
-    add_rounds(acc, K / 8);
-    if constexpr (Mode == Stream::copy) {
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(y + i), a);
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(y + i + 64), b);
-    } else if constexpr (Mode == Stream::stored) {
-      _mm512_storeu_si512(y + i, a);
-      _mm512_storeu_si512(y + i + 64, b);
-    } else {
-      acc[0] = _mm512_add_epi32(acc[0], _mm512_add_epi32(a, b));
-    }
-  }
-  _mm_sfence();
-  __m512i total = acc[0];
-  for (int j = 1; j < 8; ++j) total = _mm512_add_epi32(total, acc[j]);
-  return _mm512_reduce_add_epi32(total);
-}
+namespace loops_avx512 {
+constexpr std::size_t vector_bytes = 64;
+#include "bench/overlap_loops.inc"
+}  // namespace loops_avx512
 #pragma clang attribute pop
 
 #pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
-inline void add_rounds(__m256i (&acc)[8], int rounds) {
-  const __m256i one = _mm256_set1_epi32(1);
-  for (int r = 0; r < rounds; ++r)
-    for (auto& a : acc) {
-      a = _mm256_add_epi32(a, one);
-      asm volatile("" : "+v"(a));
-    }
-}
-
-template <int K, Request R, Stream Mode>
-std::int64_t run_avx2(std::byte* y, const std::byte* x, std::size_t bytes) {
-  __m256i acc[8];
-  for (auto& a : acc) a = _mm256_setzero_si256();
-  for (std::size_t i = 0; i < bytes; i += step_bytes) {
-    request_ahead<R>(x + i);
-    __m256i v[4];
-    for (int h = 0; h < 4; ++h) v[h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i + 32 * h));
-    add_rounds(acc, K / 8);
-    for (int h = 0; h < 4; ++h) {
-      if constexpr (Mode == Stream::copy)
-        _mm256_stream_si256(reinterpret_cast<__m256i*>(y + i + 32 * h), v[h]);
-      else if constexpr (Mode == Stream::stored)
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i + 32 * h), v[h]);
-      else
-        acc[0] = _mm256_add_epi32(acc[0], v[h]);
-    }
-  }
-  _mm_sfence();
-  __m256i total = acc[0];
-  for (int j = 1; j < 8; ++j) total = _mm256_add_epi32(total, acc[j]);
-  alignas(32) std::int32_t lanes[8];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), total);
-  std::int64_t sum = 0;
-  for (const std::int32_t l : lanes) sum += l;
-  return sum;
-}
+namespace loops_avx2 {
+constexpr std::size_t vector_bytes = 32;
+#include "bench/overlap_loops.inc"
+}  // namespace loops_avx2
 #pragma clang attribute pop
 
 using Loop = std::int64_t (*)(std::byte*, const std::byte*, std::size_t);
@@ -161,8 +98,8 @@ struct Variant {
 
 template <int K, Request R, Stream Mode> Variant variant(const char* name, bool avx512) {
   constexpr Stream cached = Mode == Stream::copy ? Stream::stored : Mode;
-  return {name, K, R, Mode, avx512 ? run_avx512<K, R, Mode> : run_avx2<K, R, Mode>,
-          avx512 ? run_avx512<K, R, cached> : run_avx2<K, R, cached>};
+  return {name, K, R, Mode, avx512 ? loops_avx512::run<K, R, Mode> : loops_avx2::run<K, R, Mode>,
+          avx512 ? loops_avx512::run<K, R, cached> : loops_avx2::run<K, R, cached>};
 }
 
 // The cost of a loop's instructions alone: nanoseconds per 128 bytes over buffers that stay in
