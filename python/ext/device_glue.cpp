@@ -49,32 +49,6 @@ DLDataType dlpack_type(hk::DataType type) {
   return {code, bits, 1};
 }
 
-#ifdef HETKERN_OFFLOAD
-// Waits for every stream of the current CUDA context, the producers' included, through the driver
-// library that the offload runtime already loaded (hetkern links no CUDA library).
-bool sync_producers(const char* op) {
-  using Sync = int (*)();
-  static const Sync sync = [] {
-    void* cuda = dlopen("libcuda.so.1", RTLD_NOW);
-    return cuda ? reinterpret_cast<Sync>(dlsym(cuda, "cuCtxSynchronize")) : nullptr;
-  }();
-  if (!sync) {
-    raise_error(hk::Errc::invalid_parameter, op, "stream", "libcuda.so.1 cannot be loaded");
-    return false;
-  }
-  int status = 0;
-  Py_BEGIN_ALLOW_THREADS
-  status = sync();
-  Py_END_ALLOW_THREADS
-  if (status != 0) {
-    raise_error(hk::Errc::invalid_parameter, op, "stream",
-                "waiting for the producers' CUDA streams failed (CUresult " + std::to_string(status) + ")");
-    return false;
-  }
-  return true;
-}
-#endif
-
 }  // namespace
 
 PyObject* py_empty(PyObject*, PyObject* args) {
@@ -169,12 +143,26 @@ int device_call(const char* op, std::initializer_list<const Operand*> operands) 
                       "; hetkern offloads to OpenMP device " + std::to_string(hk::offload_device()));
       return -1;
     }
-  return sync_producers(op) ? 1 : -1;
+  return 1;
 #else
   raise_error(hk::Errc::invalid_parameter, op, "device",
               "CUDA tensors need a build with offload (the offload preset)");
   return -1;
 #endif
 }
+
+#ifdef HETKERN_OFFLOAD
+void wait_for_producers(const char* op) {
+  using Sync = int (*)();
+  static const Sync sync = [] {
+    void* cuda = dlopen("libcuda.so.1", RTLD_NOW);
+    return cuda ? reinterpret_cast<Sync>(dlsym(cuda, "cuCtxSynchronize")) : nullptr;
+  }();
+  if (!sync) throw hk::Error(hk::Errc::invalid_parameter, op, "stream", "libcuda.so.1 cannot be loaded");
+  if (const int status = sync(); status != 0)
+    throw hk::Error(hk::Errc::invalid_parameter, op, "stream",
+                    "waiting for the producers' CUDA streams failed (CUresult " + std::to_string(status) + ")");
+}
+#endif
 
 }  // namespace hkpy

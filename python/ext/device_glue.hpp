@@ -14,10 +14,16 @@ namespace hkpy {
 PyObject* py_empty(PyObject* self, PyObject* args);
 
 /// Checks that every device operand lies on the device hetkern offloads to and that host and
-/// device operands are not mixed, then waits for all the work queued on the current CUDA context
-/// (`cuCtxSynchronize`), which holds whatever the producers queued on any of their streams before
-/// handing out the capsules. Returns -1 with a Python exception set, else 1 when the call runs
-/// on the device and 0 when it runs on the host.
+/// device operands are not mixed. Returns -1 with a Python exception set, else 1 when the call
+/// runs on the device (it then calls wait_for_producers before its kernels) and 0 when it runs on
+/// the host.
 int device_call(const char* op, std::initializer_list<const Operand*> operands);
+
+#ifdef HETKERN_OFFLOAD
+/// Waits for all the work queued on the current CUDA context (`cuCtxSynchronize`), which holds
+/// whatever the producers queued on any of their streams before handing out the capsules. Throws
+/// hk::Error; called without the GIL, inside the call's run_unlocked, which so releases it once.
+void wait_for_producers(const char* op);
+#endif
 
 }  // namespace hkpy

@@ -181,6 +181,7 @@ PyObject* py_qmm(PyObject*, PyObject* args) {
         throw hk::Error(hk::Errc::invalid_parameter, qmm_op, "b",
                         "device tensors take neither a B packed from a host array nor default_schedule "
                         "(it answers for host tensors only)");
+      wait_for_producers(qmm_op);
       hk::DeviceBuffer a_buffer = hk::DeviceBuffer::borrow(a.data, a.span_bytes());
       hk::DeviceBuffer b_buffer =
           device_packed ? hk::DeviceBuffer() : hk::DeviceBuffer::borrow(b.data, b.span_bytes());
@@ -232,6 +233,7 @@ PyObject* py_pack_b(PyObject*, PyObject* args) {
     if (on_device < 0) return nullptr;
     hk::DevicePackedB* packed = nullptr;
     const Failure failure = run_unlocked([&] {
+      wait_for_producers("pack_b");
       hk::DeviceBuffer buffer = hk::DeviceBuffer::borrow(b.data, b.span_bytes());
       packed = new hk::DevicePackedB(hk::pack_b(hk::DeviceConstTensor{b.desc(), &buffer, 0}));
     });

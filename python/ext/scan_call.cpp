@@ -47,6 +47,7 @@ PyObject* py_cumulative(PyObject*, PyObject* args) {
       if (mode == 1)
         throw hk::Error(hk::Errc::invalid_parameter, op, "input",
                         "default_schedule answers for host tensors only");
+      wait_for_producers(op);
       hk::DeviceBuffer in_buffer = hk::DeviceBuffer::borrow(input.data, input.span_bytes());
       hk::DeviceBuffer out_buffer = hk::DeviceBuffer::borrow(output.data, output.span_bytes());
       const hk::DeviceConstTensor in{input.desc(), &in_buffer, 0};

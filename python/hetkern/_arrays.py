@@ -10,12 +10,24 @@ def dlpack_capsule(x):
     """x's DLPack capsule, asked for without a stream: before its kernels start, hetkern waits for
     all the work on the CUDA context, whichever stream the producer queued it on. (PyTorch orders
     streams for __dlpack__(stream=...) in Python, at a cost that small calls feel:
-    docs/performance.md.) A plain PyTorch tensor's capsule comes from torch.utils.dlpack, which
-    skips __dlpack__'s stream bookkeeping; __dlpack__ still refuses what it refuses (tensors that
-    require gradients, conjugate or negative views)."""
-    if type(x).__module__ == "torch" and not (x.requires_grad or x.is_conj() or x.is_neg()):
-        return sys.modules["torch"].utils.dlpack.to_dlpack(x)
-    return x.__dlpack__()
+    docs/performance.md.) A plain PyTorch tensor's capsule comes from torch_capsule; __dlpack__
+    still refuses what it refuses (tensors that require gradients, conjugate or negative views)."""
+    capsule = torch_capsule(x)
+    return x.__dlpack__() if capsule is None else capsule
+
+
+_torch_to_dlpack = None
+
+
+def torch_capsule(x):
+    """A plain PyTorch tensor's capsule from torch.utils.dlpack, which skips __dlpack__'s stream
+    bookkeeping; None for anything else, and for the tensors that __dlpack__ refuses."""
+    global _torch_to_dlpack
+    if type(x).__module__ != "torch" or x.requires_grad or x.is_conj() or x.is_neg():
+        return None
+    if _torch_to_dlpack is None:
+        _torch_to_dlpack = sys.modules["torch"].utils.dlpack.to_dlpack
+    return _torch_to_dlpack(x)
 
 
 def new_output(x, shape, dtype):

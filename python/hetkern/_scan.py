@@ -2,7 +2,7 @@
 import numpy as np
 
 from . import _hetkern
-from ._arrays import dlpack_capsule, empty_like, like, new_output, refuse_masked
+from ._arrays import dlpack_capsule, empty_like, like, new_output, refuse_masked, torch_capsule
 from ._schedule import schedule_text
 
 _run = _hetkern.cumulative
@@ -24,6 +24,20 @@ def _scan(product, x, axis, reverse, exclusive, out, schedule, mode):
     plain = isinstance(out, _ndarray) or not hasattr(out, "__dlpack__")
     chosen = _run(product, x, out if plain else dlpack_capsule(out), axis, reverse, exclusive, schedule, mode)
     return out if mode == 0 else chosen
+
+
+def _run_torch(product, x, out, axis, reverse, exclusive):
+    """The call on plain PyTorch tensors given an output, without the general path's checks for
+    other kinds of input (which small calls on the GPU feel); False where x or out is no such
+    tensor, and nothing was run."""
+    capsule = torch_capsule(x)
+    if capsule is None:
+        return False
+    result = torch_capsule(out)
+    if result is None:
+        return False
+    _run(product, capsule, result, axis, reverse, exclusive, None, 0)
+    return True
 
 
 def _scan_dlpack(product, x, axis, reverse, exclusive, out, schedule, mode):
@@ -70,6 +84,8 @@ def cumsum(x, axis=-1, *, reverse=False, exclusive=False, out=None, schedule=Non
             out = np.empty(x.shape, x.dtype)
         _run(False, x, out, axis, reverse, exclusive, None, 0)
         return out
+    if schedule is None and out is not None and _run_torch(False, x, out, axis, reverse, exclusive):
+        return out
     return _scan(False, x, axis, reverse, exclusive, out, schedule, 0)
 
 
@@ -86,6 +102,8 @@ def cumprod(x, axis=-1, *, reverse=False, exclusive=False, out=None, schedule=No
         if out is None:
             out = np.empty(x.shape, x.dtype)
         _run(True, x, out, axis, reverse, exclusive, None, 0)
+        return out
+    if schedule is None and out is not None and _run_torch(True, x, out, axis, reverse, exclusive):
         return out
     return _scan(True, x, axis, reverse, exclusive, out, schedule, 0)
 
