@@ -44,7 +44,7 @@ void run_scan_on_device(bool product, DeviceConstTensor input, DeviceTensor outp
   void* y = const_cast<void*>(device_address(op, "output", output.desc, output.buffer, output.offset));
   detail::CumulativeCall call{product, {input.desc, x}, {output.desc, y}, options};
   detail::validate(call);
-  detail::check_offload_scan_type(call, schedule.empty() ? "(default)" : schedule.to_string());
+  detail::check_offload_scan_type(call, schedule);
   const auto plan = detail::offload_launch(detail::dispatch_scan(call, schedule, detail::DataHome::device));
   detail::run_scan_offload(call, *plan, offload_device());
 }

@@ -379,8 +379,10 @@ bool spreads([[maybe_unused]] const QmmStrategyPlan& plan) {
   return false;
 #endif
 }
-template <class Plan> void read_device_speeds_for(const Plan& plan, const std::string& db_path) {
-  if (spreads(plan)) dispatch_machine_rates(db_path, false);
+// db_path() names the database only for a plan that spreads: an explicit schedule reads the
+// environment for it then, not on every call.
+template <class Plan, class Path> void read_device_speeds_for(const Plan& plan, Path&& db_path) {
+  if (spreads(plan)) dispatch_machine_rates(db_path(), false);
 }
 
 // The rules after an explicit schedule, in order: HETKERN_SCHEDULE, the database, the cost model,
@@ -401,7 +403,7 @@ Decision decide(const Settings& s, const TuningRecord& key, C& c, Model&& model,
     if (auto d = model()) return c.decision(std::move(d->plan), std::move(d->reason));
     return c.decision(heuristic(), heuristic_reason(s, c.had_unusable_record()));
   }();
-  std::visit([&](const auto& plan) { read_device_speeds_for(plan, s.db_path); }, d.plan);
+  std::visit([&](const auto& plan) { read_device_speeds_for(plan, [&] { return s.db_path; }); }, d.plan);
   return d;
 }
 
@@ -413,7 +415,7 @@ Plan explicit_plan(Plan plan, const Schedule& schedule, DataHome home, const std
   if (home == DataHome::device && !is_offload_plan(plan))
     throw Error(Errc::invalid_schedule, op, schedule.to_string(), std::string("tensors in device memory need ") + needed);
   Dispatcher::instance().log_explicit(describe, plan);
-  read_device_speeds_for(plan, tuning_db_path());
+  read_device_speeds_for(plan, tuning_db_path);
   return plan;
 }
 

@@ -10,16 +10,16 @@ namespace hk::detail {
 
 bool offload_scan_takes(DataType type) { return type != DataType::float64 && type != DataType::bfloat16; }
 
-void check_offload_scan_type(const CumulativeCall& call, const std::string& schedule_text) {
+void check_offload_scan_type(const CumulativeCall& call, const Schedule& schedule) {
   const DataType t = call.input.desc.dtype();
   if (!offload_scan_takes(t))
-    throw Error(Errc::invalid_schedule, call.op_name(), schedule_text,
+    throw Error(Errc::invalid_schedule, call.op_name(), schedule.empty() ? "(default)" : schedule.to_string(),
                 "the offload strategies take float32, float16 and the integer types, not " +
                     std::string(name_of(t)) + "; a host strategy scans it");
 }
 
 ScanPlan checked_offload_defaults(const CumulativeCall& call, const BoundParams& params, ScanPlan::Kind kind) {
-  check_offload_scan_type(call, params.schedule().to_string());
+  check_offload_scan_type(call, params.schedule());
   return offload_scan_defaults(call, kind);
 }
 

@@ -20,9 +20,9 @@ namespace hk::detail {
 /// Whether the offload kernels take elements of `type` (float64 and bfloat16 run on the host only).
 bool offload_scan_takes(DataType type);
 
-/// Throws hk::Error(Errc::invalid_schedule) naming `schedule_text` when the offload kernels
-/// cannot take the call's element type.
-void check_offload_scan_type(const CumulativeCall& call, const std::string& schedule_text);
+/// Throws hk::Error(Errc::invalid_schedule) naming `schedule` ("(default)" when empty) when the
+/// offload kernels cannot take the call's element type.
+void check_offload_scan_type(const CumulativeCall& call, const Schedule& schedule);
 
 /// The defaults of the offload strategy of `kind` for a call whose element type it takes
 /// (checked as check_offload_scan_type does, naming the schedule of `params`).
