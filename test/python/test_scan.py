@@ -1,6 +1,8 @@
 """hetkern.cumsum / cumprod against numpy with a float64 oracle: shapes, strides (negative and
 zero), types, axes, directions, out= and in-place use, every error path, threads."""
+import sys
 import threading
+import types
 
 import numpy as np
 import pytest
@@ -316,3 +318,49 @@ def test_masked_arrays_are_refused():
     with pytest.raises(TypeError, match="mask"):
         hetkern.cumprod(np.ones(3, np.float32), out=masked)
     np.testing.assert_array_equal(masked.data, [1, 2, 3])
+
+
+class FakeTorchTensor:
+    """Passes for a plain PyTorch tensor where the package looks (its class's module is "torch");
+    its capsule is its numpy array's, through a stand-in torch.utils.dlpack.to_dlpack."""
+
+    __module__ = "torch"
+
+    def __init__(self, array, requires_grad=False):
+        self.array = array
+        self.requires_grad = requires_grad
+
+    def is_conj(self):
+        return False
+
+    def is_neg(self):
+        return False
+
+
+def test_plain_torch_tensors_with_an_output_take_the_short_path(rng, monkeypatch):
+    from hetkern import _arrays
+
+    handed = []
+
+    def to_dlpack(t):
+        handed.append(t)
+        return t.array.__dlpack__()
+
+    fake = types.SimpleNamespace(utils=types.SimpleNamespace(dlpack=types.SimpleNamespace(to_dlpack=to_dlpack)))
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    monkeypatch.setattr(_arrays, "_torch_to_dlpack", None)
+    for product, op in ((False, hetkern.cumsum), (True, hetkern.cumprod)):
+        x = rng.integers(-5, 6, (4, 7)).astype(np.int64)
+        out = np.zeros_like(x)
+        xt, outt = FakeTorchTensor(x), FakeTorchTensor(out)
+        handed.clear()
+        assert op(xt, 0, reverse=True, out=outt) is outt
+        assert handed == [xt, outt]
+        assert_scan_equal(out, x, 0, reverse=True, product=product)
+    # A tensor that requires gradients is no plain tensor: the general path takes it, which (no
+    # __dlpack__ here) sees an object array and refuses it, and nothing is written.
+    x = np.arange(6, dtype=np.float32)
+    out = np.zeros_like(x)
+    with pytest.raises(hetkern.DTypeError, match="object is not a type"):
+        hetkern.cumsum(FakeTorchTensor(x, requires_grad=True), out=FakeTorchTensor(out))
+    assert not out.any()
