@@ -8,11 +8,12 @@
 namespace hk::detail {
 
 struct ScanPlan {
-  enum class Kind { rows, columns, chained };
+  enum class Kind { rows, columns, chained, warp_rows };
   Kind kind = Kind::rows;
   int teams = 0;           // OpenMP teams asked for
   int team_threads = 0;    // threads per team
-  int items = 0;           // elements per thread in a team's tile (rows, chained)
+  int items = 0;           // elements per thread in a team's tile (rows, chained); vectors a lane
+                           // loads ahead (warp_rows)
   std::int64_t chunks = 1; // pieces the scanned axis is cut into, carries between them (columns)
   int width = 0;           // lines side by side per team (columns)
   int ahead = 0;           // tiles requested into the L2 ahead of the loads (rows)

@@ -49,6 +49,13 @@ struct OffloadRowsScanPlan {
   Schedule schedule() const;
 };
 
+struct OffloadWarpRowsScanPlan {
+  int teams = 0, team_threads = 0;
+  int vectors = 0;  // 16-byte vectors a lane loads ahead of those it scans
+  ScanPlan launch() const;
+  Schedule schedule() const;
+};
+
 struct OffloadColumnsScanPlan {
   int teams = 0, team_threads = 0;
   std::int64_t chunks = 1;  // pieces of the scanned axis, carries between them
@@ -70,7 +77,7 @@ struct OffloadChainedScanPlan {
 /// A plan of one of the strategies, alternatives in the order of scan_strategies().
 using ScanStrategyPlan = std::variant<ReferenceScanPlan, TiledScanPlan, ParallelScanPlan, BlockedScanPlan
 #ifdef HETKERN_OFFLOAD
-                                      , OffloadRowsScanPlan, OffloadColumnsScanPlan, OffloadChainedScanPlan, SplitPlan
+                                      , OffloadRowsScanPlan, OffloadWarpRowsScanPlan, OffloadColumnsScanPlan, OffloadChainedScanPlan, SplitPlan
 #endif
                                       >;
 
@@ -82,6 +89,7 @@ const ScanStrategy& scan_parallel();
 const ScanStrategy& scan_blocked();
 #ifdef HETKERN_OFFLOAD
 const ScanStrategy& scan_offload_rows();
+const ScanStrategy& scan_offload_warp_rows();
 const ScanStrategy& scan_offload_columns();
 const ScanStrategy& scan_offload_chained();
 const ScanStrategy& scan_split();
@@ -92,7 +100,7 @@ inline std::span<const ScanStrategy* const> scan_strategies() {
   static const ScanStrategy* const list[] = {
       &scan_reference(), &scan_tiled(), &scan_parallel(), &scan_blocked(),
 #ifdef HETKERN_OFFLOAD
-      &scan_offload_rows(), &scan_offload_columns(), &scan_offload_chained(), &scan_split(),
+      &scan_offload_rows(), &scan_offload_warp_rows(), &scan_offload_columns(), &scan_offload_chained(), &scan_split(),
 #endif
   };
   static_assert(std::size(list) == std::variant_size_v<ScanStrategyPlan>);

@@ -31,6 +31,11 @@ inline std::vector<Schedule> all_scan_schedules() {
                            "scan.offload_rows(teams=2, threads=64, items=3)",
                            // Striped tiles (16-byte accesses) with a partial warp, reading ahead.
                            "scan.offload_rows(teams=2, threads=48, items=8, ahead=2)",
+                           // A warp a line: fewer warps than lines, every vector count, teams with
+                           // one and with several warps.
+                           "scan.offload_warp_rows(teams=1, threads=32, vectors=1)",
+                           "scan.offload_warp_rows(teams=2, threads=64, vectors=3)",
+                           "scan.offload_warp_rows(teams=3, threads=96, vectors=4)",
                            "scan.offload_columns(teams=2, threads=32, chunks=1)",
                            "scan.offload_columns(teams=3, threads=32, chunks=5)",
                            // One pass: a partial warp, lines per warp not dividing 32, no shuffles.

@@ -17,7 +17,8 @@ constexpr std::int64_t qmm_parallel_min_macs = std::int64_t(1) << 21;
 #ifdef HETKERN_OFFLOAD
 const char* default_offload_scan_strategy(const CumulativeCall& call) {
   // The offload code picks the kernel family; that family's record fills the same defaults.
-  constexpr const char* family_strategy[] = {"scan.offload_rows", "scan.offload_columns", "scan.offload_chained"};
+  constexpr const char* family_strategy[] = {"scan.offload_rows", "scan.offload_columns", "scan.offload_chained",
+                                             "scan.offload_warp_rows"};
   return family_strategy[int(default_offload_scan_plan(call).kind)];
 }
 #endif

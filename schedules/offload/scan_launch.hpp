@@ -23,6 +23,10 @@ inline constexpr std::int64_t rows_default_teams_cap = 1056;
 void launch_rows(const CumulativeCall& call, const ScanPlan& plan, int device, const void* carry);
 ScanPlan rows_defaults(const CumulativeCall& call);
 
+/// scan.offload_warp_rows: a warp per line.
+void launch_warp_rows(const CumulativeCall& call, const ScanPlan& plan, int device, const void* carry);
+ScanPlan warp_rows_defaults(const CumulativeCall& call);
+
 /// scan.offload_columns: a scanned axis outside the contiguous one.
 void launch_columns(const CumulativeCall& call, const ScanPlan& plan, int device, const void* carry);
 ScanPlan columns_defaults(const CumulativeCall& call);

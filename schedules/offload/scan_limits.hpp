@@ -24,6 +24,9 @@ inline constexpr int offload_column_max_width = 256;
 /// scan.offload_columns in one pass: tiles in its ring in team memory (copy_async_wait_at_most).
 inline constexpr int offload_column_max_stages = 8;
 
+/// Warp rows: 16-byte vectors a lane loads ahead of the ones it scans, at most.
+inline constexpr int offload_warp_rows_max_vectors = 4;
+
 /// Rows: at most this many tiles requested into the L2 ahead of the loads.
 inline constexpr int offload_max_ahead = 8;
 

@@ -13,6 +13,7 @@ namespace hk::detail {
 ScanPlan offload_scan_defaults(const CumulativeCall& call, ScanPlan::Kind kind) {
   switch (kind) {
     case ScanPlan::Kind::rows: return offload::scan::rows_defaults(call);
+    case ScanPlan::Kind::warp_rows: return offload::scan::warp_rows_defaults(call);
     case ScanPlan::Kind::columns: return offload::scan::columns_defaults(call);
     case ScanPlan::Kind::chained: break;
   }
@@ -23,11 +24,11 @@ ScanPlan default_offload_scan_plan(const CumulativeCall& call) {
   const ScanLayout s = make_scan_layout(call);
   if (!s.lines_are_rows()) return offload::scan::columns_defaults(call);
   // Enough lines to give every team its own, or lines no longer than one chained tile (whose
-  // look-back buys nothing): a team per line; otherwise tiles of a few long lines.
+  // look-back buys nothing): a warp per line; otherwise tiles of a few long lines.
   const ScanPlan chained = offload::scan::chained_defaults(call);
   if (s.lines() >= offload::scan::rows_default_teams_cap ||
       s.length <= std::int64_t(chained.team_threads) * chained.items)
-    return offload::scan::rows_defaults(call);
+    return offload::scan::warp_rows_defaults(call);
   return chained;
 }
 
@@ -36,6 +37,8 @@ void run_scan_offload(const CumulativeCall& call, const ScanPlan& plan, int devi
   // body (the others' device-only regions then never run on the host).
   if (device == omp_get_initial_device() || plan.kind == ScanPlan::Kind::rows)
     offload::scan::launch_rows(call, plan, device, carry);
+  else if (plan.kind == ScanPlan::Kind::warp_rows)
+    offload::scan::launch_warp_rows(call, plan, device, carry);
   else if (plan.kind == ScanPlan::Kind::columns)
     offload::scan::launch_columns(call, plan, device, carry);
   else

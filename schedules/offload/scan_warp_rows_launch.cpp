@@ -1,0 +1,57 @@
+// scan.offload_warp_rows: the launch of the warp-rows kernel and the strategy's defaults.
+#include <omp.h>
+
+#include <algorithm>
+
+#include "schedules/offload/kernel_words.hpp"
+#include "schedules/offload/scan_launch.hpp"
+#include "schedules/offload/scan_warp_rows_kernel.hpp"
+
+namespace hk::detail::offload::scan {
+namespace {
+
+// Four warps a team, and a warp a line: 2-byte types load four vectors ahead, wider ones two
+// (docs/performance.md, "A warp a line").
+constexpr int warp_rows_default_threads = 128;
+constexpr int warp_rows_default_vectors = 2;
+constexpr int warp_rows_default_vectors_2byte = 4;
+constexpr std::int64_t warp_rows_max_teams = 65536;
+
+template <class Op, class T>
+void warp_rows(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const ScanPlan& plan,
+               const void* carry) {
+  KernelArgs<T> a{.s = s, .x = x, .y = y, .exclusive = exclusive};
+  a.start = line_start_value<Op, AccOf<T>>(carry, exclusive);
+  a.vec = rows_congruent(s, x, y);
+  a.items = plan.items;
+  const int teams = plan.teams, threads = plan.team_threads;
+  const KernelWords words = to_kernel_words(a);
+  HK_KERNEL_WORDS_DECLARE(a, words)
+#pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) firstprivate(HK_KERNEL_WORDS(a))
+#pragma omp parallel
+  {
+#ifdef __NVPTX__
+    gpu_warp_rows<T, Op>(from_kernel_words<KernelArgs<T>>(HK_KERNEL_WORDS(a)));
+#endif
+  }
+}
+
+}  // namespace
+
+ScanPlan warp_rows_defaults(const CumulativeCall& call) {
+  const ScanLayout s = make_scan_layout(call);
+  ScanPlan plan{.kind = ScanPlan::Kind::warp_rows};
+  plan.items = element_bytes(call) == 2 ? warp_rows_default_vectors_2byte : warp_rows_default_vectors;
+  const std::int64_t warps = std::min<std::int64_t>(s.lines(), warp_rows_default_threads / 32);
+  plan.team_threads = int(32 * warps);
+  plan.teams = int(std::clamp<std::int64_t>((s.lines() + warps - 1) / warps, 1, warp_rows_max_teams));
+  return plan;
+}
+
+void launch_warp_rows(const CumulativeCall& call, const ScanPlan& plan, int device, const void* carry) {
+  visit_kernel(call, [&](const ScanLayout& s, const auto* x, auto* y, auto op) {
+    warp_rows<decltype(op)>(device, s, x, y, call.options.exclusive, plan, carry);
+  });
+}
+
+}  // namespace hk::detail::offload::scan
