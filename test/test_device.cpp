@@ -389,6 +389,24 @@ TEST(OffloadSchedules, RefuseRunsBeyondRegisters) {
   }
 }
 
+// A warp a line needs whole warps, and at most the vectors a lane holds: anything else is refused
+// before a byte is written, with the parameter named.
+TEST(OffloadSchedules, WarpRowsRefuseTeamsOfPartWarpsAndTooManyVectors) {
+  const TensorDesc desc(DataType::float32, {8, 8});
+  std::vector<float> x(64, 1), y(64, 7);
+  for (const auto& [text, named] : {std::pair{"scan.offload_warp_rows(threads=48)", "threads = 48"},
+                                    std::pair{"scan.offload_warp_rows(vectors=5)", "vectors"}}) {
+    try {
+      cumulative_sum({desc, x.data()}, {desc, y.data()}, {.axis = 1}, Schedule::parse(text));
+      FAIL() << text << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::invalid_schedule) << text;
+      EXPECT_NE(std::string(e.what()).find(named), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(y, std::vector<float>(64, 7)) << text;
+  }
+}
+
 // Host tensors with an offload schedule: transfers counted on a GPU, none on the host fallback.
 TEST(OffloadSchedules, HostTensorsCountTheirTransfers) {
   const TensorDesc desc(DataType::uint32, {1000});
