@@ -199,6 +199,10 @@ int main(int argc, char** argv) {
           v.push_back("scan.offload_rows(threads=" + std::to_string(threads) + ", items=" + items(t, 64) +
                       ", ahead=" + std::to_string(ahead) + ")");
       v.push_back("scan.offload_rows(teams=2112)");
+      for (int threads : {64, 128, 256})
+        for (int vectors : {1, 2, 4})
+          v.push_back("scan.offload_warp_rows(threads=" + std::to_string(threads) +
+                      ", vectors=" + std::to_string(vectors) + ")");
     }
     return v;
   };
