@@ -419,6 +419,7 @@ class OffloadSchedules(Workdir):
         lines = RNG.integers(-1000, 1000, size=(1030, 37)).astype(np.int32)
         cases = [("cumprod", line, 1, "scan.split(gpu_share=500)"), ("cumsum", line, 1, "scan.split(gpu_share=500)"),
                  ("cumprod", line, 1, "scan.offload_chained"), ("cumsum", lines, 1, "scan.offload_rows"),
+                 ("cumprod", lines | 1, 1, "scan.offload_warp_rows"),
                  ("cumsum", lines, 0, "scan.offload_columns"), ("cumsum", lines, 1, "scan.split(gpu_share=1000)")]
         for op, x, axis, schedule in cases:
             with self.subTest(op=op, shape=x.shape, schedule=schedule):

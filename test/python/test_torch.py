@@ -106,7 +106,7 @@ def test_pinned_cpu_tensors_go_to_the_gpu_directly():
     x = torch.randn(37, 100003).pin_memory()
     want = torch_scan_oracle(x, 1, False, False)
     out = torch.empty_like(x).pin_memory()
-    for schedule in ("scan.offload_rows", "scan.split(gpu_share=1000)"):
+    for schedule in ("scan.offload_rows", "scan.offload_warp_rows", "scan.split(gpu_share=1000)"):
         hetkern.transfer_counters(reset=True)
         assert hetkern.cumsum(x, 1, out=out, schedule=schedule) is out
         torch.testing.assert_close(out, want, rtol=2e-6, atol=1e-4)
