@@ -41,7 +41,7 @@ ScanPlan warp_rows_defaults(const CumulativeCall& call) {
   const ScanLayout s = make_scan_layout(call);
   ScanPlan plan{.kind = ScanPlan::Kind::warp_rows};
   plan.items = warp_rows_default_vectors;
-  const std::int64_t warps = std::min<std::int64_t>(s.lines(), warp_rows_default_threads / 32);
+  const std::int64_t warps = std::clamp<std::int64_t>(s.lines(), 1, warp_rows_default_threads / 32);
   plan.team_threads = int(32 * warps);
   plan.teams = int(std::clamp<std::int64_t>((s.lines() + warps - 1) / warps, 1, warp_rows_max_teams));
   return plan;

@@ -1,4 +1,5 @@
 // scan.offload_warp_rows: GPU warps scanning whole lines along the contiguous axis, a warp a line.
+#include <algorithm>
 #include <string>
 
 #include "hetkern/error.hpp"
@@ -31,7 +32,8 @@ ScanStrategyPlan warp_rows_plan(const CumulativeCall& call, const BoundParams& p
                 "threads = " + std::to_string(threads) + " is not a whole number of warps (a multiple of 32)");
   // Without teams: enough for a warp a line at the threads given.
   const std::int64_t lines = make_scan_layout(call).lines(), warps = threads / 32;
-  const std::int64_t teams = d.team_threads == threads ? d.teams : std::min<std::int64_t>((lines + warps - 1) / warps, 65536);
+  const std::int64_t teams =
+      d.team_threads == threads ? d.teams : std::clamp<std::int64_t>((lines + warps - 1) / warps, 1, 65536);
   return OffloadWarpRowsScanPlan{int(p.get("teams", teams)), threads, int(p.get("vectors", d.items))};
 }
 
@@ -47,7 +49,7 @@ const ScanStrategy& scan_offload_warp_rows() {
       "input and output lines lie at the same distance from a 16-byte boundary; for many lines "
       "along the contiguous axis",
       {{"teams", 1, 65536, "OpenMP teams (default: one warp a line, at most 65536 teams)"},
-       {"threads", 32, offload_max_threads, "threads per team, a multiple of 32 (default 128)"},
+       {"threads", 32, offload_max_threads, "threads per team, a multiple of 32 (default 128, a warp a line for fewer than 4 lines)"},
        {"vectors", 1, offload_warp_rows_max_vectors,
         "16-byte vectors a lane loads ahead of those it scans (default 4)"}},
       warp_rows_plan, warp_rows_space);
