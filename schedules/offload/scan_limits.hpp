@@ -26,6 +26,12 @@ inline constexpr int offload_column_max_stages = 8;
 
 /// Warp rows: 16-byte vectors a lane loads ahead of the ones it scans, at most.
 inline constexpr int offload_warp_rows_max_vectors = 4;
+/// Warp rows: the teams that give each of `lines` a warp of its own with `threads` a team (whole
+/// warps), at least one and at most the 65536 a schedule may ask for.
+constexpr std::int64_t offload_warp_rows_teams(std::int64_t lines, int threads) {
+  const std::int64_t warps = threads / 32, teams = (lines + warps - 1) / warps;
+  return teams < 1 ? 1 : teams > 65536 ? 65536 : teams;
+}
 
 /// Rows: at most this many tiles requested into the L2 ahead of the loads.
 inline constexpr int offload_max_ahead = 8;

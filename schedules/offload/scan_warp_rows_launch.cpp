@@ -14,7 +14,6 @@ namespace {
 // in four of its five cases on an H100 (docs/performance.md, "A warp a line").
 constexpr int warp_rows_default_threads = 128;
 constexpr int warp_rows_default_vectors = offload_warp_rows_max_vectors;
-constexpr std::int64_t warp_rows_max_teams = 65536;
 
 template <class Op, class T>
 void warp_rows(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const ScanPlan& plan,
@@ -43,7 +42,7 @@ ScanPlan warp_rows_defaults(const CumulativeCall& call) {
   plan.items = warp_rows_default_vectors;
   const std::int64_t warps = std::clamp<std::int64_t>(s.lines(), 1, warp_rows_default_threads / 32);
   plan.team_threads = int(32 * warps);
-  plan.teams = int(std::clamp<std::int64_t>((s.lines() + warps - 1) / warps, 1, warp_rows_max_teams));
+  plan.teams = int(offload_warp_rows_teams(s.lines(), plan.team_threads));
   return plan;
 }
 

@@ -1,5 +1,4 @@
 // scan.offload_warp_rows: GPU warps scanning whole lines along the contiguous axis, a warp a line.
-#include <algorithm>
 #include <string>
 
 #include "hetkern/error.hpp"
@@ -31,9 +30,7 @@ ScanStrategyPlan warp_rows_plan(const CumulativeCall& call, const BoundParams& p
     throw Error(Errc::invalid_schedule, call.op_name(), p.schedule().to_string(),
                 "threads = " + std::to_string(threads) + " is not a whole number of warps (a multiple of 32)");
   // Without teams: enough for a warp a line at the threads given.
-  const std::int64_t lines = make_scan_layout(call).lines(), warps = threads / 32;
-  const std::int64_t teams =
-      d.team_threads == threads ? d.teams : std::clamp<std::int64_t>((lines + warps - 1) / warps, 1, 65536);
+  const std::int64_t teams = offload_warp_rows_teams(make_scan_layout(call).lines(), threads);
   return OffloadWarpRowsScanPlan{int(p.get("teams", teams)), threads, int(p.get("vectors", d.items))};
 }
 
