@@ -154,9 +154,10 @@ class Runner {
         out.push_back(std::move(s));
     if (device) {
       // The space leaves the offload strategies out without a GPU: their defaults at least.
-      const char* names[] = {"scan.offload_rows", "scan.offload_columns", "scan.offload_chained"};
-      const char* qmm[] = {"qmm.offload_mma", "qmm.offload"};
-      for (const char* n : w_.is_scan() ? std::vector<const char*>(names, names + 3) : std::vector<const char*>(qmm, qmm + 2)) {
+      const std::vector<const char*> scans = {"scan.offload_rows", "scan.offload_warp_rows", "scan.offload_columns",
+                                              "scan.offload_chained"};
+      const std::vector<const char*> qmm = {"qmm.offload_mma", "qmm.offload"};
+      for (const char* n : w_.is_scan() ? scans : qmm) {
         try {
           out.push_back(w_.planned(Schedule(n)));
         } catch (const Error&) {

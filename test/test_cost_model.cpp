@@ -39,7 +39,7 @@ MachineRates example_rates() {
   r.strategy_rates = {{"qmm.parallel", 1.4e12},     {"qmm.tiled", 0.1e12},       {"qmm.offload_mma", 40e12},
                       {"qmm.offload", 10e12},       {"scan.parallel", 40e9},     {"scan.tiled", 8e9},
                       {"scan.blocked", 30e9},       {"scan.offload_rows", 1e12}, {"scan.offload_columns", 1e12},
-                      {"scan.offload_chained", 1e12}};
+                      {"scan.offload_chained", 1e12}, {"scan.offload_warp_rows", 1e12}};
   r.strategy_fixed_seconds = {{"qmm.parallel", 5e-6}, {"qmm.offload_mma", 40e-6}, {"scan.parallel", 3e-6}};
   return r;
 }
@@ -178,7 +178,7 @@ TEST(ModelChoice, PageLockedHostTensorsArePricedAtThePageLockedRates) {
   EXPECT_EQ(strategy(detail::model_scan_plan(locked, DataHome::host, r)->plan), "scan.parallel");
   r.page_locked_to_device_bytes_per_s = 400e9;
   r.page_locked_to_host_bytes_per_s = 400e9;
-  EXPECT_EQ(strategy(detail::model_scan_plan(locked, DataHome::host, r)->plan), "scan.offload_rows");
+  EXPECT_EQ(strategy(detail::model_scan_plan(locked, DataHome::host, r)->plan), "scan.offload_warp_rows");
   const detail::TuneWorkload pageable(scan({n, n}, 1), false);
   EXPECT_EQ(strategy(detail::model_scan_plan(pageable.scan_call(), DataHome::host, r)->plan), "scan.parallel");
 }
@@ -323,6 +323,24 @@ TEST_F(Rates, TheMeasuringThreadReadsNoRatesAndDoesNotWait) {
   reset_dispatch();
 }
 
+// Rates that price some offload scan strategies but not all of this build's (stored before one was
+// added) count as none: the default GPU strategy would go unpriced. Rates without any stand.
+TEST_F(Rates, RatesMissingAnOffloadScanStrategyAreNotUsed) {
+  MachineRates partial = example_rates();
+  partial.strategy_rates.erase("scan.offload_warp_rows");
+  TuningDb(path_, true).put_rates(machine_fingerprint(), partial);
+  reset_dispatch();
+  EXPECT_FALSE(detail::dispatch_machine_rates(path_, false).has_value());
+  MachineRates host_only = example_rates();
+  std::erase_if(host_only.strategy_rates, [](const auto& kv) { return kv.first.rfind("scan.offload", 0) == 0; });
+  TuningDb(path_, true).put_rates(machine_fingerprint(), host_only);
+  reset_dispatch();
+  const auto read = detail::dispatch_machine_rates(path_, false);
+  ASSERT_TRUE(read.has_value());
+  EXPECT_EQ(read->strategy_rates, host_only.strategy_rates);
+  reset_dispatch();
+}
+
 #ifdef HETKERN_OFFLOAD
 // Whatever chose a plan that spreads a call (here an explicit schedule), the dispatcher reads the
 // machine's rates for it: the devices' speeds they hold are what the spread strategies share by,
@@ -416,8 +434,8 @@ TEST(Calibration, MeasuresEveryStrategyOnTinyShapes) {
   EXPECT_GT(r.gpu_call_seconds, 0);
   // A GPU call's copies of host tensors cost more than none; on the host fallback nothing is copied.
   if (!offload_on_host()) EXPECT_GT(r.host_tensor_call_seconds, 0);
-  for (const char* s : {"scan.parallel", "scan.blocked", "scan.tiled", "scan.offload_rows", "scan.offload_columns",
-                        "scan.offload_chained", "qmm.parallel", "qmm.tiled", "qmm.offload_mma", "qmm.offload"}) {
+  for (const char* s : {"scan.parallel", "scan.blocked", "scan.tiled", "scan.offload_rows", "scan.offload_warp_rows",
+                        "scan.offload_columns", "scan.offload_chained", "qmm.parallel", "qmm.tiled", "qmm.offload_mma", "qmm.offload"}) {
     ASSERT_TRUE(r.strategy_rates.count(s)) << s;
     EXPECT_GT(r.strategy_rates.at(s), 0) << s;
     EXPECT_GT(r.strategy_fixed_seconds.at(s), 0) << s;

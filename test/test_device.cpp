@@ -288,8 +288,8 @@ TEST(DeviceTensors, DefaultScheduleAndInPlace) {
 }
 
 // Without a schedule, lines that one chained tile (its threads x items elements) would cover get a
-// team each, as do lines enough for every team; longer lines, fewer than that, are cut into
-// chained tiles.
+// warp each, as do lines enough for every team of the rows kernel; longer lines, fewer than that,
+// are cut into chained tiles.
 TEST(DeviceTensors, DefaultPlanCutsOnlyLinesLongerThanATile) {
   using Kind = detail::ScanPlan::Kind;
   std::byte memory[16];  // only the layout is planned: nothing is read or written
@@ -301,11 +301,11 @@ TEST(DeviceTensors, DefaultPlanCutsOnlyLinesLongerThanATile) {
                        detail::offload_scan_defaults(call, Kind::chained)};
     };
     const auto [small, chained] = plan({1, 1, 3, 4});
-    EXPECT_EQ(small.kind, Kind::rows) << name_of(type);
+    EXPECT_EQ(small.kind, Kind::warp_rows) << name_of(type);
     const std::int64_t width = std::int64_t(chained.team_threads) * chained.items;
-    EXPECT_EQ(plan({3, width}).first.kind, Kind::rows) << name_of(type);
+    EXPECT_EQ(plan({3, width}).first.kind, Kind::warp_rows) << name_of(type);
     EXPECT_EQ(plan({3, width + 1}).first.kind, Kind::chained) << name_of(type);
-    EXPECT_EQ(plan({1056, width + 1}).first.kind, Kind::rows) << name_of(type);
+    EXPECT_EQ(plan({1056, width + 1}).first.kind, Kind::warp_rows) << name_of(type);
   }
 }
 

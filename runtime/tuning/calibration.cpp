@@ -260,7 +260,8 @@ void measure_device(MachineRates& rates, const CalibrationSizes& z) {
     };
   };
   const std::int64_t S = z.scan_elements;
-  measure_scan(rates, "scan.offload_rows", {{1, 1}, 1}, {{S / 1024, 1024}, 1}, scan("scan.offload_rows"), z.repetitions);
+  for (const char* rows : {"scan.offload_rows", "scan.offload_warp_rows"})
+    measure_scan(rates, rows, {{1, 1}, 1}, {{S / 1024, 1024}, 1}, scan(rows), z.repetitions);
   measure_scan(rates, "scan.offload_columns", {{1, 1}, 0}, {{1024, S / 1024}, 0}, scan("scan.offload_columns"),
                z.repetitions);
   measure_scan(rates, "scan.offload_chained", {{1}, 0}, {{S}, 0}, scan("scan.offload_chained"), z.repetitions);

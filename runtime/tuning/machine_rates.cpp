@@ -2,6 +2,7 @@
 #include "runtime/tuning/machine_rates.hpp"
 
 #include <cstdio>
+#include <iterator>
 #include <mutex>
 
 #include "hetkern/error.hpp"
@@ -26,6 +27,21 @@ ProcessRates& process_rates() {
 }
 
 thread_local bool measuring_here = false;
+
+// Rates stored by a build that calibrated fewer offload scan strategies than this one are measured
+// again, so that no default offload strategy goes without a rate.
+bool covers_offload_scans(const MachineRates& rates) {
+  constexpr const char* names[] = {"scan.offload_rows", "scan.offload_warp_rows", "scan.offload_columns",
+                                   "scan.offload_chained"};
+  std::size_t present = 0;
+  for (const char* name : names) present += rates.strategy_rates.count(name);
+  return present == 0 || present == std::size(names);
+}
+
+std::optional<MachineRates> complete_rates(std::optional<MachineRates> stored) {
+  if (stored && !covers_offload_scans(*stored)) return std::nullopt;
+  return stored;
+}
 
 // The spread strategies share calls by the devices' speeds from the rates the process has.
 void publish_device_speeds([[maybe_unused]] const std::optional<MachineRates>& rates) {
@@ -66,7 +82,7 @@ std::optional<MachineRates> dispatch_machine_rates(const std::string& db_path, b
   if (!p.read) {
     p.read = true;
     try {
-      if (!db_path.empty()) p.rates = TuningDb(db_path, false).find_rates(machine_fingerprint());
+      if (!db_path.empty()) p.rates = complete_rates(TuningDb(db_path, false).find_rates(machine_fingerprint()));
     } catch (const Error&) {
       // The dispatcher reports an unreadable database once already; no rates then.
     }
@@ -98,7 +114,7 @@ std::optional<MachineRates> calibrate(const std::string& db_path, bool remeasure
   detail::ProcessRates& p = detail::process_rates();
   std::lock_guard lock(p.mutex);
   if (!remeasure && !db_path.empty())
-    if (auto stored = TuningDb(db_path, false).find_rates(machine_fingerprint())) return stored;
+    if (auto stored = detail::complete_rates(TuningDb(db_path, false).find_rates(machine_fingerprint()))) return stored;
   std::optional<MachineRates> rates = detail::measure_and_store(db_path);
   if (rates) {
     p.rates = rates;

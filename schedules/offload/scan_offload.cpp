@@ -24,11 +24,11 @@ ScanPlan default_offload_scan_plan(const CumulativeCall& call) {
   const ScanLayout s = make_scan_layout(call);
   if (!s.lines_are_rows()) return offload::scan::columns_defaults(call);
   // Enough lines to give every team its own, or lines no longer than one chained tile (whose
-  // look-back buys nothing): a team per line; otherwise tiles of a few long lines.
+  // look-back buys nothing): a warp per line; otherwise tiles of a few long lines.
   const ScanPlan chained = offload::scan::chained_defaults(call);
   if (s.lines() >= offload::scan::rows_default_teams_cap ||
       s.length <= std::int64_t(chained.team_threads) * chained.items)
-    return offload::scan::rows_defaults(call);
+    return offload::scan::warp_rows_defaults(call);
   return chained;
 }
 

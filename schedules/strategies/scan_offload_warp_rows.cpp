@@ -19,9 +19,11 @@ Schedule OffloadWarpRowsScanPlan::schedule() const {
 
 namespace {
 
-// Not in the tuner's space yet: the kernel has run on a GPU only as a probe, not yet through the
-// GPU suite, and a fault there would end a tuning run (docs/gpu.md).
-SearchSpace warp_rows_space(const CumulativeCall&) { return std::nullopt; }
+// The tuner's space: warps per team and vectors loaded ahead (the best of each differed by type on
+// an H100, docs/performance.md).
+SearchSpace warp_rows_space(const CumulativeCall&) {
+  return std::vector<SpaceAxis>{{"threads", {"64", "128", "256"}}, {"vectors", {"1", "2", "4"}}};
+}
 
 ScanStrategyPlan warp_rows_plan(const CumulativeCall& call, const BoundParams& p) {
   const ScanPlan d = checked_offload_defaults(call, p, ScanPlan::Kind::warp_rows);
