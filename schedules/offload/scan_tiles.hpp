@@ -18,7 +18,9 @@ namespace hk::detail::offload::scan {
 // ScanLayout::lines() for device code (the member is compiled for the host only).
 inline std::int64_t line_count(const ScanLayout& s) {
   std::int64_t n = 1;
-  for (int d = 0; d < s.rank; ++d) n *= s.sizes[d];
+#pragma unroll
+  for (int d = 0; d < max_rank - 1; ++d)
+    if (d < s.rank) n *= s.sizes[d];
   return n;
 }
 
@@ -26,12 +28,14 @@ inline std::int64_t line_count(const ScanLayout& s) {
 inline void line_offsets(const ScanLayout& s, std::int64_t line, std::int64_t& xo, std::int64_t& yo) {
   xo = s.in_origin;
   yo = s.out_origin;
-  for (int d = s.rank - 1; d >= 0; --d) {
-    const std::int64_t i = line % s.sizes[d];
-    line /= s.sizes[d];
-    xo += i * s.in_strides[d];
-    yo += i * s.out_strides[d];
-  }
+#pragma unroll
+  for (int d = max_rank - 2; d >= 0; --d)
+    if (d < s.rank) {
+      const std::int64_t i = line % s.sizes[d];
+      line /= s.sizes[d];
+      xo += i * s.in_strides[d];
+      yo += i * s.out_strides[d];
+    }
 }
 
 // A chained tile's published state and value in one 16-byte word, written and read with single

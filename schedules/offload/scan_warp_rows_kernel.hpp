@@ -18,17 +18,17 @@ template <class Op, class Acc> Acc warp_chunk_carry(Acc lane_total, Acc carry, u
   return Op::apply(carry, shfl_idx(inc, 31, ~0u));
 }
 
-// Scans the lane's `count` consecutive elements e (of a chunk), from the warp's carry; returns the
-// next chunk's carry. The elements' prefixes start from inclusive_start, which every output then
-// continues exactly (-0.0 and 1 change nothing), so inclusive and exclusive share one form.
+// Scans the lane's N consecutive elements e (its vector of a chunk), from the warp's carry; returns
+// the next chunk's carry. The elements' prefixes start from inclusive_start, which every output
+// then continues exactly (-0.0 and 1 change nothing), so inclusive and exclusive share one form.
 template <class T, class Op, int N>
-AccOf<T> scan_lane_run(T (&e)[N], int count, AccOf<T> carry, u32 lane, bool exclusive) {
+AccOf<T> scan_lane_run(T (&e)[N], AccOf<T> carry, u32 lane, bool exclusive) {
   using Acc = AccOf<T>;
   Acc a[N];
   Acc f = inclusive_start<Op, Acc>();
 #pragma unroll
   for (int i = 0; i < N; ++i) {
-    if (i < count) f = Op::apply(f, widen(e[i]));
+    f = Op::apply(f, widen(e[i]));
     a[i] = f;
   }
   Acc base;
@@ -42,23 +42,21 @@ AccOf<T> scan_lane_run(T (&e)[N], int count, AccOf<T> carry, u32 lane, bool excl
   return next;
 }
 
-// Elements [q, end) of a line, chunk by chunk, each lane reading its vec_elems<T> consecutive
-// elements one at a time (any step, any alignment). Returns the carry after them.
+// Elements [q, end) of a line, 32 at a time, one a lane (any step, any alignment): the heads and
+// tails of congruent lines and the whole of others. Returns the carry after them. One element a
+// lane rather than a run: runs of vec_elems<T> loaded one by one raised the kernel's registers
+// (ptxas for sm_90: float16 from 80 to 164), and with them fewer warps fit an SM.
 template <class T, class Op>
 AccOf<T> warp_rows_elements(const T* x, std::int64_t in_step, T* y, std::int64_t out_step, std::int64_t q,
                             std::int64_t end, AccOf<T> carry, u32 lane, bool exclusive) {
-  constexpr int ve = vec_elems<T>;
-  for (; q < end; q += 32 * ve) {
-    const std::int64_t p = q + std::int64_t(lane) * ve;
-    const int count = run_count(end, p, ve);
-    T e[ve];
-#pragma unroll
-    for (int i = 0; i < ve; ++i)
-      if (i < count) e[i] = x[(p + i) * in_step];
-    carry = scan_lane_run<T, Op>(e, count, carry, lane, exclusive);
-#pragma unroll
-    for (int i = 0; i < ve; ++i)
-      if (i < count) y[(p + i) * out_step] = e[i];
+  using Acc = AccOf<T>;
+  for (; q < end; q += 32) {
+    const std::int64_t p = q + std::int64_t(lane);
+    const bool here = p < end;
+    const Acc inc = warp_inclusive<Op>(here ? widen(x[p * in_step]) : inclusive_start<Op, Acc>(), lane, ~0u);
+    const Acc up = shfl_up(inc, 1, ~0u), before = lane == 0 ? inclusive_start<Op, Acc>() : up;
+    if (here) y[p * out_step] = narrow<T>(Op::apply(carry, exclusive ? before : inc));
+    carry = Op::apply(carry, shfl_idx(inc, 31, ~0u));
   }
   return carry;
 }
@@ -86,7 +84,7 @@ AccOf<T> warp_rows_vectors(const T* x, T* y, std::int64_t chunks, int vectors, A
       if (u < vectors && c + u < chunks) {
         T e[ve];
         __builtin_memcpy(e, &now[u], 16);
-        carry = scan_lane_run<T, Op>(e, ve, carry, lane, exclusive);
+        carry = scan_lane_run<T, Op>(e, carry, lane, exclusive);
         __builtin_memcpy(&now[u], e, 16);
         out[32 * (c + u)] = now[u];
       }
