@@ -13,7 +13,8 @@
 namespace hk::test {
 
 // A database path of its own per test (HETKERN_TUNING_DB), HETKERN_SCHEDULE unset, HETKERN_LOG
-// set to `log` (unset when null); all of it undone afterwards.
+// set to `log` (unset when null); all of it undone afterwards, the suite's own database
+// (test_private_tuning_db.cpp) named again.
 class FreshTuningDb : public ::testing::Test {
  protected:
   explicit FreshTuningDb(const char* log = nullptr) : log_(log) {}
@@ -25,6 +26,7 @@ class FreshTuningDb : public ::testing::Test {
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     path_ = (dir_ / "tuning.sqlite").string();
+    if (const char* suite = std::getenv("HETKERN_TUNING_DB")) suite_db_ = suite;
     setenv("HETKERN_TUNING_DB", path_.c_str(), 1);
     unsetenv("HETKERN_SCHEDULE");
     if (log_) setenv("HETKERN_LOG", log_, 1);
@@ -32,7 +34,8 @@ class FreshTuningDb : public ::testing::Test {
     hk::reset_dispatch();
   }
   void TearDown() override {
-    unsetenv("HETKERN_TUNING_DB");
+    if (suite_db_.empty()) unsetenv("HETKERN_TUNING_DB");
+    else setenv("HETKERN_TUNING_DB", suite_db_.c_str(), 1);
     unsetenv("HETKERN_SCHEDULE");
     unsetenv("HETKERN_LOG");
     hk::reset_dispatch();
@@ -44,6 +47,7 @@ class FreshTuningDb : public ::testing::Test {
 
  private:
   const char* log_;
+  std::string suite_db_;
 };
 
 }  // namespace hk::test

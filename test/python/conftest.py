@@ -1,6 +1,18 @@
 """Shared helpers of the hetkern Python tests: oracles and a DLPack-only array wrapper."""
+import atexit
+import os
+import shutil
+import tempfile
+
 import numpy as np
 import pytest
+
+# The tests' calls use a tuning database of their own, never the user's (~/.cache/hetkern): on a
+# GPU machine, large calls on host tensors measure the machine's rates and store them.
+if not os.environ.get("HETKERN_TUNING_DB"):
+    _db_dir = tempfile.mkdtemp(prefix="hetkern-pytests-")
+    atexit.register(shutil.rmtree, _db_dir, True)
+    os.environ["HETKERN_TUNING_DB"] = os.path.join(_db_dir, "tuning.sqlite")
 
 
 def scan_oracle(x, axis, reverse=False, exclusive=False, product=False):
