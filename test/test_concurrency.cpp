@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "hetkern/hetkern.hpp"
+#include "tuning_test_util.hpp"
 
 namespace {
 
@@ -204,23 +205,18 @@ extern "C" char** environ;
 // what was there before, each time forgetting the dispatch decisions made under the other.
 class TuningDbEnvironment {
  public:
-  explicit TuningDbEnvironment(const std::string& path) {
-    if (const char* old = std::getenv("HETKERN_TUNING_DB")) old_ = old;
-    setenv("HETKERN_TUNING_DB", path.c_str(), 1);
+  explicit TuningDbEnvironment(const std::string& path) : env_(std::in_place, "HETKERN_TUNING_DB", path.c_str()) {
     hk::reset_dispatch();
   }
   ~TuningDbEnvironment() {
-    if (old_)
-      setenv("HETKERN_TUNING_DB", old_->c_str(), 1);
-    else
-      unsetenv("HETKERN_TUNING_DB");
+    env_.reset();
     hk::reset_dispatch();
   }
   TuningDbEnvironment(const TuningDbEnvironment&) = delete;
   TuningDbEnvironment& operator=(const TuningDbEnvironment&) = delete;
 
  private:
-  std::optional<std::string> old_;
+  std::optional<hk::test::ScopedEnv> env_;
 };
 
 // `hetkern tune --shapes shapes --db db --threads T`, its output going to `log`; the pid.

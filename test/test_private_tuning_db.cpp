@@ -10,6 +10,7 @@
 #include <string>
 
 #include "hetkern/tuning.hpp"
+#include "tuning_test_util.hpp"
 
 namespace {
 
@@ -39,9 +40,12 @@ const ::testing::Environment* const private_tuning_db =
 
 // The database every test without one of its own uses is not the one the user's calls would.
 TEST(PrivateTuningDb, TheSuiteNeverUsesTheUsersDatabase) {
+  const std::string suite = hk::tuning_db_path();
   std::string users;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x == '/') users = std::string(x) + "/hetkern/tuning.sqlite";
-  else if (const char* h = std::getenv("HOME"); h && *h) users = std::string(h) + "/.cache/hetkern/tuning.sqlite";
-  EXPECT_FALSE(hk::tuning_db_path().empty());
-  EXPECT_NE(hk::tuning_db_path(), users);
+  {
+    const hk::test::ScopedEnv none("HETKERN_TUNING_DB", nullptr);
+    users = hk::tuning_db_path();
+  }
+  EXPECT_FALSE(suite.empty());
+  EXPECT_NE(suite, users);
 }
