@@ -18,6 +18,7 @@
 #include "schedules/offload/scan_tiles.hpp"
 #include "scan_test_util.hpp"
 #include "schedules/scan_offload.hpp"
+#include "schedules/scan_strategies.hpp"
 
 namespace {
 
@@ -307,6 +308,31 @@ TEST(DeviceTensors, DefaultPlanCutsOnlyLinesLongerThanATile) {
     EXPECT_EQ(plan({3, width + 1}).first.kind, Kind::chained) << name_of(type);
     EXPECT_EQ(plan({1056, width + 1}).first.kind, Kind::warp_rows) << name_of(type);
   }
+}
+
+// Columns without teams: as many as the width, chunks and threads the schedule gives call for, so
+// that a narrower width spreads over more teams instead of sending each team round several blocks.
+TEST(OffloadSchedules, ColumnsTeamsFollowTheGivenWidthChunksAndThreads) {
+  alignas(16) std::byte memory[16];  // only the layout is planned: nothing is read or written
+  const TensorDesc desc(DataType::float32, {16384, 16384});
+  const detail::CumulativeCall call{false, {desc, memory}, {desc, memory}, {.axis = 0}};
+  const auto teams = [&](const char* text) {
+    return std::get<detail::OffloadColumnsScanPlan>(detail::plan_scan(call, Schedule::parse(text))).teams;
+  };
+  // 16384 lines in vectors of 4: width / 4 vectors a team, at most 32 of them; float32's default
+  // width is 64 lines.
+  EXPECT_EQ(teams("scan.offload_columns"), 16384 / 64);
+  EXPECT_EQ(teams("scan.offload_columns(width=32)"), 16384 / 32);
+  EXPECT_EQ(teams("scan.offload_columns(width=256)"), 16384 / 128);
+  EXPECT_EQ(teams("scan.offload_columns(width=32, teams=7)"), 7);
+  // A thread per line and chunk.
+  EXPECT_EQ(teams("scan.offload_columns(chunks=4, threads=128)"), 16384 * 4 / 128);
+  const TensorDesc odd(DataType::float32, {100, 30});  // lines not in vectors: width lines a team
+  const detail::CumulativeCall single{false, {odd, memory}, {odd, memory}, {.axis = 0}};
+  EXPECT_EQ(std::get<detail::OffloadColumnsScanPlan>(
+                detail::plan_scan(single, Schedule::parse("scan.offload_columns(chunks=1, width=8)")))
+                .teams,
+            4);
 }
 
 TEST(DeviceTensors, RefuseHostSchedules) {

@@ -96,14 +96,18 @@ TEST(StrategyRecords, OffloadColumnsSearchesRowsAndStagesWhereTheKernelTakesThem
     Shape shape;
     std::map<std::string, std::vector<std::string>> axes;
   };
-  const std::vector<std::string> teams = {"64", "128", "256"}, threads = {"128", "256"}, rows = {"8", "12", "16"};
+  // Team sizes everywhere; in one pass also 256 and 512 bytes of lines a team, as lines.
+  const std::vector<std::string> threads = {"64", "128", "256"}, rows = {"8", "12", "16"};
+  const std::vector<std::string> four_byte_width = {"64", "128"}, two_byte_width = {"128", "256"};
   const std::vector<Case> cases = {
-      {hk::DataType::float32, {3, 4096, 8}, {{"threads", threads}, {"items", rows}, {"stages", {"1", "2"}}}},
-      {hk::DataType::int32, {5, 16384, 4}, {{"threads", threads}, {"items", rows}, {"stages", {"1", "2"}}}},
-      {hk::DataType::float32, {3, 16383, 3}, {{"threads", threads}, {"items", {"8"}}}},
-      {hk::DataType::float16, {3, 16383, 3}, {{"threads", threads}, {"items", rows}}},
-      {hk::DataType::float32, {4096, 1000}, {{"threads", teams}}},
-      {hk::DataType::float64, {3, 4096, 8}, {{"threads", teams}}},
+      {hk::DataType::float32, {3, 4096, 8},
+       {{"threads", threads}, {"width", four_byte_width}, {"items", rows}, {"stages", {"1", "2", "3"}}}},
+      {hk::DataType::int32, {5, 16384, 4},
+       {{"threads", threads}, {"width", four_byte_width}, {"items", rows}, {"stages", {"1", "2", "3"}}}},
+      {hk::DataType::float32, {3, 16383, 3}, {{"threads", threads}, {"width", four_byte_width}, {"items", {"8"}}}},
+      {hk::DataType::float16, {3, 16383, 3}, {{"threads", threads}, {"width", two_byte_width}, {"items", rows}}},
+      {hk::DataType::float32, {4096, 1000}, {{"threads", threads}}},
+      {hk::DataType::float64, {3, 4096, 8}, {{"threads", threads}}},
   };
   for (const Case& c : cases) {
     const hk::TensorDesc desc(c.type, c.shape);

@@ -9,7 +9,7 @@
 namespace hk::detail::offload::scan {
 
 /// Loads a thread of the chunked kernel issues before it combines them.
-inline constexpr int column_batch = 32;
+inline constexpr int column_batch = 16;
 
 // Team memory of one-pass scan.offload_columns before its ring: two sets of the warps' totals per
 // group (column_group) where a team has several warps, rounded up to whole 16-byte slots.
@@ -268,34 +268,44 @@ void gpu_columns(const KernelArgs<T>& a) {
 // Folds or scans `count` elements of a line from `acc`. Loads go out a batch ahead of their use:
 // the next batch is requested before the current one is combined and stored, so that a thread
 // keeps two batches of requests in flight. Reading ahead is safe in place too: a thread reads
-// and writes only its own line.
+// and writes only its own line. Every loop over a batch is unrolled with the count as a predicate
+// (no early exit), so that both batches stay in registers instead of a stack frame.
 template <class T, class Op, bool Scan>
 AccOf<T> column_run(const T* x, std::int64_t in_step, T* y, std::int64_t out_step,
                     std::int64_t count, AccOf<T> acc, bool exclusive) {
   using Acc = AccOf<T>;
   constexpr int batch = column_batch;
   T cur[batch], next[batch];
-  for (int j = 0; j < batch; ++j)
-    if (j < count) cur[j] = x[j * in_step];
+  // Addresses advance a step at a time: offsets j * step hoisted out of the loop would hold
+  // twice the registers of the batches themselves.
+  const T* in = x;
+#pragma unroll
+  for (int j = 0; j < batch; ++j, in += in_step)
+    if (j < count) cur[j] = *in;
+  T* out = y;
   for (std::int64_t q = 0; q < count; q += batch) {
     const std::int64_t ahead = q + batch;
+#pragma unroll
+    for (int j = 0; j < batch; ++j, in += in_step)
+      if (ahead + j < count) next[j] = *in;
+#pragma unroll
     for (int j = 0; j < batch; ++j)
-      if (ahead + j < count) next[j] = x[(ahead + j) * in_step];
-    for (int j = 0; j < batch; ++j) {
-      if (q + j >= count) break;
-      const Acc e = widen(cur[j]);
-      if constexpr (Scan) {
-        if (exclusive) {
-          y[(q + j) * out_step] = narrow<T>(acc);
-          acc = Op::apply(acc, e);
+      if (q + j < count) {
+        const Acc e = widen(cur[j]);
+        if constexpr (Scan) {
+          if (exclusive) {
+            *out = narrow<T>(acc);
+            acc = Op::apply(acc, e);
+          } else {
+            acc = Op::apply(acc, e);
+            *out = narrow<T>(acc);
+          }
+          out += out_step;
         } else {
           acc = Op::apply(acc, e);
-          y[(q + j) * out_step] = narrow<T>(acc);
         }
-      } else {
-        acc = Op::apply(acc, e);
       }
-    }
+#pragma unroll
     for (int j = 0; j < batch; ++j) cur[j] = next[j];
   }
   return acc;

@@ -32,22 +32,24 @@ constexpr std::int64_t column_target_threads = std::int64_t(1) << 18;
 constexpr std::int64_t column_min_chunk = 64;
 // Chunked: teams small enough that there are 2 on each of an H100's 132 SMs.
 constexpr std::int64_t columns_teams_min = 264;
-// One pass: a team's warps share a block of lines (512 bytes of them, 256 for 2-byte types) and
-// split its tiles' rows, about 1024 warps at work.
-constexpr int column_default_threads = 256;
-constexpr std::int64_t column_default_width_bytes = 512;
-constexpr std::int64_t column_default_width_bytes_2byte = 256;
-// One pass, rows a thread holds and tiles in flight: 4-byte types scan one tile while the next is
-// copied into team memory, float32 with 16 rows a thread (the register kernel, which also holds
-// the next tile, has room for 8 beside its float64 sums); other types hold the next tile in
-// registers.
-struct ColumnRows {
+// One pass: a team's warps share a block of neighbouring lines and split its tiles' rows, each
+// thread holding `items` rows of a tile, `stages` - 1 tiles ahead in flight through team memory
+// (stages = 1: the next tile in registers, where the register kernel has room beside the sums).
+// float32: teams of two warps on 256 bytes of lines, 16 rows a thread, two tiles ahead: on
+// {16384,16384} 256 teams, about two a multiprocessor, whose barriers wait on one other warp, not
+// on seven. Other 4-byte types: 256 threads on 512 bytes, 8 rows, the next tile in team memory;
+// 2-byte types: 256 threads on 256 bytes, 16 rows in registers; wider ones: 8 rows in registers
+// (docs/performance.md).
+struct ColumnDefaults {
+  int threads;
+  std::int64_t width_bytes;
   int items, stages;
 };
-ColumnRows column_default_rows(DataType type, std::int64_t element_bytes) {
-  if (type == DataType::float32) return {offload_column_max_items, 2};
-  if (element_bytes == 4) return {offload_column_item_cap(element_bytes), 2};
-  return {offload_column_item_cap(element_bytes), 1};
+ColumnDefaults column_defaults_of(DataType type, std::int64_t element_bytes) {
+  if (type == DataType::float32) return {64, 256, offload_column_max_items, 3};
+  if (element_bytes == 4) return {256, 512, offload_column_item_cap(element_bytes), 2};
+  if (element_bytes == 2) return {256, 256, offload_column_item_cap(element_bytes), 1};
+  return {256, 512, offload_column_item_cap(element_bytes), 1};
 }
 
 // Team memory of a one-pass launch: the warps' totals, then (stages > 1) the ring of tiles.
@@ -175,29 +177,22 @@ ScanPlan columns_defaults(const CumulativeCall& call) {
                     ? 1
                     : std::clamp<std::int64_t>(column_target_threads / lines, 1,
                                                std::max<std::int64_t>(1, s.length / column_min_chunk));
+  const ColumnDefaults d = column_defaults_of(call.input.desc.dtype(), element_bytes(call));
   plan.items = offload_column_item_cap(element_bytes(call));
-  plan.width = int((element_bytes(call) == 2 ? column_default_width_bytes_2byte : column_default_width_bytes) /
-                   element_bytes(call));
+  plan.width = int(d.width_bytes / element_bytes(call));
+  const std::int64_t vector_lines =
+      lines_in_vectors(s, call.input.data, call.output.data, element_bytes(call)) ? 16 / element_bytes(call) : 1;
   if (plan.chunks == 1) {
-    // A team per block of width lines (vectors of them where the layout allows).
-    const std::int64_t v = 16 / element_bytes(call);
-    const int inner = s.rank - 1;
-    const bool vec = s.in_strides[inner] == 1 && s.out_strides[inner] == 1 && s.sizes[inner] % v == 0;
-    const std::int64_t lanes = std::clamp<std::int64_t>(vec ? plan.width / v : plan.width, 1, 32);
-    const std::int64_t blocks = ((vec ? lines / v : lines) + lanes - 1) / lanes;
-    plan.team_threads = column_default_threads;
-    const ColumnRows rows = column_default_rows(call.input.desc.dtype(), element_bytes(call));
-    plan.items = rows.items;
-    plan.stages = rows.stages;
-    plan.teams = int(std::clamp<std::int64_t>(blocks, 1, std::int64_t(1) << 20));
-    return plan;
+    plan.team_threads = d.threads;
+    plan.items = d.items;
+    plan.stages = d.stages;
+  } else {
+    // Small teams when there are few threads in all, so that every SM gets some.
+    const std::int64_t work = lines * plan.chunks;
+    plan.team_threads = int(std::clamp<std::int64_t>(
+        std::bit_floor(std::uint64_t(std::max<std::int64_t>(work / columns_teams_min, 1))), 32, 256));
   }
-  // Small teams when there are few threads in all, so that every SM gets some.
-  const std::int64_t work = lines * plan.chunks;
-  plan.team_threads = int(std::clamp<std::int64_t>(
-      std::bit_floor(std::uint64_t(std::max<std::int64_t>(work / columns_teams_min, 1))), 32, 256));
-  plan.teams =
-      int(std::clamp<std::int64_t>((work + plan.team_threads - 1) / plan.team_threads, 1, std::int64_t(1) << 20));
+  plan.teams = int(offload_column_teams(lines, plan.chunks, plan.width, vector_lines, plan.team_threads));
   return plan;
 }
 

@@ -23,6 +23,21 @@ constexpr int offload_column_item_cap(std::int64_t element_bytes) { return eleme
 inline constexpr int offload_column_max_width = 256;
 /// scan.offload_columns in one pass: tiles in its ring in team memory (copy_async_wait_at_most).
 inline constexpr int offload_column_max_stages = 8;
+/// scan.offload_columns, teams by default: in one pass a team per block of `width` neighbouring
+/// lines (of width / vector_lines vectors where the lines go in vectors of that many), else a
+/// thread per line and chunk with `threads` a team; at least one and at most 2^20.
+constexpr std::int64_t offload_column_teams(std::int64_t lines, std::int64_t chunks, int width,
+                                            std::int64_t vector_lines, int threads) {
+  std::int64_t teams;
+  if (chunks == 1) {
+    const std::int64_t groups = lines / vector_lines, by_width = width / vector_lines;
+    const std::int64_t lanes = by_width < 1 ? 1 : by_width > 32 ? 32 : by_width;
+    teams = (groups + lanes - 1) / lanes;
+  } else {
+    teams = (lines * chunks + threads - 1) / threads;
+  }
+  return teams < 1 ? 1 : teams > (std::int64_t(1) << 20) ? std::int64_t(1) << 20 : teams;
+}
 
 /// Warp rows: 16-byte vectors a lane loads ahead of the ones it scans, at most.
 inline constexpr int offload_warp_rows_max_vectors = 4;

@@ -1,4 +1,5 @@
 // scan.offload_columns: GPU scans with the scanned axis outside the contiguous one.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -22,11 +23,11 @@ Schedule OffloadColumnsScanPlan::schedule() const {
 
 namespace {
 
-// The tuner's space: team sizes, and in one pass (chunks = 1) the rows a thread holds and, where
-// the lines go in 16-byte vectors, whether tiles wait in team memory (stages = 2) or the next one
-// in registers (stages = 1). Their best differs between GPUs of one architecture: float32 ran
-// fastest with 8 rows and 2 stages on an H100 and with 16 on an H200 (docs/performance.md). Where
-// only the register kernel runs (lines not in vectors), rows beyond what it holds are left out.
+// The tuner's space: team sizes, and in one pass (chunks = 1) the lines a team takes (256 or 512
+// bytes of them), the rows a thread holds and, where the lines go in 16-byte vectors, how many
+// tiles wait in team memory (stages 2 and 3) or the next one in registers (stages = 1). Their best
+// differs between GPUs of one architecture and between types (docs/performance.md). Where only
+// the register kernel runs (lines not in vectors), rows beyond what it holds are left out.
 SearchSpace columns_space(const CumulativeCall& call) {
   if (!offload_scan_takes(call.input.desc.dtype()) ||
       offload_scan_defaults(call, ScanPlan::Kind::columns).chunks != 1)
@@ -36,8 +37,10 @@ SearchSpace columns_space(const CumulativeCall& call) {
   SpaceAxis items{"items", {}};
   for (const int rows : {8, 12, 16})
     if (vectors || rows <= offload_column_item_cap(bytes)) items.values.push_back(std::to_string(rows));
-  std::vector<SpaceAxis> axes = {{"threads", {"128", "256"}}, std::move(items)};
-  if (vectors) axes.push_back({"stages", {"1", "2"}});
+  std::vector<SpaceAxis> axes = {{"threads", {"64", "128", "256"}},
+                                 {"width", {std::to_string(256 / bytes), std::to_string(512 / bytes)}},
+                                 std::move(items)};
+  if (vectors) axes.push_back({"stages", {"1", "2", "3"}});
   return axes;
 }
 
@@ -58,10 +61,10 @@ const ScanStrategy& scan_offload_columns() {
       "folds, the carries, then each chunk rescanned from its carry",
       {{"teams", 1, std::int64_t(1) << 20,
         "OpenMP teams (default: a team per width lines; chunks > 1: a thread per line and "
-        "chunk)"},
+        "chunk; both at the width, chunks and threads the schedule gives)"},
        {"threads", 32, offload_max_threads,
-        "threads per team (default 256; chunks = 1: a team gets at most 256, 512 for 4-byte "
-        "integers; chunks > 1: fewer when 256 leaves under 264 teams)"},
+        "threads per team (chunks = 1: default 64 for float32, else 256; a team gets at most 256, "
+        "512 for 4-byte integers; chunks > 1: default 256, fewer when 256 leaves under 264 teams)"},
        {"chunks", 1, std::int64_t(1) << 20,
         "chunks of the scanned axis (default: 1 when there are at least 16384 lines, else "
         "enough for about 2^18 threads, each chunk at least 64 long)"},
@@ -71,23 +74,32 @@ const ScanStrategy& scan_offload_columns() {
         "stages = 1, where a thread holds the next tile's rows too)"},
        {"width", 1, offload_column_max_width,
         "chunks = 1: neighbouring lines per team, at most 32 vectors or single lines (default: "
-        "512 bytes of them, 256 for 2-byte types: 128 lines of 4-byte types or of float16)"},
+        "512 bytes of them, 256 for float32 and 2-byte types: 64 lines of float32, 128 of int32 "
+        "or of float16)"},
        {"stages", 1, offload_column_max_stages,
         "chunks = 1, lines in 16-byte vectors: tiles in a ring in team memory, stages - 1 of them in "
         "flight while one is scanned; fewer where the GPU grants a team less memory, and 1 (the "
-        "next tile in registers) where not even two fit (default 2 for 4-byte types, 1 for others)"}},
+        "next tile in registers) where not even two fit (default 3 for float32, 2 for other 4-byte "
+        "types, 1 for others)"}},
       [](const CumulativeCall& call, const BoundParams& p) -> ScanStrategyPlan {
         const ScanPlan d = checked_offload_defaults(call, p, ScanPlan::Kind::columns);
-        const OffloadColumnsScanPlan plan{int(p.get("teams", d.teams)), int(p.get("threads", d.team_threads)),
-                                          p.get("chunks", d.chunks), int(p.get("items", d.items)),
-                                          int(p.get("width", d.width)), int(p.get("stages", d.stages))};
+        OffloadColumnsScanPlan plan{d.teams, int(p.get("threads", d.team_threads)), p.get("chunks", d.chunks),
+                                    int(p.get("items", d.items)), int(p.get("width", d.width)),
+                                    int(p.get("stages", d.stages))};
+        // Without teams: the default's rule at the width, chunks and threads given.
+        const std::int64_t bytes = scan_element_bytes(call);
+        const ScanLayout layout = make_scan_layout(call);
+        const std::int64_t vector_lines =
+            lines_in_vectors(layout, call.input.data, call.output.data, bytes) ? 16 / bytes : 1;
+        plan.teams = int(p.get("teams", offload_column_teams(layout.lines(), std::min(plan.chunks, layout.length),
+                                                             plan.width, vector_lines, plan.team_threads)));
         // A thread's rows must fit the registers the tile kernels give it: the parameter's range
         // is the staged kernel's, the register kernel (stages = 1) holds fewer of wider types.
-        const int cap = offload_column_item_cap(scan_element_bytes(call));
+        const int cap = offload_column_item_cap(bytes);
         if (plan.stages == 1 && plan.items > cap)
           throw Error(Errc::invalid_schedule, call.op_name(), p.schedule().to_string(),
                       "items = " + std::to_string(plan.items) + " rows exceed the " + std::to_string(cap) +
-                          " rows of " + std::to_string(scan_element_bytes(call)) +
+                          " rows of " + std::to_string(bytes) +
                           "-byte elements a thread holds in registers beside the next tile's (stages = 1)");
         return plan;
       },
