@@ -335,6 +335,29 @@ TEST(OffloadSchedules, ColumnsTeamsFollowTheGivenWidthChunksAndThreads) {
             4);
 }
 
+// Without a schedule, columns of 2048 lines or more go in one pass: below 16384 lines in blocks
+// narrow enough for 256 teams of two warps; fewer lines are cut into chunks of the axis.
+TEST(OffloadSchedules, ColumnsDefaultToOnePassFrom2048Lines) {
+  alignas(16) std::byte memory[16];  // only the layout is planned: nothing is read or written
+  const auto plan = [&](DataType type, std::int64_t rows, std::int64_t lines) {
+    const TensorDesc desc(type, {rows, lines});
+    const detail::CumulativeCall call{false, {desc, memory}, {desc, memory}, {.axis = 0}};
+    return detail::offload_scan_defaults(call, detail::ScanPlan::Kind::columns);
+  };
+  for (DataType type : {DataType::float32, DataType::int32, DataType::float16}) {
+    const std::int64_t v = 16 / size_of(type);
+    for (const std::int64_t lines : {2048, 4096, 8192}) {
+      const detail::ScanPlan p = plan(type, 4096, lines);
+      EXPECT_EQ(p.chunks, 1) << name_of(type) << " " << lines;
+      EXPECT_EQ(p.team_threads, 64) << name_of(type) << " " << lines;
+      EXPECT_EQ(p.stages, 3) << name_of(type) << " " << lines;
+      EXPECT_EQ(p.teams, std::min<std::int64_t>(256, lines / v)) << name_of(type) << " " << lines;
+    }
+    EXPECT_GT(plan(type, 4096, 1024).chunks, 1) << name_of(type);
+    EXPECT_EQ(plan(type, 4096, 16384).chunks, 1) << name_of(type);
+  }
+}
+
 TEST(DeviceTensors, RefuseHostSchedules) {
   const TensorDesc desc(DataType::float32, {4, 4});
   DeviceBuffer a(64), b(64);

@@ -26,8 +26,14 @@ template <class T> constexpr bool columns_bound_wide = std::is_integral_v<T> && 
 template <class T>
 constexpr int columns_team_threads_most = columns_bound_wide<T> ? columns_wide_team_threads : columns_max_team_threads;
 // With at least this many lines, one pass; with fewer, the axis is cut into chunks so that about
-// column_target_threads threads work, each chunk at least column_min_chunk rows long.
-constexpr std::int64_t column_lines_single_pass = 16384;
+// column_target_threads threads work, each chunk at least column_min_chunk rows long. Below
+// column_lines_wide_blocks lines, one pass takes blocks narrow enough for column_narrow_teams
+// teams of two warps, 16 rows a thread and a ring of 3 tiles: from 2048 to 8192 lines that ran
+// 1.4-1.7x faster than the chunks' three passes on an H100 (docs/performance.md).
+constexpr std::int64_t column_lines_single_pass = 2048;
+constexpr std::int64_t column_lines_wide_blocks = 16384;
+constexpr std::int64_t column_narrow_teams = 256;
+constexpr int column_pair_threads = 64;
 constexpr std::int64_t column_target_threads = std::int64_t(1) << 18;
 constexpr std::int64_t column_min_chunk = 64;
 // Chunked: teams small enough that there are 2 on each of an H100's 132 SMs.
@@ -46,7 +52,7 @@ struct ColumnDefaults {
   int items, stages;
 };
 ColumnDefaults column_defaults_of(DataType type, std::int64_t element_bytes) {
-  if (type == DataType::float32) return {64, 256, offload_column_max_items, 3};
+  if (type == DataType::float32) return {column_pair_threads, 256, offload_column_max_items, 3};
   if (element_bytes == 4) return {256, 512, offload_column_item_cap(element_bytes), 2};
   if (element_bytes == 2) return {256, 256, offload_column_item_cap(element_bytes), 1};
   return {256, 512, offload_column_item_cap(element_bytes), 1};
@@ -182,7 +188,14 @@ ScanPlan columns_defaults(const CumulativeCall& call) {
   plan.width = int(d.width_bytes / element_bytes(call));
   const std::int64_t vector_lines =
       lines_in_vectors(s, call.input.data, call.output.data, element_bytes(call)) ? 16 / element_bytes(call) : 1;
-  if (plan.chunks == 1) {
+  if (plan.chunks == 1 && lines >= column_lines_single_pass && lines < column_lines_wide_blocks) {
+    const bool vectors = vector_lines > 1;
+    plan.team_threads = column_pair_threads;
+    plan.items = vectors ? offload_column_max_items : offload_column_item_cap(element_bytes(call));
+    plan.stages = vectors ? 3 : 1;
+    const std::int64_t groups = lines / vector_lines;
+    plan.width = int(std::clamp<std::int64_t>(groups / column_narrow_teams, 1, 32) * vector_lines);
+  } else if (plan.chunks == 1) {
     plan.team_threads = d.threads;
     plan.items = d.items;
     plan.stages = d.stages;

@@ -63,24 +63,26 @@ const ScanStrategy& scan_offload_columns() {
         "OpenMP teams (default: a team per width lines; chunks > 1: a thread per line and "
         "chunk; both at the width, chunks and threads the schedule gives)"},
        {"threads", 32, offload_max_threads,
-        "threads per team (chunks = 1: default 64 for float32, else 256; a team gets at most 256, "
-        "512 for 4-byte integers; chunks > 1: default 256, fewer when 256 leaves under 264 teams)"},
+        "threads per team (chunks = 1: default 64 below 16384 lines and for float32, else 256; "
+        "a team gets at most 256, 512 for 4-byte integers; chunks > 1: default 256, fewer when "
+        "256 leaves under 264 teams)"},
        {"chunks", 1, std::int64_t(1) << 20,
-        "chunks of the scanned axis (default: 1 when there are at least 16384 lines, else "
+        "chunks of the scanned axis (default: 1 when there are at least 2048 lines, else "
         "enough for about 2^18 threads, each chunk at least 64 long)"},
        {"items", 1, offload_column_max_items,
-        "chunks = 1: consecutive rows of the axis per thread in a tile (default 16 for float32 "
-        "and 2-byte types, 8 for others; at most 16, and 8 for types wider than 2 bytes with "
-        "stages = 1, where a thread holds the next tile's rows too)"},
+        "chunks = 1: consecutive rows of the axis per thread in a tile (default 16 for float32, "
+        "for 2-byte types and, below 16384 lines, for lines in 16-byte vectors, else 8; at most "
+        "16, and 8 for types wider than 2 bytes with stages = 1, where a thread holds the next "
+        "tile's rows too)"},
        {"width", 1, offload_column_max_width,
         "chunks = 1: neighbouring lines per team, at most 32 vectors or single lines (default: "
         "512 bytes of them, 256 for float32 and 2-byte types: 64 lines of float32, 128 of int32 "
-        "or of float16)"},
+        "or of float16; below 16384 lines, blocks narrow enough for 256 teams)"},
        {"stages", 1, offload_column_max_stages,
         "chunks = 1, lines in 16-byte vectors: tiles in a ring in team memory, stages - 1 of them in "
         "flight while one is scanned; fewer where the GPU grants a team less memory, and 1 (the "
-        "next tile in registers) where not even two fit (default 3 for float32, 2 for other 4-byte "
-        "types, 1 for others)"}},
+        "next tile in registers) where not even two fit (default 3 below 16384 lines and for "
+        "float32, 2 for other 4-byte types, 1 for others)"}},
       [](const CumulativeCall& call, const BoundParams& p) -> ScanStrategyPlan {
         const ScanPlan d = checked_offload_defaults(call, p, ScanPlan::Kind::columns);
         OffloadColumnsScanPlan plan{d.teams, int(p.get("threads", d.team_threads)), p.get("chunks", d.chunks),
