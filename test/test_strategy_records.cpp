@@ -96,14 +96,18 @@ TEST(StrategyRecords, OffloadColumnsSearchesRowsAndStagesWhereTheKernelTakesThem
     Shape shape;
     std::map<std::string, std::vector<std::string>> axes;
   };
-  // Team sizes everywhere; in one pass also 256 and 512 bytes of lines a team, as lines.
+  // Team sizes everywhere; in one pass also the default's width and 256 and 512 bytes of lines a
+  // team, as lines: float32 and 2-byte types default to 256 bytes, int32 to 512, and below 16384
+  // lines to blocks for 256 teams (4096 float32 lines: 1024 vectors, 4 a team).
   const std::vector<std::string> threads = {"64", "128", "256"}, rows = {"8", "12", "16"};
   const std::vector<std::string> four_byte_width = {"64", "128"}, two_byte_width = {"128", "256"};
   const std::vector<Case> cases = {
       {hk::DataType::float32, {3, 4096, 8},
        {{"threads", threads}, {"width", four_byte_width}, {"items", rows}, {"stages", {"1", "2", "3"}}}},
+      {hk::DataType::float32, {64, 4096},
+       {{"threads", threads}, {"width", {"16", "64", "128"}}, {"items", rows}, {"stages", {"1", "2", "3"}}}},
       {hk::DataType::int32, {5, 16384, 4},
-       {{"threads", threads}, {"width", four_byte_width}, {"items", rows}, {"stages", {"1", "2", "3"}}}},
+       {{"threads", threads}, {"width", {"128", "64"}}, {"items", rows}, {"stages", {"1", "2", "3"}}}},
       {hk::DataType::float32, {3, 16383, 3}, {{"threads", threads}, {"width", four_byte_width}, {"items", {"8"}}}},
       {hk::DataType::float16, {3, 16383, 3}, {{"threads", threads}, {"width", two_byte_width}, {"items", rows}}},
       {hk::DataType::float32, {4096, 1000}, {{"threads", threads}}},

@@ -23,23 +23,25 @@ Schedule OffloadColumnsScanPlan::schedule() const {
 
 namespace {
 
-// The tuner's space: team sizes, and in one pass (chunks = 1) the lines a team takes (256 or 512
-// bytes of them), the rows a thread holds and, where the lines go in 16-byte vectors, how many
-// tiles wait in team memory (stages 2 and 3) or the next one in registers (stages = 1). Their best
-// differs between GPUs of one architecture and between types (docs/performance.md). Where only
-// the register kernel runs (lines not in vectors), rows beyond what it holds are left out.
+// The tuner's space: team sizes, and in one pass (chunks = 1) the lines a team takes (the
+// default's, 256 or 512 bytes of them), the rows a thread holds and, where the lines go in
+// 16-byte vectors, how many tiles wait in team memory (stages 2 and 3) or the next one in
+// registers (stages = 1). Their best differs between GPUs of one architecture and between types
+// (docs/performance.md). Where only the register kernel runs (lines not in vectors), rows beyond
+// what it holds are left out.
 SearchSpace columns_space(const CumulativeCall& call) {
-  if (!offload_scan_takes(call.input.desc.dtype()) ||
-      offload_scan_defaults(call, ScanPlan::Kind::columns).chunks != 1)
-    return offload_team_space();
+  if (!offload_scan_takes(call.input.desc.dtype())) return offload_team_space();
+  const ScanPlan defaults = offload_scan_defaults(call, ScanPlan::Kind::columns);
+  if (defaults.chunks != 1) return offload_team_space();
   const std::int64_t bytes = scan_element_bytes(call);
   const bool vectors = lines_in_vectors(make_scan_layout(call), call.input.data, call.output.data, bytes);
   SpaceAxis items{"items", {}};
   for (const int rows : {8, 12, 16})
     if (vectors || rows <= offload_column_item_cap(bytes)) items.values.push_back(std::to_string(rows));
-  std::vector<SpaceAxis> axes = {{"threads", {"64", "128", "256"}},
-                                 {"width", {std::to_string(256 / bytes), std::to_string(512 / bytes)}},
-                                 std::move(items)};
+  SpaceAxis width{"width", {std::to_string(defaults.width)}};
+  for (const std::int64_t block_bytes : {256, 512})
+    if (block_bytes / bytes != defaults.width) width.values.push_back(std::to_string(block_bytes / bytes));
+  std::vector<SpaceAxis> axes = {{"threads", {"64", "128", "256"}}, std::move(width), std::move(items)};
   if (vectors) axes.push_back({"stages", {"1", "2", "3"}});
   return axes;
 }
