@@ -87,4 +87,8 @@ bool lines_in_vectors(const ScanLayout& s, const void* x, const void* y, std::in
   return true;
 }
 
+std::int64_t lines_per_vector(const ScanLayout& s, const void* x, const void* y, std::int64_t element_bytes) {
+  return lines_in_vectors(s, x, y, element_bytes) ? 16 / element_bytes : 1;
+}
+
 }  // namespace hk::detail

@@ -33,5 +33,7 @@ ScanLayout make_scan_layout(const CumulativeCall& call);
 /// scanned axis, for elements of `element_bytes` at x and y: the innermost line dimension
 /// contiguous in both tensors and a whole number of vectors long, every vector 16-byte aligned.
 bool lines_in_vectors(const ScanLayout& s, const void* x, const void* y, std::int64_t element_bytes);
+/// The lines in one 16-byte vector where lines_in_vectors holds, else 1.
+std::int64_t lines_per_vector(const ScanLayout& s, const void* x, const void* y, std::int64_t element_bytes);
 
 }  // namespace hk::detail

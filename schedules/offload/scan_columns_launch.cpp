@@ -184,10 +184,8 @@ ScanPlan columns_defaults(const CumulativeCall& call) {
                     : std::clamp<std::int64_t>(column_target_threads / lines, 1,
                                                std::max<std::int64_t>(1, s.length / column_min_chunk));
   const ColumnDefaults d = column_defaults_of(call.input.desc.dtype(), element_bytes(call));
-  plan.items = offload_column_item_cap(element_bytes(call));
   plan.width = int(d.width_bytes / element_bytes(call));
-  const std::int64_t vector_lines =
-      lines_in_vectors(s, call.input.data, call.output.data, element_bytes(call)) ? 16 / element_bytes(call) : 1;
+  const std::int64_t vector_lines = lines_per_vector(s, call.input.data, call.output.data, element_bytes(call));
   if (plan.chunks == 1 && lines >= column_lines_single_pass && lines < column_lines_wide_blocks) {
     const bool vectors = vector_lines > 1;
     plan.team_threads = column_pair_threads;
@@ -200,6 +198,7 @@ ScanPlan columns_defaults(const CumulativeCall& call) {
     plan.items = d.items;
     plan.stages = d.stages;
   } else {
+    plan.items = offload_column_item_cap(element_bytes(call));
     // Small teams when there are few threads in all, so that every SM gets some.
     const std::int64_t work = lines * plan.chunks;
     plan.team_threads = int(std::clamp<std::int64_t>(

@@ -93,8 +93,7 @@ const ScanStrategy& scan_offload_columns() {
         // Without teams: the default's rule at the width, chunks and threads given.
         const std::int64_t bytes = scan_element_bytes(call);
         const ScanLayout layout = make_scan_layout(call);
-        const std::int64_t vector_lines =
-            lines_in_vectors(layout, call.input.data, call.output.data, bytes) ? 16 / bytes : 1;
+        const std::int64_t vector_lines = lines_per_vector(layout, call.input.data, call.output.data, bytes);
         plan.teams = int(p.get("teams", offload_column_teams(layout.lines(), std::min(plan.chunks, layout.length),
                                                              plan.width, vector_lines, plan.team_threads)));
         // A thread's rows must fit the registers the tile kernels give it: the parameter's range
