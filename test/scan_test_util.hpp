@@ -53,6 +53,12 @@ inline std::vector<Schedule> all_scan_schedules() {
                            // 480 threads: 4-byte integers take 15 warps, other types 8.
                            "scan.offload_columns(teams=2, threads=480, chunks=1, items=5, width=16)",
                            "scan.offload_columns(teams=2, threads=480, chunks=1, items=5, width=16, stages=1)",
+                           // Chunks chained by look-back: more teams than units and fewer, one
+                           // warp and several with a partial one, rings and registers.
+                           "scan.offload_columns(teams=64, threads=64, chunks=3, items=2, width=8, stages=3)",
+                           "scan.offload_columns(teams=2, threads=80, chunks=7, items=1, width=4, stages=1)",
+                           "scan.offload_columns(teams=3, threads=48, chunks=4, items=3, width=12, stages=2)",
+                           "scan.offload_columns(teams=5, threads=256, chunks=2, items=2, width=3)",
                            "scan.offload_chained(teams=3, threads=32, items=1)",
                            "scan.offload_chained(teams=4, threads=32, items=3)",
                            // Runs of 16 or 32 bytes: tiles staged through team memory too.

@@ -325,8 +325,9 @@ TEST(OffloadSchedules, ColumnsTeamsFollowTheGivenWidthChunksAndThreads) {
   EXPECT_EQ(teams("scan.offload_columns(width=32)"), 16384 / 32);
   EXPECT_EQ(teams("scan.offload_columns(width=256)"), 16384 / 128);
   EXPECT_EQ(teams("scan.offload_columns(width=32, teams=7)"), 7);
-  // A thread per line and chunk.
-  EXPECT_EQ(teams("scan.offload_columns(chunks=4, threads=128)"), 16384 * 4 / 128);
+  // In chunks: a team per block and chunk, at most 528 (they draw the rest in turn).
+  EXPECT_EQ(teams("scan.offload_columns(chunks=2, width=128)"), 16384 / 128 * 2);
+  EXPECT_EQ(teams("scan.offload_columns(chunks=4, threads=128)"), 528);
   const TensorDesc odd(DataType::float32, {100, 30});  // lines not in vectors: width lines a team
   const detail::CumulativeCall single{false, {odd, memory}, {odd, memory}, {.axis = 0}};
   EXPECT_EQ(std::get<detail::OffloadColumnsScanPlan>(
@@ -336,7 +337,8 @@ TEST(OffloadSchedules, ColumnsTeamsFollowTheGivenWidthChunksAndThreads) {
 }
 
 // Without a schedule, columns of 2048 lines or more go in one pass: below 16384 lines in blocks
-// narrow enough for 256 teams of two warps; fewer lines are cut into chunks of the axis.
+// narrow enough for 256 teams of two warps. Fewer lines go in blocks of 128 bytes, the axis in
+// chunks of 4 tiles (2 warps x 4 lanes a vector x 16 rows) where it is long enough for two.
 TEST(OffloadSchedules, ColumnsDefaultToOnePassFrom2048Lines) {
   alignas(16) std::byte memory[16];  // only the layout is planned: nothing is read or written
   const auto plan = [&](DataType type, std::int64_t rows, std::int64_t lines) {
@@ -353,7 +355,11 @@ TEST(OffloadSchedules, ColumnsDefaultToOnePassFrom2048Lines) {
       EXPECT_EQ(p.stages, 3) << name_of(type) << " " << lines;
       EXPECT_EQ(p.teams, std::min<std::int64_t>(256, lines / v)) << name_of(type) << " " << lines;
     }
-    EXPECT_GT(plan(type, 4096, 1024).chunks, 1) << name_of(type);
+    const detail::ScanPlan few = plan(type, 4096, 1024);
+    EXPECT_EQ(few.width, 8 * v) << name_of(type);
+    EXPECT_EQ(few.chunks, 4096 / (4 * 2 * 4 * 16)) << name_of(type);
+    EXPECT_EQ(few.teams, 1024 / (8 * v) * few.chunks) << name_of(type);
+    EXPECT_EQ(plan(type, 1000, 1024).chunks, 1) << name_of(type);
     EXPECT_EQ(plan(type, 4096, 16384).chunks, 1) << name_of(type);
   }
 }
@@ -474,27 +480,35 @@ TEST(OffloadSchedules, HostTensorsCountTheirTransfers) {
 
 // Chained calls in turn share their scratch, never set up again: each must read every tile word
 // that the calls before it left as pending. Long and short lines, the staged and the register
-// kernel, other teams and tiles, each result exact (wrapping int32 sums; on the host fallback a
-// plain run of the same calls).
+// kernel, other teams and tiles, and columns in chunks among them, each result exact (wrapping
+// int32 sums; on the host fallback a plain run of the same calls).
 TEST(OffloadSchedules, ChainedCallsInTurnStayExact) {
   std::mt19937 rng(11);
   const struct {
-    std::int64_t length;
+    std::int64_t length, lines;  // {length} along axis 0 where lines is 1, else {length, lines}
     const char* schedule;
-  } calls[] = {{300000, "scan.offload_chained"},
-               {70001, "scan.offload_chained"},
-               {300000, "scan.offload_chained(teams=5, threads=32, items=1)"},
-               {50000, "scan.offload_chained(teams=7, threads=64, items=8)"},
-               {300000, "scan.offload_chained"}};
+  } calls[] = {{300000, 1, "scan.offload_chained"},
+               {70001, 1, "scan.offload_chained"},
+               {4096, 1024, "scan.offload_columns"},
+               {300000, 1, "scan.offload_chained(teams=5, threads=32, items=1)"},
+               {20000, 64, "scan.offload_columns(chunks=37, threads=64)"},
+               {50000, 1, "scan.offload_chained(teams=7, threads=64, items=8)"},
+               {4099, 1000, "scan.offload_columns(chunks=5, teams=3, items=8, stages=1)"},
+               {4096, 1024, "scan.offload_columns"},
+               {300000, 1, "scan.offload_chained"}};
   for (const auto& c : calls) {
-    const TensorDesc desc(DataType::int32, {c.length});
-    std::vector<std::int32_t> x(c.length), y(c.length);
+    const TensorDesc desc = c.lines == 1 ? TensorDesc(DataType::int32, {c.length})
+                                         : TensorDesc(DataType::int32, {c.length, c.lines});
+    std::vector<std::int32_t> x(std::size_t(c.length * c.lines)), y(x.size());
     for (auto& v : x) v = std::int32_t(rng());
     cumulative_sum({desc, x.data()}, {desc, y.data()}, {.axis = 0}, Schedule::parse(c.schedule));
-    std::uint32_t acc = 0;
-    for (std::int64_t i = 0; i < c.length; ++i) {
-      acc += std::uint32_t(x[i]);
-      ASSERT_EQ(std::uint32_t(y[i]), acc) << c.schedule << ", length " << c.length << ", element " << i;
+    for (std::int64_t line = 0; line < c.lines; ++line) {
+      std::uint32_t acc = 0;
+      for (std::int64_t i = 0; i < c.length; ++i) {
+        acc += std::uint32_t(x[i * c.lines + line]);
+        ASSERT_EQ(std::uint32_t(y[i * c.lines + line]), acc)
+            << c.schedule << ", length " << c.length << ", line " << line << ", element " << i;
+      }
     }
   }
 }

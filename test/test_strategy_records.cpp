@@ -86,9 +86,9 @@ TEST(StrategyRecords, Scans) {
 }
 
 #ifdef HETKERN_OFFLOAD
-// The columns kernel's space: rows a thread holds and tiles in flight where one pass runs, the
-// stages only for lines in 16-byte vectors, and team sizes alone where the axis is cut in chunks or
-// the type runs on the host only.
+// The columns kernel's space: rows a thread holds and tiles in flight, the stages only for lines in
+// 16-byte vectors, the chunks where the default cuts the axis into them, and team sizes alone
+// where the type runs on the host only.
 TEST(StrategyRecords, OffloadColumnsSearchesRowsAndStagesWhereTheKernelTakesThem) {
   using Shape = std::vector<std::int64_t>;
   struct Case {
@@ -110,7 +110,9 @@ TEST(StrategyRecords, OffloadColumnsSearchesRowsAndStagesWhereTheKernelTakesThem
        {{"threads", threads}, {"width", {"128", "64"}}, {"items", rows}, {"stages", {"1", "2", "3"}}}},
       {hk::DataType::float32, {3, 16383, 3}, {{"threads", threads}, {"width", four_byte_width}, {"items", {"8"}}}},
       {hk::DataType::float16, {3, 16383, 3}, {{"threads", threads}, {"width", two_byte_width}, {"items", rows}}},
-      {hk::DataType::float32, {4096, 1000}, {{"threads", threads}}},
+      {hk::DataType::float32, {4096, 1000},
+       {{"threads", threads}, {"width", {"32"}}, {"items", rows}, {"chunks", {"8", "16", "4"}}, {"stages", {"1", "2", "3"}}}},
+      {hk::DataType::float32, {4096, 999, 1}, {{"threads", threads}, {"width", {"32"}}, {"items", {"8"}}, {"chunks", {"64", "128", "32"}}}},
       {hk::DataType::float64, {3, 4096, 8}, {{"threads", threads}}},
   };
   for (const Case& c : cases) {

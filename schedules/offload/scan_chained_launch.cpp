@@ -4,10 +4,9 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <mutex>
 
-#include "runtime/platform/kept_scratch.hpp"
 #include "schedules/offload/kernel_words.hpp"
+#include "schedules/offload/scan_chain_scratch.hpp"
 #include "schedules/offload/scan_chained_kernel.hpp"
 #include "schedules/offload/scan_launch.hpp"
 
@@ -26,15 +25,6 @@ constexpr int staged_max_threads = 512;
 // that cap cost less than a team fewer.
 constexpr int staged_launch_bound = 640;
 
-// Scratch of the chained kernels on one device, kept across calls (KeptScratch): the ticket and
-// the count of teams done (each in its own 64 bytes), then a TileWord per tile. Zeroed once, when
-// allocated; each call takes the next count of calls, its tile states (TileStates) reading every
-// word that zeroing or an earlier call left as pending, and its last team leaves the ticket and
-// the count at zero (leave_chained). So a call needs no launch to set the scratch up. One call at
-// a time per device holds it; more than chained_kept_bytes (4M tiles: lines of 15 G elements in
-// the default tiles) go back at the end of the call.
-constexpr std::size_t chained_words_offset = 128, chained_kept_bytes = std::size_t(64) << 20;
-
 template <class Op, class T>
 void chained(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const ScanPlan& plan, const void* carry) {
   KernelArgs<T> a{.s = s, .x = x, .y = y, .exclusive = exclusive};
@@ -45,13 +35,7 @@ void chained(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
   const std::int64_t units = s.lines() * a.tiles;
   const int teams = plan.teams, threads = plan.team_threads;
   KeptScratch& scratch = kept_scratch(dev, "scan.offload_chained");
-  const std::lock_guard<std::mutex> hold(scratch.mutex);
-  reserve_kept(scratch, dev, chained_words_offset + std::size_t(units) * sizeof(TileWord));
-  char* const base = static_cast<char*>(scratch.data);
-  a.ticket = reinterpret_cast<unsigned long long*>(base);
-  a.done = reinterpret_cast<unsigned long long*>(base + 64);
-  a.words = reinterpret_cast<TileWord*>(base + chained_words_offset);
-  a.folded = 2 * ++scratch.calls;
+  const auto hold = hold_chain_scratch(scratch, dev, units, a);
   // Staged through team memory where the lines allow 16-byte copies and the tile buffers fit. Its
   // launch bound caps the registers at 96 per thread, so that five teams of 128 threads fit an SM.
   const std::int64_t staged_bytes = staged_team_bytes<T>(threads, plan.items);
@@ -84,7 +68,7 @@ void chained(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
 #endif
     }
   }
-  trim_kept(scratch, dev, chained_kept_bytes);
+  trim_kept(scratch, dev, chain_kept_bytes);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// The one-pass and chunked kernels of scan.offload_columns, for a scanned axis outside the
-// contiguous one: lines side by side across a warp's lanes, or a thread per line and axis chunk.
+// The one-pass kernel of scan.offload_columns, for a scanned axis outside the contiguous one:
+// lines side by side across a warp's lanes, each team walking the axis of its block of lines.
 #pragma once
 
 #include <algorithm>
@@ -7,9 +7,6 @@
 #include "schedules/offload/scan_tiles.hpp"
 
 namespace hk::detail::offload::scan {
-
-/// Loads a thread of the chunked kernel issues before it combines them.
-inline constexpr int column_batch = 16;
 
 // Team memory of one-pass scan.offload_columns before its ring: two sets of the warps' totals per
 // group (column_group) where a team has several warps, rounded up to whole 16-byte slots.
@@ -125,51 +122,77 @@ struct ColumnRing {
   u32 slot(std::int64_t tile) const { return base + u32(tile % stages) * stage_bytes; }
 };
 
-// Group g (lines g * V ...) of one-pass scan.offload_columns, walked by warp w of the team's Wp
-// warps that share its block, lanes that share lane % W: a team tile holds Wp x L x items rows,
-// warp w the rows w * L * items ..., row-thread r of them rows r * items ... The L folds of a
-// warp are scanned with shuffles (every lane of the warp takes part, those without a group too:
-// valid false); with Wp > 1 each warp's totals go through team memory (two sets, used
-// alternately, so one barrier per tile suffices) and every lane adds those of the warps before
-// its own. Each row-thread then rescans its rows from its carry. The tiles ahead are loaded before
-// the current tile is combined: the next one into registers, or (Staged) stages - 1 of them into
-// the ring by asynchronous copies, which hold no registers while in flight. Reading ahead is safe
-// in place: each element is read, then written, by one lane only. Lanes of a partial warp
-// (in_warp false) hold no group and only keep the team's barriers.
+// Where a thread of one-pass scan.offload_columns works: warp w of the team's Wp full warps (Wp
+// = 1 for a team of one partial warp), lanes on each group L, groups side by side W, its row-thread
+// r among the L, its lane and warp mask. Lanes of a partial warp beside full ones (in_warp false)
+// hold no group and only keep the team's barriers.
+struct ColumnPlace {
+  int w, Wp, r, L, W;
+  u32 lane, mask;
+  bool in_warp;
+};
+
+// The ring of a staged kernel in team memory after the warps' totals (at folds), this thread's
+// slots first.
+template <class T, int V> ColumnRing column_ring(const KernelArgs<T>& a, const AccOf<T>* folds, int W) {
+  const int n = omp_get_num_threads();
+  ColumnRing ring;
+  ring.stages = a.stages;
+  ring.row_stride = u32(n) * 16;
+  ring.stage_bytes = u32(a.items) * ring.row_stride;
+  ring.base = team_address(folds) + u32(column_folds_bytes<AccOf<T>>(n, W, V)) + u32(omp_get_thread_num()) * 16;
+  return ring;
+}
+
+// Rows [begin, end) of group g (lines g * V ...) of one-pass scan.offload_columns, from carry (a
+// value per line, left at the carry past end), walked by warp w of the team's Wp warps that share
+// its block, lanes that share lane % W: a team tile holds Wp x L x items rows, warp w the rows
+// w * L * items ..., row-thread r of them rows r * items ... The L folds of a warp are scanned with
+// shuffles (every lane of the warp takes part, those without a group too: valid false); with
+// Wp > 1 each warp's totals go through team memory (two sets, used alternately, so one barrier per
+// tile suffices) and every lane adds those of the warps before its own. Each row-thread then
+// rescans its rows from its carry and stores them (store), or only the carry moves on. The tiles
+// ahead are loaded before the current tile is combined: the next one into registers, or (Staged)
+// stages - 1 of them into the ring by asynchronous copies, which hold no registers while in
+// flight. Reading ahead is safe in place: each element is read, then written, by one lane only.
+// Where the rows are no more than `stages` tiles, a walk leaves each tile in a slot of its own:
+// a second walk of the same rows (resident) then reads them there instead of from memory.
 template <class T, class Op, int V, int Cap, bool Staged>
-void column_group(const KernelArgs<T>& a, AccOf<T>* folds, const ColumnRing& ring, std::int64_t g, bool valid,
-                  bool in_warp, int w, int Wp, int r, int L, int W, u32 lane, u32 mask) {
+[[gnu::always_inline]] inline void column_group(const KernelArgs<T>& a, AccOf<T>* folds, const ColumnRing& ring,
+                                                std::int64_t g, bool valid, const ColumnPlace& p, std::int64_t begin,
+                                                std::int64_t end, bool store, bool resident, AccOf<T> (&carry)[V]) {
   using Acc = AccOf<T>;
   const ScanLayout& s = a.s;
+  const int w = p.w, Wp = p.Wp, r = p.r, L = p.L, W = p.W;
+  const u32 mask = p.mask;
   std::int64_t xo = 0, yo = 0;
   if (valid) line_offsets(s, g * V, xo, yo);
   const int items = a.items;
   const std::int64_t rows = std::int64_t(Wp) * L * items, first = (std::int64_t(w) * L + r) * items;
-  const std::int64_t length = valid ? s.length : 0;
-  Acc carry[V];
-#pragma unroll
-  for (int j = 0; j < V; ++j) carry[j] = a.start;
+  const std::int64_t length = valid ? end : 0;
   ColumnTile<T, V, Cap> cur, next;
-  int count = run_count(length, first, items);
+  int count = run_count(length, begin + first, items);
   if constexpr (Staged) {
-    for (int t = 0; t + 1 < ring.stages; ++t) {
-      const std::int64_t q = t * rows + first;
+    for (int t = 0; t + 1 < ring.stages && !resident; ++t) {
+      const std::int64_t q = begin + t * rows + first;
       cur.stage(ring.slot(t), ring.row_stride, a.x, xo + q * s.in_step, s.in_step, run_count(length, q, items));
       copy_async_commit();
     }
   } else {
-    cur.load(a.x, xo + first * s.in_step, s.in_step, count);
+    cur.load(a.x, xo + (begin + first) * s.in_step, s.in_step, count);
   }
-  const u32 group_lane = lane % u32(W), last_row = u32((L - 1) * W) + group_lane;
+  const u32 group_lane = p.lane % u32(W), last_row = u32((L - 1) * W) + group_lane;
   int buf = 0;
-  for (std::int64_t q = 0, tile = 0; q < s.length; q += rows, ++tile) {
+  for (std::int64_t q = begin, tile = 0; q < end; q += rows, ++tile) {
     const int next_count = run_count(length, q + rows + first, items);
     if constexpr (Staged) {
-      const std::int64_t ahead = q + std::int64_t(ring.stages - 1) * rows + first;
-      cur.stage(ring.slot(tile + ring.stages - 1), ring.row_stride, a.x, xo + ahead * s.in_step, s.in_step,
-                run_count(length, ahead, items));
-      copy_async_commit();
-      copy_async_wait_at_most(ring.stages - 1);
+      if (!resident) {
+        const std::int64_t ahead = q + std::int64_t(ring.stages - 1) * rows + first;
+        cur.stage(ring.slot(tile + ring.stages - 1), ring.row_stride, a.x, xo + ahead * s.in_step, s.in_step,
+                  run_count(length, ahead, items));
+        copy_async_commit();
+        copy_async_wait_at_most(ring.stages - 1);
+      }
       cur.read(ring.slot(tile), ring.row_stride, count);
     } else {
       next.load(a.x, xo + (q + rows + first) * s.in_step, s.in_step, next_count);
@@ -178,7 +201,7 @@ void column_group(const KernelArgs<T>& a, AccOf<T>* folds, const ColumnRing& rin
     cur.template fold<Op>(count, total);
 #pragma unroll
     for (int j = 0; j < V; ++j) before[j] = inclusive_start<Op, Acc>();
-    if (in_warp && L > 1) {
+    if (p.in_warp && L > 1) {
 #pragma unroll
       for (int j = 0; j < V; ++j) {
         Acc inc = total[j];
@@ -193,12 +216,12 @@ void column_group(const KernelArgs<T>& a, AccOf<T>* folds, const ColumnRing& rin
     }
     if (Wp > 1) {
       Acc* const set = folds + std::int64_t(buf) * Wp * W * V;
-      if (in_warp && r == 0)
+      if (p.in_warp && r == 0)
 #pragma unroll
         for (int j = 0; j < V; ++j) set[(w * W + int(group_lane)) * V + j] = total[j];
 #pragma omp barrier
       // Warp by warp, the V groups' totals side by side: V independent chains of Wp steps.
-      if (in_warp) {
+      if (p.in_warp) {
         Acc warps_before[V], team[V];
 #pragma unroll
         for (int j = 0; j < V; ++j) warps_before[j] = team[j] = inclusive_start<Op, Acc>();
@@ -225,7 +248,7 @@ void column_group(const KernelArgs<T>& a, AccOf<T>* folds, const ColumnRing& rin
       c[j] = Op::apply(carry[j], before[j]);
       carry[j] = Op::apply(carry[j], total[j]);
     }
-    cur.template scan_store<Op>(a.y, yo + (q + first) * s.out_step, s.out_step, count, c, a.exclusive);
+    if (store) cur.template scan_store<Op>(a.y, yo + (q + first) * s.out_step, s.out_step, count, c, a.exclusive);
     if constexpr (!Staged) cur = next;
     count = next_count;
   }
@@ -247,68 +270,21 @@ void gpu_columns(const KernelArgs<T>& a) {
   auto* folds = static_cast<AccOf<T>*>(llvm_omp_target_dynamic_shared_alloc());
   const bool full = Wp > 0, in_warp = !full || w < Wp;
   const int L = full ? 32 / W : 1, r = full ? int(lane) / W : 0;
+  const ColumnPlace place{full ? w : 0, full ? Wp : 1, r, L, W, lane, mask, in_warp};
   // Full warps: lane % W is the lane's group, one pass. A partial warp: every group in turn.
   const int first = full ? int(lane) % W : int(lane), stride = full ? W : __builtin_popcount(mask);
   ColumnRing ring;
-  if constexpr (Staged) {
-    ring.stages = a.stages;
-    ring.row_stride = u32(n) * 16;
-    ring.stage_bytes = u32(a.items) * ring.row_stride;
-    ring.base = team_address(folds) + u32(column_folds_bytes<AccOf<T>>(n, W, V)) + u32(omp_get_thread_num()) * 16;
-  }
+  if constexpr (Staged) ring = column_ring<T, V>(a, folds, W);
   for (std::int64_t b = omp_get_team_num(); b < blocks; b += omp_get_num_teams())
     for (int k = first; k < W; k += stride) {
       const std::int64_t g = b * W + k;
-      column_group<T, Op, V, Cap, Staged>(a, folds, ring, g, in_warp && r < L && g < groups, in_warp, full ? w : 0,
-                                          full ? Wp : 1, r, L, W, lane, mask);
+      AccOf<T> carry[V];
+#pragma unroll
+      for (int j = 0; j < V; ++j) carry[j] = a.start;
+      column_group<T, Op, V, Cap, Staged>(a, folds, ring, g, in_warp && r < L && g < groups, place, 0, a.s.length,
+                                          true, false, carry);
     }
 }
 #endif
-
-// Folds or scans `count` elements of a line from `acc`. Loads go out a batch ahead of their use:
-// the next batch is requested before the current one is combined and stored, so that a thread
-// keeps two batches of requests in flight. Reading ahead is safe in place too: a thread reads
-// and writes only its own line. Every loop over a batch is unrolled with the count as a predicate
-// (no early exit), so that both batches stay in registers instead of a stack frame.
-template <class T, class Op, bool Scan>
-AccOf<T> column_run(const T* x, std::int64_t in_step, T* y, std::int64_t out_step,
-                    std::int64_t count, AccOf<T> acc, bool exclusive) {
-  using Acc = AccOf<T>;
-  constexpr int batch = column_batch;
-  T cur[batch], next[batch];
-  // Addresses advance a step at a time: offsets j * step hoisted out of the loop would hold
-  // twice the registers of the batches themselves.
-  const T* in = x;
-#pragma unroll
-  for (int j = 0; j < batch; ++j, in += in_step)
-    if (j < count) cur[j] = *in;
-  T* out = y;
-  for (std::int64_t q = 0; q < count; q += batch) {
-    const std::int64_t ahead = q + batch;
-#pragma unroll
-    for (int j = 0; j < batch; ++j, in += in_step)
-      if (ahead + j < count) next[j] = *in;
-#pragma unroll
-    for (int j = 0; j < batch; ++j)
-      if (q + j < count) {
-        const Acc e = widen(cur[j]);
-        if constexpr (Scan) {
-          if (exclusive) {
-            *out = narrow<T>(acc);
-            acc = Op::apply(acc, e);
-          } else {
-            acc = Op::apply(acc, e);
-            *out = narrow<T>(acc);
-          }
-          out += out_step;
-        } else {
-          acc = Op::apply(acc, e);
-        }
-      }
-#pragma unroll
-    for (int j = 0; j < batch; ++j) cur[j] = next[j];
-  }
-  return acc;
-}
 
 }  // namespace hk::detail::offload::scan

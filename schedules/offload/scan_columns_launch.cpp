@@ -1,43 +1,43 @@
-// scan.offload_columns: the launches of its one-pass and chunked kernels and the strategy's
+// scan.offload_columns: the launches of its one-pass and chained kernels and the strategy's
 // defaults.
 #include <omp.h>
 
 #include <algorithm>
-#include <bit>
 #include <type_traits>
 
 #include "runtime/platform/device_memory.hpp"
 #include "runtime/platform/gpu_arch.hpp"
 #include "schedules/offload/kernel_words.hpp"
-#include "schedules/offload/scan_columns_kernel.hpp"
+#include "schedules/offload/scan_chain_scratch.hpp"
+#include "schedules/offload/scan_columns_chained_kernel.hpp"
 #include "schedules/offload/scan_launch.hpp"
 #include "schedules/offload/scan_limits.hpp"
 
 namespace hk::detail::offload::scan {
 namespace {
 
-// The one-pass kernel's launch bound: 256 threads may take the 255 registers that 16 rows of
-// float16 vectors and the next tile's need. Teams asked for more threads get these many. 4-byte
-// integers, whose sums need no wider type, are bound at 512 threads (128 registers): that kernel
-// ran faster at every width and team size, where the floating-point ones, bound so, spilled their
-// float64 or float32 sums and ran slower (docs/performance.md).
+// The kernels' launch bound: 256 threads may take the 255 registers that 16 rows of float16
+// vectors and the next tile's need. Teams asked for more threads get these many. In one pass,
+// 4-byte integers, whose sums need no wider type, are bound at 512 threads (128 registers): that
+// kernel ran faster at every width and team size, where the floating-point ones, bound so, spilled
+// their float64 or float32 sums and ran slower (docs/performance.md); the chained kernel, which
+// holds more, spilled there too.
 constexpr int columns_max_team_threads = 256, columns_wide_team_threads = 512;
 template <class T> constexpr bool columns_bound_wide = std::is_integral_v<T> && sizeof(T) == 4;
 template <class T>
 constexpr int columns_team_threads_most = columns_bound_wide<T> ? columns_wide_team_threads : columns_max_team_threads;
-// With at least this many lines, one pass; with fewer, the axis is cut into chunks so that about
-// column_target_threads threads work, each chunk at least column_min_chunk rows long. Below
-// column_lines_wide_blocks lines, one pass takes blocks narrow enough for column_narrow_teams
+// With at least column_lines_single_pass lines, each team walks the whole axis of its block of
+// lines; below column_lines_wide_blocks lines in blocks narrow enough for column_narrow_teams
 // teams of two warps, 16 rows a thread and a ring of 3 tiles: from 2048 to 8192 lines that ran
-// 1.4-1.7x faster than the chunks' three passes on an H100 (docs/performance.md).
+// 1.4-1.7x faster than three passes over chunks of the axis on an H100 (docs/performance.md).
+// With fewer lines, blocks of column_chain_block_bytes and the axis cut into chunks of
+// column_chain_tiles tiles, chained by look-back.
 constexpr std::int64_t column_lines_single_pass = 2048;
 constexpr std::int64_t column_lines_wide_blocks = 16384;
 constexpr std::int64_t column_narrow_teams = 256;
 constexpr int column_pair_threads = 64;
-constexpr std::int64_t column_target_threads = std::int64_t(1) << 18;
-constexpr std::int64_t column_min_chunk = 64;
-// Chunked: teams small enough that there are 2 on each of an H100's 132 SMs.
-constexpr std::int64_t columns_teams_min = 264;
+constexpr std::int64_t column_chain_block_bytes = 128;
+constexpr std::int64_t column_chain_tiles = 4;
 // One pass: a team's warps share a block of neighbouring lines and split its tiles' rows, each
 // thread holding `items` rows of a tile, `stages` - 1 tiles ahead in flight through team memory
 // (stages = 1: the next tile in registers, where the register kernel has room beside the sums).
@@ -58,28 +58,44 @@ ColumnDefaults column_defaults_of(DataType type, std::int64_t element_bytes) {
   return {256, 512, offload_column_item_cap(element_bytes), 1};
 }
 
-// Team memory of a one-pass launch: the warps' totals, then (stages > 1) the ring of tiles.
-template <class T, int V> std::int64_t columns_team_bytes(int threads, int lanes, int items, int stages) {
+// Team memory of a launch: (chained) the ticket and a value per line of a block, the warps'
+// totals, then (stages > 1) the ring of tiles.
+template <class T, int V, bool Chained>
+std::int64_t columns_team_bytes(int threads, int lanes, int items, int stages) {
   const std::int64_t ring = stages > 1 ? std::int64_t(stages) * items * threads * 16 : 0;
-  return column_folds_bytes<AccOf<T>>(threads, lanes, V) + ring;
+  const std::int64_t head = Chained ? column_chain_head_bytes<AccOf<T>>(lanes, V) : 0;
+  return head + column_folds_bytes<AccOf<T>>(threads, lanes, V) + ring;
 }
 
 // The ring's stages a launch on `device` runs with: `requested` where the GPU grants a team their
 // memory, else the most that do fit; 1 (the next tile in registers) where not even two fit.
-template <class T, int V> int granted_column_stages(int requested, int device, int threads, int lanes, int items) {
+template <class T, int V, bool Chained>
+int granted_column_stages(int requested, int device, int threads, int lanes, int items) {
   const std::int64_t limit = cuda_team_memory_limit(device) - runtime_team_memory_bytes;
   int stages = requested;
-  while (stages > 1 && columns_team_bytes<T, V>(threads, lanes, items, stages) > limit) --stages;
+  while (stages > 1 && columns_team_bytes<T, V, Chained>(threads, lanes, items, stages) > limit) --stages;
   return stages < 2 ? 1 : stages;
 }
 
-// Launches one-pass scan.offload_columns on groups of V lines with runs of up to Cap rows: a
-// kernel per (V, Cap, Staged), so that each reserves the registers of its own tiles only.
-template <class T, class Op, int V, int Cap, bool Staged>
-void columns_one_pass(int dev, const KernelArgs<T> a, int teams, int threads) {
-  const std::size_t shared = std::size_t(columns_team_bytes<T, V>(threads, a.lanes, a.items, Staged ? a.stages : 1));
+#ifdef __NVPTX__
+template <class T, class Op, int V, int Cap, bool Staged, bool Chained>
+void run_columns_kernel(const KernelArgs<T>& a) {
+  if constexpr (Chained)
+    gpu_columns_chained<T, Op, V, Cap, Staged>(a);
+  else
+    gpu_columns<T, Op, V, Cap, Staged>(a);
+}
+#endif
+
+// Launches scan.offload_columns, one pass or chained, on groups of V lines with runs of up to Cap
+// rows: a kernel per (V, Cap, Staged, Chained), so that each reserves the registers of its own
+// tiles only.
+template <class T, class Op, int V, int Cap, bool Staged, bool Chained>
+void columns_kernel(int dev, const KernelArgs<T> a, int teams, int threads) {
+  const std::size_t shared =
+      std::size_t(columns_team_bytes<T, V, Chained>(threads, a.lanes, a.items, Staged ? a.stages : 1));
   // Two regions: clang 19 takes only a launch bound that does not depend on the template.
-  if constexpr (columns_bound_wide<T>) {
+  if constexpr (columns_bound_wide<T> && !Chained) {
     const KernelWords words = to_kernel_words(a);
     HK_KERNEL_WORDS_DECLARE(a, words)
 #pragma omp target teams num_teams(teams) thread_limit(threads) device(dev) \
@@ -88,7 +104,7 @@ void columns_one_pass(int dev, const KernelArgs<T> a, int teams, int threads) {
 #pragma omp parallel
     {
 #ifdef __NVPTX__
-      gpu_columns<T, Op, V, Cap, Staged>(from_kernel_words<KernelArgs<T>>(HK_KERNEL_WORDS(a)));
+      run_columns_kernel<T, Op, V, Cap, Staged, Chained>(from_kernel_words<KernelArgs<T>>(HK_KERNEL_WORDS(a)));
 #endif
     }
   } else {
@@ -100,111 +116,83 @@ void columns_one_pass(int dev, const KernelArgs<T> a, int teams, int threads) {
 #pragma omp parallel
     {
 #ifdef __NVPTX__
-      gpu_columns<T, Op, V, Cap, Staged>(from_kernel_words<KernelArgs<T>>(HK_KERNEL_WORDS(a)));
+      run_columns_kernel<T, Op, V, Cap, Staged, Chained>(from_kernel_words<KernelArgs<T>>(HK_KERNEL_WORDS(a)));
 #endif
     }
   }
 }
 
+// The kernel for a's lines: 16-byte vectors of adjacent lines where they allow, their tiles ahead
+// in team memory where two or more stages fit, else in registers; single lines otherwise.
+template <class T, class Op, bool Chained>
+void columns_kernels(int dev, KernelArgs<T> a, const ScanPlan& plan, int threads) {
+  if (a.vec) {
+    constexpr int v = vec_elems<T>, staged_cap = offload_column_max_items;
+    const int staged_items = std::clamp(plan.items, 1, staged_cap);
+    a.stages = granted_column_stages<T, v, Chained>(plan.stages, dev, threads, a.lanes, staged_items);
+    if (a.stages > 1) {
+      a.items = staged_items;
+      columns_kernel<T, Op, v, staged_cap, true, Chained>(dev, a, plan.teams, threads);
+    } else {
+      columns_kernel<T, Op, v, offload_column_item_cap(sizeof(T)), false, Chained>(dev, a, plan.teams, threads);
+    }
+  } else {
+    columns_kernel<T, Op, 1, offload_column_item_cap(sizeof(T)), false, Chained>(dev, a, plan.teams, threads);
+  }
+}
+
 template <class Op, class T>
 void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, const ScanPlan& plan, const void* carry) {
-  using Acc = AccOf<T>;
-  const Acc start = line_start_value<Op, Acc>(carry, exclusive);
-  const std::int64_t lines = s.lines();
-  const std::int64_t chunks = std::min(plan.chunks, s.length);
-  const std::int64_t chunk = (s.length + chunks - 1) / chunks;
-  const int teams = plan.teams, threads = plan.team_threads;
-  if (chunks == 1) {
-    KernelArgs<T> a{.s = s, .x = x, .y = y, .exclusive = exclusive, .start = start};
-    a.vec = lines_in_vectors(s, x, y, sizeof(T));
-    a.lanes = column_lanes<T>(plan.width, a.vec);
-    const int team_threads = std::min(threads, columns_team_threads_most<T>);
-    constexpr int cap = offload_column_item_cap(sizeof(T));
-    a.items = std::clamp(plan.items, 1, cap);
-    if (a.vec) {
-      constexpr int v = vec_elems<T>, staged_cap = offload_column_max_items;
-      const int staged_items = std::clamp(plan.items, 1, staged_cap);
-      a.stages = granted_column_stages<T, v>(plan.stages, dev, team_threads, a.lanes, staged_items);
-      if (a.stages > 1) {
-        a.items = staged_items;
-        columns_one_pass<T, Op, v, staged_cap, true>(dev, a, teams, team_threads);
-      } else {
-        columns_one_pass<T, Op, v, cap, false>(dev, a, teams, team_threads);
-      }
-    } else {
-      columns_one_pass<T, Op, 1, cap, false>(dev, a, teams, team_threads);
-    }
-    return;
-  }
-  // Work item i: chunk i / lines of line i % lines, so that neighbouring threads read
-  // neighbouring lines.
-  const std::int64_t items = lines * chunks;
-  ScratchLease scratch(dev, std::size_t(items) * sizeof(Acc));
-  Acc* carries = static_cast<Acc*>(scratch.data());
-#pragma omp target teams distribute parallel for num_teams(teams) thread_limit(threads) \
-    device(dev) is_device_ptr(x, carries) firstprivate(s, chunk)
-  for (std::int64_t i = 0; i < items; ++i) {
-    std::int64_t xo, yo;
-    line_offsets(s, i % lines, xo, yo);
-    const std::int64_t q = (i / lines) * chunk;
-    const std::int64_t count = run_count(s.length, q, chunk);
-    carries[i] = column_run<T, Op, false>(x + xo + q * s.in_step, s.in_step, nullptr, 0, count,
-                                          inclusive_start<Op, Acc>(), false);
-  }
-#pragma omp target teams distribute parallel for num_teams(teams) thread_limit(threads) \
-    device(dev) is_device_ptr(carries) firstprivate(start)
-  for (std::int64_t line = 0; line < lines; ++line) {
-    Acc running = start;
-    for (std::int64_t c = 0; c < chunks; ++c) {
-      const Acc fold = carries[c * lines + line];
-      carries[c * lines + line] = running;
-      running = Op::apply(running, fold);
-    }
-  }
-#pragma omp target teams distribute parallel for num_teams(teams) thread_limit(threads) \
-    device(dev) is_device_ptr(x, y, carries) firstprivate(s, chunk, exclusive)
-  for (std::int64_t i = 0; i < items; ++i) {
-    std::int64_t xo, yo;
-    line_offsets(s, i % lines, xo, yo);
-    const std::int64_t q = (i / lines) * chunk;
-    const std::int64_t count = run_count(s.length, q, chunk);
-    column_run<T, Op, true>(x + xo + q * s.in_step, s.in_step, y + yo + q * s.out_step,
-                            s.out_step, count, carries[i], exclusive);
-  }
+  KernelArgs<T> a{.s = s, .x = x, .y = y, .exclusive = exclusive};
+  a.start = line_start_value<Op, AccOf<T>>(carry, exclusive);
+  a.vec = lines_in_vectors(s, x, y, sizeof(T));
+  a.lanes = column_lanes<T>(plan.width, a.vec);
+  a.items = std::clamp(plan.items, 1, offload_column_item_cap(sizeof(T)));
+  // Chunks of whole tiles: no more of them than tiles of the threads asked for.
+  const int threads = std::min(plan.team_threads, columns_max_team_threads);
+  const std::int64_t tile_rows = std::max(threads / 32, 1) * (32 / a.lanes) * std::int64_t(a.items);
+  const std::int64_t chunks = std::min(plan.chunks, (s.length + tile_rows - 1) / tile_rows);
+  if (chunks <= 1)
+    return columns_kernels<T, Op, false>(dev, a, plan, std::min(plan.team_threads, columns_team_threads_most<T>));
+  a.tiles = chunks;
+  KeptScratch& scratch = kept_scratch(dev, "scan.offload_columns");
+  const auto hold = hold_chain_scratch(scratch, dev, chunks * s.lines(), a);
+  columns_kernels<T, Op, true>(dev, a, plan, threads);
+  trim_kept(scratch, dev, chain_kept_bytes);
 }
 
 }  // namespace
 
 ScanPlan columns_defaults(const CumulativeCall& call) {
   const ScanLayout s = make_scan_layout(call);
-  ScanPlan plan{.kind = ScanPlan::Kind::columns};
-  const std::int64_t lines = s.lines();
-  plan.chunks = lines >= column_lines_single_pass
-                    ? 1
-                    : std::clamp<std::int64_t>(column_target_threads / lines, 1,
-                                               std::max<std::int64_t>(1, s.length / column_min_chunk));
-  const ColumnDefaults d = column_defaults_of(call.input.desc.dtype(), element_bytes(call));
-  plan.width = int(d.width_bytes / element_bytes(call));
-  const std::int64_t vector_lines = lines_per_vector(s, call.input.data, call.output.data, element_bytes(call));
-  if (plan.chunks == 1 && lines >= column_lines_single_pass && lines < column_lines_wide_blocks) {
+  ScanPlan plan{.kind = ScanPlan::Kind::columns, .chunks = 1};
+  const std::int64_t lines = s.lines(), bytes = element_bytes(call);
+  const ColumnDefaults d = column_defaults_of(call.input.desc.dtype(), bytes);
+  const std::int64_t vector_lines = lines_per_vector(s, call.input.data, call.output.data, bytes);
+  const std::int64_t groups = lines / vector_lines;
+  plan.team_threads = d.threads;
+  plan.items = d.items;
+  plan.stages = d.stages;
+  plan.width = int(d.width_bytes / bytes);
+  if (lines < column_lines_wide_blocks) {
     const bool vectors = vector_lines > 1;
     plan.team_threads = column_pair_threads;
-    plan.items = vectors ? offload_column_max_items : offload_column_item_cap(element_bytes(call));
+    plan.items = vectors ? offload_column_max_items : offload_column_item_cap(bytes);
     plan.stages = vectors ? 3 : 1;
-    const std::int64_t groups = lines / vector_lines;
     plan.width = int(std::clamp<std::int64_t>(groups / column_narrow_teams, 1, 32) * vector_lines);
-  } else if (plan.chunks == 1) {
-    plan.team_threads = d.threads;
-    plan.items = d.items;
-    plan.stages = d.stages;
-  } else {
-    plan.items = offload_column_item_cap(element_bytes(call));
-    // Small teams when there are few threads in all, so that every SM gets some.
-    const std::int64_t work = lines * plan.chunks;
-    plan.team_threads = int(std::clamp<std::int64_t>(
-        std::bit_floor(std::uint64_t(std::max<std::int64_t>(work / columns_teams_min, 1))), 32, 256));
   }
-  plan.teams = int(offload_column_teams(lines, plan.chunks, plan.width, vector_lines, plan.team_threads));
+  if (lines < column_lines_single_pass) {
+    // Few blocks: each a cache line of lines wide (or all the lines), the axis cut into chunks of
+    // column_chain_tiles tiles.
+    const std::int64_t block_groups =
+        std::clamp<std::int64_t>(column_chain_block_bytes / (bytes * vector_lines), 1, std::min<std::int64_t>(groups, 32));
+    plan.width = int(block_groups * vector_lines);
+    const std::int64_t tile_rows = std::int64_t(plan.team_threads / 32) * (32 / block_groups) * plan.items;
+    plan.chunks = std::max<std::int64_t>(1, s.length / (tile_rows * column_chain_tiles));
+    // A ring of as many tiles as a chunk holds, so that each chunk is read once.
+    if (plan.chunks > 1 && vector_lines > 1) plan.stages = column_chain_tiles;
+  }
+  plan.teams = int(offload_column_teams(lines, plan.chunks, plan.width, vector_lines));
   return plan;
 }
 

@@ -23,19 +23,23 @@ constexpr int offload_column_item_cap(std::int64_t element_bytes) { return eleme
 inline constexpr int offload_column_max_width = 256;
 /// scan.offload_columns in one pass: tiles in its ring in team memory (copy_async_wait_at_most).
 inline constexpr int offload_column_max_stages = 8;
-/// scan.offload_columns, teams by default: in one pass a team per block of `width` neighbouring
-/// lines (of width / vector_lines vectors where the lines go in vectors of that many), else a
-/// thread per line and chunk with `threads` a team; at least one and at most 2^20.
+/// scan.offload_columns: groups side by side in a team's block of `width` lines (16-byte vectors
+/// of vector_lines adjacent lines, or single lines where vector_lines is 1), 1 to 32.
+constexpr std::int64_t offload_column_block_groups(int width, std::int64_t vector_lines) {
+  const std::int64_t groups = width / vector_lines;
+  return groups < 1 ? 1 : groups > 32 ? 32 : groups;
+}
+/// scan.offload_columns in chunks: teams at most, each drawing (block, chunk) units in turn: four
+/// teams of two warps on each of an H100's 132 SMs.
+inline constexpr std::int64_t offload_column_chained_teams = 528;
+/// scan.offload_columns, teams by default: a team per block of `width` neighbouring lines, and
+/// with chunks > 1 per chunk of the axis in each block too, at most offload_column_chained_teams;
+/// at least one and at most 2^20.
 constexpr std::int64_t offload_column_teams(std::int64_t lines, std::int64_t chunks, int width,
-                                            std::int64_t vector_lines, int threads) {
-  std::int64_t teams;
-  if (chunks == 1) {
-    const std::int64_t groups = lines / vector_lines, by_width = width / vector_lines;
-    const std::int64_t lanes = by_width < 1 ? 1 : by_width > 32 ? 32 : by_width;
-    teams = (groups + lanes - 1) / lanes;
-  } else {
-    teams = (lines * chunks + threads - 1) / threads;
-  }
+                                            std::int64_t vector_lines) {
+  const std::int64_t lanes = offload_column_block_groups(width, vector_lines);
+  std::int64_t teams = (lines / vector_lines + lanes - 1) / lanes;
+  if (chunks > 1) teams = teams * chunks < offload_column_chained_teams ? teams * chunks : offload_column_chained_teams;
   return teams < 1 ? 1 : teams > (std::int64_t(1) << 20) ? std::int64_t(1) << 20 : teams;
 }
 

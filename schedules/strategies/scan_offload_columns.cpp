@@ -23,25 +23,31 @@ Schedule OffloadColumnsScanPlan::schedule() const {
 
 namespace {
 
-// The tuner's space: team sizes, and in one pass (chunks = 1) the lines a team takes (the
-// default's, 256 or 512 bytes of them), the rows a thread holds and, where the lines go in
-// 16-byte vectors, how many tiles wait in team memory (stages 2 and 3) or the next one in
-// registers (stages = 1). Their best differs between GPUs of one architecture and between types
-// (docs/performance.md). Where only the register kernel runs (lines not in vectors), rows beyond
-// what it holds are left out.
+// The tuner's space: team sizes, and the lines a team takes (the default's, 256 or 512 bytes of
+// them), the rows a thread holds and, where the lines go in 16-byte vectors, how many tiles wait in
+// team memory (stages 2 and 3) or the next one in registers (stages = 1). Their best differs
+// between GPUs of one architecture and between types (docs/performance.md). Where only the
+// register kernel runs (lines not in vectors), rows beyond what it holds are left out. Where the
+// default cuts the axis into chunks, half and twice as many chunks, at the default's width.
 SearchSpace columns_space(const CumulativeCall& call) {
   if (!offload_scan_takes(call.input.desc.dtype())) return offload_team_space();
   const ScanPlan defaults = offload_scan_defaults(call, ScanPlan::Kind::columns);
-  if (defaults.chunks != 1) return offload_team_space();
   const std::int64_t bytes = scan_element_bytes(call);
   const bool vectors = lines_in_vectors(make_scan_layout(call), call.input.data, call.output.data, bytes);
   SpaceAxis items{"items", {}};
   for (const int rows : {8, 12, 16})
     if (vectors || rows <= offload_column_item_cap(bytes)) items.values.push_back(std::to_string(rows));
   SpaceAxis width{"width", {std::to_string(defaults.width)}};
-  for (const std::int64_t block_bytes : {256, 512})
-    if (block_bytes / bytes != defaults.width) width.values.push_back(std::to_string(block_bytes / bytes));
+  SpaceAxis chunks{"chunks", {std::to_string(defaults.chunks)}};
+  if (defaults.chunks > 1) {
+    chunks.values.push_back(std::to_string(defaults.chunks * 2));
+    if (defaults.chunks >= 4) chunks.values.push_back(std::to_string(defaults.chunks / 2));
+  } else {
+    for (const std::int64_t block_bytes : {256, 512})
+      if (block_bytes / bytes != defaults.width) width.values.push_back(std::to_string(block_bytes / bytes));
+  }
   std::vector<SpaceAxis> axes = {{"threads", {"64", "128", "256"}}, std::move(width), std::move(items)};
+  if (defaults.chunks > 1) axes.push_back(std::move(chunks));
   if (vectors) axes.push_back({"stages", {"1", "2", "3"}});
   return axes;
 }
@@ -51,51 +57,50 @@ SearchSpace columns_space(const CumulativeCall& call) {
 const ScanStrategy& scan_offload_columns() {
   static const ScanStrategy record = offload_scan_record<OffloadColumnsScanPlan>(
       "scan.offload_columns",
-      "GPU (OpenMP target), for the scanned axis outside the contiguous one. chunks = 1: each "
-      "team takes width neighbouring lines (16-byte vectors of adjacent lines where aligned) "
-      "and walks the whole axis in tiles of items rows per thread, its warps and their lanes "
-      "splitting a tile's rows among them: each lane folds its rows in registers, the folds are "
-      "scanned with shuffles within a warp and through team memory across warps (one barrier "
-      "per tile), each lane rescans its rows from its carry; the tiles ahead are loaded before "
-      "the current one is combined, stages - 1 of them into a ring in team memory by "
-      "asynchronous copies, or the next one into registers. chunks > 1: one thread per line and axis "
-      "chunk, consecutive threads on neighbouring lines, 32 loads in flight each: the chunks' "
-      "folds, the carries, then each chunk rescanned from its carry",
+      "GPU (OpenMP target), for the scanned axis outside the contiguous one. Each team takes width "
+      "neighbouring lines (16-byte vectors of adjacent lines where aligned) and walks the axis in "
+      "tiles of items rows per thread, its warps and their lanes splitting a tile's rows among "
+      "them: each lane folds its rows in registers, the folds are scanned with shuffles within a "
+      "warp and through team memory across warps (one barrier per tile), each lane rescans its "
+      "rows from its carry; the tiles ahead are loaded before the current one is combined, "
+      "stages - 1 of them into a ring in team memory by asynchronous copies, or the next one into "
+      "registers. chunks = 1: a team walks the whole axis of its lines. chunks > 1: the axis is "
+      "cut into chunks of whole tiles that teams draw in order; a team folds its chunk, finds each "
+      "line's carry by a look-back over the chunks before, and scans the chunk again (from the L2)",
       {{"teams", 1, std::int64_t(1) << 20,
-        "OpenMP teams (default: a team per width lines; chunks > 1: a thread per line and "
-        "chunk; both at the width, chunks and threads the schedule gives)"},
+        "OpenMP teams (default: a team per width lines, and with chunks > 1 per chunk too, at "
+        "most 528; both at the width and chunks the schedule gives)"},
        {"threads", 32, offload_max_threads,
-        "threads per team (chunks = 1: default 64 below 16384 lines and for float32, else 256; "
-        "a team gets at most 256, 512 for 4-byte integers; chunks > 1: default 256, fewer when "
-        "256 leaves under 264 teams)"},
+        "threads per team (default 64 below 16384 lines and for float32, else 256; a team gets at "
+        "most 256, 512 for 4-byte integers; with chunks > 1 teams of fewer than 32 scan their "
+        "lines one thread each)"},
        {"chunks", 1, std::int64_t(1) << 20,
-        "chunks of the scanned axis (default: 1 when there are at least 2048 lines, else "
-        "enough for about 2^18 threads, each chunk at least 64 long)"},
+        "chunks of the scanned axis, chained by look-back (default: 1 when there are at least "
+        "2048 lines, else chunks of 4 tiles; at most one a tile)"},
        {"items", 1, offload_column_max_items,
-        "chunks = 1: consecutive rows of the axis per thread in a tile (default 16 for float32, "
-        "for 2-byte types and, below 16384 lines, for lines in 16-byte vectors, else 8; at most "
-        "16, and 8 for types wider than 2 bytes with stages = 1, where a thread holds the next "
-        "tile's rows too)"},
+        "consecutive rows of the axis per thread in a tile (default 16 for float32, for 2-byte "
+        "types and, below 16384 lines, for lines in 16-byte vectors, else 8; at most 16, and 8 for "
+        "types wider than 2 bytes with stages = 1, where a thread holds the next tile's rows too)"},
        {"width", 1, offload_column_max_width,
-        "chunks = 1: neighbouring lines per team, at most 32 vectors or single lines (default: "
-        "512 bytes of them, 256 for float32 and 2-byte types: 64 lines of float32, 128 of int32 "
-        "or of float16; below 16384 lines, blocks narrow enough for 256 teams)"},
+        "neighbouring lines per team, at most 32 vectors or single lines (default: 512 bytes of "
+        "them, 256 for float32 and 2-byte types: 64 lines of float32, 128 of int32 or of float16; "
+        "below 16384 lines, blocks narrow enough for 256 teams; below 2048 lines, 128 bytes)"},
        {"stages", 1, offload_column_max_stages,
-        "chunks = 1, lines in 16-byte vectors: tiles in a ring in team memory, stages - 1 of them in "
-        "flight while one is scanned; fewer where the GPU grants a team less memory, and 1 (the "
-        "next tile in registers) where not even two fit (default 3 below 16384 lines and for "
-        "float32, 2 for other 4-byte types, 1 for others)"}},
+        "lines in 16-byte vectors: tiles in a ring in team memory, stages - 1 of them in flight "
+        "while one is scanned; fewer where the GPU grants a team less memory, and 1 (the next tile "
+        "in registers) where not even two fit (default 3 below 16384 lines and for float32, 2 for "
+        "other 4-byte types, 1 for others)"}},
       [](const CumulativeCall& call, const BoundParams& p) -> ScanStrategyPlan {
         const ScanPlan d = checked_offload_defaults(call, p, ScanPlan::Kind::columns);
         OffloadColumnsScanPlan plan{d.teams, int(p.get("threads", d.team_threads)), p.get("chunks", d.chunks),
                                     int(p.get("items", d.items)), int(p.get("width", d.width)),
                                     int(p.get("stages", d.stages))};
-        // Without teams: the default's rule at the width, chunks and threads given.
+        // Without teams: the default's rule at the width and chunks given.
         const std::int64_t bytes = scan_element_bytes(call);
         const ScanLayout layout = make_scan_layout(call);
         const std::int64_t vector_lines = lines_per_vector(layout, call.input.data, call.output.data, bytes);
         plan.teams = int(p.get("teams", offload_column_teams(layout.lines(), std::min(plan.chunks, layout.length),
-                                                             plan.width, vector_lines, plan.team_threads)));
+                                                             plan.width, vector_lines)));
         // A thread's rows must fit the registers the tile kernels give it: the parameter's range
         // is the staged kernel's, the register kernel (stages = 1) holds fewer of wider types.
         const int cap = offload_column_item_cap(bytes);
