@@ -111,7 +111,7 @@ TEST(StrategyRecords, OffloadColumnsSearchesRowsAndStagesWhereTheKernelTakesThem
       {hk::DataType::float32, {3, 16383, 3}, {{"threads", threads}, {"width", four_byte_width}, {"items", {"8"}}}},
       {hk::DataType::float16, {3, 16383, 3}, {{"threads", threads}, {"width", two_byte_width}, {"items", rows}}},
       {hk::DataType::float32, {4096, 1000},
-       {{"threads", threads}, {"width", {"32"}}, {"items", rows}, {"chunks", {"8", "16", "4"}}, {"stages", {"1", "2", "3"}}}},
+       {{"threads", threads}, {"width", {"32"}}, {"items", rows}, {"chunks", {"8", "16", "4"}}, {"stages", {"1", "2", "3", "4"}}}},
       {hk::DataType::float32, {4096, 999, 1}, {{"threads", threads}, {"width", {"32"}}, {"items", {"8"}}, {"chunks", {"64", "128", "32"}}}},
       {hk::DataType::float64, {3, 4096, 8}, {{"threads", threads}}},
   };

@@ -16,6 +16,12 @@ template <class Acc> constexpr std::int64_t column_chain_head_bytes(int lanes, i
   return std::int64_t(sizeof(ColumnChainHead)) + (std::int64_t(lanes) * V * std::int64_t(sizeof(Acc)) + 15) / 16 * 16;
 }
 
+// Team memory of the chained kernel after its ring of `stages` tiles: per thread and tile of a
+// chunk, the carry into the thread's rows of each of its V lines.
+template <class Acc> constexpr std::int64_t column_chain_kept_bytes(int threads, int stages, int V) {
+  return std::int64_t(threads) * stages * V * std::int64_t(sizeof(Acc));
+}
+
 #ifdef __NVPTX__
 /// Tile words a thread of the chained columns kernel reads at once in a look-back.
 inline constexpr int column_lookback_window = 8;
@@ -93,8 +99,13 @@ template <class T, class Op, int V, int Cap, bool Staged>
   Acc* const folds = reinterpret_cast<Acc*>(base + column_chain_head_bytes<Acc>(W, V));
   ColumnRing ring;
   if constexpr (Staged) ring = column_ring<T, V>(a, folds, W);
-  // A chunk of at most `stages` tiles stays in the ring for its scan.
+  // A chunk of at most `stages` tiles stays in the ring for its scan, and the carries into each
+  // thread's rows of its tiles after the ring (column_chain_kept_bytes).
   const bool resident = Staged && chunk <= std::int64_t(ring.stages) * rows;
+  Acc* const kept = resident ? reinterpret_cast<Acc*>(base + column_chain_head_bytes<Acc>(W, V) +
+                                                      column_folds_bytes<Acc>(n, W, V) +
+                                                      std::int64_t(ring.stages) * ring.stage_bytes) + t
+                             : nullptr;
   const TileStates st(a.folded);
   std::int64_t u = first_ticket(a.ticket, head);
   while (u < units) {
@@ -107,7 +118,7 @@ template <class T, class Op, int V, int Cap, bool Staged>
     // Two passes through one inlined copy of column_group: the fold, then the scan from the carries.
     for (int pass = 0;; ++pass) {
       column_group<T, Op, V, Cap, Staged>(a, folds, ring, g, valid, place, begin, end, pass == 1, pass == 1 && resident,
-                                          c);
+                                          kept, c);
       if (pass == 1) break;
       if (valid && w == 0 && r == 0)
 #pragma unroll

@@ -155,19 +155,23 @@ template <class T, int V> ColumnRing column_ring(const KernelArgs<T>& a, const A
 // ahead are loaded before the current tile is combined: the next one into registers, or (Staged)
 // stages - 1 of them into the ring by asynchronous copies, which hold no registers while in
 // flight. Reading ahead is safe in place: each element is read, then written, by one lane only.
-// Where the rows are no more than `stages` tiles, a walk leaves each tile in a slot of its own:
-// a second walk of the same rows (resident) then reads them there instead of from memory.
+// Where the rows are no more than `stages` tiles, a walk leaves each tile in a slot of its own, and
+// (kept, this thread's slots of the team's, `threads` apart) each tile's carry into the thread's
+// rows from the walk's start: a second walk of the same rows (resident) reads the tiles there
+// instead of from memory and scans them from carry combined with those, with no fold, shuffle
+// or barrier (carry is then left as it came).
 template <class T, class Op, int V, int Cap, bool Staged>
 [[gnu::always_inline]] inline void column_group(const KernelArgs<T>& a, AccOf<T>* folds, const ColumnRing& ring,
                                                 std::int64_t g, bool valid, const ColumnPlace& p, std::int64_t begin,
-                                                std::int64_t end, bool store, bool resident, AccOf<T> (&carry)[V]) {
+                                                std::int64_t end, bool store, bool resident, AccOf<T>* kept,
+                                                AccOf<T> (&carry)[V]) {
   using Acc = AccOf<T>;
   const ScanLayout& s = a.s;
   const int w = p.w, Wp = p.Wp, r = p.r, L = p.L, W = p.W;
   const u32 mask = p.mask;
   std::int64_t xo = 0, yo = 0;
   if (valid) line_offsets(s, g * V, xo, yo);
-  const int items = a.items;
+  const int items = a.items, threads = omp_get_num_threads();
   const std::int64_t rows = std::int64_t(Wp) * L * items, first = (std::int64_t(w) * L + r) * items;
   const std::int64_t length = valid ? end : 0;
   ColumnTile<T, V, Cap> cur, next;
@@ -197,56 +201,62 @@ template <class T, class Op, int V, int Cap, bool Staged>
     } else {
       next.load(a.x, xo + (q + rows + first) * s.in_step, s.in_step, next_count);
     }
-    Acc before[V], total[V];
-    cur.template fold<Op>(count, total);
+    Acc c[V];
+    if (resident) {
 #pragma unroll
-    for (int j = 0; j < V; ++j) before[j] = inclusive_start<Op, Acc>();
-    if (p.in_warp && L > 1) {
+      for (int j = 0; j < V; ++j) c[j] = Op::apply(carry[j], kept[(tile * V + j) * threads]);
+    } else {
+      Acc before[V], total[V];
+      cur.template fold<Op>(count, total);
 #pragma unroll
-      for (int j = 0; j < V; ++j) {
-        Acc inc = total[j];
-        for (int d = 1; d < L; d <<= 1) {
-          const Acc u = shfl_up(inc, u32(d * W), mask);
-          if (r >= d) inc = Op::apply(u, inc);
-        }
-        const Acc up = shfl_up(inc, u32(W), mask);
-        if (r > 0) before[j] = up;
-        total[j] = shfl_idx(inc, last_row, mask);
-      }
-    }
-    if (Wp > 1) {
-      Acc* const set = folds + std::int64_t(buf) * Wp * W * V;
-      if (p.in_warp && r == 0)
-#pragma unroll
-        for (int j = 0; j < V; ++j) set[(w * W + int(group_lane)) * V + j] = total[j];
-#pragma omp barrier
-      // Warp by warp, the V groups' totals side by side: V independent chains of Wp steps.
-      if (p.in_warp) {
-        Acc warps_before[V], team[V];
-#pragma unroll
-        for (int j = 0; j < V; ++j) warps_before[j] = team[j] = inclusive_start<Op, Acc>();
-#pragma unroll 4
-        for (int k = 0; k < Wp; ++k) {
-          const Acc* const warp_totals = set + (k * W + int(group_lane)) * V;
-#pragma unroll
-          for (int j = 0; j < V; ++j) {
-            if (k == w) warps_before[j] = team[j];
-            team[j] = Op::apply(team[j], warp_totals[j]);
-          }
-        }
+      for (int j = 0; j < V; ++j) before[j] = inclusive_start<Op, Acc>();
+      if (p.in_warp && L > 1) {
 #pragma unroll
         for (int j = 0; j < V; ++j) {
-          before[j] = Op::apply(warps_before[j], before[j]);
-          total[j] = team[j];
+          Acc inc = total[j];
+          for (int d = 1; d < L; d <<= 1) {
+            const Acc u = shfl_up(inc, u32(d * W), mask);
+            if (r >= d) inc = Op::apply(u, inc);
+          }
+          const Acc up = shfl_up(inc, u32(W), mask);
+          if (r > 0) before[j] = up;
+          total[j] = shfl_idx(inc, last_row, mask);
         }
       }
-      buf ^= 1;
-    }
-    Acc c[V];
+      if (Wp > 1) {
+        Acc* const set = folds + std::int64_t(buf) * Wp * W * V;
+        if (p.in_warp && r == 0)
 #pragma unroll
-    for (int j = 0; j < V; ++j) {
-      c[j] = Op::apply(carry[j], before[j]);
-      carry[j] = Op::apply(carry[j], total[j]);
+          for (int j = 0; j < V; ++j) set[(w * W + int(group_lane)) * V + j] = total[j];
+#pragma omp barrier
+        // Warp by warp, the V groups' totals side by side: V independent chains of Wp steps.
+        if (p.in_warp) {
+          Acc warps_before[V], team[V];
+#pragma unroll
+          for (int j = 0; j < V; ++j) warps_before[j] = team[j] = inclusive_start<Op, Acc>();
+#pragma unroll 4
+          for (int k = 0; k < Wp; ++k) {
+            const Acc* const warp_totals = set + (k * W + int(group_lane)) * V;
+#pragma unroll
+            for (int j = 0; j < V; ++j) {
+              if (k == w) warps_before[j] = team[j];
+              team[j] = Op::apply(team[j], warp_totals[j]);
+            }
+          }
+#pragma unroll
+          for (int j = 0; j < V; ++j) {
+            before[j] = Op::apply(warps_before[j], before[j]);
+            total[j] = team[j];
+          }
+        }
+        buf ^= 1;
+      }
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        c[j] = Op::apply(carry[j], before[j]);
+        carry[j] = Op::apply(carry[j], total[j]);
+        if (kept) kept[(tile * V + j) * threads] = c[j];
+      }
     }
     if (store) cur.template scan_store<Op>(a.y, yo + (q + first) * s.out_step, s.out_step, count, c, a.exclusive);
     if constexpr (!Staged) cur = next;
@@ -282,7 +292,7 @@ void gpu_columns(const KernelArgs<T>& a) {
 #pragma unroll
       for (int j = 0; j < V; ++j) carry[j] = a.start;
       column_group<T, Op, V, Cap, Staged>(a, folds, ring, g, in_warp && r < L && g < groups, place, 0, a.s.length,
-                                          true, false, carry);
+                                          true, false, nullptr, carry);
     }
 }
 #endif

@@ -59,12 +59,14 @@ ColumnDefaults column_defaults_of(DataType type, std::int64_t element_bytes) {
 }
 
 // Team memory of a launch: (chained) the ticket and a value per line of a block, the warps'
-// totals, then (stages > 1) the ring of tiles.
+// totals, then (stages > 1) the ring of tiles and (chained) the carries kept per tile.
 template <class T, int V, bool Chained>
 std::int64_t columns_team_bytes(int threads, int lanes, int items, int stages) {
+  using Acc = AccOf<T>;
   const std::int64_t ring = stages > 1 ? std::int64_t(stages) * items * threads * 16 : 0;
-  const std::int64_t head = Chained ? column_chain_head_bytes<AccOf<T>>(lanes, V) : 0;
-  return head + column_folds_bytes<AccOf<T>>(threads, lanes, V) + ring;
+  const std::int64_t head = Chained ? column_chain_head_bytes<Acc>(lanes, V) : 0;
+  const std::int64_t kept = Chained && stages > 1 ? column_chain_kept_bytes<Acc>(threads, stages, V) : 0;
+  return head + column_folds_bytes<Acc>(threads, lanes, V) + ring + kept;
 }
 
 // The ring's stages a launch on `device` runs with: `requested` where the GPU grants a team their

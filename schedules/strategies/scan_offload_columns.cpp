@@ -28,7 +28,8 @@ namespace {
 // team memory (stages 2 and 3) or the next one in registers (stages = 1). Their best differs
 // between GPUs of one architecture and between types (docs/performance.md). Where only the
 // register kernel runs (lines not in vectors), rows beyond what it holds are left out. Where the
-// default cuts the axis into chunks, half and twice as many chunks, at the default's width.
+// default cuts the axis into chunks, half and twice as many chunks, at the default's width, and
+// the default's stages (a ring that holds a whole chunk).
 SearchSpace columns_space(const CumulativeCall& call) {
   if (!offload_scan_takes(call.input.desc.dtype())) return offload_team_space();
   const ScanPlan defaults = offload_scan_defaults(call, ScanPlan::Kind::columns);
@@ -48,7 +49,11 @@ SearchSpace columns_space(const CumulativeCall& call) {
   }
   std::vector<SpaceAxis> axes = {{"threads", {"64", "128", "256"}}, std::move(width), std::move(items)};
   if (defaults.chunks > 1) axes.push_back(std::move(chunks));
-  if (vectors) axes.push_back({"stages", {"1", "2", "3"}});
+  if (vectors) {
+    SpaceAxis stages{"stages", {"1", "2", "3"}};
+    if (defaults.stages > 3) stages.values.push_back(std::to_string(defaults.stages));
+    axes.push_back(std::move(stages));
+  }
   return axes;
 }
 
@@ -88,8 +93,9 @@ const ScanStrategy& scan_offload_columns() {
        {"stages", 1, offload_column_max_stages,
         "lines in 16-byte vectors: tiles in a ring in team memory, stages - 1 of them in flight "
         "while one is scanned; fewer where the GPU grants a team less memory, and 1 (the next tile "
-        "in registers) where not even two fit (default 3 below 16384 lines and for float32, 2 for "
-        "other 4-byte types, 1 for others)"}},
+        "in registers) where not even two fit; with chunks > 1, a chunk of at most stages tiles is "
+        "scanned from the ring, not read again (default 4 in chunks, 3 below 16384 lines and for "
+        "float32, 2 for other 4-byte types, 1 for others)"}},
       [](const CumulativeCall& call, const BoundParams& p) -> ScanStrategyPlan {
         const ScanPlan d = checked_offload_defaults(call, p, ScanPlan::Kind::columns);
         OffloadColumnsScanPlan plan{d.teams, int(p.get("threads", d.team_threads)), p.get("chunks", d.chunks),
