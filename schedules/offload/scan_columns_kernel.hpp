@@ -122,7 +122,7 @@ struct ColumnRing {
   u32 slot(std::int64_t tile) const { return base + u32(tile % stages) * stage_bytes; }
 };
 
-// Where a thread of one-pass scan.offload_columns works: warp w of the team's Wp full warps (Wp
+// Where a thread of scan.offload_columns works: warp w of the team's Wp full warps (Wp
 // = 1 for a team of one partial warp), lanes on each group L, groups side by side W, its row-thread
 // r among the L, its lane and warp mask. Lanes of a partial warp beside full ones (in_warp false)
 // hold no group and only keep the team's barriers.
@@ -144,7 +144,7 @@ template <class T, int V> ColumnRing column_ring(const KernelArgs<T>& a, const A
   return ring;
 }
 
-// Rows [begin, end) of group g (lines g * V ...) of one-pass scan.offload_columns, from carry (a
+// Rows [begin, end) of group g (lines g * V ...) of scan.offload_columns, from carry (a
 // value per line, left at the carry past end), walked by warp w of the team's Wp warps that share
 // its block, lanes that share lane % W: a team tile holds Wp x L x items rows, warp w the rows
 // w * L * items ..., row-thread r of them rows r * items ... The L folds of a warp are scanned with
