@@ -338,7 +338,8 @@ TEST(OffloadSchedules, ColumnsTeamsFollowTheGivenWidthChunksAndThreads) {
 
 // Without a schedule, columns of 2048 lines or more go in one pass: below 16384 lines in blocks
 // narrow enough for 256 teams of two warps. Fewer lines go in blocks of 128 bytes, the axis in
-// chunks of 4 tiles (2 warps x 4 lanes a vector x 16 rows) where it is long enough for two.
+// chunks of 4 tiles (2 warps x 4 lanes a vector x 16 rows) where it is long enough for two, the
+// same chunks in 2 tiles of 4 warps for 2-byte types.
 TEST(OffloadSchedules, ColumnsDefaultToOnePassFrom2048Lines) {
   alignas(16) std::byte memory[16];  // only the layout is planned: nothing is read or written
   const auto plan = [&](DataType type, std::int64_t rows, std::int64_t lines) {
@@ -358,6 +359,9 @@ TEST(OffloadSchedules, ColumnsDefaultToOnePassFrom2048Lines) {
     const detail::ScanPlan few = plan(type, 4096, 1024);
     EXPECT_EQ(few.width, 8 * v) << name_of(type);
     EXPECT_EQ(few.chunks, 4096 / (4 * 2 * 4 * 16)) << name_of(type);
+    // 2-byte vectors: the same chunks in two tiles of four warps, a ring of 3.
+    EXPECT_EQ(few.team_threads, v == 8 ? 128 : 64) << name_of(type);
+    EXPECT_EQ(few.stages, v == 8 ? 3 : 4) << name_of(type);
     EXPECT_EQ(few.teams, 1024 / (8 * v) * few.chunks) << name_of(type);
     EXPECT_EQ(plan(type, 1000, 1024).chunks, 1) << name_of(type);
     EXPECT_EQ(plan(type, 4096, 16384).chunks, 1) << name_of(type);

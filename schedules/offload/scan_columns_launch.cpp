@@ -38,6 +38,10 @@ constexpr std::int64_t column_narrow_teams = 256;
 constexpr int column_pair_threads = 64;
 constexpr std::int64_t column_chain_block_bytes = 128;
 constexpr std::int64_t column_chain_tiles = 4;
+// 2-byte vectors in chunks: teams of four warps, the same chunks in two tiles, a ring of 3. On an
+// H100 1.07-1.25x the two-warp teams' speed on four shapes, where float32 and int32 gained on
+// some and lost on others (docs/performance.md).
+constexpr int column_chain_half_threads = 128, column_chain_half_stages = 3;
 // One pass: a team's warps share a block of neighbouring lines and split its tiles' rows, each
 // thread holding `items` rows of a tile, `stages` - 1 tiles ahead in flight through team memory
 // (stages = 1: the next tile in registers, where the register kernel has room beside the sums).
@@ -185,7 +189,7 @@ ScanPlan columns_defaults(const CumulativeCall& call) {
   }
   if (lines < column_lines_single_pass) {
     // Few blocks: each a cache line of lines wide (or all the lines), the axis cut into chunks of
-    // column_chain_tiles tiles.
+    // column_chain_tiles tiles of two warps (2-byte vectors: half as many tiles of four warps).
     const std::int64_t block_groups =
         std::clamp<std::int64_t>(column_chain_block_bytes / (bytes * vector_lines), 1, std::min<std::int64_t>(groups, 32));
     plan.width = int(block_groups * vector_lines);
@@ -193,6 +197,10 @@ ScanPlan columns_defaults(const CumulativeCall& call) {
     plan.chunks = std::max<std::int64_t>(1, s.length / (tile_rows * column_chain_tiles));
     // A ring of as many tiles as a chunk holds, so that each chunk is read once.
     if (plan.chunks > 1 && vector_lines > 1) plan.stages = column_chain_tiles;
+    if (plan.chunks > 1 && vector_lines > 1 && bytes == 2) {
+      plan.team_threads = column_chain_half_threads;
+      plan.stages = column_chain_half_stages;
+    }
   }
   plan.teams = int(offload_column_teams(lines, plan.chunks, plan.width, vector_lines));
   return plan;

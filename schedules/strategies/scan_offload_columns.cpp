@@ -76,9 +76,9 @@ const ScanStrategy& scan_offload_columns() {
         "OpenMP teams (default: a team per width lines, and with chunks > 1 per chunk too, at "
         "most 528; both at the width and chunks the schedule gives)"},
        {"threads", 32, offload_max_threads,
-        "threads per team (default 64 below 16384 lines and for float32, else 256; a team gets at "
-        "most 256, 512 for 4-byte integers; with chunks > 1 teams of fewer than 32 scan their "
-        "lines one thread each)"},
+        "threads per team (default 64 below 16384 lines and for float32, else 256, and 128 for "
+        "2-byte vectors in chunks; a team gets at most 256, 512 for 4-byte integers in one pass; "
+        "with chunks > 1 teams of fewer than 32 scan their lines one thread each)"},
        {"chunks", 1, std::int64_t(1) << 20,
         "chunks of the scanned axis, chained by look-back (default: 1 when there are at least "
         "2048 lines, else chunks of 4 tiles; at most one a tile)"},
@@ -94,8 +94,8 @@ const ScanStrategy& scan_offload_columns() {
         "lines in 16-byte vectors: tiles in a ring in team memory, stages - 1 of them in flight "
         "while one is scanned; fewer where the GPU grants a team less memory, and 1 (the next tile "
         "in registers) where not even two fit; with chunks > 1, a chunk of at most stages tiles is "
-        "scanned from the ring, not read again (default 4 in chunks, 3 below 16384 lines and for "
-        "float32, 2 for other 4-byte types, 1 for others)"}},
+        "scanned from the ring, not read again (default 4 in chunks, 3 for 2-byte vectors there, 3 "
+        "below 16384 lines and for float32, 2 for other 4-byte types, 1 for others)"}},
       [](const CumulativeCall& call, const BoundParams& p) -> ScanStrategyPlan {
         const ScanPlan d = checked_offload_defaults(call, p, ScanPlan::Kind::columns);
         OffloadColumnsScanPlan plan{d.teams, int(p.get("threads", d.team_threads)), p.get("chunks", d.chunks),
