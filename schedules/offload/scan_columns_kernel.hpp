@@ -2,8 +2,6 @@
 // lines side by side across a warp's lanes, each team walking the axis of its block of lines.
 #pragma once
 
-#include <algorithm>
-
 #include "schedules/offload/scan_tiles.hpp"
 
 namespace hk::detail::offload::scan {
@@ -13,12 +11,6 @@ namespace hk::detail::offload::scan {
 template <class Acc> constexpr std::int64_t column_folds_bytes(int threads, int lanes, int V) {
   const std::int64_t warps = threads / 32;
   return warps > 1 ? (2 * warps * lanes * V * std::int64_t(sizeof(Acc)) + 15) / 16 * 16 : 0;
-}
-
-// Groups (vectors of adjacent lines, or single lines) side by side per warp in one-pass
-// scan.offload_columns, from the schedule's width in lines.
-template <class T> int column_lanes(int width, bool vec) {
-  return std::clamp(vec ? width / vec_elems<T> : width, 1, 32);
 }
 
 #ifdef __NVPTX__

@@ -152,11 +152,11 @@ void columns(int dev, const ScanLayout s, const T* x, T* y, bool exclusive, cons
   KernelArgs<T> a{.s = s, .x = x, .y = y, .exclusive = exclusive};
   a.start = line_start_value<Op, AccOf<T>>(carry, exclusive);
   a.vec = lines_in_vectors(s, x, y, sizeof(T));
-  a.lanes = column_lanes<T>(plan.width, a.vec);
+  a.lanes = int(offload_column_block_groups(plan.width, a.vec ? vec_elems<T> : 1));
   a.items = std::clamp(plan.items, 1, offload_column_item_cap(sizeof(T)));
   // Chunks of whole tiles: no more of them than tiles of the threads asked for.
   const int threads = std::min(plan.team_threads, columns_max_team_threads);
-  const std::int64_t tile_rows = std::max(threads / 32, 1) * (32 / a.lanes) * std::int64_t(a.items);
+  const std::int64_t tile_rows = offload_column_tile_rows(threads, a.lanes, a.items);
   const std::int64_t chunks = std::min(plan.chunks, (s.length + tile_rows - 1) / tile_rows);
   if (chunks <= 1)
     return columns_kernels<T, Op, false>(dev, a, plan, std::min(plan.team_threads, columns_team_threads_most<T>));
@@ -193,13 +193,13 @@ ScanPlan columns_defaults(const CumulativeCall& call) {
     const std::int64_t block_groups =
         std::clamp<std::int64_t>(column_chain_block_bytes / (bytes * vector_lines), 1, std::min<std::int64_t>(groups, 32));
     plan.width = int(block_groups * vector_lines);
-    const std::int64_t tile_rows = std::int64_t(plan.team_threads / 32) * (32 / block_groups) * plan.items;
+    const std::int64_t tile_rows = offload_column_tile_rows(plan.team_threads, block_groups, plan.items);
     plan.chunks = std::max<std::int64_t>(1, s.length / (tile_rows * column_chain_tiles));
     // A ring of as many tiles as a chunk holds, so that each chunk is read once.
-    if (plan.chunks > 1 && vector_lines > 1) plan.stages = column_chain_tiles;
-    if (plan.chunks > 1 && vector_lines > 1 && bytes == 2) {
-      plan.team_threads = column_chain_half_threads;
-      plan.stages = column_chain_half_stages;
+    if (plan.chunks > 1 && vector_lines > 1) {
+      const bool half = bytes == 2;
+      plan.team_threads = half ? column_chain_half_threads : plan.team_threads;
+      plan.stages = half ? column_chain_half_stages : int(column_chain_tiles);
     }
   }
   plan.teams = int(offload_column_teams(lines, plan.chunks, plan.width, vector_lines));

@@ -29,6 +29,11 @@ constexpr std::int64_t offload_column_block_groups(int width, std::int64_t vecto
   const std::int64_t groups = width / vector_lines;
   return groups < 1 ? 1 : groups > 32 ? 32 : groups;
 }
+/// scan.offload_columns: rows of a tile, `items` for each of the 32 / lanes lanes on a group in
+/// each full warp of a team of `threads` (a team of one partial warp: one lane a group).
+constexpr std::int64_t offload_column_tile_rows(int threads, std::int64_t lanes, int items) {
+  return std::int64_t(threads < 32 ? 1 : threads / 32) * (threads < 32 ? 1 : 32 / lanes) * items;
+}
 /// scan.offload_columns in chunks: teams at most, each drawing (block, chunk) units in turn: four
 /// teams of two warps on each of an H100's 132 SMs.
 inline constexpr std::int64_t offload_column_chained_teams = 528;
