@@ -1,5 +1,6 @@
 // The GPU kernel cache's decision (runtime/platform/gpu_jit_cache.hpp): which folder, which
-// variables, when the runtime's LLVM stage is replaced by a kept PTX and when it must not be.
+// variables, when the runtime's LLVM stage is replaced by a kept PTX and when it must not be, and
+// when the kernels cannot be built at all (the plugin is then refused).
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
@@ -29,6 +30,14 @@ std::optional<std::string> variable(const JitCacheSetup& s, const std::string& n
 
 void write(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
+void write_program(const fs::path& path) {
+  fs::create_directories(path.parent_path());
+  write(path, "#!/bin/sh\n");
+  fs::permissions(path, fs::perms::owner_all, fs::perm_options::add);
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
 class GpuJitCache : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -39,8 +48,10 @@ class GpuJitCache : public ::testing::Test {
     write(root / "libhetkern_gpu.so", "an image");
     in.plugin_path = (root / "libhetkern_gpu.so").string();
     in.wrapper_dir = (root / "hetkern").string();
+    write_program(root / "hetkern" / "ptxas");
+    write_program(root / "cuda" / "bin" / "ptxas");
     in.cache_setting = (root / "cache" / "gpu").string();
-    in.path = "/usr/bin:/bin";
+    in.path = (root / "cuda" / "bin").string() + ":/nonexistent";
     in.gpu_arch = "sm_90";
   }
   void TearDown() override { fs::remove_all(root); }
@@ -56,9 +67,10 @@ TEST_F(GpuJitCache, FirstProcessAsksForThePtxAndPutsTheCachingPtxasFirst) {
   EXPECT_EQ(s.directory, in.cache_setting);
   EXPECT_TRUE(fs::is_directory(in.cache_setting));  // created, parents included
   EXPECT_EQ(variable(s, "HETKERN_GPU_CACHE_DIR"), in.cache_setting);
-  EXPECT_EQ(variable(s, "PATH"), in.wrapper_dir + ":/usr/bin:/bin");
+  EXPECT_EQ(variable(s, "PATH"), in.wrapper_dir + ":" + in.path);
   EXPECT_EQ(variable(s, "HETKERN_GPU_CACHE_PTX"), kept_ptx());
   EXPECT_EQ(variable(s, "LIBOMPTARGET_JIT_REPLACEMENT_OBJECT"), std::nullopt);
+  EXPECT_EQ(s.refusal, "");
 }
 
 TEST_F(GpuJitCache, KeptPtxReplacesTheLlvmStage) {
@@ -114,7 +126,7 @@ TEST_F(GpuJitCache, OffSetsOnlyThePath) {
   in.cache_setting = "off";
   const JitCacheSetup s = plan_jit_cache(in);
   ASSERT_EQ(s.environment.size(), 1u);
-  EXPECT_EQ(variable(s, "PATH"), in.wrapper_dir + ":/usr/bin:/bin");
+  EXPECT_EQ(variable(s, "PATH"), in.wrapper_dir + ":" + in.path);
   EXPECT_EQ(s.directory, "");
   EXPECT_EQ(s.warning, "");
 }
@@ -129,7 +141,7 @@ TEST_F(GpuJitCache, DefaultFolderFromXdgThenHome) {
   in.home = "";
   const JitCacheSetup s = plan_jit_cache(in);
   ASSERT_EQ(s.environment.size(), 1u);
-  EXPECT_EQ(variable(s, "PATH"), in.wrapper_dir + ":/usr/bin:/bin");
+  EXPECT_EQ(variable(s, "PATH"), in.wrapper_dir + ":" + in.path);
   EXPECT_NE(s.warning.find("HOME"), std::string::npos);
 }
 
@@ -138,10 +150,56 @@ TEST_F(GpuJitCache, UnwritableFolderWarnsOnceAndSetsOnlyThePath) {
   in.cache_setting = (root / "a-file" / "gpu").string();
   const JitCacheSetup s = plan_jit_cache(in);
   ASSERT_EQ(s.environment.size(), 1u);
-  EXPECT_EQ(variable(s, "PATH"), in.wrapper_dir + ":/usr/bin:/bin");
+  EXPECT_EQ(variable(s, "PATH"), in.wrapper_dir + ":" + in.path);
   EXPECT_EQ(s.directory, "");
   EXPECT_NE(s.warning.find("cannot be written"), std::string::npos) << s.warning;
   EXPECT_NE(s.warning.find(in.cache_setting.substr(0, in.cache_setting.size() - 4)), std::string::npos) << s.warning;
+}
+
+// LLVM 19's runtime crashes the process when its JIT compilation fails, so a plugin whose kernels
+// cannot be built is refused: without the caching ptxas beside it (it builds wgmma for sm_90a).
+TEST_F(GpuJitCache, MissingCachingPtxasRefuses) {
+  fs::remove_all(root / "hetkern");
+  const JitCacheSetup s = plan_jit_cache(in);
+  EXPECT_TRUE(contains(s.refusal, in.wrapper_dir + "/ptxas is missing")) << s.refusal;
+  EXPECT_TRUE(s.environment.empty());
+}
+
+// Without CUDA's ptxas (the caching one does not count) only a kept build serves, and only where
+// the runtime takes it in place of its own compilation.
+TEST_F(GpuJitCache, WithoutCudaPtxasOnlyAKeptBuildServes) {
+  for (const std::string& path : {std::string("/nonexistent"), in.wrapper_dir, std::string()}) {
+    in.path = path;
+    const JitCacheSetup first = plan_jit_cache(in);
+    EXPECT_TRUE(contains(first.refusal, "CUDA's ptxas is not on PATH")) << path;
+    EXPECT_TRUE(contains(first.refusal, "holds no build")) << first.refusal;
+  }
+  write(kept_ptx(), ".version 8.5\n");
+  const JitCacheSetup kept = plan_jit_cache(in);
+  EXPECT_EQ(kept.refusal, "");
+  EXPECT_EQ(variable(kept, "LIBOMPTARGET_JIT_REPLACEMENT_OBJECT"), kept_ptx());
+  for (int which = 0; which < 2; ++which) {
+    JitCacheInputs other = in;
+    (which == 0 ? other.runtime_loaded : other.user_replacement) = true;
+    EXPECT_TRUE(contains(plan_jit_cache(other).refusal, "compiles this process's GPU kernels itself")) << which;
+  }
+}
+
+TEST_F(GpuJitCache, WithoutCudaPtxasNoCacheRefuses) {
+  in.path = "/nonexistent";
+  in.cache_setting = "off";
+  EXPECT_TRUE(contains(plan_jit_cache(in).refusal, "HETKERN_GPU_CACHE=off")) << plan_jit_cache(in).refusal;
+  write(root / "a-file", "");
+  in.cache_setting = (root / "a-file" / "gpu").string();
+  EXPECT_TRUE(contains(plan_jit_cache(in).refusal, "cannot be written"));
+  in.cache_setting = (root / "cache" / "gpu").string();
+  in.gpu_arch = "";
+  EXPECT_TRUE(contains(plan_jit_cache(in).refusal, "architectures differ"));
+  // Each of these is fine where CUDA's ptxas is on PATH.
+  in.path = (root / "cuda" / "bin").string();
+  EXPECT_EQ(plan_jit_cache(in).refusal, "");
+  in.cache_setting = "off";
+  EXPECT_EQ(plan_jit_cache(in).refusal, "");
 }
 
 }  // namespace

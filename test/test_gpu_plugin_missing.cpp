@@ -1,13 +1,17 @@
 // Without the GPU plugin (HETKERN_GPU_PLUGIN naming a missing file): device calls throw
 // hk::Error(Errc::unavailable) with the loader's reason, offload schedules are refused with it,
 // host schedules run, and so do the default schedules of large host calls, and nothing crashes.
-// A process opens the plugin at most once, so the checks run in a fresh process (the threadsafe
-// death-test style re-executes the test binary).
+// A plugin copied without the GPU kernels' builder beside it is refused where a GPU would compile
+// them (LLVM's runtime would crash the process), and runs on the host elsewhere. A process opens
+// the plugin at most once, so the checks run in a fresh process (the threadsafe death-test style
+// re-executes the test binary).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -108,6 +112,38 @@ void check_default_dispatch_of_large_host_calls() {
 TEST(GpuPluginDeathTest, MissingPluginGivesReasonsNotCrashes) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(check_without_plugin(), testing::ExitedWithCode(0), "");
+}
+
+[[noreturn]] void check_plugin_alone(const std::string& copy) {
+  setenv("HETKERN_GPU_PLUGIN", copy.c_str(), 1);
+  const std::vector<int> x = {3, 1, 4, 1, 5};
+  std::vector<int> y(x.size());
+  const hk::TensorDesc desc(hk::DataType::int32, {5});
+  const bool gpu_driver = access("/dev/nvidiactl", F_OK) == 0;
+  try {
+    hk::cumulative_sum({desc, x.data()}, {desc, y.data()}, {.axis = 0}, hk::Schedule::parse("scan.offload_rows"));
+    if (gpu_driver) fail("a plugin without its ptxas ran where the GPU would compile its kernels");
+    if (y != std::vector<int>{3, 4, 8, 9, 14}) fail("the plugin alone on the host gave a wrong result");
+  } catch (const hk::Error& e) {
+    const std::string text = e.what();
+    if (!gpu_driver || e.code() != hk::Errc::unavailable || text.find("/hetkern/ptxas is missing") == std::string::npos)
+      fail("unexpected error: " + text);
+    if (y != std::vector<int>(x.size(), 0)) fail("a refused call wrote its output");
+  }
+  std::exit(0);
+}
+
+TEST(GpuPluginDeathTest, PluginWithoutItsPtxasIsRefusedWhereAGpuWouldCompile) {
+  namespace fs = std::filesystem;
+  const fs::path plugin = hk::gpu_plugin_status().path;
+  if (!fs::exists(plugin)) GTEST_SKIP() << "no GPU plugin in this build";
+  const fs::path dir = fs::path(::testing::TempDir()) / "hetkern-plugin-alone";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy_file(plugin, dir / plugin.filename());
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(check_plugin_alone((dir / plugin.filename()).string()), testing::ExitedWithCode(0), "");
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The GPU kernel cache's ptxas (runtime/platform/ptxas_cache.sh) against a stand-in for CUDA's
 ptxas that counts its runs: a cubin is made once per PTX and options and copied afterwards,
-hetkern's PTX alone is kept, failures pass through and leave nothing behind, and a cache that
-cannot be written still gives the cubin, with one warning.
+hetkern's PTX alone is kept and only beside its cubin, failures pass through and leave nothing
+behind, and a cache that cannot be written still gives the cubin, with one warning.
 
 usage: test_ptxas_cache.py PATH/TO/lib/hetkern/ptxas
 """
@@ -100,6 +100,25 @@ class PtxasCache(unittest.TestCase):
         # A kept PTX is never overwritten by a later one.
         self.ptxas(self.ptx("ours2.s", ours + "changed\n"), env=env)
         self.assertEqual(open(keep).read(), ours)
+
+    def test_ptx_is_kept_only_with_its_cubin(self):
+        # A kept PTX tells later processes that they need no CUDA ptxas: never without the cubin.
+        keep = os.path.join(self.cache, "image-sm_90.ptx")
+        env = dict(self.env, HETKERN_GPU_CACHE_PTX=keep)
+        marker = ".visible .global .align 4 .u32 hetkern_gpu_image_marker = 1;\n"
+        r, _ = self.ptxas(self.ptx("bad.s", marker + "syntax-error\n"), env=env)
+        self.assertEqual(r.returncode, 3)
+        self.assertEqual(os.listdir(self.cache), [])
+        # A cubin made by a process that kept no PTX (the runtime loaded before hetkern) is found,
+        # and the PTX is kept then.
+        source = self.ptx("ours.s", marker)
+        self.ptxas(source)
+        self.assertFalse(os.path.exists(keep))
+        runs = self.runs()
+        r, text = self.ptxas(source, env=env)
+        self.assertEqual((r.returncode, text), (0, "cubin of " + marker))
+        self.assertEqual(self.runs(), runs)
+        self.assertEqual(open(keep).read(), marker)
 
     def test_failure_passes_through_and_keeps_nothing(self):
         r, _ = self.ptxas(self.ptx("bad.s", "syntax-error\n"))

@@ -73,9 +73,10 @@ void open_launch_shim(const std::string& plugin_path) {
 
 // Opens the plugin and checks its table; the reason in words when that fails.
 std::string open_plugin(Plugin& p) {
-  // The kernel cache's variables must be set before the offload runtime starts with the plugin.
-  if (gpu_driver_present()) {
-    prepare_gpu_jit_cache(p.path);
+  // The kernel cache's variables must be set before the offload runtime starts with the plugin. A
+  // missing plugin is left to dlopen, whose reason names it.
+  if (gpu_driver_present() && access(p.path.c_str(), F_OK) == 0) {
+    if (std::string refusal = prepare_gpu_jit_cache(p.path); !refusal.empty()) return refusal;
     open_launch_shim(p.path);
   }
   void* handle = dlopen(p.path.c_str(), RTLD_NOW | RTLD_LOCAL);

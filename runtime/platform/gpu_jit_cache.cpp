@@ -1,5 +1,6 @@
 // The GPU kernel cache's set-up (see gpu_jit_cache.hpp): where the cache lives, whether the
-// runtime's LLVM stage can be replaced, and what the caching ptxas needs to know.
+// runtime's LLVM stage can be replaced, what the caching ptxas needs to know, and whether the
+// kernels can be built at all.
 #include "runtime/platform/gpu_jit_cache.hpp"
 
 #include <dlfcn.h>
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -58,6 +60,24 @@ std::string visible_gpu_arch() {
   return arch;
 }
 
+// Whether a ptxas other than the caching one in wrapper_dir is on `path`: CUDA's, which the
+// caching one runs for every PTX it has no cubin of.
+bool cuda_ptxas_on(const std::string& path, const std::string& wrapper_dir) {
+  std::error_code error;
+  const std::filesystem::path wrapper = std::filesystem::weakly_canonical(wrapper_dir, error);
+  for (std::size_t begin = 0; begin <= path.size();) {
+    std::size_t end = path.find(':', begin);
+    if (end == std::string::npos) end = path.size();
+    const std::string dir = path.substr(begin, end - begin);
+    begin = end + 1;
+    if (dir.empty() || std::filesystem::weakly_canonical(dir, error) == wrapper) continue;
+    const std::string file = dir + "/ptxas";
+    struct stat st{};
+    if (stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(file.c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string plugin_image_key(const std::string& plugin_path, const std::string& gpu_arch) {
@@ -73,43 +93,67 @@ std::string plugin_image_key(const std::string& plugin_path, const std::string& 
 
 JitCacheSetup plan_jit_cache(const JitCacheInputs& in) {
   JitCacheSetup setup;
+  const std::string wrapper = in.wrapper_dir + "/ptxas";
+  if (access(wrapper.c_str(), X_OK) != 0) {
+    setup.refusal = wrapper + " is missing: the GPU kernels are built through it (it is installed beside " +
+                    in.plugin_path + ")";
+    return setup;
+  }
   // First on PATH even without a cache: the script also builds kernels that use Hopper's
   // warpgroup MMA for sm_90a, which the runtime's own ptxas call (sm_90) rejects.
   setup.environment.emplace_back("PATH", in.path.empty() ? in.wrapper_dir : in.wrapper_dir + ":" + in.path);
-  if (in.cache_setting == "off") return setup;
+  // Without CUDA's ptxas only a build kept in the cache, handed to the runtime in place of its own
+  // compilation, can serve.
+  const bool cuda_ptxas = cuda_ptxas_on(in.path, in.wrapper_dir);
+  const auto needs_cuda_ptxas = [&](const std::string& because) {
+    if (!cuda_ptxas)
+      setup.refusal = "CUDA's ptxas is not on PATH (it compiles the GPU kernels; put CUDA's bin folder on PATH) and " +
+                      because;
+  };
+  if (in.cache_setting == "off") {
+    needs_cuda_ptxas("HETKERN_GPU_CACHE=off keeps no build of them");
+    return setup;
+  }
   const std::string dir = cache_directory(in);
   if (dir.empty()) {
     setup.warning = "no GPU kernel cache (neither HETKERN_GPU_CACHE, XDG_CACHE_HOME nor HOME is set)";
+    needs_cuda_ptxas("there is no GPU kernel cache");
     return setup;
   }
   if (const std::string why = make_directories(dir); !why.empty()) {
     setup.warning = "the GPU kernel cache cannot be written (" + why + ")";
+    needs_cuda_ptxas(setup.warning);
     return setup;
   }
   setup.directory = dir;
   setup.environment.emplace_back("HETKERN_GPU_CACHE_DIR", dir);
-  if (in.gpu_arch.empty()) return setup;
-  const std::string key = plugin_image_key(in.plugin_path, in.gpu_arch);
-  if (key.empty()) return setup;
+  const std::string key = in.gpu_arch.empty() ? std::string() : plugin_image_key(in.plugin_path, in.gpu_arch);
+  if (key.empty()) {
+    needs_cuda_ptxas("the GPU kernel cache keeps only cubins where the GPUs' architectures differ");
+    return setup;
+  }
   const std::string ptx = dir + "/" + key + ".ptx";
   struct stat st{};
   const bool kept = stat(ptx.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
   if (!kept) {
     setup.environment.emplace_back("HETKERN_GPU_CACHE_PTX", ptx);
+    needs_cuda_ptxas("the GPU kernel cache (" + dir + ") holds no build of this plugin's kernels yet");
   } else if (!in.runtime_loaded && !in.user_replacement) {
     // Replaces every JIT image the runtime compiles: only while hetkern's is the one it knows,
     // i.e. the runtime was not already loaded by the program itself or another library.
     setup.environment.emplace_back("LIBOMPTARGET_JIT_REPLACEMENT_OBJECT", ptx);
+  } else {
+    needs_cuda_ptxas("the runtime compiles this process's GPU kernels itself (it was loaded before hetkern, or "
+                     "LIBOMPTARGET_JIT_REPLACEMENT_* is set)");
   }
   return setup;
 }
 
-void prepare_gpu_jit_cache(const std::string& plugin_path) {
+std::string prepare_gpu_jit_cache(const std::string& plugin_path) {
   JitCacheInputs in;
   in.plugin_path = plugin_path;
   const auto slash = plugin_path.rfind('/');
   in.wrapper_dir = (slash == std::string::npos ? std::string(".") : plugin_path.substr(0, slash)) + "/hetkern";
-  if (access((in.wrapper_dir + "/ptxas").c_str(), X_OK) != 0) return;  // a build without the script
   in.cache_setting = environment("HETKERN_GPU_CACHE");
   in.xdg_cache_home = environment("XDG_CACHE_HOME");
   in.home = environment("HOME");
@@ -122,10 +166,12 @@ void prepare_gpu_jit_cache(const std::string& plugin_path) {
                         !environment("LIBOMPTARGET_JIT_REPLACEMENT_MODULE").empty();
   in.gpu_arch = visible_gpu_arch();
   const JitCacheSetup setup = plan_jit_cache(in);
+  if (!setup.refusal.empty()) return setup.refusal;
   if (!setup.warning.empty())
     std::fprintf(stderr, "hetkern: warning: %s: each process compiles the GPU kernels again\n",
                  setup.warning.c_str());
   for (const auto& [name, value] : setup.environment) setenv(name.c_str(), value.c_str(), 1);
+  return {};
 }
 
 }  // namespace hk::detail

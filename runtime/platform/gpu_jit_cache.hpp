@@ -31,9 +31,13 @@ struct JitCacheSetup {
   std::string directory;  ///< the cache folder; empty when the cache is off or unusable
   std::vector<std::pair<std::string, std::string>> environment;
   std::string warning;
+  /// Why the kernels could not be built in this process (then the plugin is not loaded: LLVM 19's
+  /// offload runtime crashes the process when a JIT compilation fails); empty when they can be.
+  std::string refusal;
 };
 
-/// Decides from `in` alone, creating the cache folder when it is missing. Pure otherwise.
+/// Decides from `in` and the files it names (the caching ptxas, a CUDA ptxas on in.path, the
+/// kept PTX), creating the cache folder when it is missing.
 JitCacheSetup plan_jit_cache(const JitCacheInputs& in);
 
 /// The 16-hex-digit key of the plugin's bytes with the architecture, e.g. "1f2e...-sm_90"; empty
@@ -41,7 +45,8 @@ JitCacheSetup plan_jit_cache(const JitCacheInputs& in);
 std::string plugin_image_key(const std::string& plugin_path, const std::string& gpu_arch);
 
 /// Reads the inputs from this process, plans and applies the result (setenv), and prints the
-/// warning. Call before the plugin (and with it the offload runtime) is loaded.
-void prepare_gpu_jit_cache(const std::string& plugin_path);
+/// warning. Call before the plugin (and with it the offload runtime) is loaded; returns the
+/// refusal, and a plugin refused must not be loaded.
+std::string prepare_gpu_jit_cache(const std::string& plugin_path);
 
 }  // namespace hk::detail

@@ -4,8 +4,9 @@
 # runs this script: a cubin already made from the same PTX and options is copied from the cache in
 # HETKERN_GPU_CACHE_DIR; otherwise the real ptxas (the next one on PATH) makes it, and it is kept.
 # When HETKERN_GPU_CACHE_PTX names a file, hetkern's own PTX (the one that defines
-# hetkern_gpu_image_marker) is kept there too: later processes hand it to the runtime in place of
-# its LLVM compilation (runtime/platform/gpu_jit_cache.cpp). Every file appears whole or not at all.
+# hetkern_gpu_image_marker) is kept there too, once its cubin is in the cache: later processes hand
+# it to the runtime in place of its LLVM compilation, and need no CUDA ptxas of their own
+# (runtime/platform/gpu_jit_cache.cpp). Every file appears whole or not at all.
 # PTX for sm_90 that uses Hopper's warpgroup MMA (wgmma) is built for sm_90a, the only target that
 # has it, with or without a cache: the runtime asks for sm_90, the GPU's plain architecture.
 set -u
@@ -37,6 +38,15 @@ keep() {
   if cp "$1" "$tmp" 2>/dev/null && mv -f "$tmp" "$2" 2>/dev/null; then return 0; fi
   rm -f "$tmp" 2>/dev/null
   echo "hetkern: warning: could not write $2 (the GPU kernel cache); later processes compile again" >&2
+  return 1
+}
+
+# Keeps hetkern's PTX where HETKERN_GPU_CACHE_PTX asks, unless one is kept there already.
+keep_ptx() {
+  if [ -n "${HETKERN_GPU_CACHE_PTX:-}" ] && [ ! -s "$HETKERN_GPU_CACHE_PTX" ] &&
+     grep -q hetkern_gpu_image_marker "$in"; then
+    keep "$in" "$HETKERN_GPU_CACHE_PTX"
+  fi
 }
 
 # Sets out and in, the two file names, and options, the rest: with the PTX itself the cache key.
@@ -81,14 +91,12 @@ cache=${HETKERN_GPU_CACHE_DIR:-}
 [ -n "$cache" ] || { run_real "$@"; exit $?; }
 if [ -z "$out" ] || [ -z "$in" ] || [ ! -r "$in" ]; then run_real "$@"; exit $?; fi
 
-if [ -n "${HETKERN_GPU_CACHE_PTX:-}" ] && [ ! -s "$HETKERN_GPU_CACHE_PTX" ] &&
-   grep -q hetkern_gpu_image_marker "$in"; then
-  keep "$in" "$HETKERN_GPU_CACHE_PTX"
-fi
-
 key=$({ printf '%s\n' "$options"; cat "$in"; } | sha256sum | cut -c1-32)
 cubin="$cache/$key.cubin"
-if [ -s "$cubin" ] && cp "$cubin" "$out" 2>/dev/null; then exit 0; fi
+if [ -s "$cubin" ] && cp "$cubin" "$out" 2>/dev/null; then
+  keep_ptx
+  exit 0
+fi
 run_real "$@" || exit $?
-keep "$out" "$cubin"
+keep "$out" "$cubin" && keep_ptx
 exit 0
