@@ -133,7 +133,11 @@ int device_call(const char* op, std::initializer_list<const Operand*> operands) 
   if (on_device <= 0) return 0;
 #ifdef HETKERN_OFFLOAD
   if (hk::offload_on_host()) {
-    raise_error(hk::Errc::invalid_parameter, op, "device", "OpenMP offload found no GPU to run on");
+    // A plugin that could not be opened says why (hk::load_gpu_plugin has tried by now).
+    if (const hk::GpuPluginStatus plugin = hk::gpu_plugin_status(); !plugin.loaded && !plugin.error.empty())
+      raise_error(hk::Errc::unavailable, op, "device", "the GPU plugin is unavailable: " + plugin.error);
+    else
+      raise_error(hk::Errc::invalid_parameter, op, "device", "OpenMP offload found no GPU to run on");
     return -1;
   }
   for (const Operand* o : operands)
