@@ -30,9 +30,9 @@ std::optional<std::string> variable(const JitCacheSetup& s, const std::string& n
 
 void write(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
-void write_program(const fs::path& path) {
+void write_program(const fs::path& path, const std::string& body = "") {
   fs::create_directories(path.parent_path());
-  write(path, "#!/bin/sh\n");
+  write(path, "#!/bin/sh\n" + body);
   fs::permissions(path, fs::perms::owner_all, fs::perm_options::add);
 }
 
@@ -199,6 +199,30 @@ TEST_F(GpuJitCache, WithoutCudaPtxasNoCacheRefuses) {
   in.path = (root / "cuda" / "bin").string();
   EXPECT_EQ(plan_jit_cache(in).refusal, "");
   in.cache_setting = "off";
+  EXPECT_EQ(plan_jit_cache(in).refusal, "");
+}
+
+// A CUDA ptxas too old for the wgmma of Hopper's kernels (PTX ISA 8.4, CUDA 12.4) would fail the
+// same way; one whose release cannot be read is tried.
+TEST_F(GpuJitCache, CudaPtxasOlderThanHoppersKernelsNeedRefuses) {
+  const auto release = [&](const std::string& text) {
+    write_program(root / "cuda" / "bin" / "ptxas", "echo 'ptxas: NVIDIA (R) Ptx optimizing assembler'\necho '" + text + "'\n");
+  };
+  release("Cuda compilation tools, release 12.3, V12.3.107");
+  const JitCacheSetup old = plan_jit_cache(in);
+  EXPECT_TRUE(contains(old.refusal, "/cuda/bin/ptxas is CUDA 12.3")) << old.refusal;
+  EXPECT_TRUE(contains(old.refusal, "need CUDA 12.4 or newer")) << old.refusal;
+  in.gpu_arch = "sm_80";
+  EXPECT_EQ(plan_jit_cache(in).refusal, "");
+  in.gpu_arch = "sm_90";
+  for (const char* text : {"Cuda compilation tools, release 12.4, V12.4.131", "Cuda compilation tools, release 13.0, V13.0.48",
+                           "no release here"}) {
+    release(text);
+    EXPECT_EQ(plan_jit_cache(in).refusal, "") << text;
+  }
+  // A kept build needs no CUDA ptxas, however old.
+  release("Cuda compilation tools, release 11.8, V11.8.89");
+  write(kept_ptx(), ".version 8.5\n");
   EXPECT_EQ(plan_jit_cache(in).refusal, "");
 }
 

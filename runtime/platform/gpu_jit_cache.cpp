@@ -60,9 +60,9 @@ std::string visible_gpu_arch() {
   return arch;
 }
 
-// Whether a ptxas other than the caching one in wrapper_dir is on `path`: CUDA's, which the
-// caching one runs for every PTX it has no cubin of.
-bool cuda_ptxas_on(const std::string& path, const std::string& wrapper_dir) {
+// CUDA's ptxas, which the caching one runs for every PTX it has no cubin of: the first ptxas on
+// `path` outside wrapper_dir; empty when there is none.
+std::string cuda_ptxas_on(const std::string& path, const std::string& wrapper_dir) {
   std::error_code error;
   const std::filesystem::path wrapper = std::filesystem::weakly_canonical(wrapper_dir, error);
   for (std::size_t begin = 0; begin <= path.size();) {
@@ -73,9 +73,24 @@ bool cuda_ptxas_on(const std::string& path, const std::string& wrapper_dir) {
     if (dir.empty() || std::filesystem::weakly_canonical(dir, error) == wrapper) continue;
     const std::string file = dir + "/ptxas";
     struct stat st{};
-    if (stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(file.c_str(), X_OK) == 0) return true;
+    if (stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(file.c_str(), X_OK) == 0) return file;
   }
-  return false;
+  return {};
+}
+
+// The CUDA release of a ptxas as major * 100 + minor, from `ptxas --version` ("... release 12.4,
+// V12.4.131"); 0 when it cannot be told.
+int ptxas_release(const std::string& ptxas) {
+  FILE* pipe = popen(("'" + ptxas + "' --version 2>/dev/null").c_str(), "r");
+  if (!pipe) return 0;
+  std::string text;
+  char buffer[256];
+  while (std::fgets(buffer, sizeof buffer, pipe)) text += buffer;
+  pclose(pipe);
+  const std::size_t at = text.find("release ");
+  int major = 0, minor = 0;
+  if (at == std::string::npos || std::sscanf(text.c_str() + at, "release %d.%d", &major, &minor) != 2) return 0;
+  return major * 100 + minor;
 }
 
 }  // namespace
@@ -104,11 +119,19 @@ JitCacheSetup plan_jit_cache(const JitCacheInputs& in) {
   setup.environment.emplace_back("PATH", in.path.empty() ? in.wrapper_dir : in.wrapper_dir + ":" + in.path);
   // Without CUDA's ptxas only a build kept in the cache, handed to the runtime in place of its own
   // compilation, can serve.
-  const bool cuda_ptxas = cuda_ptxas_on(in.path, in.wrapper_dir);
+  // Hopper's kernels use wgmma of mixed signedness, PTX ISA 8.4 (ptxas_cache.sh): CUDA 12.4 or newer.
+  const std::string cuda_ptxas = cuda_ptxas_on(in.path, in.wrapper_dir);
   const auto needs_cuda_ptxas = [&](const std::string& because) {
-    if (!cuda_ptxas)
+    if (cuda_ptxas.empty()) {
       setup.refusal = "CUDA's ptxas is not on PATH (it compiles the GPU kernels; put CUDA's bin folder on PATH) and " +
                       because;
+      return;
+    }
+    constexpr int wgmma_release = 1204;
+    const int release = in.gpu_arch == "sm_90" ? ptxas_release(cuda_ptxas) : 0;
+    if (release > 0 && release < wgmma_release)
+      setup.refusal = cuda_ptxas + " is CUDA " + std::to_string(release / 100) + "." + std::to_string(release % 100) +
+                      ", and the GPU kernels for sm_90 (Hopper's wgmma) need CUDA 12.4 or newer; " + because;
   };
   if (in.cache_setting == "off") {
     needs_cuda_ptxas("HETKERN_GPU_CACHE=off keeps no build of them");
