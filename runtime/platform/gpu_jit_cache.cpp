@@ -118,8 +118,8 @@ JitCacheSetup plan_jit_cache(const JitCacheInputs& in) {
   // warpgroup MMA for sm_90a, which the runtime's own ptxas call (sm_90) rejects.
   setup.environment.emplace_back("PATH", in.path.empty() ? in.wrapper_dir : in.wrapper_dir + ":" + in.path);
   // Without CUDA's ptxas only a build kept in the cache, handed to the runtime in place of its own
-  // compilation, can serve.
-  // Hopper's kernels use wgmma of mixed signedness, PTX ISA 8.4 (ptxas_cache.sh): CUDA 12.4 or newer.
+  // compilation, can serve. Hopper's kernels use wgmma of mixed signedness, PTX ISA 8.4
+  // (ptxas_cache.sh): CUDA 12.4 or newer.
   const std::string cuda_ptxas = cuda_ptxas_on(in.path, in.wrapper_dir);
   const auto needs_cuda_ptxas = [&](const std::string& because) {
     if (cuda_ptxas.empty()) {
