@@ -15,25 +15,12 @@ import statistics
 import torch
 
 import hetkern
+from python_gpu import median_ms  # bench/python_gpu.py: CUDA events, the median of reps calls
 
 TYPES = {"float32": torch.float32, "int32": torch.int32, "float16": torch.float16}
 # Beyond the spec's bounds, room for float64's own rounding in the reference (float32) and for
 # float32 accumulation over long lines (float16).
 TOLERANCE = {torch.float32: (2.0**-23, 2.0**-32), torch.float16: (2.0**-10, 2.0**-16)}
-
-
-def median_ms(fn, reps):
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
 
 
 def random_tensor(shape, dtype):
