@@ -185,6 +185,28 @@ TEST_F(GpuJitCache, WithoutCudaPtxasOnlyAKeptBuildServes) {
   }
 }
 
+// `hetkern info` previews the decision: it creates no folder, and refuses where the plugin would.
+TEST_F(GpuJitCache, PreviewCreatesNothingAndRefusesAlike) {
+  in.create_folder = false;
+  EXPECT_EQ(plan_jit_cache(in).refusal, "");
+  EXPECT_FALSE(fs::exists(in.cache_setting));
+  in.path = "/nonexistent";
+  const JitCacheSetup preview = plan_jit_cache(in);
+  EXPECT_FALSE(fs::exists(in.cache_setting));
+  in.create_folder = true;
+  const JitCacheSetup real = plan_jit_cache(in);
+  EXPECT_TRUE(fs::is_directory(in.cache_setting));
+  EXPECT_TRUE(contains(preview.refusal, "holds no build")) << preview.refusal;
+  EXPECT_EQ(preview.refusal, real.refusal);
+  // A kept build serves the preview as it serves the plugin; a folder there but unwritable does not.
+  write(kept_ptx(), ".version 8.5\n");
+  in.create_folder = false;
+  EXPECT_EQ(plan_jit_cache(in).refusal, "");
+  write(root / "a-file", "");
+  in.cache_setting = (root / "a-file").string();
+  EXPECT_TRUE(contains(plan_jit_cache(in).refusal, "not a folder")) << plan_jit_cache(in).refusal;
+}
+
 TEST_F(GpuJitCache, WithoutCudaPtxasNoCacheRefuses) {
   in.path = "/nonexistent";
   in.cache_setting = "off";

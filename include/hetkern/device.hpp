@@ -23,7 +23,9 @@ struct GpuPluginStatus {
   bool loaded = false;  // opened in this process
   std::string error;    // why it cannot be opened (empty: no failure known)
 };
-/// Where the plugin stands, without opening it (a missing file is reported all the same).
+/// Where the plugin stands, without opening it: a missing file is reported all the same, and so,
+/// on a machine with NVIDIA's driver, is a plugin that would be refused because its GPU kernels
+/// could not be built (no CUDA ptxas, nor a kept build in the GPU kernel cache).
 GpuPluginStatus gpu_plugin_status();
 /// Opens the plugin unless that was tried already, then gpu_plugin_status().
 GpuPluginStatus load_gpu_plugin();

@@ -130,7 +130,10 @@ GpuPluginStatus gpu_plugin_status() {
   const std::lock_guard<std::mutex> lock(p.mutex);
   GpuPluginStatus s{p.path, p.table.load() != nullptr, p.error};
   struct stat st{};
-  if (!p.tried && stat(p.path.c_str(), &st) != 0) s.error = p.path + ": " + std::strerror(errno);
+  if (!p.tried && stat(p.path.c_str(), &st) != 0)
+    s.error = p.path + ": " + std::strerror(errno);
+  else if (!p.tried && detail::gpu_driver_present())
+    s.error = detail::gpu_jit_cache_refusal(p.path);
   return s;
 }
 

@@ -39,6 +39,16 @@ std::string make_directories(const std::string& dir) {
   return {};
 }
 
+// The preview's check of the folder that make_directories would create: a missing one would be
+// created empty, so only one that is there and cannot be written says why.
+std::string writable_if_present(const std::string& dir) {
+  struct stat st{};
+  if (stat(dir.c_str(), &st) != 0) return {};
+  if (!S_ISDIR(st.st_mode)) return dir + ": not a folder";
+  if (access(dir.c_str(), W_OK | X_OK) != 0) return dir + ": " + std::strerror(errno);
+  return {};
+}
+
 std::string cache_directory(const JitCacheInputs& in) {
   if (!in.cache_setting.empty()) return in.cache_setting;
   if (!in.xdg_cache_home.empty() && in.xdg_cache_home[0] == '/') return in.xdg_cache_home + "/hetkern/gpu";
@@ -143,7 +153,7 @@ JitCacheSetup plan_jit_cache(const JitCacheInputs& in) {
     needs_cuda_ptxas("there is no GPU kernel cache");
     return setup;
   }
-  if (const std::string why = make_directories(dir); !why.empty()) {
+  if (const std::string why = in.create_folder ? make_directories(dir) : writable_if_present(dir); !why.empty()) {
     setup.warning = "the GPU kernel cache cannot be written (" + why + ")";
     needs_cuda_ptxas(setup.warning);
     return setup;
@@ -172,7 +182,9 @@ JitCacheSetup plan_jit_cache(const JitCacheInputs& in) {
   return setup;
 }
 
-std::string prepare_gpu_jit_cache(const std::string& plugin_path) {
+namespace {
+
+JitCacheInputs inputs_of_this_process(const std::string& plugin_path) {
   JitCacheInputs in;
   in.plugin_path = plugin_path;
   const auto slash = plugin_path.rfind('/');
@@ -188,13 +200,25 @@ std::string prepare_gpu_jit_cache(const std::string& plugin_path) {
   in.user_replacement = !environment("LIBOMPTARGET_JIT_REPLACEMENT_OBJECT").empty() ||
                         !environment("LIBOMPTARGET_JIT_REPLACEMENT_MODULE").empty();
   in.gpu_arch = visible_gpu_arch();
-  const JitCacheSetup setup = plan_jit_cache(in);
+  return in;
+}
+
+}  // namespace
+
+std::string prepare_gpu_jit_cache(const std::string& plugin_path) {
+  const JitCacheSetup setup = plan_jit_cache(inputs_of_this_process(plugin_path));
   if (!setup.refusal.empty()) return setup.refusal;
   if (!setup.warning.empty())
     std::fprintf(stderr, "hetkern: warning: %s: each process compiles the GPU kernels again\n",
                  setup.warning.c_str());
   for (const auto& [name, value] : setup.environment) setenv(name.c_str(), value.c_str(), 1);
   return {};
+}
+
+std::string gpu_jit_cache_refusal(const std::string& plugin_path) {
+  JitCacheInputs in = inputs_of_this_process(plugin_path);
+  in.create_folder = false;
+  return plan_jit_cache(in).refusal;
 }
 
 }  // namespace hk::detail

@@ -24,6 +24,7 @@ struct JitCacheInputs {
   std::string gpu_arch;             ///< e.g. "sm_90" when every visible GPU has it, else empty
   bool runtime_loaded = false;      ///< libomptarget already in the process: too late to replace
   bool user_replacement = false;    ///< the user set a LIBOMPTARGET_JIT_REPLACEMENT_* variable
+  bool create_folder = true;        ///< false: a preview that creates nothing (a missing folder is empty)
 };
 
 /// The decision: variables to set, and at most one warning for stderr.
@@ -37,7 +38,7 @@ struct JitCacheSetup {
 };
 
 /// Decides from `in` and the files it names (the caching ptxas, a CUDA ptxas on in.path, the
-/// kept PTX), creating the cache folder when it is missing.
+/// kept PTX), creating the cache folder when it is missing (unless in.create_folder is false).
 JitCacheSetup plan_jit_cache(const JitCacheInputs& in);
 
 /// The 16-hex-digit key of the plugin's bytes with the architecture, e.g. "1f2e...-sm_90"; empty
@@ -48,5 +49,9 @@ std::string plugin_image_key(const std::string& plugin_path, const std::string& 
 /// warning. Call before the plugin (and with it the offload runtime) is loaded; returns the
 /// refusal, and a plugin refused must not be loaded.
 std::string prepare_gpu_jit_cache(const std::string& plugin_path);
+
+/// What prepare_gpu_jit_cache would refuse in this process, changing nothing (no folder created,
+/// no variable set): `hetkern info` tells a plugin that would be refused without loading it.
+std::string gpu_jit_cache_refusal(const std::string& plugin_path);
 
 }  // namespace hk::detail

@@ -6,10 +6,12 @@
 namespace hk::detail {
 
 Availability offload_available() {
-  // Without the plugin a call with an offload schedule fails with its reason, so say that.
+  // offload_on_host() opens the plugin where a GPU could run it. Without the plugin a call with an
+  // offload schedule fails with its reason, so say that.
+  const bool on_host = offload_on_host();
   const GpuPluginStatus plugin = gpu_plugin_status();
   if (!plugin.error.empty()) return {false, "the GPU plugin cannot be opened: " + plugin.error};
-  if (offload_on_host()) return {false, "no GPU: the offload kernels run on the host fallback"};
+  if (on_host) return {false, "no GPU: the offload kernels run on the host fallback"};
   return {};
 }
 
