@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """hetkern from Python on PyTorch CUDA tensors against PyTorch itself, measured in one run:
 hetkern.cumsum against torch.cumsum, and hetkern.qlinear_matmul (int8 x int8 -> uint8, the
-requantization fused) against torch._int_mm (cuBLASLt) followed by PyTorch's own requantization.
+requantization fused) against torch._int_mm (cuBLASLt) followed by PyTorch's own requantization:
+B row-major and column-major (torch._int_mm's fastest), and B packed once by hetkern.pack_b (the
+constant weights' case) with the library's default and each tensor-core kernel, against
+torch._int_mm on the column-major B.
 Also the first GPU call of this process (the kernel cache decides it, docs/gpu.md). Prints one line
 per case: milliseconds per call (median of CUDA-event timings) and the ratio torch / hetkern.
 
@@ -58,7 +61,7 @@ def main():
         del x, out
 
     gen = torch.Generator(device="cuda").manual_seed(1)
-    for m, n, k in [(4096, 4096, 4096), (8192, 8192, 8192), (128, 4096, 4096), (32, 4096, 4096)]:
+    for m, n, k in [(4096, 4096, 4096), (8192, 8192, 8192), (128, 4096, 4096), (32, 4096, 4096), (16, 4096, 4096)]:
         a = torch.randint(-128, 128, (m, k), dtype=torch.int8, device="cuda", generator=gen)
         for layout in ("row-major", "column-major"):
             b = torch.randint(-128, 128, (k, n), dtype=torch.int8, device="cuda", generator=gen)
@@ -75,6 +78,12 @@ def main():
 
             theirs = median_ms(torch_qmm, args.reps)
             row(f"qlinear_matmul {m}x{n}x{k} B {layout}", ours, theirs)
+        packed = hetkern.pack_b(b)
+        for schedule in (None, "qmm.offload_mma(tensor_cores=mma)", "qmm.offload_mma(tensor_cores=wgmma)"):
+            ours = median_ms(lambda: hetkern.qlinear_matmul(a, sa, 0, packed, sb, 0, sy, zero_y, out=y,
+                                                            schedule=schedule), args.reps)
+            kernel = schedule.split("=")[1][:-1] if schedule else "default"
+            row(f"qlinear_matmul {m}x{n}x{k} B packed, {kernel}", ours, theirs)
 
 
 if __name__ == "__main__":
