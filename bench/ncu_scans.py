@@ -93,52 +93,72 @@ def table(path, case):
     return out
 
 
-def main(argv):
-    if argv[:1] == ["--run-case"]:
-        run_case(argv[1])
-        return 0
+def profile(ncu, out_dir, cases, script):
+    """Each case in a process of its own (`script --run-case CASE`) under ncu; the table's lines."""
+    metrics = ",".join(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in STALLS)
+    rows = []
+    for case in cases:
+        path = os.path.join(out_dir, case.replace(":", "_").replace(",", "x") + ".csv")
+        command = [ncu, "--clock-control", "none", "--profile-from-start", "off", "--csv", "--page", "details",
+                   "--metrics", metrics]
+        for s in SECTIONS:
+            command += ["--section", s]
+        command += [sys.executable, os.path.abspath(script), "--run-case", case]
+        with open(path, "w") as f:
+            done = subprocess.run(command, stdout=f, stderr=subprocess.PIPE, text=True)
+        if done.returncode != 0:
+            print(f"{os.path.basename(script)}: {case}: ncu exited {done.returncode}: {done.stderr.strip()[-500:]}",
+                  file=sys.stderr)
+        rows += table(path, case)
+    return rows
+
+
+def print_table(rows):
+    print("| case | kernel | grid x block | " + " | ".join(name for _, name in COLUMNS) + " | top stalls (cycles per issued instruction) |")
+    print("|" + "---|" * (len(COLUMNS) + 4))
+    print("\n".join(rows))
+
+
+def parse_arguments(argv, name, case_pattern, case_help):
+    """--ncu, --out and the cases; None after printing why when they are wrong."""
     ncu, out_dir, cases = shutil.which("ncu") or "/usr/local/cuda/bin/ncu", None, []
     it = iter(argv)
     for a in it:
         if a in ("--ncu", "--out"):
             value = next(it, None)
             if value is None:
-                print(f"ncu_scans.py: {a} needs a value", file=sys.stderr)
-                return 2
+                print(f"{name}: {a} needs a value", file=sys.stderr)
+                return None
             if a == "--ncu":
                 ncu = value
             else:
                 out_dir = value
-        elif a in ("-h", "--help"):
-            print(__doc__)
-            return 0
-        elif re.fullmatch(r"[a-z]+\d+:\d+(,\d+)*:-?\d+", a):
+        elif re.fullmatch(case_pattern, a):
             cases.append(a)
         else:
-            print(f"ncu_scans.py: '{a}' is no case (TYPE:SHAPE:AXIS, e.g. float16:16384,16384:0)", file=sys.stderr)
-            return 2
+            print(f"{name}: '{a}' is no case ({case_help})", file=sys.stderr)
+            return None
     if not os.path.exists(ncu):
-        print(f"ncu_scans.py: no Nsight Compute at {ncu} (--ncu PATH)", file=sys.stderr)
-        return 2
+        print(f"{name}: no Nsight Compute at {ncu} (--ncu PATH)", file=sys.stderr)
+        return None
     out_dir = out_dir or tempfile.mkdtemp(prefix="hetkern-ncu-")
     os.makedirs(out_dir, exist_ok=True)
-    metrics = ",".join(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in STALLS)
-    rows = []
-    for case in cases or CASES:
-        path = os.path.join(out_dir, case.replace(":", "_").replace(",", "x") + ".csv")
-        command = [ncu, "--clock-control", "none", "--profile-from-start", "off", "--csv", "--page", "details",
-                   "--metrics", metrics]
-        for s in SECTIONS:
-            command += ["--section", s]
-        command += [sys.executable, os.path.abspath(__file__), "--run-case", case]
-        with open(path, "w") as f:
-            done = subprocess.run(command, stdout=f, stderr=subprocess.PIPE, text=True)
-        if done.returncode != 0:
-            print(f"ncu_scans.py: {case}: ncu exited {done.returncode}: {done.stderr.strip()[-500:]}", file=sys.stderr)
-        rows += table(path, case)
-    print("| case | kernel | grid x block | " + " | ".join(name for _, name in COLUMNS) + " | top stalls (cycles per issued instruction) |")
-    print("|" + "---|" * (len(COLUMNS) + 4))
-    print("\n".join(rows))
+    return ncu, out_dir, cases
+
+
+def main(argv):
+    if argv[:1] == ["--run-case"]:
+        run_case(argv[1])
+        return 0
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__)
+        return 0
+    parsed = parse_arguments(argv, "ncu_scans.py", r"[a-z]+\d+:\d+(,\d+)*:-?\d+",
+                             "TYPE:SHAPE:AXIS, e.g. float16:16384,16384:0")
+    if parsed is None:
+        return 2
+    ncu, out_dir, cases = parsed
+    print_table(profile(ncu, out_dir, cases or CASES, __file__))
     return 0
 
 
