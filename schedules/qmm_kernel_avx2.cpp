@@ -1,9 +1,10 @@
 // The AVX2 QuantizedLinearMatMul kernels: vpmaddubsw where packing proved it exact, otherwise
-// products widened to int16 and summed by vpmaddwd (255 * 128 * 2 < 2^31: always exact).
+// products of operands widened to int16, summed by vpmaddwd (255 * 128 * 2 < 2^31: always exact).
 #include <immintrin.h>
 
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "schedules/qmm_kernels.hpp"
 
@@ -43,13 +44,16 @@ void maddubs_tile(const QmmTile& t, std::int64_t r0, std::int64_t p) {
     }
 }
 
-// MR rows x 8 columns (half a panel). Each ymm of products holds, per column, the sums of the
-// depth pairs (0,1) and (2,3); they are added at the end.
+// MR rows x 8 columns (half a panel), from A' rows widened to int16 beforehand (`wide`, `depth`
+// a row): a group's four depths of a row load as one broadcast, leaving the shuffle port to B's
+// widening. Each ymm of products holds, per column, the sums of the depth pairs (0,1) and (2,3);
+// they are added at the end.
 template <int MR>
-void exact_tile(const QmmTile& t, std::int64_t r0, std::int64_t p, int half) {
+void exact_tile(const QmmTile& t, const std::int16_t* wide, std::int64_t depth, std::int64_t r0, std::int64_t p,
+                int half) {
   __m256i lo[MR], hi[MR];
   for (int i = 0; i < MR; ++i) lo[i] = hi[i] = _mm256_setzero_si256();
-  const std::uint8_t* a = t.a + r0 * t.lda;
+  const std::int16_t* a = wide + r0 * depth;
   const std::int8_t* b = t.b + p * t.panel_bytes + half * 32;
   for (std::int64_t g = 0; g < t.groups; ++g) {
     const __m128i raw0 = _mm_load_si128(reinterpret_cast<const __m128i*>(b + g * 64));
@@ -57,9 +61,9 @@ void exact_tile(const QmmTile& t, std::int64_t r0, std::int64_t p, int half) {
     const __m256i b0 = _mm256_cvtepi8_epi16(raw0);  // columns 0-3
     const __m256i b1 = _mm256_cvtepi8_epi16(raw1);  // columns 4-7
     for (int i = 0; i < MR; ++i) {
-      std::int32_t four;
-      std::memcpy(&four, a + i * t.lda + g * 4, 4);
-      const __m256i av = _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128(four)));
+      std::int64_t four;
+      std::memcpy(&four, a + i * depth + g * 4, 8);
+      const __m256i av = _mm256_set1_epi64x(four);
       lo[i] = _mm256_add_epi32(lo[i], _mm256_madd_epi16(av, b0));
       hi[i] = _mm256_add_epi32(hi[i], _mm256_madd_epi16(av, b1));
     }
@@ -91,10 +95,22 @@ void qmm_kernel_avx2_maddubs(const QmmTile& t) {
     for_row_blocks(t, [&](auto mr, std::int64_t r) { maddubs_tile<decltype(mr)::value>(t, r, p); });
 }
 
+// A' is widened once a call, not once a half panel in the loop (docs/performance.md, the exact
+// AVX2 kernel on A' widened once).
 void qmm_kernel_avx2_exact(const QmmTile& t) {
+  thread_local std::vector<std::int16_t> wide;
+  const std::int64_t depth = t.groups * 4;  // a multiple of 64
+  wide.resize(std::size_t(t.rows * depth));
+  for (std::int64_t r = 0; r < t.rows; ++r)
+    for (std::int64_t k = 0; k < depth; k += 16) {
+      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.a + r * t.lda + k));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(wide.data() + r * depth + k), _mm256_cvtepu8_epi16(bytes));
+    }
   for (std::int64_t p = 0; p < t.panels; ++p)
     for (int half = 0; half < 2; ++half)
-      for_row_blocks(t, [&](auto mr, std::int64_t r) { exact_tile<decltype(mr)::value>(t, r, p, half); });
+      for_row_blocks(t, [&](auto mr, std::int64_t r) {
+        exact_tile<decltype(mr)::value>(t, wide.data(), depth, r, p, half);
+      });
 }
 
 }  // namespace hk::detail
