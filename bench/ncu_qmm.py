@@ -14,7 +14,7 @@ CUDA and hetkern importable.
 """
 import sys
 
-from ncu_scans import parse_arguments, print_table, profile
+from ncu_scans import command
 
 CASES = ["128,4096,4096", "4096,4096,4096"]
 
@@ -37,20 +37,6 @@ def run_case(case):
     torch.cuda.profiler.stop()
 
 
-def main(argv):
-    if argv[:1] == ["--run-case"]:
-        run_case(argv[1])
-        return 0
-    if any(a in ("-h", "--help") for a in argv):
-        print(__doc__)
-        return 0
-    parsed = parse_arguments(argv, "ncu_qmm.py", r"\d+,\d+,\d+(:.+)?", "M,N,K[:SCHEDULE], e.g. 128,4096,4096")
-    if parsed is None:
-        return 2
-    ncu, out_dir, cases = parsed
-    print_table(profile(ncu, out_dir, cases or CASES, __file__))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(command(sys.argv[1:], __file__, __doc__, run_case, CASES, r"\d+,\d+,\d+(:.+)?",
+                     "M,N,K[:SCHEDULE], e.g. 128,4096,4096"))

@@ -146,21 +146,22 @@ def parse_arguments(argv, name, case_pattern, case_help):
     return ncu, out_dir, cases
 
 
-def main(argv):
+def command(argv, script, doc, run_case, default_cases, case_pattern, case_help):
+    """A profiling script's command line: --run-case in the profiled process, else the table."""
     if argv[:1] == ["--run-case"]:
         run_case(argv[1])
         return 0
     if any(a in ("-h", "--help") for a in argv):
-        print(__doc__)
+        print(doc)
         return 0
-    parsed = parse_arguments(argv, "ncu_scans.py", r"[a-z]+\d+:\d+(,\d+)*:-?\d+",
-                             "TYPE:SHAPE:AXIS, e.g. float16:16384,16384:0")
+    parsed = parse_arguments(argv, os.path.basename(script), case_pattern, case_help)
     if parsed is None:
         return 2
     ncu, out_dir, cases = parsed
-    print_table(profile(ncu, out_dir, cases or CASES, __file__))
+    print_table(profile(ncu, out_dir, cases or default_cases, script))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(command(sys.argv[1:], __file__, __doc__, run_case, CASES, r"[a-z]+\d+:\d+(,\d+)*:-?\d+",
+                     "TYPE:SHAPE:AXIS, e.g. float16:16384,16384:0"))
