@@ -76,27 +76,26 @@ void exact_tile(const QmmTile& t, const std::int16_t* wide, std::int64_t depth, 
   }
 }
 
-template <class Tile>
+// `tile` over the rows, Rows at a time, then once over the rows left (1 to Rows - 1).
+template <int Rows, class Tile>
 void for_row_blocks(const QmmTile& t, Tile&& tile) {
   std::int64_t r = 0;
-  for (; r + 4 <= t.rows; r += 4) tile(std::integral_constant<int, 4>{}, r);
-  switch (t.rows - r) {
-    case 3: tile(std::integral_constant<int, 3>{}, r); break;
-    case 2: tile(std::integral_constant<int, 2>{}, r); break;
-    case 1: tile(std::integral_constant<int, 1>{}, r); break;
-    default: break;
-  }
+  for (; r + Rows <= t.rows; r += Rows) tile(std::integral_constant<int, Rows>{}, r);
+  [&]<int... I>(std::integer_sequence<int, I...>) {
+    ((t.rows - r == I + 1 ? tile(std::integral_constant<int, I + 1>{}, r) : void()), ...);
+  }(std::make_integer_sequence<int, Rows - 1>{});
 }
 
 }  // namespace
 
 void qmm_kernel_avx2_maddubs(const QmmTile& t) {
   for (std::int64_t p = 0; p < t.panels; ++p)
-    for_row_blocks(t, [&](auto mr, std::int64_t r) { maddubs_tile<decltype(mr)::value>(t, r, p); });
+    for_row_blocks<4>(t, [&](auto mr, std::int64_t r) { maddubs_tile<decltype(mr)::value>(t, r, p); });
 }
 
-// A' is widened once a call, not once a half panel in the loop (docs/performance.md, the exact
-// AVX2 kernel on A' widened once).
+// A' is widened once a call, not once a half panel in the loop; with no register left to widen
+// A, tiles of 6 rows fit the 16 (12 accumulators, B's two halves and A's broadcast;
+// docs/performance.md, the exact AVX2 kernel on A' widened once).
 void qmm_kernel_avx2_exact(const QmmTile& t) {
   thread_local std::vector<std::int16_t> wide;
   const std::int64_t depth = t.groups * 4;  // a multiple of 64
@@ -108,7 +107,7 @@ void qmm_kernel_avx2_exact(const QmmTile& t) {
     }
   for (std::int64_t p = 0; p < t.panels; ++p)
     for (int half = 0; half < 2; ++half)
-      for_row_blocks(t, [&](auto mr, std::int64_t r) {
+      for_row_blocks<6>(t, [&](auto mr, std::int64_t r) {
         exact_tile<decltype(mr)::value>(t, wide.data(), depth, r, p, half);
       });
 }

@@ -12,7 +12,7 @@ QmmKernelChoice select_qmm_kernel(Isa isa, bool pairs_fit_int16) {
       // vpmaddubsw saturates a pair of products to int16; it is exact only when packing proved
       // every |B'| <= 64, otherwise products are widened first (vpmaddwd).
       return pairs_fit_int16 ? QmmKernelChoice{qmm_kernel_avx2_maddubs, "avx2 vpmaddubsw 4x16"}
-                             : QmmKernelChoice{qmm_kernel_avx2_exact, "avx2 vpmaddwd 4x8 (exact widening)"};
+                             : QmmKernelChoice{qmm_kernel_avx2_exact, "avx2 vpmaddwd 6x8 (exact widening)"};
     case Isa::portable: break;
   }
   return {qmm_kernel_portable, "portable"};

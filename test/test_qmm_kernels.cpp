@@ -84,20 +84,21 @@ TEST(QmmKernels, PairBoundEitherSide) {
 
 // Weights in [-64, 63] (the fast path on AVX2) and the full range, every signedness of B; 45
 // columns (two full panels and a partial one) and 109 (four full panels packed together with
-// AVX-512, two more and a partial one).
+// AVX-512, two more and a partial one); 37 and 8 rows, which leave 1 and 2 rows past the AVX2
+// kernels' row tiles (4, and 6 for the exact one).
 TEST(QmmKernels, SmallAndFullRangeWeights) {
   std::mt19937_64 rng(3);
   for (DataType ta : {DataType::uint8, DataType::int8})
     for (DataType tb : {DataType::uint8, DataType::int8}) {
       const int lo = tb == DataType::int8 ? -64 : 64, hi = lo + 127;
       for (bool full : {false, true})
-        for (const i64 N : {45, 109}) {
-          const std::vector<int> a = random_values(37 * 200, ta == DataType::int8 ? -128 : 0,
+        for (const auto [M, N] : {std::pair<i64, i64>{37, 45}, {37, 109}, {8, 45}}) {
+          const std::vector<int> a = random_values(std::size_t(M * 200), ta == DataType::int8 ? -128 : 0,
                                                    ta == DataType::int8 ? 127 : 255, rng);
           const std::vector<int> b = full ? random_values(std::size_t(200 * N), tb == DataType::int8 ? -128 : 0,
                                                           tb == DataType::int8 ? 127 : 255, rng)
                                           : random_values(std::size_t(200 * N), lo, hi, rng);
-          Problem p = make_problem(37, N, 200, ta, tb, a, b, rng);
+          Problem p = make_problem(M, N, 200, ta, tb, a, b, rng);
           qmmt::check_all(p, schedules(), qmmt::oracle(p, false));
         }
     }
