@@ -81,10 +81,10 @@ def main():
             theirs = median_ms(torch_qmm, args.reps)
             row(f"qlinear_matmul {m}x{n}x{k} B {layout}", ours, theirs)
         packed = hetkern.pack_b(b)
-        for schedule in (None, "qmm.offload_mma(tensor_cores=mma)", "qmm.offload_mma(tensor_cores=wgmma)"):
+        for kernel, schedule in (("default", None), ("mma", "qmm.offload_mma(tensor_cores=mma)"),
+                                 ("wgmma", "qmm.offload_mma(tensor_cores=wgmma)")):
             ours = median_ms(lambda: hetkern.qlinear_matmul(a, sa, 0, packed, sb, 0, sy, zero_y, out=y,
                                                             schedule=schedule), args.reps)
-            kernel = schedule.split("=")[1][:-1] if schedule else "default"
             row(f"qlinear_matmul {m}x{n}x{k} B packed, {kernel}", ours, theirs)
 
 

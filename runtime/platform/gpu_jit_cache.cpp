@@ -26,6 +26,14 @@ std::string environment(const char* name) {
   return v ? v : "";
 }
 
+// A folder this process can write in; the reason in words when `dir` is not one.
+std::string writable_folder(const std::string& dir) {
+  struct stat st{};
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return dir + ": not a folder";
+  if (access(dir.c_str(), W_OK | X_OK) != 0) return dir + ": " + std::strerror(errno);
+  return {};
+}
+
 // mkdir -p; the reason in words when it fails.
 std::string make_directories(const std::string& dir) {
   for (std::size_t at = 1; at <= dir.size(); ++at) {
@@ -33,20 +41,13 @@ std::string make_directories(const std::string& dir) {
     const std::string part = dir.substr(0, at);
     if (mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) return part + ": " + std::strerror(errno);
   }
-  struct stat st{};
-  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return dir + ": not a folder";
-  if (access(dir.c_str(), W_OK | X_OK) != 0) return dir + ": " + std::strerror(errno);
-  return {};
+  return writable_folder(dir);
 }
 
 // The preview's check of the folder that make_directories would create: a missing one would be
 // created empty, so only one that is there and cannot be written says why.
 std::string writable_if_present(const std::string& dir) {
-  struct stat st{};
-  if (stat(dir.c_str(), &st) != 0) return {};
-  if (!S_ISDIR(st.st_mode)) return dir + ": not a folder";
-  if (access(dir.c_str(), W_OK | X_OK) != 0) return dir + ": " + std::strerror(errno);
-  return {};
+  return access(dir.c_str(), F_OK) != 0 ? std::string() : writable_folder(dir);
 }
 
 std::string cache_directory(const JitCacheInputs& in) {
