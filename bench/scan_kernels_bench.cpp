@@ -27,8 +27,8 @@ template <class T, class Op> void run(benchmark::State& state, const ScanKernelS
   const auto& k = set.get<T, Op>();
   const std::int64_t n = kernel == Kernel::columns ? column_width * column_rows : row_elements;
   // Page-aligned: a heap block's alignment depends on what came before it, and vectors that
-  // straddle cache lines cost two loads (an int32 fold measured 0.30 or 0.65 ns per 128 bytes by
-  // where it landed). Ones: products stay 1 and sums exact, so no value slows the arithmetic.
+  // straddle cache lines cost two loads, which would time the allocator's history. Ones: products
+  // stay 1 and sums exact, so no value slows the arithmetic.
   const auto bytes = std::size_t(n) * sizeof(T);
   hk::bench::Buffer in(bytes, 1), out(bytes, 1);
   T* x = reinterpret_cast<T*>(in.data());
