@@ -67,11 +67,8 @@ void add_level(const std::string& level, const ScanKernelSet& set) {
 }
 
 [[maybe_unused]] const bool registered = [] {
-#if defined(__x86_64__)
-  if (hk::detected_isa() >= hk::Isa::avx512) add_level("avx512", hk::detail::scan_kernels_avx512());
-  if (hk::detected_isa() >= hk::Isa::avx2) add_level("avx2", hk::detail::scan_kernels_avx2());
-#endif
-  add_level("portable", hk::detail::scan_kernels_portable());
+  for (const hk::Isa isa : {hk::Isa::avx512, hk::Isa::avx2, hk::Isa::portable})
+    if (hk::detected_isa() >= isa) add_level(hk::name_of(isa), hk::detail::scan_kernels(isa));
   return true;
 }();
 
