@@ -1,9 +1,10 @@
 // hetkern-qmm-offload-bench: QuantizedLinearMatMul on the OpenMP target device with data resident
 // there (offload builds only).
 //
-//   hetkern-qmm-offload-bench [M N K]... [--reps N] [--jsonl]
+//   hetkern-qmm-offload-bench [M N K]... [--reps N] [--a-zero Z] [--jsonl]
 //
-// u8 A x s8 B -> u8, A and the output centred by zero point 128, per-tensor scales; one or more
+// u8 A x s8 B -> u8, A centred by zero point Z (default 128; at 0 no kernel needs B's column
+// sums) and the output by 128, per-tensor scales; one or more
 // shapes (default 4096 4096 4096), all in one process (the device image is JIT-compiled once).
 // For every product kernel and team shape it prints the median time of qmm_offload (packing,
 // product and requantization; no transfers), the TOPS (2*M*N*K per call) and how many outputs
@@ -89,8 +90,8 @@ constexpr Variant variants[] = {
 };
 
 // Every variant of one shape, appended to rows.
-void run_shape(std::int64_t M, std::int64_t N, std::int64_t K, int reps, int device, std::FILE* progress,
-               std::vector<Row>& rows) {
+void run_shape(std::int64_t M, std::int64_t N, std::int64_t K, std::uint8_t a_zero, int reps, int device,
+               std::FILE* progress, std::vector<Row>& rows) {
   const std::string shape = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
   std::mt19937_64 rng(42);
   std::vector<std::uint8_t> a(std::size_t(M * K)), b(std::size_t(K * N)), b_cols(std::size_t(K * N)),
@@ -102,7 +103,7 @@ void run_shape(std::int64_t M, std::int64_t N, std::int64_t K, int reps, int dev
   // Products of K terms spread about sqrt(K) * 74 * 74 around 0: scale that to about +-40.
   const float a_scale = 0.5f, b_scale = 0.25f;
   const float out_scale = a_scale * b_scale * float(std::sqrt(double(K))) * 74.0f * 74.0f / 40.0f;
-  const std::uint8_t zero = 128;
+  const std::uint8_t out_zero = 128;
   const hk::TensorDesc a_desc(hk::DataType::uint8, {M, K}), b_desc(hk::DataType::int8, {K, N}),
       y_desc(hk::DataType::uint8, {M, N}), scalar(hk::DataType::float32, {1}), zdesc(hk::DataType::uint8, {1});
   hk::QuantizedMatMulArgs args;
@@ -111,8 +112,8 @@ void run_shape(std::int64_t M, std::int64_t N, std::int64_t K, int reps, int dev
   args.a_scale = {scalar, &a_scale};
   args.b_scale = {scalar, &b_scale};
   args.output_scale = {scalar, &out_scale};
-  args.a_zero_point = hk::ConstTensor{zdesc, &zero};
-  args.output_zero_point = hk::ConstTensor{zdesc, &zero};
+  args.a_zero_point = hk::ConstTensor{zdesc, &a_zero};
+  args.output_zero_point = hk::ConstTensor{zdesc, &out_zero};
   const double t_host0 = omp_get_wtime();
   hk::quantized_linear_matmul(args, {y_desc, y_host.data()});
   const double host_s = omp_get_wtime() - t_host0;
@@ -128,7 +129,7 @@ void run_shape(std::int64_t M, std::int64_t N, std::int64_t K, int reps, int dev
   x.out = d_y.data;
   x.out_row_stride = N, x.out_col_stride = 1;
   x.q.a_scale = {a_scale}, x.q.b_scale = {b_scale}, x.q.out_scale = {out_scale};
-  x.q.a_zero = {zero}, x.q.b_zero = {0}, x.q.out_zero = {zero};
+  x.q.a_zero = {a_zero}, x.q.b_zero = {0}, x.q.out_zero = {out_zero};
   const std::vector<std::byte> params = hk::detail::qmm_parameter_block(x.q);
   DeviceCopy d_params(params.data(), params.size(), device);
   // The workspace of the variant that needs the most (dp4a and wgmma sum B's columns, the tensor
@@ -225,12 +226,17 @@ int run(int argc, char** argv) {
   // This program's own target regions run before any call opens the GPU plugin, which registers
   // the backend for the library's.
   hk::detail::register_nvptx_backend();
-  int reps = 20;
+  int reps = 20, a_zero = 128;
   std::vector<std::int64_t> dims;
   bool usage = false, jsonl = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++i]));
+    } else if (std::strcmp(argv[i], "--a-zero") == 0 && i + 1 < argc) {
+      char* end = nullptr;
+      const long v = std::strtol(argv[++i], &end, 10);
+      usage = usage || end == argv[i] || *end != '\0' || v < 0 || v > 255;
+      a_zero = int(v);
     } else if (std::strcmp(argv[i], "--jsonl") == 0) {
       jsonl = true;
     } else {
@@ -242,7 +248,7 @@ int run(int argc, char** argv) {
   }
   if (dims.empty()) dims = {4096, 4096, 4096};
   if (usage || dims.size() % 3 != 0) {
-    std::fprintf(stderr, "usage: hetkern-qmm-offload-bench [M N K]... [--reps N] [--jsonl]\n");
+    std::fprintf(stderr, "usage: hetkern-qmm-offload-bench [M N K]... [--reps N] [--a-zero 0..255] [--jsonl]\n");
     return 2;
   }
   const int device = omp_get_num_devices() > 0 ? omp_get_default_device() : omp_get_initial_device();
@@ -254,7 +260,7 @@ int run(int argc, char** argv) {
 
   std::vector<Row> rows;
   for (std::size_t i = 0; i < dims.size(); i += 3)
-    run_shape(dims[i], dims[i + 1], dims[i + 2], reps, device, progress, rows);
+    run_shape(dims[i], dims[i + 1], dims[i + 2], std::uint8_t(a_zero), reps, device, progress, rows);
   if (jsonl) {
     for (const Row& r : rows) {
       const std::string check = r.mismatches == 0 ? "exact" : std::to_string(r.mismatches) + " MISMATCHES";
