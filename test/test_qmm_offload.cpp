@@ -440,10 +440,10 @@ TEST(QmmOffload, WorkspaceHoldsOnlyWhatPackingWrites) {
                               round_up_256((s.tiles * s.parts) * 4);
   };
   EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::mma), split_bytes(split));
-  // wgmma (which may split otherwise: its wave is half): the column sums of B (read in place) and a
-  // state for its one column tile, which its warp-specialized kernel sums itself.
+  // wgmma (which may split otherwise: its wave is half), A at 5: the column sums of B (read in
+  // place) and a state for its one column tile, which its warp-specialized kernel sums itself.
   const auto wgmma_split = hk::detail::qmm_offload_split(x, OffloadQmmKernel::wgmma, wave);
-  EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::wgmma),
+  EXPECT_EQ(bytes({5}, {0}, OffloadQmmKernel::wgmma),
             round_up_256(N * 8) + split_bytes(wgmma_split) + round_up_256(8) + 2 * 128);
   // dp4a never splits.
   EXPECT_EQ(bytes({128}, {0}, OffloadQmmKernel::dp4a), round_up_256(N * 8));
@@ -642,6 +642,42 @@ TEST(QmmOffload, LineSumsOfOperandsReadInPlace) {
   }
 }
 
+// Every zero point of A' 128 (u8 A at 128, one or per row; int8 A at 0, packed with its bytes
+// flipped): the warp-specialized wgmma kernel flips A' in team memory and multiplies A' - 128 as
+// signed bytes, without B's column sums. A and B read in place or packed, B's zero point 0 or per
+// column (A's row sums then needed, in the product or from the packing launch), cut tiles, teams
+// that take many tiles (each stage flipped once per slice), split-K parts, two and four stages.
+TEST(QmmOffload, CentredAInTheWarpSpecializedKernel) {
+  std::mt19937_64 rng(128);
+  struct Case {
+    i64 M, N, K;
+    DataType a_type;
+    bool a_per_row, b_column_major, b_zero;
+  };
+  const Case cases[] = {{300, 260, 512, DataType::uint8, false, true, false},
+                        {256, 384, 1024, DataType::uint8, true, true, true},
+                        {100, 200, 384, DataType::int8, false, false, true},
+                        {16, 256, 4096, DataType::uint8, false, true, false},
+                        {129, 130, 2176, DataType::int8, true, true, false}};
+  for (const Case& c : cases) {
+    Problem p;
+    p.M = c.M, p.N = c.N, p.K = c.K;
+    p.a = Buffer(c.a_type, {c.M, c.K}, {}, rng);
+    p.b = Buffer(DataType::int8, {c.K, c.N}, c.b_column_major ? std::vector<i64>{1, c.K} : std::vector<i64>{}, rng);
+    p.y = Buffer(DataType::uint8, {c.M, c.N}, {}, rng);
+    set_per_tensor(p, c.a_type == DataType::uint8 ? 128 : 0, 0, 100, 0.02f, 0.015f, 2.5f, rng);
+    if (c.a_per_row)
+      p.a_zero = qmmt::literal_q(c.a_type, {c.M, 1}, {c.a_type == DataType::uint8 ? 128 : 0}, rng);
+    if (c.b_zero) p.b_zero = qmmt::literal_q(DataType::int8, {1, c.N}, {0, -9, 31}, rng);
+    const qmmt::Expected e = qmmt::oracle(p, true);
+    for (const char* s : {"qmm.offload_mma(tensor_cores=wgmma)", "qmm.offload_mma(teams=1, tensor_cores=wgmma)",
+                          "qmm.offload_mma(teams=3, tensor_cores=wgmma, stages=2)"})
+      qmmt::run_and_check(p, hk::Schedule::parse(s), e,
+                          std::string(s) + " M=" + std::to_string(c.M) + " N=" + std::to_string(c.N) +
+                              " K=" + std::to_string(c.K));
+  }
+}
+
 // The last wave's tiles split in depth beside whole tiles: two tiles past whole waves of this
 // device (so their parts run in the last wave), in one matrix of two tile rows (the split tiles
 // the last of the second row's columns) and in two batch matrices of one row each (the split tiles
@@ -757,21 +793,31 @@ TEST(QmmOffload, DefaultTeamsTakeEverySplitKPart) {
 }
 
 // qmm.offload_mma's default tensor cores: wgmma for calls of at least half a wave of tiles (a tile
-// per multiprocessor on a GPU), mma.sync for fewer; a named choice stands whatever the size, and
-// the default stages are the most the kernels take.
+// per multiprocessor on a GPU); for fewer, mma.sync, unless every zero point of A' is 128 (u8 A at
+// 128 here) and the warp-specialized wgmma kernel runs (Hopper, the launch shim), which then needs
+// no column sums of B; a named choice stands whatever the size, and the default stages are the
+// most the kernels take.
 TEST(QmmOffload, DefaultTensorCoresFollowTheTileCount) {
   const i64 wave = hk::detail::qmm_offload_wave(hk::offload_device());
-  const auto plan = [](std::vector<i64> mnk, const char* schedule) {
+  const auto plan = [](std::vector<i64> mnk, const char* schedule, std::int32_t a_zero = 128) {
     const std::vector<hk::DataType> types = {hk::DataType::uint8, hk::DataType::int8, hk::DataType::uint8};
     const hk::detail::TuneWorkload w({hk::Operator::quantized_linear_matmul, types, std::move(mnk), {}}, false);
-    return std::get<hk::detail::OffloadMmaQmmPlan>(hk::detail::plan_qmm(w.qmm_problem(), hk::Schedule::parse(schedule)));
+    hk::detail::QmmProblem x = w.qmm_problem();
+    x.q.a_zero = {a_zero};
+    return std::get<hk::detail::OffloadMmaQmmPlan>(hk::detail::plan_qmm(x, hk::Schedule::parse(schedule)));
   };
   const i64 half_wave = (wave + 1) / 2;
   using hk::detail::OffloadQmmKernel;
+  const int device = hk::offload_device();
+  const bool warp_specialized = hk::detail::cuda_has_wgmma(device) && hk::detail::cuda_launch_shim_in_use();
+  const OffloadQmmKernel centred_few = warp_specialized ? OffloadQmmKernel::wgmma : OffloadQmmKernel::mma;
   EXPECT_EQ(plan({128 * half_wave, 128, 256}, "qmm.offload_mma").tensor_cores, OffloadQmmKernel::wgmma);
+  EXPECT_EQ(plan({128 * half_wave, 128, 256}, "qmm.offload_mma", 5).tensor_cores, OffloadQmmKernel::wgmma);
   EXPECT_EQ(plan({128 * half_wave - 127, 100, 256}, "qmm.offload_mma").tensor_cores, OffloadQmmKernel::wgmma);
-  EXPECT_EQ(plan({128 * (half_wave - 1), 128, 256}, "qmm.offload_mma").tensor_cores, OffloadQmmKernel::mma);
-  EXPECT_EQ(plan({1, 1, 1}, "qmm.offload_mma").tensor_cores, OffloadQmmKernel::mma);
+  EXPECT_EQ(plan({128 * (half_wave - 1), 128, 256}, "qmm.offload_mma", 5).tensor_cores, OffloadQmmKernel::mma);
+  EXPECT_EQ(plan({128 * (half_wave - 1), 128, 256}, "qmm.offload_mma").tensor_cores, centred_few);
+  EXPECT_EQ(plan({1, 1, 1}, "qmm.offload_mma", 5).tensor_cores, OffloadQmmKernel::mma);
+  EXPECT_EQ(plan({1, 1, 1}, "qmm.offload_mma").tensor_cores, centred_few);
   EXPECT_EQ(plan({1, 1, 1}, "qmm.offload_mma(tensor_cores=wgmma)").tensor_cores, OffloadQmmKernel::wgmma);
   EXPECT_EQ(plan({128 * half_wave, 128, 256}, "qmm.offload_mma(tensor_cores=mma)").tensor_cores, OffloadQmmKernel::mma);
   EXPECT_EQ(plan({1, 1, 1}, "qmm.offload_mma").stages, hk::detail::qmm_offload_max_stages);

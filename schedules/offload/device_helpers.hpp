@@ -102,6 +102,23 @@ inline void store_team16(u32 address, u32x4 v) {
                : "memory");
 }
 
+// Four 8 x 8 matrices of 16-bit elements from team memory, lane l addressing a row of matrix l / 8:
+// each lane gets its words of the four as mma.sync's fragments hold them.
+inline void ldmatrix_x4(u32 (&d)[4], u32 address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+               : "r"(address));
+}
+
+// Hands registers between a team's warpgroups (sm_90a): every warp of a warpgroup lowers or raises
+// its own count to Count (a multiple of 8, 24 to 256) together; raising waits for registers freed.
+template <int Count> inline void registers_lower_to() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Count));
+}
+template <int Count> inline void registers_raise_to() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Count));
+}
+
 // Makes this thread's earlier writes to team memory (stores and completed cp.async copies) visible
 // to the async proxy, through which wgmma reads its operands.
 inline void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }

@@ -26,12 +26,6 @@ template <bool Centred> inline void mma_s8(i32 (&c)[4], const u32 (&a)[4], u32 b
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-inline void ldmatrix_x4(u32 (&d)[4], u32 address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-               : "r"(address));
-}
-
 // Tensor cores from team memory: the tile's four 64 x 64 warp blocks (rows 64 * (w / 2), columns
 // 64 * (w % 2)), taken by the team's whole warps in rounds, each round over the whole depth. Per
 // 32-deep step a warp loads its A fragments (16 rows x 32 bytes each) and B fragments (two 8-column

@@ -25,6 +25,7 @@
 #include <string>
 
 #include "hetkern/error.hpp"
+#include "runtime/platform/gpu_arch.hpp"
 #include "schedules/offload/qmm_launch.hpp"
 #include "schedules/qmm_pack.hpp"
 
@@ -72,6 +73,13 @@ bool packed_in_place(const MatrixView& v, bool is_a, i64 lines, i64 K, const i64
          reinterpret_cast<std::uintptr_t>(v.data) % 16 == 0;
 }
 
+// Whether the warp-specialized wgmma kernel would run the product (the sums of its in-place lines
+// then in it, no packing launch before it; A' centred in it where every zero point is 128).
+bool sums_in_product(const QmmProblem& x, OffloadQmmKernel kernel, const WorkspaceLayout& w, int device) {
+  const i64 a_lines = w.a_batches * (w.a_in_place ? x.M : w.Mp), b_lines = w.b_batches * (w.b_in_place ? x.N : w.Np);
+  return kernel == OffloadQmmKernel::wgmma && tma_applies(w.kp, a_lines, b_lines, device);
+}
+
 WorkspaceLayout workspace_layout(const QmmProblem& x, OffloadQmmKernel kernel, int device) {
   const OffloadQmmSums sums = qmm_sums_needed(x);
   WorkspaceLayout w;
@@ -83,14 +91,27 @@ WorkspaceLayout workspace_layout(const QmmProblem& x, OffloadQmmKernel kernel, i
   w.kp = round_up(x.K, depth_align);
   w.a_in_place = packed_in_place(x.a, true, x.M, x.K, x.batch);
   w.b_in_place = packed_in_place(x.b, false, x.N, x.K, x.batch);
-  w.a_centred = sums.every_alpha_128 && kernel == OffloadQmmKernel::mma;
+  // A' - 128 multiplied as signed bytes where every zero point of A' is 128, so that B's column
+  // sums are not needed: mma.sync and the warp-specialized wgmma kernel flip A' in registers (not
+  // the one-warpgroup wgmma kernel). The latter's flips cost each slice a little where the sums cost
+  // a call about the time its teams take to sum a tile of lines: it centres calls of at most
+  // centred_rounds tiles a multiprocessor (docs/performance.md).
+  constexpr i64 centred_rounds = 16;
+  const auto few_rounds = [&] {
+    return qmm_offload_tile_count(x) <= centred_rounds * std::max(1, cuda_multiprocessors(device));
+  };
+  w.a_centred = sums.every_alpha_128 &&
+                (kernel == OffloadQmmKernel::mma || (sums_in_product(x, kernel, w, device) && few_rounds()));
   w.row_sums_stored = sums.rows;
   w.col_sums_stored = sums.columns && !w.a_centred;
+  // A centred wgmma call keeps room for the column sums all the same, for the product that runs
+  // where the tensor maps cannot be had, which multiplies A' as it is.
+  const bool col_sums_room = w.col_sums_stored || (sums.columns && kernel == OffloadQmmKernel::wgmma);
   w.ap = 0;
   w.bp = align_up(w.ap + (w.a_in_place ? 0 : w.a_batches * w.Mp * w.kp));
   w.row_sums = align_up(w.bp + (w.b_in_place ? 0 : w.b_batches * w.Np * w.kp));
   w.col_sums = align_up(w.row_sums + (w.row_sums_stored ? w.a_batches * x.M * i64(sizeof(i64)) : 0));
-  w.partials = align_up(w.col_sums + (w.col_sums_stored ? w.b_batches * x.N * i64(sizeof(i64)) : 0));
+  w.partials = align_up(w.col_sums + (col_sums_room ? w.b_batches * x.N * i64(sizeof(i64)) : 0));
   w.split = qmm_offload_split(x, kernel, qmm_offload_wave(device));
   w.partial_rows = std::min(x.M, tile_rows);
   const bool split = w.split.parts > 1;
@@ -116,13 +137,6 @@ WorkspaceLayout workspace_layout(const QmmProblem& x, OffloadQmmKernel kernel, i
 std::uint64_t next_epoch() {
   static std::atomic<std::uint64_t> next{std::random_device{}() * 0x9e3779b97f4a7c15ull};
   return next.fetch_add(1, std::memory_order_relaxed) % ((std::uint64_t(1) << 48) - 2) + 1;
-}
-
-// Whether the warp-specialized wgmma kernel would run the product (the sums of its in-place lines
-// then in it, no packing launch before it).
-bool sums_in_product(const QmmProblem& x, OffloadQmmKernel kernel, const WorkspaceLayout& w, int device) {
-  const i64 a_lines = w.a_batches * (w.a_in_place ? x.M : w.Mp), b_lines = w.b_batches * (w.b_in_place ? x.N : w.Np);
-  return kernel == OffloadQmmKernel::wgmma && tma_applies(w.kp, a_lines, b_lines, device);
 }
 
 Kernel make_kernel(const QmmProblem& x, const OffloadQmmLaunch& launch, const WorkspaceLayout& w) {
@@ -231,14 +245,22 @@ void qmm_offload_product(const QmmProblem& x, const OffloadQmmLaunch& launch) {
   KeptDeviceCopy kept;  // held until the product's launch has ended
   if (launch.kernel == OffloadQmmKernel::wgmma)
     prepare_tensor_maps(k, launch.device, static_cast<u8*>(launch.workspace) + w.maps, kept);
-  if (k.line_tile_states && !k.tensor_maps) {
-    // The maps could not be had: the other kernels read the sums, which a launch makes first. It
-    // cannot wait for lines still arriving, which qmm_offload_streamable let in for this kernel.
+  const bool uncentre = launch.kernel == OffloadQmmKernel::wgmma && k.a_centred && !k.tensor_maps;
+  if ((k.line_tile_states || uncentre) && !k.tensor_maps) {
+    // The maps could not be had: the other kernels read the sums, which a launch makes first, and
+    // multiply A' as it is. It cannot wait for lines still arriving, which qmm_offload_streamable
+    // let in for this kernel.
     if (k.a_ready || k.b_ready)
       throw Error(Errc::unavailable, "quantized_linear_matmul", "GPU " + std::to_string(launch.device),
                   "the tensor maps of a product whose operands are still arriving could not be made");
     k.rows_in_product = k.cols_in_product = false;
     k.line_tile_states = nullptr;
+    if (uncentre) {
+      k.a_centred = false;
+      k.col_sums_given = launch.arrivals.column_sums != nullptr;
+      k.col_sums = k.col_sums_given ? const_cast<i64*>(launch.arrivals.column_sums)
+                                    : reinterpret_cast<i64*>(static_cast<u8*>(launch.workspace) + w.col_sums);
+    }
     launch_pack(k, launch.device);
   }
   const i64 items = k.items();

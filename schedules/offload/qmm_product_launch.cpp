@@ -75,14 +75,14 @@ template <int Stages> void product_wgmma(const ProductArgs& a, int device, int t
 // The warp-specialized kernel's slices: 128 deep, the widest swizzle.
 constexpr int tma_slice = 128;
 
-template <int Stages> void product_wgmma_tma(const ProductArgs& a, int device, int teams_asked) {
+template <int Stages, bool Centred> void product_wgmma_tma(const ProductArgs& a, int device, int teams_asked) {
   const int memory = tma_memory_bytes<tma_slice, Stages>;
   HK_PRODUCT_ARGS(a, teams_asked, tma_team_threads);
 #pragma omp target teams num_teams(teams) thread_limit(threads) device(device) \
     map(to : host[0 : copies]) is_device_ptr(kept) firstprivate(epoch) ompx_dyn_cgroup_mem(memory) \
     ompx_attribute(__attribute__((launch_bounds(tma_team_threads))))
 #pragma omp parallel
-  product_team_tma<tma_slice, Stages>(HK_PRODUCT_KERNEL, epoch);
+  product_team_tma<tma_slice, Stages, Centred>(HK_PRODUCT_KERNEL, epoch);
 }
 
 #undef HK_PRODUCT_KERNEL
@@ -165,8 +165,12 @@ void launch_mma(const ProductArgs& a, int device, int teams, int threads, bool w
     // Persistent teams, one an SM (each takes most of its team memory).
     const int multiprocessors = cuda_multiprocessors(device);
     const int team_count = multiprocessors > 0 ? std::min(teams, multiprocessors) : teams;
-    with_stages(granted_stages(stages, device, tma_bytes),
-                [&](auto n) { product_wgmma_tma<decltype(n)::value>(a, device, team_count); });
+    with_stages(granted_stages(stages, device, tma_bytes), [&](auto n) {
+      if (a.k.a_centred)
+        product_wgmma_tma<decltype(n)::value, true>(a, device, team_count);
+      else
+        product_wgmma_tma<decltype(n)::value, false>(a, device, team_count);
+    });
     return;
   }
   if (warpgroups && a.k.kp <= int32_depth && cuda_has_wgmma(device)) {

@@ -8,7 +8,9 @@
 // while the consumers finish the last one. Teams are persistent, taking work items in turn. Where
 // the zero points need the sums of an operand read in place, the teams sum its lines themselves
 // (qmm_line_sums.hpp): at their start, and, where B' is still arriving, in the producer
-// warpgroup's three idle warps as each tile of its columns arrives.
+// warpgroup's three idle warps as each tile of its columns arrives. Where every zero point of A'
+// is 128 (Centred), the consumers load their A' from team memory into registers, flip its bytes
+// and multiply A' - 128 as signed bytes, so that B's column sums are not needed at all.
 #pragma once
 
 #include <cstdint>
@@ -73,7 +75,9 @@ template <int Slice, int Stages> [[gnu::always_inline]] inline void tma_produce(
 // Consumer `half` (0 or 1): rows 64 half .. + 63 of each tile, its warp w rows 16 w .. + 15 of them
 // (lanes 4g + q: columns 8j + 2q, + 1 of rows g and g + 8, as mma.sync's m16n8 blocks), finished as
 // the one-warpgroup kernel finishes them (tile_wgmma). ctid: the thread among the consumers.
-template <int Slice, int Stages>
+// Centred: A' - 128 from registers (ldmatrix, then its bytes flipped), in two sets taken by turns,
+// since a set is read until its products are done, one slice after it was loaded.
+template <int Slice, int Stages, bool Centred>
 [[gnu::always_inline]] inline void tma_consume(const Kernel& k, std::uint64_t epoch, u8* memory, u32 shared, int half,
                                                int ctid) {
   using L = TmaLayout<Slice, Stages>;
@@ -81,6 +85,11 @@ template <int Slice, int Stages>
   Kernel::Row* rows = reinterpret_cast<Kernel::Row*>(memory + L::terms);
   Kernel::Col* cols = reinterpret_cast<Kernel::Col*>(rows + tile_rows);
   const int warp = ctid / 32 % 4, lane = ctid % 32;
+  // Centred: the lane's ldmatrix addresses in the consumer's 64 lines of A' of a stage, per 32 of
+  // the depth (rows lane % 16 of the warp's 16, bytes 16 * (lane / 16) of the 32), as tile_mma's.
+  u32 a_at[Slice / 32];
+#pragma unroll
+  for (int ks = 0; ks < Slice / 32; ++ks) a_at[ks] = u32(swizzled<Slice>(16 * warp + lane % 16, 2 * ks + lane / 16));
   i32* staged = reinterpret_cast<i32*>(memory + L::staged) + (ctid / 32) * 16 * wgmma_epilogue_pitch;
   const EpilogueScalars scalars = epilogue_scalars<false>(k);
   const auto consumers_sync = [] { named_barrier(consumers, tma_consumer_threads); };
@@ -106,19 +115,41 @@ template <int Slice, int Stages>
     if (summed) gather_terms(k, t, i0, j0, rows, cols, ctid, tma_consumer_threads);
     i32 d[64] = {};
     const i64 begin = k.depth_begin(w.part, w.parts, Slice), end = k.depth_begin(w.part + 1, w.parts, Slice);
-    for (i64 k0 = begin; k0 < end; k0 += Slice, ++n) {
+    const auto multiply = [&](i64 k0, u32(&a_words)[Slice / 32][4]) __attribute__((always_inline)) {
       const u32 stage = n % Stages;
       const u32 a = shared + stage * L::stage_bytes + u32(64 * half * Slice);
       const u32 b = shared + stage * L::stage_bytes + u32(tile_rows * Slice);
       mbarrier_wait(L::full(shared, stage), (n / Stages) & 1);
+      if constexpr (Centred) {
+#pragma unroll
+        for (int ks = 0; ks < Slice / 32; ++ks) {
+          ldmatrix_x4(a_words[ks], a + a_at[ks]);
+#pragma unroll
+          for (int r = 0; r < 4; ++r) a_words[ks][r] ^= 0x80808080u;
+        }
+      }
       wgmma_fence();
 #pragma unroll
       for (int ks = 0; ks < Slice / 32; ++ks)
-        wgmma_m64n128k32(d, wgmma_descriptor<Slice>(a + 32 * ks), wgmma_descriptor<Slice>(b + 32 * ks));
+        if constexpr (Centred)
+          wgmma_m64n128k32_centred(d, a_words[ks], wgmma_descriptor<Slice>(b + 32 * ks));
+        else
+          wgmma_m64n128k32(d, wgmma_descriptor<Slice>(a + 32 * ks), wgmma_descriptor<Slice>(b + 32 * ks));
       wgmma_commit();
-      // The products of the slice before are done: its stage is free.
+      // The products of the slice before are done: its stage (and its set of A' words) is free.
       wgmma_wait<1>();
       mbarrier_arrive_if(L::empty(shared, (n + Stages - 1) % Stages), k0 != begin && lane == 0);
+      ++n;
+    };
+    u32 a_words[Centred ? 2 : 1][Slice / 32][4];
+    for (i64 k0 = begin; k0 < end;) {
+      multiply(k0, a_words[0]);
+      k0 += Slice;
+      if constexpr (Centred) {
+        if (k0 >= end) break;
+        multiply(k0, a_words[1]);
+        k0 += Slice;
+      }
     }
     wgmma_wait_all();
     wgmma_hold(d);
@@ -143,8 +174,9 @@ template <int Slice, int Stages>
 #endif
 
 // The body of the kernel (SPMD, tma_team_threads a team). Warpgroup 0 produces, 1 and 2 consume;
-// the role is read through a shuffle so that ptxas sees it uniform across each warp.
-template <int Slice, int Stages>
+// the role is read through a shuffle so that ptxas sees it uniform across each warp. Centred:
+// every zero point of A' is 128 (Kernel::a_centred).
+template <int Slice, int Stages, bool Centred>
 [[gnu::always_inline]] inline void product_team_tma(const Kernel& k, std::uint64_t epoch) {
 #ifdef __NVPTX__
   u8* memory = static_cast<u8*>(llvm_omp_target_dynamic_shared_alloc());
@@ -163,7 +195,13 @@ template <int Slice, int Stages>
     sum_preferred_line_tiles(k, epoch, reinterpret_cast<volatile u32*>(memory + TmaLayout<Slice, Stages>::words), tid,
                              tma_team_threads);
   const int role = int(shfl_idx_b32(u32(tid / wgmma_team_threads), 0, ~0u));
+  // Centred consumers hold two sets of A' words beside their accumulators (224 registers, no
+  // spills): the producer warpgroup, whose one copying thread is all it runs then (a centred call
+  // needs no column sums), gives them registers.
+  constexpr int producer_registers = 56, consumer_registers = 224;
+  static_assert(wgmma_team_threads * (producer_registers + 2 * consumer_registers) <= 65536);
   if (role == 0) {
+    if constexpr (Centred) registers_lower_to<producer_registers>();
     // One thread produces; the producer warpgroup's other warps sum B' columns as they arrive.
     constexpr u32 summing = 2;  // named barrier of those warps
     constexpr int summing_threads = wgmma_team_threads - 32;
@@ -173,7 +211,8 @@ template <int Slice, int Stages>
       sum_arriving_column_tiles(k, epoch, reinterpret_cast<volatile u32*>(memory + TmaLayout<Slice, Stages>::words) + 2,
                                 tid - 32, summing_threads, [] { named_barrier(summing, summing_threads); });
   } else {
-    tma_consume<Slice, Stages>(k, epoch, memory, shared, role - 1, tid - wgmma_team_threads);
+    if constexpr (Centred) registers_raise_to<consumer_registers>();
+    tma_consume<Slice, Stages, Centred>(k, epoch, memory, shared, role - 1, tid - wgmma_team_threads);
   }
 #else
   (void)k;

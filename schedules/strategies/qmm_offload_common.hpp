@@ -23,10 +23,15 @@ inline constexpr OffloadQmmKernel tensor_core_kernels[] = {OffloadQmmKernel::mma
 
 /// qmm.offload_mma's default `tensor_cores` (an index into tensor_core_kernels): wgmma for calls of
 /// at least a tile per multiprocessor (half a wave), which its warp-specialized kernel runs
-/// fastest; mma.sync for fewer, cut in depth into parts, which it runs faster
-/// (docs/performance.md, the warp-specialized wgmma kernel).
+/// fastest; mma.sync for fewer, cut in depth into parts, which it runs faster, unless every zero
+/// point of A' is 128 and the warp-specialized kernel runs (Hopper, the launch shim): it then
+/// multiplies A' - 128 without B's column sums, faster than mma.sync at 128 rows and as fast at 16
+/// (docs/performance.md, A' centred in the warp-specialized wgmma kernel).
 inline std::int64_t default_tensor_cores(const QmmProblem& problem) {
-  return 2 * qmm_offload_tile_count(problem) >= qmm_offload_wave(offload_device()) ? 1 : 0;
+  const int device = offload_device();
+  if (2 * qmm_offload_tile_count(problem) >= qmm_offload_wave(device)) return 1;
+  const bool warp_specialized = cuda_has_wgmma(device) && cuda_launch_shim_in_use() && problem.K <= 65536;
+  return warp_specialized && qmm_sums_needed(problem).every_alpha_128 ? 1 : 0;
 }
 
 /// The record of an offload strategy whose plan is `Plan` (teams, team_threads, launch(); and
@@ -41,7 +46,8 @@ QmmStrategy offload_qmm_record(const char* name, const char* meaning, const char
     params.push_back({"tensor_cores", 0, 1,
                       "wgmma: warpgroup MMA on Hopper GPUs (sm_90) when K <= 65536, mma.sync "
                       "elsewhere; mma: mma.sync (default: wgmma for calls of at least a tile per "
-                      "multiprocessor, mma for fewer, whose depth is split)",
+                      "multiprocessor, and with the launch shim on Hopper for fewer where every zero "
+                      "point of A' is 128; mma for the other calls of fewer, whose depth is split)",
                       {"mma", "wgmma"}});
   if constexpr (tensor_cores)
     params.push_back({"stages", 2, qmm_offload_max_stages,
