@@ -643,10 +643,11 @@ TEST(QmmOffload, LineSumsOfOperandsReadInPlace) {
 }
 
 // Every zero point of A' 128 (u8 A at 128, one or per row; int8 A at 0, packed with its bytes
-// flipped): the warp-specialized wgmma kernel flips A' in team memory and multiplies A' - 128 as
-// signed bytes, without B's column sums. A and B read in place or packed, B's zero point 0 or per
-// column (A's row sums then needed, in the product or from the packing launch), cut tiles, teams
-// that take many tiles (each stage flipped once per slice), split-K parts, two and four stages.
+// flipped): the warp-specialized wgmma kernel takes A' into registers, flips it and multiplies
+// A' - 128 as signed bytes, without B's column sums. A and B read in place or packed, B's zero
+// point 0 or per column (A's row sums then needed, in the product or from the packing launch), cut
+// tiles, teams that take many tiles, odd counts of slices (384 and 2176 deep: the A' words' two
+// sets are taken by turns), split-K parts, two and four stages.
 TEST(QmmOffload, CentredAInTheWarpSpecializedKernel) {
   std::mt19937_64 rng(128);
   struct Case {
