@@ -46,8 +46,9 @@ QmmStrategy offload_qmm_record(const char* name, const char* meaning, const char
     params.push_back({"tensor_cores", 0, 1,
                       "wgmma: warpgroup MMA on Hopper GPUs (sm_90) when K <= 65536, mma.sync "
                       "elsewhere; mma: mma.sync (default: wgmma for calls of at least a tile per "
-                      "multiprocessor, and with the launch shim on Hopper for fewer where every zero "
-                      "point of A' is 128; mma for the other calls of fewer, whose depth is split)",
+                      "multiprocessor, and with the launch shim on Hopper for fewer where A's zero "
+                      "point is 128 for uint8 A or 0 for int8 A; mma for the other calls of fewer, "
+                      "whose depth is split)",
                       {"mma", "wgmma"}});
   if constexpr (tensor_cores)
     params.push_back({"stages", 2, qmm_offload_max_stages,
