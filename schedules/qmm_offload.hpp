@@ -75,6 +75,11 @@ struct OffloadQmmSums {
 };
 OffloadQmmSums qmm_sums_needed(const QmmProblem& problem);
 
+/// Whether `kernel` multiplies A' - 128 as signed bytes on `device`, so that B's column sums are
+/// not made: every alpha is 128 and the kernel centres A' (mma.sync always; wgmma in its
+/// warp-specialized kernel, for calls of few tiles a multiprocessor).
+bool qmm_offload_a_centred(const QmmProblem& problem, OffloadQmmKernel kernel, int device);
+
 /// Bytes of device workspace a problem needs on `device` (A and B packed, unless read in place,
 /// their sums, and the split tiles' partial products).
 std::int64_t qmm_offload_workspace_bytes(const QmmProblem& problem, OffloadQmmKernel kernel, int device);

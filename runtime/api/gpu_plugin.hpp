@@ -78,6 +78,9 @@
     (const hk::detail::CumulativeCall& call), (call), required, )                                          \
   F(qmm_sums_needed, hk::detail::OffloadQmmSums, hk::detail::qmm_sums_needed,                             \
     (const hk::detail::QmmProblem& problem), (problem), required, )                                        \
+  F(qmm_offload_a_centred, bool, hk::detail::qmm_offload_a_centred,                                      \
+    (const hk::detail::QmmProblem& problem, hk::detail::OffloadQmmKernel kernel, int device),              \
+    (problem, kernel, device), required, )                                                                 \
   F(qmm_offload_workspace_bytes, std::int64_t, hk::detail::qmm_offload_workspace_bytes,                    \
     (const hk::detail::QmmProblem& problem, hk::detail::OffloadQmmKernel kernel, int device),              \
     (problem, kernel, device), required, )                                                                 \

@@ -229,6 +229,10 @@ OffloadQmmStreamable qmm_offload_streamable(const QmmProblem& problem, OffloadQm
   return {w.a_in_place && (!w.row_sums_stored || sums_wait), w.b_in_place && (!w.col_sums_stored || sums_wait)};
 }
 
+bool qmm_offload_a_centred(const QmmProblem& problem, OffloadQmmKernel kernel, int device) {
+  return workspace_layout(problem, kernel, device).a_centred;
+}
+
 std::int64_t qmm_offload_workspace_bytes(const QmmProblem& problem, OffloadQmmKernel kernel, int device) {
   return workspace_layout(problem, kernel, device).bytes;
 }

@@ -23,15 +23,14 @@ inline constexpr OffloadQmmKernel tensor_core_kernels[] = {OffloadQmmKernel::mma
 
 /// qmm.offload_mma's default `tensor_cores` (an index into tensor_core_kernels): wgmma for calls of
 /// at least a tile per multiprocessor (half a wave), which its warp-specialized kernel runs
-/// fastest; mma.sync for fewer, cut in depth into parts, which it runs faster, unless every zero
-/// point of A' is 128 and the warp-specialized kernel runs (Hopper, the launch shim): it then
+/// fastest; mma.sync for fewer, cut in depth into parts, which it runs faster, unless wgmma would
+/// centre A' (every zero point of A' 128, the warp-specialized kernel on Hopper): it then
 /// multiplies A' - 128 without B's column sums, faster than mma.sync at 128 rows and as fast at 16
 /// (docs/performance.md, A' centred in the warp-specialized wgmma kernel).
 inline std::int64_t default_tensor_cores(const QmmProblem& problem) {
   const int device = offload_device();
   if (2 * qmm_offload_tile_count(problem) >= qmm_offload_wave(device)) return 1;
-  const bool warp_specialized = cuda_has_wgmma(device) && cuda_launch_shim_in_use() && problem.K <= 65536;
-  return warp_specialized && qmm_sums_needed(problem).every_alpha_128 ? 1 : 0;
+  return qmm_offload_a_centred(problem, OffloadQmmKernel::wgmma, device) ? 1 : 0;
 }
 
 /// The record of an offload strategy whose plan is `Plan` (teams, team_threads, launch(); and
