@@ -647,29 +647,30 @@ TEST(QmmOffload, LineSumsOfOperandsReadInPlace) {
 // A' - 128 as signed bytes, without B's column sums. A and B read in place or packed, B's zero
 // point 0 or per column (A's row sums then needed, in the product or from the packing launch), cut
 // tiles, teams that take many tiles, odd counts of slices (384 and 2176 deep: the A' words' two
-// sets are taken by turns), split-K parts, two and four stages.
+// sets are taken by turns), split-K parts, two and four stages; uint8 B (packed with its bytes
+// flipped) and int8 outputs; 1, 16, 100, 128 and more rows.
 TEST(QmmOffload, CentredAInTheWarpSpecializedKernel) {
   std::mt19937_64 rng(128);
   struct Case {
     i64 M, N, K;
-    DataType a_type;
+    DataType a_type, b_type, y_type;
     bool a_per_row, b_column_major, b_zero;
   };
-  const Case cases[] = {{300, 260, 512, DataType::uint8, false, true, false},
-                        {256, 384, 1024, DataType::uint8, true, true, true},
-                        {100, 200, 384, DataType::int8, false, false, true},
-                        {16, 256, 4096, DataType::uint8, false, true, false},
-                        {129, 130, 2176, DataType::int8, true, true, false}};
+  constexpr DataType u8 = DataType::uint8, s8 = DataType::int8;
+  const Case cases[] = {{300, 260, 512, u8, s8, u8, false, true, false},  {256, 384, 1024, u8, s8, u8, true, true, true},
+                        {100, 200, 384, s8, s8, s8, false, false, true},  {16, 256, 4096, u8, s8, u8, false, true, false},
+                        {129, 130, 2176, s8, s8, u8, true, true, false},  {1, 130, 640, u8, u8, u8, false, true, false},
+                        {128, 128, 768, s8, u8, s8, true, false, true}};
   for (const Case& c : cases) {
     Problem p;
     p.M = c.M, p.N = c.N, p.K = c.K;
     p.a = Buffer(c.a_type, {c.M, c.K}, {}, rng);
-    p.b = Buffer(DataType::int8, {c.K, c.N}, c.b_column_major ? std::vector<i64>{1, c.K} : std::vector<i64>{}, rng);
-    p.y = Buffer(DataType::uint8, {c.M, c.N}, {}, rng);
+    p.b = Buffer(c.b_type, {c.K, c.N}, c.b_column_major ? std::vector<i64>{1, c.K} : std::vector<i64>{}, rng);
+    p.y = Buffer(c.y_type, {c.M, c.N}, {}, rng);
     set_per_tensor(p, c.a_type == DataType::uint8 ? 128 : 0, 0, 100, 0.02f, 0.015f, 2.5f, rng);
     if (c.a_per_row)
       p.a_zero = qmmt::literal_q(c.a_type, {c.M, 1}, {c.a_type == DataType::uint8 ? 128 : 0}, rng);
-    if (c.b_zero) p.b_zero = qmmt::literal_q(DataType::int8, {1, c.N}, {0, -9, 31}, rng);
+    if (c.b_zero) p.b_zero = qmmt::literal_q(c.b_type, {1, c.N}, {0, 9, 31}, rng);
     const qmmt::Expected e = qmmt::oracle(p, true);
     for (const char* s : {"qmm.offload_mma(tensor_cores=wgmma)", "qmm.offload_mma(teams=1, tensor_cores=wgmma)",
                           "qmm.offload_mma(teams=3, tensor_cores=wgmma, stages=2)"})
