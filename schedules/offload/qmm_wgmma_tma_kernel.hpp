@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "schedules/offload/qmm_four_outputs.hpp"
 #include "schedules/offload/qmm_line_sums.hpp"
@@ -72,6 +73,9 @@ template <int Slice, int Stages> [[gnu::always_inline]] inline void tma_produce(
   }
 }
 
+// What a consumer that multiplies A' as it is keeps of the centred path's registers: nothing.
+struct Uncentred {};
+
 // Consumer `half` (0 or 1): rows 64 half .. + 63 of each tile, its warp w rows 16 w .. + 15 of them
 // (lanes 4g + q: columns 8j + 2q, + 1 of rows g and g + 8, as mma.sync's m16n8 blocks), finished as
 // the one-warpgroup kernel finishes them (tile_wgmma). ctid: the thread among the consumers.
@@ -87,9 +91,14 @@ template <int Slice, int Stages, bool Centred>
   const int warp = ctid / 32 % 4, lane = ctid % 32;
   // Centred: the lane's ldmatrix addresses in the consumer's 64 lines of A' of a stage, per 32 of
   // the depth (rows lane % 16 of the warp's 16, bytes 16 * (lane / 16) of the 32), as tile_mma's.
-  u32 a_at[Slice / 32];
+  struct CentredAddresses {
+    u32 at[Slice / 32];
+  };
+  [[maybe_unused]] std::conditional_t<Centred, CentredAddresses, Uncentred> a_at;
+  if constexpr (Centred)
 #pragma unroll
-  for (int ks = 0; ks < Slice / 32; ++ks) a_at[ks] = u32(swizzled<Slice>(16 * warp + lane % 16, 2 * ks + lane / 16));
+    for (int ks = 0; ks < Slice / 32; ++ks)
+      a_at.at[ks] = u32(swizzled<Slice>(16 * warp + lane % 16, 2 * ks + lane / 16));
   i32* staged = reinterpret_cast<i32*>(memory + L::staged) + (ctid / 32) * 16 * wgmma_epilogue_pitch;
   const EpilogueScalars scalars = epilogue_scalars<false>(k);
   const auto consumers_sync = [] { named_barrier(consumers, tma_consumer_threads); };
@@ -115,7 +124,12 @@ template <int Slice, int Stages, bool Centred>
     if (summed) gather_terms(k, t, i0, j0, rows, cols, ctid, tma_consumer_threads);
     i32 d[64] = {};
     const i64 begin = k.depth_begin(w.part, w.parts, Slice), end = k.depth_begin(w.part + 1, w.parts, Slice);
-    const auto multiply = [&](i64 k0, u32(&a_words)[Slice / 32][4]) __attribute__((always_inline)) {
+    // Centred: two sets of A' words, taken by turns (`set`).
+    struct CentredWords {
+      u32 words[2][Slice / 32][4];
+    };
+    [[maybe_unused]] std::conditional_t<Centred, CentredWords, Uncentred> a_words;
+    const auto multiply = [&](i64 k0, [[maybe_unused]] int set) __attribute__((always_inline)) {
       const u32 stage = n % Stages;
       const u32 a = shared + stage * L::stage_bytes + u32(64 * half * Slice);
       const u32 b = shared + stage * L::stage_bytes + u32(tile_rows * Slice);
@@ -123,16 +137,16 @@ template <int Slice, int Stages, bool Centred>
       if constexpr (Centred) {
 #pragma unroll
         for (int ks = 0; ks < Slice / 32; ++ks) {
-          ldmatrix_x4(a_words[ks], a + a_at[ks]);
+          ldmatrix_x4(a_words.words[set][ks], a + a_at.at[ks]);
 #pragma unroll
-          for (int r = 0; r < 4; ++r) a_words[ks][r] ^= 0x80808080u;
+          for (int r = 0; r < 4; ++r) a_words.words[set][ks][r] ^= 0x80808080u;
         }
       }
       wgmma_fence();
 #pragma unroll
       for (int ks = 0; ks < Slice / 32; ++ks)
         if constexpr (Centred)
-          wgmma_m64n128k32_centred(d, a_words[ks], wgmma_descriptor<Slice>(b + 32 * ks));
+          wgmma_m64n128k32_centred(d, a_words.words[set][ks], wgmma_descriptor<Slice>(b + 32 * ks));
         else
           wgmma_m64n128k32(d, wgmma_descriptor<Slice>(a + 32 * ks), wgmma_descriptor<Slice>(b + 32 * ks));
       wgmma_commit();
@@ -141,13 +155,12 @@ template <int Slice, int Stages, bool Centred>
       mbarrier_arrive_if(L::empty(shared, (n + Stages - 1) % Stages), k0 != begin && lane == 0);
       ++n;
     };
-    u32 a_words[Centred ? 2 : 1][Slice / 32][4];
     for (i64 k0 = begin; k0 < end;) {
-      multiply(k0, a_words[0]);
+      multiply(k0, 0);
       k0 += Slice;
       if constexpr (Centred) {
         if (k0 >= end) break;
-        multiply(k0, a_words[1]);
+        multiply(k0, 1);
         k0 += Slice;
       }
     }
