@@ -657,9 +657,12 @@ TEST(QmmOffload, CentredAInTheWarpSpecializedKernel) {
     bool a_per_row, b_column_major, b_zero;
   };
   constexpr DataType u8 = DataType::uint8, s8 = DataType::int8;
-  const Case cases[] = {{300, 260, 512, u8, s8, u8, false, true, false},  {256, 384, 1024, u8, s8, u8, true, true, true},
-                        {100, 200, 384, s8, s8, s8, false, false, true},  {16, 256, 4096, u8, s8, u8, false, true, false},
-                        {129, 130, 2176, s8, s8, u8, true, true, false},  {1, 130, 640, u8, u8, u8, false, true, false},
+  const Case cases[] = {{300, 260, 512, u8, s8, u8, false, true, false},
+                        {256, 384, 1024, u8, s8, u8, true, true, true},
+                        {100, 200, 384, s8, s8, s8, false, false, true},
+                        {16, 256, 4096, u8, s8, u8, false, true, false},
+                        {129, 130, 2176, s8, s8, u8, true, true, false},
+                        {1, 130, 640, u8, u8, u8, false, true, false},
                         {128, 128, 768, s8, u8, s8, true, false, true}};
   for (const Case& c : cases) {
     Problem p;
@@ -670,7 +673,10 @@ TEST(QmmOffload, CentredAInTheWarpSpecializedKernel) {
     set_per_tensor(p, c.a_type == DataType::uint8 ? 128 : 0, 0, 100, 0.02f, 0.015f, 2.5f, rng);
     if (c.a_per_row)
       p.a_zero = qmmt::literal_q(c.a_type, {c.M, 1}, {c.a_type == DataType::uint8 ? 128 : 0}, rng);
-    if (c.b_zero) p.b_zero = qmmt::literal_q(c.b_type, {1, c.N}, {0, 9, 31}, rng);
+    if (c.b_zero) {
+      const std::vector<int> zeros = c.b_type == s8 ? std::vector<int>{0, -9, 31} : std::vector<int>{0, 9, 31};
+      p.b_zero = qmmt::literal_q(c.b_type, {1, c.N}, zeros, rng);
+    }
     const qmmt::Expected e = qmmt::oracle(p, true);
     for (const char* s : {"qmm.offload_mma(tensor_cores=wgmma)", "qmm.offload_mma(teams=1, tensor_cores=wgmma)",
                           "qmm.offload_mma(teams=3, tensor_cores=wgmma, stages=2)"})
