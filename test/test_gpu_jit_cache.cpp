@@ -71,6 +71,9 @@ TEST_F(GpuJitCache, FirstProcessAsksForThePtxAndPutsTheCachingPtxasFirst) {
   EXPECT_EQ(variable(s, "HETKERN_GPU_CACHE_PTX"), kept_ptx());
   EXPECT_EQ(variable(s, "LIBOMPTARGET_JIT_REPLACEMENT_OBJECT"), std::nullopt);
   EXPECT_EQ(s.refusal, "");
+  // The minute-long compilation this process is about to start is announced, with where it goes.
+  EXPECT_TRUE(contains(s.notice, "compiling the GPU kernels for sm_90")) << s.notice;
+  EXPECT_TRUE(contains(s.notice, "kept in " + in.cache_setting)) << s.notice;
 }
 
 TEST_F(GpuJitCache, KeptPtxReplacesTheLlvmStage) {
@@ -80,6 +83,7 @@ TEST_F(GpuJitCache, KeptPtxReplacesTheLlvmStage) {
   EXPECT_EQ(variable(s, "LIBOMPTARGET_JIT_REPLACEMENT_OBJECT"), kept_ptx());
   EXPECT_EQ(variable(s, "HETKERN_GPU_CACHE_PTX"), std::nullopt);
   EXPECT_EQ(variable(s, "HETKERN_GPU_CACHE_DIR"), in.cache_setting);
+  EXPECT_EQ(s.notice, "");
 }
 
 TEST_F(GpuJitCache, EmptyKeptPtxIsNoPtx) {
@@ -88,6 +92,7 @@ TEST_F(GpuJitCache, EmptyKeptPtxIsNoPtx) {
   const JitCacheSetup s = plan_jit_cache(in);
   EXPECT_EQ(variable(s, "LIBOMPTARGET_JIT_REPLACEMENT_OBJECT"), std::nullopt);
   EXPECT_EQ(variable(s, "HETKERN_GPU_CACHE_PTX"), kept_ptx());
+  EXPECT_TRUE(contains(s.notice, "compiling the GPU kernels")) << s.notice;
 }
 
 TEST_F(GpuJitCache, NoReplacementOnceTheRuntimeIsLoadedOrTheUserReplaces) {
@@ -129,6 +134,11 @@ TEST_F(GpuJitCache, OffSetsOnlyThePath) {
   EXPECT_EQ(variable(s, "PATH"), in.wrapper_dir + ":" + in.path);
   EXPECT_EQ(s.directory, "");
   EXPECT_EQ(s.warning, "");
+  EXPECT_TRUE(contains(s.notice, "in every process")) << s.notice;
+  in.path = "/nonexistent";  // refused: nothing is compiled, so nothing is announced
+  const JitCacheSetup refused = plan_jit_cache(in);
+  EXPECT_NE(refused.refusal, "");
+  EXPECT_EQ(refused.notice, "");
 }
 
 TEST_F(GpuJitCache, DefaultFolderFromXdgThenHome) {
@@ -173,6 +183,7 @@ TEST_F(GpuJitCache, WithoutCudaPtxasOnlyAKeptBuildServes) {
     const JitCacheSetup first = plan_jit_cache(in);
     EXPECT_TRUE(contains(first.refusal, "CUDA's ptxas is not on PATH")) << path;
     EXPECT_TRUE(contains(first.refusal, "holds no build")) << first.refusal;
+    EXPECT_EQ(first.notice, "") << path;
   }
   write(kept_ptx(), ".version 8.5\n");
   const JitCacheSetup kept = plan_jit_cache(in);

@@ -146,6 +146,8 @@ JitCacheSetup plan_jit_cache(const JitCacheInputs& in) {
   };
   if (in.cache_setting == "off") {
     needs_cuda_ptxas("HETKERN_GPU_CACHE=off keeps no build of them");
+    if (setup.refusal.empty())
+      setup.notice = "compiling the GPU kernels (up to a minute, in every process: HETKERN_GPU_CACHE=off keeps none)";
     return setup;
   }
   const std::string dir = cache_directory(in);
@@ -172,6 +174,9 @@ JitCacheSetup plan_jit_cache(const JitCacheInputs& in) {
   if (!kept) {
     setup.environment.emplace_back("HETKERN_GPU_CACHE_PTX", ptx);
     needs_cuda_ptxas("the GPU kernel cache (" + dir + ") holds no build of this plugin's kernels yet");
+    if (setup.refusal.empty())
+      setup.notice = "compiling the GPU kernels for " + in.gpu_arch + " (up to a minute, once: they are kept in " + dir +
+                     " for later processes)";
   } else if (!in.runtime_loaded && !in.user_replacement) {
     // Replaces every JIT image the runtime compiles: only while hetkern's is the one it knows,
     // i.e. the runtime was not already loaded by the program itself or another library.
@@ -212,6 +217,7 @@ std::string prepare_gpu_jit_cache(const std::string& plugin_path) {
   if (!setup.warning.empty())
     std::fprintf(stderr, "hetkern: warning: %s: each process compiles the GPU kernels again\n",
                  setup.warning.c_str());
+  if (!setup.notice.empty()) std::fprintf(stderr, "hetkern: %s\n", setup.notice.c_str());
   for (const auto& [name, value] : setup.environment) setenv(name.c_str(), value.c_str(), 1);
   return {};
 }

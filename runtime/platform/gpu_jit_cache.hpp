@@ -32,6 +32,9 @@ struct JitCacheSetup {
   std::string directory;  ///< the cache folder; empty when the cache is off or unusable
   std::vector<std::pair<std::string, std::string>> environment;
   std::string warning;
+  /// A line for stderr where this process compiles the kernels from LLVM's stage on, which takes
+  /// up to a minute: no build kept yet, or the cache off. Empty otherwise.
+  std::string notice;
   /// Why the kernels could not be built in this process (then the plugin is not loaded: LLVM 19's
   /// offload runtime crashes the process when a JIT compilation fails); empty when they can be.
   std::string refusal;
@@ -46,8 +49,8 @@ JitCacheSetup plan_jit_cache(const JitCacheInputs& in);
 std::string plugin_image_key(const std::string& plugin_path, const std::string& gpu_arch);
 
 /// Reads the inputs from this process, plans and applies the result (setenv), and prints the
-/// warning. Call before the plugin (and with it the offload runtime) is loaded; returns the
-/// refusal, and a plugin refused must not be loaded.
+/// warning and the notice. Call before the plugin (and with it the offload runtime) is loaded;
+/// returns the refusal, and a plugin refused must not be loaded.
 std::string prepare_gpu_jit_cache(const std::string& plugin_path);
 
 /// What prepare_gpu_jit_cache would refuse in this process, changing nothing (no folder created,
