@@ -9,8 +9,8 @@ usage: ncu_qmm.py [--ncu PATH] [--out DIR] [M,N,K[:SCHEDULE] ...]
 hetkern.qlinear_matmul on CUDA tensors (uint8 A, int8 B column-major, as torch._int_mm takes it
 fastest, uint8 output), the columns of bench/ncu_scans.py: each case in a process of its own under
 `ncu --clock-control none --profile-from-start off`, two calls, then one between cudaProfilerStart
-and cudaProfilerStop. Fill the GPU kernel cache first (one run of any GPU call). Needs PyTorch with
-CUDA and hetkern importable.
+and cudaProfilerStop. The first case runs once without ncu before, which fills the GPU kernel cache
+(bench/ncu_scans.py). Needs PyTorch with CUDA and hetkern importable.
 """
 import sys
 

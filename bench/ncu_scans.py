@@ -9,8 +9,9 @@ usage: ncu_scans.py [--ncu PATH] [--out DIR] [TYPE:SHAPE:AXIS ...]
 Each case runs in a process of its own under `ncu --clock-control none --profile-from-start off`:
 hetkern.cumsum on CUDA tensors twice, then once between cudaProfilerStart and cudaProfilerStop, so
 that only that call's kernels are counted (Nsight Compute does not count torch's copy_, a memcpy, so
-the CUDA copy has no line). Fill the GPU kernel cache first (one run of any GPU call): under ncu
-every process that compiles the kernels takes minutes. Needs PyTorch with CUDA and hetkern importable.
+the CUDA copy has no line). The first case runs once without ncu before any is profiled: that
+fills the GPU kernel cache where it is empty (up to a minute), since under ncu every process that
+compiles the kernels takes minutes. Needs PyTorch with CUDA and hetkern importable.
 """
 import csv
 import os
@@ -96,6 +97,11 @@ def table(path, case):
 def profile(ncu, out_dir, cases, script):
     """Each case in a process of its own (`script --run-case CASE`) under ncu; the table's lines."""
     metrics = ",".join(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in STALLS)
+    filled = subprocess.run([sys.executable, os.path.abspath(script), "--run-case", cases[0]],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if filled.returncode != 0:
+        print(f"{os.path.basename(script)}: {cases[0]} without ncu exited {filled.returncode}: "
+              f"{filled.stderr.strip()[-500:]}", file=sys.stderr)
     rows = []
     for case in cases:
         path = os.path.join(out_dir, case.replace(":", "_").replace(",", "x") + ".csv")
