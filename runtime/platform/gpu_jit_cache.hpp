@@ -33,7 +33,8 @@ struct JitCacheSetup {
   std::vector<std::pair<std::string, std::string>> environment;
   std::string warning;
   /// A line for stderr where this process compiles the kernels from LLVM's stage on, which takes
-  /// up to a minute: no build kept yet, or the cache off. Empty otherwise.
+  /// up to a minute: the cache holds no PTX of this plugin yet, or is off. Empty otherwise, and on
+  /// GPUs of different architectures, where every process runs LLVM's stage and keeps only cubins.
   std::string notice;
   /// Why the kernels could not be built in this process (then the plugin is not loaded: LLVM 19's
   /// offload runtime crashes the process when a JIT compilation fails); empty when they can be.
