@@ -140,6 +140,13 @@ template <int Pending> inline void copy_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(Pending) : "memory");
 }
 
+// A 16-byte store that the L2 evicts first (st.global.cs): outputs written once are not kept
+// dirty in the L2 for the next kernel to write back before its own traffic.
+inline void store_global16_streaming(void* p, u32x4 v) {
+  asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
+
 // Transaction barriers (mbarrier, 8 bytes of team memory at a team address): a phase completes
 // once `count` arrivals and every byte a bulk copy announced (expect_tx) have come; waiters name
 // the parity of the phase they wait for. A fresh barrier counts its phase before the first as

@@ -253,7 +253,7 @@ void stage_out(const char* buffer, const char* side, int count, T* dst, ChunkWal
       e[i] = narrow<T>(Op::apply(carry, staged_prefix<T>(chunk + i * sizeof(T), side_chunk + i * sizeof(T))));
     u32x4 v;
     __builtin_memcpy(&v, e, 16);
-    *reinterpret_cast<u32x4*>(dst + c * ve) = v;
+    store_global16_streaming(dst + c * ve, v);
   }
   if (c == whole && whole * ve < count) {
     for (int e = whole * ve; e < count; ++e) {

@@ -83,7 +83,7 @@ template <class T, int V, int cap> struct ColumnTile {
         } else {
           u32x4 w;
           __builtin_memcpy(&w, v[k], 16);
-          *reinterpret_cast<u32x4*>(p) = w;
+          store_global16_streaming(p, w);
         }
       }
   }
