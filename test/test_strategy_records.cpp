@@ -99,7 +99,7 @@ TEST(StrategyRecords, OffloadColumnsSearchesRowsAndStagesWhereTheKernelTakesThem
   // Team sizes everywhere; in one pass also the default's width and 256 and 512 bytes of lines a
   // team, as lines: float32 and 2-byte types default to 256 bytes, int32 to 512, and below 16384
   // lines to blocks for 256 teams (4096 float32 lines: 1024 vectors, 4 a team).
-  const std::vector<std::string> threads = {"64", "128", "256"}, rows = {"8", "12", "16"};
+  const std::vector<std::string> threads = {"64", "128", "256"}, rows = {"6", "8", "10", "12", "16"};
   const std::vector<std::string> four_byte_width = {"64", "128"}, two_byte_width = {"128", "256"};
   const std::vector<Case> cases = {
       {hk::DataType::float32, {3, 4096, 8},
@@ -108,11 +108,11 @@ TEST(StrategyRecords, OffloadColumnsSearchesRowsAndStagesWhereTheKernelTakesThem
        {{"threads", threads}, {"width", {"16", "64", "128"}}, {"items", rows}, {"stages", {"1", "2", "3"}}}},
       {hk::DataType::int32, {5, 16384, 4},
        {{"threads", threads}, {"width", {"128", "64"}}, {"items", rows}, {"stages", {"1", "2", "3"}}}},
-      {hk::DataType::float32, {3, 16383, 3}, {{"threads", threads}, {"width", four_byte_width}, {"items", {"8"}}}},
+      {hk::DataType::float32, {3, 16383, 3}, {{"threads", threads}, {"width", four_byte_width}, {"items", {"6", "8"}}}},
       {hk::DataType::float16, {3, 16383, 3}, {{"threads", threads}, {"width", two_byte_width}, {"items", rows}}},
       {hk::DataType::float32, {4096, 1000},
        {{"threads", threads}, {"width", {"32"}}, {"items", rows}, {"chunks", {"8", "16", "4"}}, {"stages", {"1", "2", "3", "4"}}}},
-      {hk::DataType::float32, {4096, 999, 1}, {{"threads", threads}, {"width", {"32"}}, {"items", {"8"}}, {"chunks", {"64", "128", "32"}}}},
+      {hk::DataType::float32, {4096, 999, 1}, {{"threads", threads}, {"width", {"32"}}, {"items", {"6", "8"}}, {"chunks", {"64", "128", "32"}}}},
       {hk::DataType::float64, {3, 4096, 8}, {{"threads", threads}}},
   };
   for (const Case& c : cases) {

@@ -26,7 +26,8 @@ namespace {
 // The tuner's space: team sizes, and the lines a team takes (the default's, 256 or 512 bytes of
 // them), the rows a thread holds and, where the lines go in 16-byte vectors, how many tiles wait in
 // team memory (stages 2 and 3) or the next one in registers (stages = 1). Their best differs
-// between GPUs of one architecture and between types (docs/performance.md). Where only the
+// between GPUs of one architecture, between types and with the teams' count against the
+// multiprocessors', and is not always a power of two (docs/performance.md). Where only the
 // register kernel runs (lines not in vectors), rows beyond what it holds are left out. Where the
 // default cuts the axis into chunks, half and twice as many chunks, at the default's width, and
 // the default's stages (a ring that holds a whole chunk).
@@ -36,7 +37,7 @@ SearchSpace columns_space(const CumulativeCall& call) {
   const std::int64_t bytes = scan_element_bytes(call);
   const bool vectors = lines_in_vectors(make_scan_layout(call), call.input.data, call.output.data, bytes);
   SpaceAxis items{"items", {}};
-  for (const int rows : {8, 12, 16})
+  for (const int rows : {6, 8, 10, 12, 16})
     if (vectors || rows <= offload_column_item_cap(bytes)) items.values.push_back(std::to_string(rows));
   SpaceAxis width{"width", {std::to_string(defaults.width)}};
   SpaceAxis chunks{"chunks", {std::to_string(defaults.chunks)}};
