@@ -368,6 +368,35 @@ TEST(OffloadSchedules, ColumnsDefaultToOnePassFrom2048Lines) {
   }
 }
 
+// One pass in teams of 256 threads, a team a block of 128 lines (float16 and int32, from 16384
+// lines): teams of 128 threads where the blocks outnumber the GPU's multiprocessors by at most
+// half; full teams on no more blocks than multiprocessors, on more than half as many again, and
+// without a GPU.
+TEST(OffloadSchedules, ColumnsHalveTheTeamsWhereAFewBlocksPassTheMultiprocessors) {
+  alignas(16) std::byte memory[16];  // only the layout is planned: nothing is read or written
+  const std::int64_t sms = detail::cuda_multiprocessors(offload_device());
+  const std::int64_t one_pass_blocks = 16384 / 128;
+  for (DataType type : {DataType::float16, DataType::int32}) {
+    const auto expect_threads = [&](std::int64_t blocks, int threads) {
+      if (blocks < one_pass_blocks) return;
+      const TensorDesc desc(type, {4096, blocks * 128});
+      const detail::CumulativeCall call{false, {desc, memory}, {desc, memory}, {.axis = 0}};
+      const detail::ScanPlan p = detail::offload_scan_defaults(call, detail::ScanPlan::Kind::columns);
+      EXPECT_EQ(p.teams, blocks) << name_of(type) << " " << blocks;
+      EXPECT_EQ(p.team_threads, threads) << name_of(type) << " " << blocks << " blocks, " << sms << " SMs";
+    };
+    if (sms == 0) {
+      for (const std::int64_t blocks : {128, 133, 198, 264}) expect_threads(blocks, 256);
+      continue;
+    }
+    expect_threads(sms, 256);
+    expect_threads(sms + 1, 128);
+    expect_threads(sms * 3 / 2, 128);
+    expect_threads(sms * 3 / 2 + 1, 256);
+    expect_threads(sms * 2, 256);
+  }
+}
+
 TEST(DeviceTensors, RefuseHostSchedules) {
   const TensorDesc desc(DataType::float32, {4, 4});
   DeviceBuffer a(64), b(64);

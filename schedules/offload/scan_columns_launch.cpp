@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "hetkern/device.hpp"
 #include "runtime/platform/device_memory.hpp"
 #include "runtime/platform/gpu_arch.hpp"
 #include "schedules/offload/kernel_words.hpp"
@@ -42,6 +43,15 @@ constexpr std::int64_t column_chain_tiles = 4;
 // H100 1.07-1.25x the two-warp teams' speed on four shapes, where float32 and int32 gained on
 // some and lost on others (docs/performance.md).
 constexpr int column_chain_half_threads = 128, column_chain_half_stages = 3;
+// One pass in teams of 256 threads on more blocks of lines than the GPU has multiprocessors, but
+// no more than half as many again: some multiprocessors then walk two blocks while the others walk
+// one, and teams of half as many threads ran 0.04-0.12 of the copy faster for float16 and int32 on
+// an H100, where on no more blocks than multiprocessors, or on nearly twice as many, the full teams
+// were faster (docs/performance.md).
+constexpr int column_full_threads = 256;
+bool blocks_a_few_past_multiprocessors(std::int64_t blocks, std::int64_t multiprocessors) {
+  return multiprocessors > 0 && blocks > multiprocessors && 2 * blocks <= 3 * multiprocessors;
+}
 // One pass: a team's warps share a block of neighbouring lines and split its tiles' rows, each
 // thread holding `items` rows of a tile, `stages` - 1 tiles ahead in flight through team memory
 // (stages = 1: the next tile in registers, where the register kernel has room beside the sums).
@@ -57,9 +67,9 @@ struct ColumnDefaults {
 };
 ColumnDefaults column_defaults_of(DataType type, std::int64_t element_bytes) {
   if (type == DataType::float32) return {column_pair_threads, 256, offload_column_max_items, 3};
-  if (element_bytes == 4) return {256, 512, offload_column_item_cap(element_bytes), 2};
-  if (element_bytes == 2) return {256, 256, offload_column_item_cap(element_bytes), 1};
-  return {256, 512, offload_column_item_cap(element_bytes), 1};
+  if (element_bytes == 4) return {column_full_threads, 512, offload_column_item_cap(element_bytes), 2};
+  if (element_bytes == 2) return {column_full_threads, 256, offload_column_item_cap(element_bytes), 1};
+  return {column_full_threads, 512, offload_column_item_cap(element_bytes), 1};
 }
 
 // Team memory of a launch: (chained) the ticket and a value per line of a block, the warps'
@@ -203,6 +213,9 @@ ScanPlan columns_defaults(const CumulativeCall& call) {
     }
   }
   plan.teams = int(offload_column_teams(lines, plan.chunks, plan.width, vector_lines));
+  if (plan.chunks == 1 && plan.team_threads == column_full_threads && (bytes == 2 || bytes == 4) &&
+      blocks_a_few_past_multiprocessors(plan.teams, cuda_multiprocessors(offload_device())))
+    plan.team_threads = column_full_threads / 2;
   return plan;
 }
 

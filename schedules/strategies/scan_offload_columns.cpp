@@ -77,8 +77,10 @@ const ScanStrategy& scan_offload_columns() {
         "OpenMP teams (default: a team per width lines, and with chunks > 1 per chunk too, at "
         "most 528; both at the width and chunks the schedule gives)"},
        {"threads", 32, offload_max_threads,
-        "threads per team (default 64 below 16384 lines and for float32, else 256, and 128 for "
-        "2-byte vectors in chunks; a team gets at most 256, 512 for 4-byte integers in one pass; "
+        "threads per team (default 64 below 16384 lines and for float32, else 256, but 128 for "
+        "2-byte vectors in chunks and, for 2- and 4-byte types in one pass, where the teams outnumber "
+        "the GPU's multiprocessors by at most half; a team gets at most 256, 512 for 4-byte integers "
+        "in one pass; "
         "with chunks > 1 teams of fewer than 32 scan their lines one thread each)"},
        {"chunks", 1, std::int64_t(1) << 20,
         "chunks of the scanned axis, chained by look-back (default: 1 when there are at least "
