@@ -397,6 +397,26 @@ TEST(OffloadSchedules, ColumnsHalveTheTeamsWhereAFewBlocksPassTheMultiprocessors
   }
 }
 
+// Below 16384 lines the one-pass blocks are the widest power of two of 16-byte groups that leaves
+// at least 256 teams, so that a warp's 32 lanes share a block's groups evenly.
+TEST(OffloadSchedules, NarrowColumnBlocksAreAPowerOfTwoGroupsWide) {
+  alignas(16) std::byte memory[16];  // only the layout is planned: nothing is read or written
+  for (DataType type : {DataType::float16, DataType::int32, DataType::float32}) {
+    const std::int64_t group_lines = 16 / std::int64_t(size_of(type));
+    for (const std::int64_t lines : {2048, 6144, 8192, 10240, 12288, 14336}) {
+      const TensorDesc desc(type, {4096, lines});
+      const detail::CumulativeCall call{false, {desc, memory}, {desc, memory}, {.axis = 0}};
+      const detail::ScanPlan p = detail::offload_scan_defaults(call, detail::ScanPlan::Kind::columns);
+      const std::int64_t groups = p.width / group_lines;
+      EXPECT_EQ(p.width % group_lines, 0) << name_of(type) << " " << lines;
+      EXPECT_EQ(32 % groups, 0) << name_of(type) << " " << lines << ": " << groups << " groups";
+      EXPECT_LE(groups * 256 * group_lines, std::max(lines, 256 * group_lines)) << name_of(type) << " " << lines;
+      EXPECT_GT(groups * 2 * 256 * group_lines, lines) << name_of(type) << " " << lines;
+      EXPECT_EQ(p.teams, lines / p.width) << name_of(type) << " " << lines;
+    }
+  }
+}
+
 TEST(DeviceTensors, RefuseHostSchedules) {
   const TensorDesc desc(DataType::float32, {4, 4});
   DeviceBuffer a(64), b(64);

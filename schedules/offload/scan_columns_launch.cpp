@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <type_traits>
 
 #include "hetkern/device.hpp"
@@ -31,6 +32,9 @@ constexpr int columns_team_threads_most = columns_bound_wide<T> ? columns_wide_t
 // lines; below column_lines_wide_blocks lines in blocks narrow enough for column_narrow_teams
 // teams of two warps, 16 rows a thread and a ring of 3 tiles: from 2048 to 8192 lines that ran
 // 1.4-1.7x faster than three passes over chunks of the axis on an H100 (docs/performance.md).
+// Those blocks are a power of two of groups wide, so that a warp's 32 lanes share them evenly:
+// float16 blocks of 3, 5, 6 or 7 groups ran at 0.43-0.53 of the copy on an H100, and of the power
+// of two below at 0.58-0.72 (docs/performance.md).
 // With fewer lines, blocks of column_chain_block_bytes and the axis cut into chunks of
 // column_chain_tiles tiles, chained by look-back.
 constexpr std::int64_t column_lines_single_pass = 2048;
@@ -195,7 +199,8 @@ ScanPlan columns_defaults(const CumulativeCall& call) {
     plan.team_threads = column_pair_threads;
     plan.items = vectors ? offload_column_max_items : offload_column_item_cap(bytes);
     plan.stages = vectors ? 3 : 1;
-    plan.width = int(std::clamp<std::int64_t>(groups / column_narrow_teams, 1, 32) * vector_lines);
+    const auto block_groups = std::uint64_t(std::clamp<std::int64_t>(groups / column_narrow_teams, 1, 32));
+    plan.width = int(std::int64_t(std::bit_floor(block_groups)) * vector_lines);
   }
   if (lines < column_lines_single_pass) {
     // Few blocks: each a cache line of lines wide (or all the lines), the axis cut into chunks of

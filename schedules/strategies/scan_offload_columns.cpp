@@ -92,7 +92,8 @@ const ScanStrategy& scan_offload_columns() {
        {"width", 1, offload_column_max_width,
         "neighbouring lines per team, at most 32 vectors or single lines (default: 512 bytes of "
         "them, 256 for float32 and 2-byte types: 64 lines of float32, 128 of int32 or of float16; "
-        "below 16384 lines, blocks narrow enough for 256 teams; below 2048 lines, 128 bytes)"},
+        "below 16384 lines, the widest power of two of vectors or lines that leaves 256 teams or more; "
+        "below 2048 lines, 128 bytes)"},
        {"stages", 1, offload_column_max_stages,
         "lines in 16-byte vectors: tiles in a ring in team memory, stages - 1 of them in flight "
         "while one is scanned; fewer where the GPU grants a team less memory, and 1 (the next tile "
