@@ -397,16 +397,25 @@ TEST(OffloadSchedules, ColumnsHalveTheTeamsWhereAFewBlocksPassTheMultiprocessors
   }
 }
 
-// Below 16384 lines the one-pass blocks are the widest power of two of 16-byte groups that leaves
-// at least 256 teams, so that a warp's 32 lanes share a block's groups evenly.
+// Below 16384 lines (10240 for 2- and 4-byte types other than float32) the one-pass blocks are the
+// widest power of two of 16-byte groups that leaves at least 256 teams, so that a warp's 32 lanes
+// share a block's groups evenly; from there on float16 and int32 take teams of 256 threads on
+// blocks of 128 lines.
 TEST(OffloadSchedules, NarrowColumnBlocksAreAPowerOfTwoGroupsWide) {
   alignas(16) std::byte memory[16];  // only the layout is planned: nothing is read or written
   for (DataType type : {DataType::float16, DataType::int32, DataType::float32}) {
     const std::int64_t group_lines = 16 / std::int64_t(size_of(type));
-    for (const std::int64_t lines : {2048, 6144, 8192, 10240, 12288, 14336}) {
+    for (const std::int64_t lines : {2048, 6144, 8192, 9216, 10240, 12288, 14336}) {
       const TensorDesc desc(type, {4096, lines});
       const detail::CumulativeCall call{false, {desc, memory}, {desc, memory}, {.axis = 0}};
       const detail::ScanPlan p = detail::offload_scan_defaults(call, detail::ScanPlan::Kind::columns);
+      if (type != DataType::float32 && lines >= 10240) {
+        const std::int64_t blocks = lines / 128, sms = detail::cuda_multiprocessors(offload_device());
+        const bool halved = sms > 0 && blocks > sms && 2 * blocks <= 3 * sms;
+        EXPECT_EQ(p.team_threads, halved ? 128 : 256) << name_of(type) << " " << lines;
+        EXPECT_EQ(p.width, 128) << name_of(type) << " " << lines;
+        continue;
+      }
       const std::int64_t groups = p.width / group_lines;
       EXPECT_EQ(p.width % group_lines, 0) << name_of(type) << " " << lines;
       EXPECT_EQ(32 % groups, 0) << name_of(type) << " " << lines << ": " << groups << " groups";

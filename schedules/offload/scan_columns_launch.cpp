@@ -39,6 +39,11 @@ constexpr int columns_team_threads_most = columns_bound_wide<T> ? columns_wide_t
 // column_chain_tiles tiles, chained by look-back.
 constexpr std::int64_t column_lines_single_pass = 2048;
 constexpr std::int64_t column_lines_wide_blocks = 16384;
+// 2- and 4-byte types other than float32 keep their teams of 256 threads on wide blocks down to
+// column_lines_full_teams lines: on an H100, 80 to 112 such teams (fewer than its 132
+// multiprocessors) ran 0.06-0.24 of the copy faster than the narrow blocks at 10240-14336 lines,
+// and at 8192 lines and below mostly slower (docs/performance.md).
+constexpr std::int64_t column_lines_full_teams = 10240;
 constexpr std::int64_t column_narrow_teams = 256;
 constexpr int column_pair_threads = 64;
 constexpr std::int64_t column_chain_block_bytes = 128;
@@ -194,7 +199,8 @@ ScanPlan columns_defaults(const CumulativeCall& call) {
   plan.items = d.items;
   plan.stages = d.stages;
   plan.width = int(d.width_bytes / bytes);
-  if (lines < column_lines_wide_blocks) {
+  const bool full_teams_below_wide = d.threads == column_full_threads && (bytes == 2 || bytes == 4);
+  if (lines < (full_teams_below_wide ? column_lines_full_teams : column_lines_wide_blocks)) {
     const bool vectors = vector_lines > 1;
     plan.team_threads = column_pair_threads;
     plan.items = vectors ? offload_column_max_items : offload_column_item_cap(bytes);
