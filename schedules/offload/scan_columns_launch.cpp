@@ -41,7 +41,7 @@ constexpr std::int64_t column_lines_single_pass = 2048;
 constexpr std::int64_t column_lines_wide_blocks = 16384;
 // 2- and 4-byte types other than float32 keep their teams of 256 threads on wide blocks down to
 // column_lines_full_teams lines: on an H100, 80 to 112 such teams (fewer than its 132
-// multiprocessors) ran 0.06-0.24 of the copy faster than the narrow blocks at 10240-14336 lines,
+// multiprocessors) ran 0.07-0.24 of the copy faster than the narrow blocks at 10240-14336 lines,
 // and at 8192 lines and below mostly slower (docs/performance.md).
 constexpr std::int64_t column_lines_full_teams = 10240;
 constexpr std::int64_t column_narrow_teams = 256;
