@@ -199,8 +199,9 @@ ScanPlan columns_defaults(const CumulativeCall& call) {
   plan.items = d.items;
   plan.stages = d.stages;
   plan.width = int(d.width_bytes / bytes);
-  const bool full_teams_below_wide = d.threads == column_full_threads && (bytes == 2 || bytes == 4);
-  if (lines < (full_teams_below_wide ? column_lines_full_teams : column_lines_wide_blocks)) {
+  // 2- and 4-byte types whose one pass runs in full teams: float16, int32 and their like.
+  const bool full_team_type = d.threads == column_full_threads && (bytes == 2 || bytes == 4);
+  if (lines < (full_team_type ? column_lines_full_teams : column_lines_wide_blocks)) {
     const bool vectors = vector_lines > 1;
     plan.team_threads = column_pair_threads;
     plan.items = vectors ? offload_column_max_items : offload_column_item_cap(bytes);
@@ -224,7 +225,7 @@ ScanPlan columns_defaults(const CumulativeCall& call) {
     }
   }
   plan.teams = int(offload_column_teams(lines, plan.chunks, plan.width, vector_lines));
-  if (plan.chunks == 1 && plan.team_threads == column_full_threads && (bytes == 2 || bytes == 4) &&
+  if (full_team_type && plan.chunks == 1 && plan.team_threads == column_full_threads &&
       blocks_a_few_past_multiprocessors(plan.teams, cuda_multiprocessors(offload_device())))
     plan.team_threads = column_full_threads / 2;
   return plan;

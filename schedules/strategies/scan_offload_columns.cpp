@@ -77,26 +77,24 @@ const ScanStrategy& scan_offload_columns() {
         "OpenMP teams (default: a team per width lines, and with chunks > 1 per chunk too, at "
         "most 528; both at the width and chunks the schedule gives)"},
        {"threads", 32, offload_max_threads,
-        "threads per team (default 64 for float32 and below 16384 lines, 10240 for other 2- and 4-byte "
-        "types, else 256, but 128 for "
-        "2-byte vectors in chunks and, for 2- and 4-byte types in one pass, where the teams outnumber "
-        "the GPU's multiprocessors by at most half; a team gets at most 256, 512 for 4-byte integers "
-        "in one pass; "
-        "with chunks > 1 teams of fewer than 32 scan their lines one thread each)"},
+        "threads per team (default 64 for float32 and below 16384 lines, 10240 for other 2- and "
+        "4-byte types, else 256, but 128 for 2-byte vectors in chunks and, for 2- and 4-byte types "
+        "in one pass, where the teams outnumber the GPU's multiprocessors by at most half; a team "
+        "gets at most 256, 512 for 4-byte integers in one pass; with chunks > 1 teams of fewer "
+        "than 32 scan their lines one thread each)"},
        {"chunks", 1, std::int64_t(1) << 20,
         "chunks of the scanned axis, chained by look-back (default: 1 when there are at least "
         "2048 lines, else chunks of 4 tiles; at most one a tile)"},
        {"items", 1, offload_column_max_items,
         "consecutive rows of the axis per thread in a tile (default 16 for float32, for 2-byte "
         "types and, below 16384 lines (10240 for other 2- and 4-byte types), for lines in 16-byte "
-        "vectors, else 8; at most 16, and 8 for "
-        "types wider than 2 bytes with stages = 1, where a thread holds the next tile's rows too)"},
+        "vectors, else 8; at most 16, and 8 for types wider than 2 bytes with stages = 1, where a "
+        "thread holds the next tile's rows too)"},
        {"width", 1, offload_column_max_width,
         "neighbouring lines per team, at most 32 vectors or single lines (default: 512 bytes of "
         "them, 256 for float32 and 2-byte types: 64 lines of float32, 128 of int32 or of float16; "
         "below 16384 lines (10240 for 2- and 4-byte types but float32), the widest power of two of "
-        "vectors or lines that leaves 256 teams or more; "
-        "below 2048 lines, 128 bytes)"},
+        "vectors or lines that leaves 256 teams or more; below 2048 lines, 128 bytes)"},
        {"stages", 1, offload_column_max_stages,
         "lines in 16-byte vectors: tiles in a ring in team memory, stages - 1 of them in flight "
         "while one is scanned; fewer where the GPU grants a team less memory, and 1 (the next tile "
